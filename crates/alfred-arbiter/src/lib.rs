@@ -1,0 +1,1 @@
+//! alfred-arbiter (stub).
