@@ -4,6 +4,9 @@
 //! Deterministic and free of IO: no clock, no randomness, no hash-map iteration order
 //! in any output. Time arrives as a [`time::Timestamp`] parameter.
 
+pub mod effect;
+pub mod reason;
+pub mod record;
 pub mod snapshot;
 pub mod time;
 

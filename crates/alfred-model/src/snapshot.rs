@@ -66,6 +66,9 @@ pub struct ExecutorState {
 pub struct Node {
     /// `metadata.name`.
     pub name: String,
+    /// `metadata.uid` (node records belong to one node incarnation).
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub uid: String,
     /// GPU pool key (§A.2); `None` for nodes without GPUs.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub pool: Option<String>,
@@ -267,6 +270,12 @@ pub struct Pod {
     /// `metadata.creationTimestamp`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub created_at: Option<Timestamp>,
+    /// `status.startTime` (placement cooldowns count from it).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub started_at: Option<Timestamp>,
+    /// `metadata.uid`.
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub uid: String,
     /// Labels.
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub labels: BTreeMap<String, String>,

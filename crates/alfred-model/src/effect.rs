@@ -1,0 +1,155 @@
+//! Effects: everything an adapter may do to the world, as data.
+//!
+//! A pass returns an ordered list; the adapter applies them in order, only while it
+//! holds the leader lease, and stops at the first write that fails (the durable
+//! journal makes the next pass pick up from whatever did land). alfred's only write to
+//! an InferenceService is adding one migration-request annotation (decisions.md E1).
+
+use std::collections::BTreeMap;
+
+use serde::{Deserialize, Serialize};
+
+/// An object an Event is about.
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ObjectRef {
+    /// `apiVersion`, e.g. `ome.io/v1beta1` or `v1`.
+    pub api_version: String,
+    /// `kind`.
+    pub kind: String,
+    /// Namespace; empty for cluster-scoped objects (Node events are recorded in `default`).
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub namespace: String,
+    /// Name.
+    pub name: String,
+    /// UID, when the reference carries one (Nodes, the config ConfigMap).
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub uid: String,
+}
+
+/// `Normal` or `Warning`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
+pub enum EventType {
+    /// Informational.
+    Normal,
+    /// Needs attention.
+    Warning,
+}
+
+/// A core v1 Event with source component `alfred` (alfred-engine.md §11.3).
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Event {
+    /// What it is about.
+    pub regarding: ObjectRef,
+    /// Normal or Warning.
+    #[serde(rename = "type")]
+    pub event_type: EventType,
+    /// The documented reason, e.g. `MigrationSubmitted`.
+    pub reason: String,
+    /// Human-readable message.
+    pub message: String,
+}
+
+/// One metric change.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct MetricUpdate {
+    /// Metric name, e.g. `alfred_recommendations_produced_total`.
+    pub name: String,
+    /// Label pairs, in the order the metric declares them.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub labels: Vec<(String, String)>,
+    /// What to do.
+    pub change: MetricChange,
+}
+
+/// A gauge set or a counter increment.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub enum MetricChange {
+    /// Set a gauge.
+    Set(f64),
+    /// Add to a counter.
+    Inc(u64),
+}
+
+/// Something the adapter does.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", tag = "kind")]
+pub enum Effect {
+    /// Read-modify-write the recommendations ConfigMap: set these keys, delete those,
+    /// keep every other key (conditioned on resourceVersion, retried on conflict).
+    #[serde(rename_all = "camelCase")]
+    UpdateRecommendations {
+        /// ConfigMap name (`recommendationsConfigMapName`).
+        config_map: String,
+        /// Keys to set (`last-cycle.json`, `node.<name>`).
+        set: BTreeMap<String, String>,
+        /// Keys to delete (stale node records).
+        #[serde(default, skip_serializing_if = "Vec::is_empty")]
+        delete: Vec<String>,
+    },
+    /// Record an Event.
+    RecordEvent(Event),
+    /// Add one `ome.io/migration-request-v1-<uuid>` annotation to an InferenceService with
+    /// a JSON Patch that first tests `metadata.uid` and `metadata.resourceVersion`.
+    #[serde(rename_all = "camelCase")]
+    RequestMigration {
+        /// Namespace.
+        namespace: String,
+        /// InferenceService name.
+        name: String,
+        /// Expected `metadata.uid`.
+        uid: String,
+        /// Expected `metadata.resourceVersion`.
+        resource_version: String,
+        /// The annotation key.
+        annotation: String,
+        /// The exact annotation value (compact JSON, ≤ 4096 bytes).
+        payload: String,
+        /// The journal entry it belongs to.
+        uuid: String,
+    },
+    /// Replace `state.json` of the `alfred-dispatch-state` ConfigMap (conditioned on the
+    /// resourceVersion the adapter last read; a conflict fails the write).
+    #[serde(rename_all = "camelCase")]
+    WriteJournal {
+        /// The whole document.
+        state_json: String,
+    },
+    /// Change a metric.
+    Metric(MetricUpdate),
+}
+
+impl Effect {
+    /// Whether the effect writes to the cluster (everything but metrics).
+    pub fn is_write(&self) -> bool {
+        !matches!(self, Effect::Metric(_))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn effects_serialise_with_a_kind_tag() {
+        let e = Effect::WriteJournal {
+            state_json: "{}".into(),
+        };
+        assert_eq!(
+            serde_json::to_string(&e).unwrap(),
+            r#"{"kind":"writeJournal","stateJson":"{}"}"#
+        );
+        assert!(e.is_write());
+        let m = Effect::Metric(MetricUpdate {
+            name: "x".into(),
+            labels: vec![],
+            change: MetricChange::Inc(1),
+        });
+        assert!(!m.is_write());
+        let back: Effect = serde_json::from_str(&serde_json::to_string(&m).unwrap()).unwrap();
+        assert_eq!(back, m);
+    }
+}
