@@ -1,0 +1,127 @@
+//! alfred's automation, run as `cargo xtask <task>` (the alias lives in `.cargo/config.toml`).
+//!
+//! See <https://github.com/matklad/cargo-xtask/>: tasks are plain Rust, built with nothing but
+//! cargo. Only `std`, `anyhow` and `serde_json` are used, to keep this crate quick to compile.
+//!
+//! - `ci [STEP...]`: runs `.ci/run` (the one definition of CI; with steps, only those steps).
+//! - `test`: the README's test command (`.ci/run test`: nextest, then the doctests).
+//! - `tidy`: the repository rules of `tidy.rs`, also run as a test by the normal test command.
+//! - `apiserver build|start|stop|status`: a real kube-apiserver v1.20.2 for integration tests.
+//! - `bench-smoke`: every benchmark once, as a test (criterion's test mode).
+
+mod apiserver;
+mod tidy;
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use anyhow::{Context, Result, bail};
+
+const USAGE: &str = "\
+usage: cargo xtask <task>
+
+tasks:
+  ci [STEP...]        run .ci/run (all steps, or only the named ones; `cargo xtask ci --list`)
+  test                the README's test command: nextest + doctests (= `.ci/run test`)
+  tidy                check repository rules (dependency boundaries, banned calls, module docs, ...)
+  apiserver build     build kube-apiserver v1.20.2 + etcd from Debian packages into the cache
+  apiserver start     (build if needed and) start etcd + kube-apiserver on loopback, write kubeconfigs
+  apiserver stop      stop them
+  apiserver status    print whether they run and where the kubeconfigs are
+  bench-smoke         run every benchmark once (criterion test mode)
+";
+
+fn main() -> Result<()> {
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    let Some((task, rest)) = args.split_first() else {
+        eprint!("{USAGE}");
+        std::process::exit(2);
+    };
+    match task.as_str() {
+        "ci" => ci_script(rest),
+        "test" => ci_script(&["test".to_owned()]),
+        "tidy" => tidy::run_all(&workspace_root()),
+        "apiserver" => apiserver::main(rest),
+        "bench-smoke" => bench_smoke(),
+        "help" | "-h" | "--help" => {
+            print!("{USAGE}");
+            Ok(())
+        }
+        other => {
+            eprint!("unknown task `{other}`\n\n{USAGE}");
+            std::process::exit(2);
+        }
+    }
+}
+
+/// The workspace root: xtask lives at `<root>/xtask`.
+pub(crate) fn workspace_root() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .parent()
+        .expect("xtask has a parent directory")
+        .to_path_buf()
+}
+
+/// `cargo xtask ci` is `.ci/run`: CI has exactly one definition, so the two cannot drift.
+fn ci_script(steps: &[String]) -> Result<()> {
+    let root = workspace_root();
+    run(Command::new("bash")
+        .arg(root.join(".ci/run"))
+        .args(steps)
+        .current_dir(&root))
+}
+
+fn bench_smoke() -> Result<()> {
+    // Without `--bench`, criterion runs each benchmark exactly once and checks it does not panic.
+    run(Command::new(cargo())
+        .args(["test", "--workspace", "--benches", "--locked"])
+        .current_dir(workspace_root()))
+}
+
+pub(crate) fn cargo() -> String {
+    std::env::var("CARGO").unwrap_or_else(|_| "cargo".to_owned())
+}
+
+/// Runs a command, echoing it, and fails when it exits non-zero.
+pub(crate) fn run(cmd: &mut Command) -> Result<()> {
+    eprintln!("$ {}", display(cmd));
+    let status = cmd
+        .status()
+        .with_context(|| format!("cannot start `{}`", display(cmd)))?;
+    if !status.success() {
+        bail!("`{}` failed: {status}", display(cmd));
+    }
+    Ok(())
+}
+
+/// Runs a command and returns its standard output; fails when it exits non-zero.
+pub(crate) fn output(cmd: &mut Command) -> Result<String> {
+    let out = cmd
+        .output()
+        .with_context(|| format!("cannot start `{}`", display(cmd)))?;
+    if !out.status.success() {
+        bail!(
+            "`{}` failed: {}\n{}",
+            display(cmd),
+            out.status,
+            String::from_utf8_lossy(&out.stderr)
+        );
+    }
+    String::from_utf8(out.stdout).with_context(|| format!("`{}` printed non-UTF-8", display(cmd)))
+}
+
+pub(crate) fn display(cmd: &Command) -> String {
+    let mut s = cmd.get_program().to_string_lossy().into_owned();
+    for a in cmd.get_args() {
+        let a = a.to_string_lossy();
+        s.push(' ');
+        if a.chars().count() > 200 {
+            // e.g. openapi-gen's list of input packages
+            s.extend(a.chars().take(120));
+            s.push_str(&format!("...({} chars)", a.len()));
+        } else {
+            s.push_str(&a);
+        }
+    }
+    s
+}

@@ -1,0 +1,745 @@
+//! Repository rules, checked as tests so that the normal test command enforces them
+//! (`cargo nextest run --workspace`, `cargo test --workspace`), and by `cargo xtask tidy`.
+//!
+//! - Core crates (every package under `crates/`) have no IO, async, Kubernetes client or randomness
+//!   crate in their normal (non-dev) dependency closure, per `cargo metadata`; `alfred-observe`
+//!   alone may use `k8s-openapi` (plain data types) to translate Kubernetes objects.
+//! - Sources under `crates/*/src` never read a clock, the environment, the file system, the
+//!   network, spawn processes, draw random numbers, or use hash collections (outside comments and
+//!   string literals).
+//! - Every `crates/*/src/**/*.rs` and `adapters/*/src/**/*.rs` file starts with a `//!` module doc.
+//! - No `.rs` file has trailing whitespace.
+//! - Every workspace member's `Cargo.toml` has `[lints] workspace = true`.
+//!
+//! Each failure names the file and line (or the dependency chain) to fix.
+
+use std::collections::{BTreeMap, BTreeSet, VecDeque};
+use std::fs;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use anyhow::{Context, Result, bail};
+use serde_json::Value;
+
+/// The core crates the design names; every package under `crates/` is checked as core, this list
+/// only guards against the check silently seeing none of them.
+const CORE_CRATES: [&str; 7] = [
+    "alfred-model",
+    "alfred-observe",
+    "alfred-score",
+    "alfred-policy",
+    "alfred-arbiter",
+    "alfred-dispatch",
+    "alfred-sim",
+];
+
+/// Crates that bring IO, async runtimes, Kubernetes clients or randomness, anywhere in a core
+/// crate's normal dependency closure. A trailing `*` matches a prefix.
+const BANNED_IN_CLOSURE: [&str; 9] = [
+    "tokio",
+    "kube*",
+    "k8s-openapi",
+    "hyper",
+    "hyper-*",
+    "axum",
+    "axum-*",
+    "reqwest",
+    "rand",
+];
+
+/// Banned as a direct dependency of a core crate (it sits deep in many harmless trees).
+const BANNED_DIRECT: [&str; 1] = ["getrandom"];
+
+/// Exceptions: (core crate, banned pattern it may have).
+const ALLOWED: [(&str, &str); 1] = [("alfred-observe", "k8s-openapi")];
+
+/// Text that must not appear in core sources outside comments and string literals.
+const BANNED_TOKENS: [(&str, &str); 10] = [
+    ("SystemTime::now", "take the time from the caller's input"),
+    ("Instant::now", "take the time from the caller's input"),
+    ("env::var", "configuration comes in as data"),
+    ("thread_rng", "no randomness in the core"),
+    ("std::fs", "no file system in the core"),
+    ("std::net", "no network in the core"),
+    ("std::process", "no processes in the core"),
+    (
+        "HashMap",
+        "use BTreeMap/IndexMap: output must not depend on hash order",
+    ),
+    (
+        "HashSet",
+        "use BTreeSet/IndexSet: output must not depend on hash order",
+    ),
+    ("rand::", "no randomness in the core"),
+];
+
+/// Runs every rule and reports all violations (`cargo xtask tidy`).
+pub(crate) fn run_all(root: &Path) -> Result<()> {
+    let metadata = cargo_metadata(root)?;
+    let mut failures = Vec::new();
+    for (rule, violations) in [
+        (
+            "core dependency closure",
+            core_dependency_violations(&metadata)?,
+        ),
+        ("core sources", core_source_violations(root)?),
+        ("module docs", module_doc_violations(root)?),
+        ("trailing whitespace", trailing_whitespace_violations(root)?),
+        ("workspace lints", workspace_lints_violations(&metadata)?),
+    ] {
+        if violations.is_empty() {
+            eprintln!("tidy: {rule}: ok");
+        } else {
+            failures.push(format!("{rule}:\n  {}", violations.join("\n  ")));
+        }
+    }
+    if !failures.is_empty() {
+        bail!("tidy found problems:\n{}", failures.join("\n"));
+    }
+    Ok(())
+}
+
+pub(crate) fn cargo_metadata(root: &Path) -> Result<Value> {
+    let triple = host_triple()?;
+    let text = crate::output(
+        Command::new(crate::cargo())
+            .args([
+                "metadata",
+                "--format-version",
+                "1",
+                "--filter-platform",
+                &triple,
+            ])
+            .current_dir(root),
+    )?;
+    serde_json::from_str(&text).context("cargo metadata printed invalid JSON")
+}
+
+fn host_triple() -> Result<String> {
+    let rustc = std::env::var("RUSTC").unwrap_or_else(|_| "rustc".to_owned());
+    let text = crate::output(Command::new(rustc).arg("-vV"))?;
+    text.lines()
+        .find_map(|l| l.strip_prefix("host: "))
+        .map(str::to_owned)
+        .context("rustc -vV names no host")
+}
+
+fn matches(pattern: &str, name: &str) -> bool {
+    match pattern.strip_suffix('*') {
+        Some(prefix) => name.starts_with(prefix),
+        None => name == pattern,
+    }
+}
+
+/// Packages under `<workspace>/crates/` with their ids.
+fn core_packages(metadata: &Value) -> Result<Vec<(String, String)>> {
+    let root = metadata["workspace_root"]
+        .as_str()
+        .context("metadata has no workspace_root")?;
+    let crates_dir = Path::new(root).join("crates");
+    let members: BTreeSet<&str> = metadata["workspace_members"]
+        .as_array()
+        .context("metadata has no workspace_members")?
+        .iter()
+        .filter_map(Value::as_str)
+        .collect();
+    let mut core = Vec::new();
+    for pkg in metadata["packages"]
+        .as_array()
+        .context("metadata has no packages")?
+    {
+        let id = pkg["id"].as_str().unwrap_or_default();
+        let manifest = Path::new(pkg["manifest_path"].as_str().unwrap_or_default());
+        if members.contains(id) && manifest.starts_with(&crates_dir) {
+            core.push((
+                pkg["name"].as_str().unwrap_or_default().to_owned(),
+                id.to_owned(),
+            ));
+        }
+    }
+    Ok(core)
+}
+
+/// The banned crates reachable from each core crate through normal and build dependencies, each
+/// reported with the chain that reaches it.
+pub(crate) fn core_dependency_violations(metadata: &Value) -> Result<Vec<String>> {
+    let names: BTreeMap<&str, &str> = metadata["packages"]
+        .as_array()
+        .context("metadata has no packages")?
+        .iter()
+        .map(|p| {
+            (
+                p["id"].as_str().unwrap_or_default(),
+                p["name"].as_str().unwrap_or_default(),
+            )
+        })
+        .collect();
+    // id -> non-dev dependency ids
+    let mut edges: BTreeMap<&str, Vec<&str>> = BTreeMap::new();
+    for node in metadata["resolve"]["nodes"]
+        .as_array()
+        .context("metadata has no resolve graph")?
+    {
+        let id = node["id"].as_str().unwrap_or_default();
+        let deps = node["deps"]
+            .as_array()
+            .map(Vec::as_slice)
+            .unwrap_or_default();
+        let non_dev = deps.iter().filter(|d| {
+            d["dep_kinds"]
+                .as_array()
+                .is_some_and(|kinds| kinds.iter().any(|k| k["kind"].as_str() != Some("dev")))
+        });
+        edges.insert(id, non_dev.filter_map(|d| d["pkg"].as_str()).collect());
+    }
+
+    let core = core_packages(metadata)?;
+    let mut violations = Vec::new();
+    for expected in CORE_CRATES {
+        if !core.iter().any(|(name, _)| name == expected) {
+            violations.push(format!(
+                "core crate {expected} is not a workspace member under crates/"
+            ));
+        }
+    }
+    for (name, id) in &core {
+        let allowed = |dep: &str| {
+            ALLOWED
+                .iter()
+                .any(|(krate, pattern)| krate == name && matches(pattern, dep))
+        };
+        for direct in edges.get(id.as_str()).into_iter().flatten() {
+            let dep = names.get(direct).copied().unwrap_or(*direct);
+            if BANNED_DIRECT.iter().any(|p| matches(p, dep)) && !allowed(dep) {
+                violations.push(format!("{name} depends directly on {dep}"));
+            }
+        }
+        // Breadth-first, remembering the parent, to print the shortest chain to each banned crate.
+        let mut parent: BTreeMap<&str, &str> = BTreeMap::new();
+        let mut queue = VecDeque::from([id.as_str()]);
+        let mut seen = BTreeSet::from([id.as_str()]);
+        while let Some(at) = queue.pop_front() {
+            for &next in edges.get(at).into_iter().flatten() {
+                if !seen.insert(next) {
+                    continue;
+                }
+                parent.insert(next, at);
+                let dep = names.get(next).copied().unwrap_or(next);
+                if BANNED_IN_CLOSURE.iter().any(|p| matches(p, dep)) && !allowed(dep) {
+                    let mut chain = vec![dep];
+                    let mut cur = next;
+                    while let Some(&p) = parent.get(cur) {
+                        chain.push(names.get(p).copied().unwrap_or(p));
+                        cur = p;
+                    }
+                    chain.reverse();
+                    violations.push(format!(
+                        "{name} must not depend on {dep} (IO/async/Kubernetes/randomness): {}",
+                        chain.join(" -> ")
+                    ));
+                    continue; // one report per banned crate is enough; do not walk below it
+                }
+                queue.push_back(next);
+            }
+        }
+    }
+    Ok(violations)
+}
+
+/// `.rs` files below `dir`, sorted, skipping `target/` and hidden folders.
+fn rust_files(dir: &Path) -> Result<Vec<PathBuf>> {
+    let mut files = Vec::new();
+    let mut stack = vec![dir.to_path_buf()];
+    while let Some(d) = stack.pop() {
+        let Ok(entries) = fs::read_dir(&d) else {
+            continue;
+        };
+        for entry in entries {
+            let entry = entry?;
+            let name = entry.file_name().to_string_lossy().into_owned();
+            let kind = entry.file_type()?;
+            if kind.is_dir() {
+                if !name.starts_with('.') && name != "target" && name != "tmp" {
+                    stack.push(entry.path());
+                }
+            } else if kind.is_file() && name.ends_with(".rs") {
+                files.push(entry.path());
+            }
+        }
+    }
+    files.sort();
+    Ok(files)
+}
+
+/// `<root>/<group>/*/src/**/*.rs`.
+fn sources_of(root: &Path, group: &str) -> Result<Vec<PathBuf>> {
+    let mut files = Vec::new();
+    let Ok(entries) = fs::read_dir(root.join(group)) else {
+        return Ok(files);
+    };
+    let mut crates: Vec<PathBuf> = entries.filter_map(|e| e.ok()).map(|e| e.path()).collect();
+    crates.sort();
+    for krate in crates {
+        files.extend(rust_files(&krate.join("src"))?);
+    }
+    Ok(files)
+}
+
+fn relative(root: &Path, path: &Path) -> String {
+    path.strip_prefix(root)
+        .unwrap_or(path)
+        .display()
+        .to_string()
+}
+
+fn read(path: &Path) -> Result<String> {
+    fs::read_to_string(path).with_context(|| format!("cannot read {}", path.display()))
+}
+
+pub(crate) fn core_source_violations(root: &Path) -> Result<Vec<String>> {
+    let mut violations = Vec::new();
+    for file in sources_of(root, "crates")? {
+        let code = code_only(&read(&file)?);
+        for (n, line) in code.lines().enumerate() {
+            for (token, why) in banned_tokens_in(line) {
+                violations.push(format!(
+                    "{}:{}: `{token}` in a core crate: {why}",
+                    relative(root, &file),
+                    n + 1
+                ));
+            }
+        }
+    }
+    Ok(violations)
+}
+
+/// The banned tokens found in one line of code (comments and strings already blanked).
+fn banned_tokens_in(line: &str) -> Vec<(&'static str, &'static str)> {
+    let mut found = Vec::new();
+    for (token, why) in BANNED_TOKENS {
+        let mut from = 0;
+        while let Some(at) = line[from..].find(token) {
+            let start = from + at;
+            let end = start + token.len();
+            from = end;
+            let before = line[..start].chars().next_back();
+            let after = line[end..].chars().next();
+            let ident = |c: char| c.is_alphanumeric() || c == '_';
+            // `std::fs` but not `std::fsx`; `rand::` but not `operand::`.
+            let path_like = token.starts_with("std::") || token.ends_with("::");
+            if (path_like && before.is_some_and(ident))
+                || (token.starts_with("std::") && after.is_some_and(ident))
+            {
+                continue;
+            }
+            found.push((token, why));
+            break;
+        }
+    }
+    found
+}
+
+/// The source with comments and the contents of string and char literals replaced by spaces; line
+/// breaks are kept, so line numbers stay right.
+pub(crate) fn code_only(src: &str) -> String {
+    let chars: Vec<char> = src.chars().collect();
+    let mut out = String::with_capacity(src.len());
+    let blank = |c: char| if c == '\n' { '\n' } else { ' ' };
+    let mut i = 0;
+    while i < chars.len() {
+        let c = chars[i];
+        let next = chars.get(i + 1).copied();
+        if c == '/' && next == Some('/') {
+            while i < chars.len() && chars[i] != '\n' {
+                out.push(' ');
+                i += 1;
+            }
+        } else if c == '/' && next == Some('*') {
+            let mut depth = 0;
+            while i < chars.len() {
+                if chars[i] == '/' && chars.get(i + 1) == Some(&'*') {
+                    depth += 1;
+                    out.push_str("  ");
+                    i += 2;
+                } else if chars[i] == '*' && chars.get(i + 1) == Some(&'/') {
+                    depth -= 1;
+                    out.push_str("  ");
+                    i += 2;
+                    if depth == 0 {
+                        break;
+                    }
+                } else {
+                    out.push(blank(chars[i]));
+                    i += 1;
+                }
+            }
+        } else if c == 'r' && matches!(next, Some('"' | '#')) && !prev_is_ident(&chars, i) {
+            // raw string r"..." / r#"..."#
+            let mut j = i + 1;
+            let mut hashes = 0;
+            while chars.get(j) == Some(&'#') {
+                hashes += 1;
+                j += 1;
+            }
+            if chars.get(j) != Some(&'"') {
+                out.push(c);
+                i += 1;
+                continue;
+            }
+            out.push('r');
+            out.extend(std::iter::repeat_n('#', hashes));
+            out.push('"');
+            j += 1;
+            loop {
+                if j >= chars.len() {
+                    break;
+                }
+                if chars[j] == '"' && (0..hashes).all(|k| chars.get(j + 1 + k) == Some(&'#')) {
+                    out.push('"');
+                    out.extend(std::iter::repeat_n('#', hashes));
+                    j += 1 + hashes;
+                    break;
+                }
+                out.push(blank(chars[j]));
+                j += 1;
+            }
+            i = j;
+        } else if c == '"' {
+            out.push('"');
+            i += 1;
+            while i < chars.len() && chars[i] != '"' {
+                if chars[i] == '\\' && i + 1 < chars.len() {
+                    out.push(' ');
+                    out.push(blank(chars[i + 1]));
+                    i += 2;
+                } else {
+                    out.push(blank(chars[i]));
+                    i += 1;
+                }
+            }
+            if i < chars.len() {
+                out.push('"');
+                i += 1;
+            }
+        } else if c == '\'' {
+            // a char literal ('x', '\n', '\u{1F600}') or a lifetime ('a): only blank literals
+            let end = if next == Some('\\') {
+                (i + 2..chars.len().min(i + 12)).find(|&k| chars[k] == '\'')
+            } else if chars.get(i + 2) == Some(&'\'') {
+                Some(i + 2)
+            } else {
+                None
+            };
+            match end {
+                Some(end) => {
+                    out.push('\'');
+                    out.extend(std::iter::repeat_n(' ', end - i - 1));
+                    out.push('\'');
+                    i = end + 1;
+                }
+                None => {
+                    out.push(c);
+                    i += 1;
+                }
+            }
+        } else {
+            out.push(c);
+            i += 1;
+        }
+    }
+    out
+}
+
+fn prev_is_ident(chars: &[char], i: usize) -> bool {
+    i > 0 && (chars[i - 1].is_alphanumeric() || chars[i - 1] == '_')
+}
+
+pub(crate) fn module_doc_violations(root: &Path) -> Result<Vec<String>> {
+    let mut violations = Vec::new();
+    for file in sources_of(root, "crates")?
+        .into_iter()
+        .chain(sources_of(root, "adapters")?)
+    {
+        let text = read(&file)?;
+        if let Some(problem) = module_doc_problem(&text) {
+            violations.push(format!("{}:1: {problem}", relative(root, &file)));
+        }
+    }
+    Ok(violations)
+}
+
+fn module_doc_problem(text: &str) -> Option<&'static str> {
+    match text.lines().find(|l| !l.trim().is_empty()) {
+        Some(first) if first.trim_start().starts_with("//!") => None,
+        Some(_) => Some("does not start with a `//!` module doc saying what the module is for"),
+        None => Some("is empty: start it with a `//!` module doc"),
+    }
+}
+
+pub(crate) fn trailing_whitespace_violations(root: &Path) -> Result<Vec<String>> {
+    let mut violations = Vec::new();
+    for file in rust_files(root)? {
+        for n in trailing_whitespace_lines(&read(&file)?) {
+            violations.push(format!(
+                "{}:{n}: trailing whitespace",
+                relative(root, &file)
+            ));
+        }
+    }
+    Ok(violations)
+}
+
+fn trailing_whitespace_lines(text: &str) -> Vec<usize> {
+    text.lines()
+        .enumerate()
+        .filter(|(_, l)| l.ends_with(' ') || l.ends_with('\t'))
+        .map(|(n, _)| n + 1)
+        .collect()
+}
+
+pub(crate) fn workspace_lints_violations(metadata: &Value) -> Result<Vec<String>> {
+    let members: BTreeSet<&str> = metadata["workspace_members"]
+        .as_array()
+        .context("metadata has no workspace_members")?
+        .iter()
+        .filter_map(Value::as_str)
+        .collect();
+    let mut violations = Vec::new();
+    for pkg in metadata["packages"]
+        .as_array()
+        .context("metadata has no packages")?
+    {
+        if !members.contains(pkg["id"].as_str().unwrap_or_default()) {
+            continue;
+        }
+        let manifest = PathBuf::from(pkg["manifest_path"].as_str().unwrap_or_default());
+        if !uses_workspace_lints(&read(&manifest)?) {
+            violations.push(format!(
+                "{}: no `[lints] workspace = true`: every crate follows the workspace lint levels",
+                manifest.display()
+            ));
+        }
+    }
+    Ok(violations)
+}
+
+/// Whether a manifest has `[lints]` + `workspace = true` (or `lints.workspace = true` / `lints = {
+/// workspace = true }` at the top level).
+fn uses_workspace_lints(manifest: &str) -> bool {
+    let mut section = String::new();
+    for line in manifest.lines() {
+        let line = line.split('#').next().unwrap_or_default().trim();
+        if let Some(header) = line.strip_prefix('[').and_then(|l| l.strip_suffix(']')) {
+            section = header.trim().to_owned();
+            continue;
+        }
+        let compact: String = line.chars().filter(|c| !c.is_whitespace()).collect();
+        let ok = match section.as_str() {
+            "lints" => compact == "workspace=true",
+            "" => compact == "lints.workspace=true" || compact == "lints={workspace=true}",
+            _ => false,
+        };
+        if ok {
+            return true;
+        }
+    }
+    false
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::workspace_root;
+
+    fn fail_on(rule: &str, violations: Vec<String>) {
+        use std::fmt::Write as _;
+        let mut msg = String::new();
+        for v in &violations {
+            let _ = writeln!(msg, "  {v}");
+        }
+        assert!(
+            violations.is_empty(),
+            "tidy: {rule}: {} problem(s):\n{msg}",
+            violations.len()
+        );
+    }
+
+    // ---- the rules, applied to this repository ----
+
+    #[test]
+    fn core_crates_have_no_io_async_kube_or_random_dependencies() {
+        let metadata = cargo_metadata(&workspace_root()).unwrap();
+        fail_on(
+            "core dependency closure",
+            core_dependency_violations(&metadata).unwrap(),
+        );
+    }
+
+    #[test]
+    fn core_sources_use_no_clock_env_io_randomness_or_hash_collections() {
+        fail_on(
+            "core sources",
+            core_source_violations(&workspace_root()).unwrap(),
+        );
+    }
+
+    #[test]
+    fn every_crate_and_adapter_module_starts_with_a_module_doc() {
+        fail_on(
+            "module docs",
+            module_doc_violations(&workspace_root()).unwrap(),
+        );
+    }
+
+    #[test]
+    fn no_rust_file_has_trailing_whitespace() {
+        fail_on(
+            "trailing whitespace",
+            trailing_whitespace_violations(&workspace_root()).unwrap(),
+        );
+    }
+
+    #[test]
+    fn every_crate_uses_the_workspace_lints() {
+        let metadata = cargo_metadata(&workspace_root()).unwrap();
+        fail_on(
+            "workspace lints",
+            workspace_lints_violations(&metadata).unwrap(),
+        );
+    }
+
+    // ---- the checks themselves catch what they should ----
+
+    fn tokens(src: &str) -> Vec<(usize, &'static str)> {
+        code_only(src)
+            .lines()
+            .enumerate()
+            .flat_map(|(n, l)| {
+                banned_tokens_in(l)
+                    .into_iter()
+                    .map(move |(t, _)| (n + 1, t))
+            })
+            .collect()
+    }
+
+    #[test]
+    fn banned_calls_are_found_in_code_with_their_line() {
+        let src = "//! doc\nfn f() {\n    let t = std::time::SystemTime::now();\n    \
+                   let m: HashMap<u8, u8> = x;\n    let v = std::env::var(\"X\");\n    \
+                   use std::fs;\n    let r = rand::random::<u8>();\n}\n";
+        assert_eq!(
+            tokens(src),
+            vec![
+                (3, "SystemTime::now"),
+                (4, "HashMap"),
+                (5, "env::var"),
+                (6, "std::fs"),
+                (7, "rand::")
+            ]
+        );
+    }
+
+    #[test]
+    fn comments_strings_and_lookalikes_are_not_flagged() {
+        let src = "//! We never use HashMap here.\n/// `Instant::now` is banned\n\
+                   /* SystemTime::now /* nested HashSet */ still comment std::fs */\n\
+                   fn f<'a>(x: &'a str) -> char { let _ = \"HashMap \\\" std::net\"; \
+                   let _ = r#\"thread_rng \"HashSet\"#; let _ = operand::x; let _ = std::fsx; '\"' }\n\
+                   let y = 1; // HashMap\n";
+        assert_eq!(tokens(src), vec![]);
+        // line numbers survive blanking
+        assert_eq!(code_only(src).lines().count(), src.lines().count());
+    }
+
+    #[test]
+    fn module_doc_rule() {
+        assert_eq!(module_doc_problem("//! Scores pools.\nfn f() {}\n"), None);
+        assert_eq!(module_doc_problem("\n//! After a blank line.\n"), None);
+        assert!(module_doc_problem("/// item doc\nfn f() {}\n").is_some());
+        assert!(module_doc_problem("use x;\n//! late\n").is_some());
+        assert!(module_doc_problem("").is_some());
+    }
+
+    #[test]
+    fn trailing_whitespace_rule() {
+        assert_eq!(trailing_whitespace_lines("a\nb \nc\n\td\t\n"), vec![2, 4]);
+    }
+
+    #[test]
+    fn workspace_lints_rule() {
+        assert!(uses_workspace_lints(
+            "[package]\nname = \"x\"\n\n[lints]\nworkspace = true\n"
+        ));
+        assert!(uses_workspace_lints("lints.workspace = true\n[package]\n"));
+        assert!(!uses_workspace_lints("[package]\nworkspace = true\n"));
+        assert!(!uses_workspace_lints(
+            "[lints]\n# workspace = true\n[lints.rust]\nunsafe_code = \"deny\"\n"
+        ));
+    }
+
+    /// A tiny `cargo metadata` graph: core `alfred-score` -> `helper` -> `tokio` (banned through a
+    /// normal dependency), `alfred-score` -dev-> `rand` (fine), `alfred-observe` -> `k8s-openapi`
+    /// (allowed there), `alfred-policy` -> `getrandom` (banned as a direct dependency).
+    fn metadata() -> Value {
+        let pkg = |name: &str, dir: &str| {
+            serde_json::json!({"id": format!("{name}-id"), "name": name,
+                               "manifest_path": format!("/ws/{dir}/Cargo.toml")})
+        };
+        let dep = |name: &str, kind: Value| serde_json::json!({"pkg": format!("{name}-id"), "dep_kinds": [{"kind": kind}]});
+        let node = |name: &str, deps: Vec<Value>| serde_json::json!({"id": format!("{name}-id"), "deps": deps});
+        let mut packages: Vec<Value> = CORE_CRATES
+            .iter()
+            .map(|c| pkg(c, &format!("crates/{c}")))
+            .collect();
+        packages.push(pkg("alfred-kube", "adapters/alfred-kube"));
+        for ext in ["helper", "tokio", "rand", "k8s-openapi", "getrandom"] {
+            packages.push(pkg(ext, &format!("registry/{ext}")));
+        }
+        let mut members: Vec<Value> = CORE_CRATES
+            .iter()
+            .map(|c| Value::from(format!("{c}-id")))
+            .collect();
+        members.push("alfred-kube-id".into());
+        serde_json::json!({
+            "workspace_root": "/ws",
+            "workspace_members": members,
+            "packages": packages,
+            "resolve": {"nodes": [
+                node("alfred-score", vec![dep("helper", Value::Null), dep("rand", "dev".into())]),
+                node("helper", vec![dep("tokio", Value::Null)]),
+                node("alfred-observe", vec![dep("k8s-openapi", Value::Null)]),
+                node("alfred-policy", vec![dep("getrandom", Value::Null)]),
+                node("alfred-kube", vec![dep("tokio", Value::Null)]),
+            ]}
+        })
+    }
+
+    #[test]
+    fn dependency_rule_reports_chains_and_honours_dev_deps_and_exceptions() {
+        let v = core_dependency_violations(&metadata()).unwrap();
+        assert_eq!(
+            v,
+            vec![
+                "alfred-score must not depend on tokio (IO/async/Kubernetes/randomness): \
+                 alfred-score -> helper -> tokio"
+                    .to_owned(),
+                "alfred-policy depends directly on getrandom".to_owned(),
+            ]
+        );
+    }
+
+    #[test]
+    fn dependency_rule_notices_a_missing_core_crate() {
+        let mut m = metadata();
+        m["packages"]
+            .as_array_mut()
+            .unwrap()
+            .retain(|p| p["name"] != "alfred-sim");
+        let v = core_dependency_violations(&m).unwrap();
+        assert!(
+            v.iter()
+                .any(|l| l.contains("alfred-sim is not a workspace member")),
+            "{v:?}"
+        );
+    }
+}
