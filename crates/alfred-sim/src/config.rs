@@ -1,0 +1,1190 @@
+//! KubeSchedulerConfiguration v1: strict decoding, the acceptance rules of §2.4, defaulting
+//! (§2.5) and the normalised document hashed into the configuration ID.
+//!
+//! YAML is read as YAML 1.2 (serde-saphyr), decision 14.8; JSON is YAML 1.2 too.
+
+use std::collections::{BTreeMap, BTreeSet};
+
+use serde::de::DeserializeOwned;
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+use thiserror::Error;
+
+use crate::objects::{NodeAffinity, NodeSelectorTerm, TopologySpreadConstraint};
+use crate::plugins::{
+    DEFAULT_PLUGINS, EXTENSION_POINTS, GANG_PACK_REQUIRED_POINTS, OME_GANG_PACK, default_weight,
+    points_of,
+};
+
+/// Why a scheduler configuration was refused. Every variant names the field and value.
+#[derive(Debug, Clone, PartialEq, Eq, Error)]
+pub enum ConfigError {
+    #[error("scheduler configuration is not valid YAML: {0}")]
+    Syntax(String),
+    #[error("scheduler configuration: {context}: {message}")]
+    Decode { context: String, message: String },
+    #[error("scheduler configuration: {field}: {value:?} is not allowed: {why}")]
+    Invalid {
+        field: String,
+        value: String,
+        why: String,
+    },
+}
+
+fn invalid(field: impl Into<String>, value: impl ToString, why: impl Into<String>) -> ConfigError {
+    ConfigError::Invalid {
+        field: field.into(),
+        value: value.to_string(),
+        why: why.into(),
+    }
+}
+
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+struct RawConfig {
+    api_version: Option<String>,
+    kind: Option<String>,
+    parallelism: Option<i64>,
+    leader_election: Option<LeaderElection>,
+    client_connection: Option<ClientConnection>,
+    enable_profiling: Option<bool>,
+    enable_contention_profiling: Option<bool>,
+    percentage_of_nodes_to_score: Option<i64>,
+    pod_initial_backoff_seconds: Option<i64>,
+    pod_max_backoff_seconds: Option<i64>,
+    profiles: Option<Vec<RawProfile>>,
+    extenders: Option<Vec<Value>>,
+    delay_cache_until_active: Option<bool>,
+}
+
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+struct LeaderElection {
+    leader_elect: Option<bool>,
+    lease_duration: Option<String>,
+    renew_deadline: Option<String>,
+    retry_period: Option<String>,
+    resource_lock: Option<String>,
+    resource_name: Option<String>,
+    resource_namespace: Option<String>,
+}
+
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+struct ClientConnection {
+    kubeconfig: Option<String>,
+    accept_content_types: Option<String>,
+    content_type: Option<String>,
+    qps: Option<serde_json::Number>,
+    burst: Option<i64>,
+}
+
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+struct RawProfile {
+    scheduler_name: Option<String>,
+    percentage_of_nodes_to_score: Option<i64>,
+    plugins: Option<BTreeMap<String, PluginSet>>,
+    #[serde(default)]
+    plugin_config: Vec<PluginConfig>,
+}
+
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+struct PluginSet {
+    #[serde(default)]
+    enabled: Vec<PluginRef>,
+    #[serde(default)]
+    disabled: Vec<PluginRef>,
+}
+
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+struct PluginRef {
+    name: String,
+    weight: Option<i64>,
+}
+
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+struct PluginConfig {
+    name: String,
+    args: Option<Value>,
+}
+
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+struct ResourceSpec {
+    name: String,
+    weight: Option<i64>,
+}
+
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+struct ScoringStrategy {
+    #[serde(rename = "type")]
+    kind: Option<String>,
+    resources: Option<Vec<ResourceSpec>>,
+    requested_to_capacity_ratio: Option<Value>,
+}
+
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+struct NodeResourcesFitArgs {
+    api_version: Option<String>,
+    kind: Option<String>,
+    ignored_resources: Option<Vec<String>>,
+    ignored_resource_groups: Option<Vec<String>>,
+    scoring_strategy: Option<ScoringStrategy>,
+}
+
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+struct BalancedAllocationArgs {
+    api_version: Option<String>,
+    kind: Option<String>,
+    resources: Option<Vec<ResourceSpec>>,
+}
+
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+struct InterPodAffinityArgs {
+    api_version: Option<String>,
+    kind: Option<String>,
+    hard_pod_affinity_weight: Option<i64>,
+    ignore_preferred_terms_of_existing_pods: Option<bool>,
+}
+
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+struct PodTopologySpreadArgs {
+    api_version: Option<String>,
+    kind: Option<String>,
+    default_constraints: Option<Vec<TopologySpreadConstraint>>,
+    defaulting_type: Option<String>,
+}
+
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+struct NodeAffinityArgs {
+    api_version: Option<String>,
+    kind: Option<String>,
+    added_affinity: Option<NodeAffinity>,
+}
+
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+struct DefaultPreemptionArgs {
+    api_version: Option<String>,
+    kind: Option<String>,
+    min_candidate_nodes_percentage: Option<i64>,
+    min_candidate_nodes_absolute: Option<i64>,
+}
+
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+struct VolumeBindingArgs {
+    api_version: Option<String>,
+    kind: Option<String>,
+    bind_timeout_seconds: Option<i64>,
+    shape: Option<Vec<Value>>,
+}
+
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+struct DynamicResourcesArgs {
+    api_version: Option<String>,
+    kind: Option<String>,
+    filter_timeout: Option<String>,
+    binding_timeout: Option<String>,
+}
+
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+struct GangPackArgs {
+    api_version: Option<String>,
+    kind: Option<String>,
+    topology_key: Option<String>,
+    pod_group_topology_key_annotation: Option<String>,
+    unsupported_placement_group_label: Option<String>,
+    default_permit_timeout_seconds: Option<i64>,
+    pod_group_sync_timeout_seconds: Option<i64>,
+    gc_interval_seconds: Option<i64>,
+    standalone_domain_packing: Option<bool>,
+}
+
+/// Scoring strategy of NodeResourcesFit.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum FitStrategy {
+    LeastAllocated,
+    MostAllocated,
+}
+
+/// NodeResourcesFit, as the model uses it.
+#[derive(Debug, Clone, PartialEq)]
+pub struct FitConfig {
+    pub strategy: FitStrategy,
+    pub resources: Vec<(String, i64)>,
+    pub ignored_resources: BTreeSet<String>,
+    pub ignored_groups: BTreeSet<String>,
+}
+
+/// PodTopologySpread defaulting.
+#[derive(Debug, Clone, PartialEq)]
+pub struct SpreadConfig {
+    /// `System` defaulting (hostname 3, zone 5, ScheduleAnyway) vs `List`.
+    pub system_defaulting: bool,
+    pub default_constraints: Vec<TopologySpreadConstraint>,
+}
+
+/// OMEGangPack arguments after defaulting (§9.1).
+#[derive(Debug, Clone, PartialEq)]
+pub struct GangConfig {
+    pub topology_key: String,
+    pub pod_group_topology_key_annotation: String,
+    pub unsupported_placement_group_label: String,
+    pub default_permit_timeout_seconds: i64,
+    pub standalone_domain_packing: bool,
+}
+
+/// A loaded, validated scheduler profile: what the model evaluates.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Profile {
+    /// The profile's `schedulerName` after defaulting.
+    pub scheduler_name: String,
+    /// True iff OMEGangPack runs (at all its required points).
+    pub gang_scheduling: bool,
+    /// Enabled filter plugins, in order.
+    pub filters: Vec<String>,
+    /// Enabled score plugins with their weights.
+    pub scores: Vec<(String, i64)>,
+    /// DefaultPreemption enabled at postFilter.
+    pub preemption: bool,
+    pub fit: FitConfig,
+    pub balanced_resources: Vec<(String, i64)>,
+    pub hard_pod_affinity_weight: i64,
+    pub ignore_preferred_terms_of_existing_pods: bool,
+    pub spread: SpreadConfig,
+    pub added_affinity: Option<NodeAffinity>,
+    pub gang: Option<GangConfig>,
+    /// The defaulted, normalised configuration (hashed into the configuration ID).
+    pub normalized: Value,
+}
+
+impl Profile {
+    /// Is this filter plugin enabled?
+    pub fn has_filter(&self, name: &str) -> bool {
+        self.filters.iter().any(|f| f == name)
+    }
+
+    /// Weight of an enabled score plugin.
+    pub fn score_weight(&self, name: &str) -> Option<i64> {
+        self.scores.iter().find(|(n, _)| n == name).map(|(_, w)| *w)
+    }
+
+    /// Added affinity's required terms (NodeAffinityArgs).
+    pub fn added_required(&self) -> Option<&[NodeSelectorTerm]> {
+        self.added_affinity
+            .as_ref()
+            .and_then(|a| {
+                a.required_during_scheduling_ignored_during_execution
+                    .as_ref()
+            })
+            .map(|s| s.node_selector_terms.as_slice())
+    }
+
+    /// The default scheduler's profile (`profiles: [{schedulerName: default-scheduler}]`).
+    pub fn default_scheduler() -> Profile {
+        load_config(DEFAULT_SCHEDULER_YAML).unwrap_or_else(|e| unreachable!("built-in: {e}"))
+    }
+
+    /// The OME scheduler's profile as its chart renders it with default values.
+    pub fn ome_scheduler_chart_default() -> Profile {
+        load_config(OME_SCHEDULER_YAML).unwrap_or_else(|e| unreachable!("built-in: {e}"))
+    }
+}
+
+/// The default scheduler's configuration, as seed 002 shows it.
+pub const DEFAULT_SCHEDULER_YAML: &str = "apiVersion: kubescheduler.config.k8s.io/v1
+kind: KubeSchedulerConfiguration
+profiles:
+  - schedulerName: default-scheduler
+";
+
+/// The OME scheduler's configuration as the ome-scheduler chart renders it with defaults
+/// (§9.1).
+pub const OME_SCHEDULER_YAML: &str = "apiVersion: kubescheduler.config.k8s.io/v1
+kind: KubeSchedulerConfiguration
+leaderElection:
+  leaderElect: true
+  resourceName: ome-scheduler
+  resourceNamespace: ome
+profiles:
+  - schedulerName: ome-scheduler
+    plugins:
+      multiPoint:
+        enabled:
+          - name: OMEGangPack
+        disabled:
+          - name: DefaultPreemption
+      score:
+        enabled:
+          - name: NodeResourcesFit
+            weight: 10
+          - name: OMEGangPack
+            weight: 10
+        disabled:
+          - name: PodTopologySpread
+    pluginConfig:
+      - name: NodeResourcesFit
+        args:
+          scoringStrategy:
+            type: MostAllocated
+            resources:
+              - name: cpu
+                weight: 1
+              - name: memory
+                weight: 1
+      - name: OMEGangPack
+        args:
+          podGroupTopologyKeyAnnotation: ome.io/topology-key
+          unsupportedPlacementGroupLabel: ome.io/placement-group
+          defaultPermitTimeoutSeconds: 600
+          podGroupSyncTimeoutSeconds: 30
+          gcIntervalSeconds: 60
+          standaloneDomainPacking: true
+";
+
+fn decode<T: DeserializeOwned>(context: &str, v: Value) -> Result<T, ConfigError> {
+    serde_json::from_value(v).map_err(|e| ConfigError::Decode {
+        context: context.to_string(),
+        message: e.to_string(),
+    })
+}
+
+fn is_qualified_name(s: &str) -> bool {
+    let (prefix, name) = match s.rsplit_once('/') {
+        Some((p, n)) => (Some(p), n),
+        None => (None, s),
+    };
+    let name_ok = !name.is_empty()
+        && name.len() <= 63
+        && name
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || "-_.".contains(c))
+        && name.starts_with(|c: char| c.is_ascii_alphanumeric())
+        && name.ends_with(|c: char| c.is_ascii_alphanumeric());
+    let prefix_ok = prefix.is_none_or(|p| {
+        !p.is_empty()
+            && p.len() <= 253
+            && p.split('.').all(|l| {
+                !l.is_empty()
+                    && l.chars()
+                        .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '-')
+                    && !l.starts_with('-')
+                    && !l.ends_with('-')
+            })
+    });
+    name_ok && prefix_ok
+}
+
+fn check_args_meta(
+    plugin: &str,
+    api_version: &Option<String>,
+    kind: &Option<String>,
+) -> Result<(), ConfigError> {
+    if let Some(a) = api_version
+        && a != "kubescheduler.config.k8s.io/v1"
+    {
+        return Err(invalid(
+            format!("pluginConfig[{plugin}].args.apiVersion"),
+            a,
+            "must be kubescheduler.config.k8s.io/v1",
+        ));
+    }
+    if let Some(k) = kind
+        && *k != format!("{plugin}Args")
+    {
+        return Err(invalid(
+            format!("pluginConfig[{plugin}].args.kind"),
+            k,
+            format!("must be {plugin}Args"),
+        ));
+    }
+    Ok(())
+}
+
+/// Merges a custom plugin set into a default list (upstream `mergePlugins`).
+fn merge(defaults: &[(String, i64)], custom: Option<&PluginSet>) -> Vec<(String, i64)> {
+    let Some(custom) = custom else {
+        return defaults.to_vec();
+    };
+    let disabled: BTreeSet<&str> = custom.disabled.iter().map(|p| p.name.as_str()).collect();
+    let mut out: Vec<(String, i64)> = if disabled.contains("*") {
+        Vec::new()
+    } else {
+        defaults
+            .iter()
+            .filter(|(n, _)| !disabled.contains(n.as_str()))
+            .cloned()
+            .collect()
+    };
+    for e in &custom.enabled {
+        let w = e.weight.unwrap_or(0);
+        if let Some(slot) = out.iter_mut().find(|(n, _)| *n == e.name) {
+            slot.1 = w;
+        } else {
+            out.push((e.name.clone(), w));
+        }
+    }
+    out
+}
+
+/// Expands multiPoint into one point (upstream `expandMultiPointPlugins` order: explicit
+/// overrides first, then multiPoint-only plugins, then explicit-only plugins).
+fn expand(
+    point: &str,
+    multi: &[(String, i64)],
+    explicit: Option<&PluginSet>,
+) -> Vec<(String, i64)> {
+    let explicit_enabled: Vec<(String, i64)> = explicit
+        .map(|s| {
+            s.enabled
+                .iter()
+                .map(|p| (p.name.clone(), p.weight.unwrap_or(0)))
+                .collect()
+        })
+        .unwrap_or_default();
+    let disabled: BTreeSet<&str> = explicit
+        .map(|s| s.disabled.iter().map(|p| p.name.as_str()).collect())
+        .unwrap_or_default();
+    let all_disabled = disabled.contains("*");
+    let multi_here: Vec<&(String, i64)> = multi
+        .iter()
+        .filter(|(n, _)| points_of(n).is_some_and(|ps| ps.contains(&point)))
+        .filter(|(n, _)| !all_disabled && !disabled.contains(n.as_str()))
+        .collect();
+    let mut out = Vec::new();
+    for (n, w) in &explicit_enabled {
+        if multi_here.iter().any(|(m, _)| m == n) {
+            out.push((n.clone(), *w));
+        }
+    }
+    for (n, w) in &multi_here {
+        if !explicit_enabled.iter().any(|(e, _)| e == n) {
+            out.push((n.clone(), *w));
+        }
+    }
+    for (n, w) in &explicit_enabled {
+        if !out.iter().any(|(o, _)| o == n) {
+            out.push((n.clone(), *w));
+        }
+    }
+    out
+}
+
+fn resource_list(
+    field: &str,
+    list: Option<Vec<ResourceSpec>>,
+) -> Result<Vec<(String, i64)>, ConfigError> {
+    let list = list.unwrap_or_else(|| {
+        vec![
+            ResourceSpec {
+                name: "cpu".into(),
+                weight: Some(1),
+            },
+            ResourceSpec {
+                name: "memory".into(),
+                weight: Some(1),
+            },
+        ]
+    });
+    let mut out: Vec<(String, i64)> = Vec::new();
+    for (i, r) in list.into_iter().enumerate() {
+        let w = match r.weight.unwrap_or(0) {
+            0 => 1,
+            w => w,
+        };
+        if !(1..=100).contains(&w) {
+            return Err(invalid(
+                format!("{field}[{i}].weight"),
+                w,
+                "must be in the range [1, 100]",
+            ));
+        }
+        if r.name.is_empty() || out.iter().any(|(n, _)| *n == r.name) {
+            return Err(invalid(
+                format!("{field}[{i}].name"),
+                &r.name,
+                "must be a non-empty, unique resource name",
+            ));
+        }
+        out.push((r.name, w));
+    }
+    Ok(out)
+}
+
+fn check_constraint(field: &str, c: &TopologySpreadConstraint) -> Result<(), ConfigError> {
+    if let Some(k) = c.unknown.keys().next() {
+        return Err(invalid(format!("{field}.{k}"), k, "unknown field"));
+    }
+    if c.max_skew <= 0 {
+        return Err(invalid(
+            format!("{field}.maxSkew"),
+            c.max_skew,
+            "must be greater than zero",
+        ));
+    }
+    if c.topology_key.is_empty() {
+        return Err(invalid(
+            format!("{field}.topologyKey"),
+            "",
+            "can not be empty",
+        ));
+    }
+    if !matches!(
+        c.when_unsatisfiable.as_str(),
+        "DoNotSchedule" | "ScheduleAnyway"
+    ) {
+        return Err(invalid(
+            format!("{field}.whenUnsatisfiable"),
+            &c.when_unsatisfiable,
+            "supported values: DoNotSchedule, ScheduleAnyway",
+        ));
+    }
+    if c.label_selector.is_some() {
+        return Err(invalid(
+            format!("{field}.labelSelector"),
+            "set",
+            "constraint must not define a selector, as they deduced for each pod",
+        ));
+    }
+    Ok(())
+}
+
+fn positive_seconds(field: &str, v: Option<i64>) -> Result<(), ConfigError> {
+    if let Some(v) = v
+        && (v <= 0 || v.checked_mul(1_000_000_000).is_none())
+    {
+        return Err(invalid(
+            field,
+            v,
+            "must be positive and representable as nanoseconds",
+        ));
+    }
+    Ok(())
+}
+
+fn to_value<T: Serialize>(t: &T) -> Value {
+    serde_json::to_value(t).unwrap_or(Value::Null)
+}
+
+/// Parses, validates and defaults a KubeSchedulerConfiguration (YAML 1.2 or JSON).
+pub fn load_config(text: &str) -> Result<Profile, ConfigError> {
+    let value: Value =
+        serde_saphyr::from_str(text).map_err(|e| ConfigError::Syntax(e.to_string()))?;
+    if !value.is_object() {
+        return Err(invalid(
+            "(document)",
+            value_kind(&value),
+            "must be a mapping",
+        ));
+    }
+    let raw: RawConfig = decode("KubeSchedulerConfiguration", value)?;
+    let api_version = raw.api_version.clone().unwrap_or_default();
+    if api_version != "kubescheduler.config.k8s.io/v1" {
+        return Err(invalid(
+            "apiVersion",
+            api_version,
+            "must be kubescheduler.config.k8s.io/v1",
+        ));
+    }
+    let kind = raw.kind.clone().unwrap_or_default();
+    if kind != "KubeSchedulerConfiguration" {
+        return Err(invalid("kind", kind, "must be KubeSchedulerConfiguration"));
+    }
+    if let Some(ext) = &raw.extenders
+        && !ext.is_empty()
+    {
+        return Err(invalid(
+            "extenders",
+            format!("{} extender(s)", ext.len()),
+            "extenders are not supported",
+        ));
+    }
+    let mut cc = raw.client_connection.clone().unwrap_or_default();
+    if let Some(k) = &cc.kubeconfig
+        && !k.is_empty()
+    {
+        return Err(invalid(
+            "clientConnection.kubeconfig",
+            k,
+            "the simulator never connects to a cluster",
+        ));
+    }
+    let profiles = raw.profiles.clone().unwrap_or_default();
+    if profiles.len() != 1 {
+        return Err(invalid(
+            "profiles",
+            format!("{} profiles", profiles.len()),
+            "exactly one profile is required",
+        ));
+    }
+    // Top-level defaults and validation.
+    let parallelism = raw.parallelism.unwrap_or(16);
+    if parallelism <= 0 {
+        return Err(invalid(
+            "parallelism",
+            parallelism,
+            "should be an integer value greater than zero",
+        ));
+    }
+    let pct = raw.percentage_of_nodes_to_score.unwrap_or(0);
+    if !(0..=100).contains(&pct) {
+        return Err(invalid(
+            "percentageOfNodesToScore",
+            pct,
+            "not in valid range [0-100]",
+        ));
+    }
+    let initial = raw.pod_initial_backoff_seconds.unwrap_or(1);
+    if initial <= 0 {
+        return Err(invalid(
+            "podInitialBackoffSeconds",
+            initial,
+            "must be greater than 0",
+        ));
+    }
+    let max_backoff = raw.pod_max_backoff_seconds.unwrap_or(10);
+    if max_backoff < initial {
+        return Err(invalid(
+            "podMaxBackoffSeconds",
+            max_backoff,
+            "must be greater than or equal to PodInitialBackoffSeconds",
+        ));
+    }
+    let mut le = raw.leader_election.clone().unwrap_or_default();
+    le.leader_elect.get_or_insert(true);
+    le.lease_duration.get_or_insert_with(|| "15s".into());
+    le.renew_deadline.get_or_insert_with(|| "10s".into());
+    le.retry_period.get_or_insert_with(|| "2s".into());
+    le.resource_lock.get_or_insert_with(|| "leases".into());
+    le.resource_name
+        .get_or_insert_with(|| "kube-scheduler".into());
+    le.resource_namespace
+        .get_or_insert_with(|| "kube-system".into());
+    cc.kubeconfig.get_or_insert_with(String::new);
+    cc.accept_content_types.get_or_insert_with(String::new);
+    cc.content_type
+        .get_or_insert_with(|| "application/vnd.kubernetes.protobuf".into());
+    cc.qps.get_or_insert_with(|| serde_json::Number::from(50));
+    cc.burst.get_or_insert(100);
+    if cc.burst.unwrap_or(0) < 0 {
+        return Err(invalid(
+            "clientConnection.burst",
+            cc.burst.unwrap_or(0),
+            "must be non-negative",
+        ));
+    }
+
+    let p = &profiles[0];
+    let scheduler_name = p
+        .scheduler_name
+        .clone()
+        .unwrap_or_else(|| crate::DEFAULT_SCHEDULER_NAME.to_string());
+    if scheduler_name.is_empty() {
+        return Err(invalid("profiles[0].schedulerName", "", "Required value"));
+    }
+    if let Some(pp) = p.percentage_of_nodes_to_score
+        && !(0..=100).contains(&pp)
+    {
+        return Err(invalid(
+            "profiles[0].percentageOfNodesToScore",
+            pp,
+            "not in valid range [0-100]",
+        ));
+    }
+    let plugins = p.plugins.clone().unwrap_or_default();
+    for (point, set) in &plugins {
+        if point != "multiPoint" && !EXTENSION_POINTS.contains(&point.as_str()) {
+            return Err(invalid(
+                format!("profiles[0].plugins.{point}"),
+                point,
+                "unknown extension point",
+            ));
+        }
+        for (i, e) in set.enabled.iter().enumerate() {
+            let field = format!("profiles[0].plugins.{point}.enabled[{i}].name");
+            if e.name == "GangScheduling" {
+                return Err(invalid(
+                    field,
+                    &e.name,
+                    "the upstream GangScheduling plugin is refused; use OMEGangPack",
+                ));
+            }
+            let Some(points) = points_of(&e.name) else {
+                return Err(invalid(
+                    field,
+                    &e.name,
+                    "only the modelled in-tree plugins and OMEGangPack may be enabled",
+                ));
+            };
+            if point != "multiPoint" && !points.contains(&point.as_str()) {
+                return Err(invalid(
+                    field,
+                    &e.name,
+                    format!("plugin does not implement the {point} extension point"),
+                ));
+            }
+            if let Some(w) = e.weight
+                && !(0..=100).contains(&w)
+            {
+                return Err(invalid(
+                    format!("profiles[0].plugins.{point}.enabled[{i}].weight"),
+                    w,
+                    "must be in the range [0, 100]",
+                ));
+            }
+        }
+    }
+    // Effective plugins per point.
+    let defaults: Vec<(String, i64)> = DEFAULT_PLUGINS
+        .iter()
+        .map(|(n, w)| (n.to_string(), i64::from(*w)))
+        .collect();
+    let multi = merge(&defaults, plugins.get("multiPoint"));
+    let mut effective: BTreeMap<&str, Vec<(String, i64)>> = BTreeMap::new();
+    for point in EXTENSION_POINTS {
+        effective.insert(point, expand(point, &multi, plugins.get(*point)));
+    }
+    let enabled_anywhere: BTreeSet<String> = effective
+        .values()
+        .flatten()
+        .map(|(n, _)| n.clone())
+        .collect();
+    let gang_enabled = enabled_anywhere.contains(OME_GANG_PACK);
+    if gang_enabled {
+        for point in GANG_PACK_REQUIRED_POINTS {
+            if !effective[point].iter().any(|(n, _)| n == OME_GANG_PACK) {
+                return Err(invalid(
+                    format!("profiles[0].plugins.{point}"),
+                    OME_GANG_PACK,
+                    "OMEGangPack must be enabled at preFilter, filter, postFilter, reserve, permit and postBind",
+                ));
+            }
+        }
+    }
+    let filters: Vec<String> = effective["filter"].iter().map(|(n, _)| n.clone()).collect();
+    let mut scores = Vec::new();
+    for (n, w) in &effective["score"] {
+        let w = if *w == 0 {
+            i64::from(default_weight(n))
+        } else {
+            *w
+        };
+        scores.push((n.clone(), w));
+    }
+    let preemption = effective["postFilter"]
+        .iter()
+        .any(|(n, _)| n == "DefaultPreemption");
+
+    // Plugin args.
+    let mut seen = BTreeSet::new();
+    let mut args_by_name: BTreeMap<String, Value> = BTreeMap::new();
+    for (i, pc) in p.plugin_config.iter().enumerate() {
+        if !seen.insert(pc.name.clone()) {
+            return Err(invalid(
+                format!("profiles[0].pluginConfig[{i}].name"),
+                &pc.name,
+                "repeated pluginConfig entry",
+            ));
+        }
+        if pc.name == "GangScheduling" || points_of(&pc.name).is_none() {
+            return Err(invalid(
+                format!("profiles[0].pluginConfig[{i}].name"),
+                &pc.name,
+                "only the modelled in-tree plugins and OMEGangPack may be configured",
+            ));
+        }
+        args_by_name.insert(
+            pc.name.clone(),
+            pc.args.clone().unwrap_or(Value::Object(Default::default())),
+        );
+    }
+    let take = |name: &str| -> Value {
+        args_by_name
+            .get(name)
+            .cloned()
+            .unwrap_or(Value::Object(Default::default()))
+    };
+
+    let mut fit: NodeResourcesFitArgs = decode(
+        "pluginConfig[NodeResourcesFit].args",
+        take("NodeResourcesFit"),
+    )?;
+    check_args_meta("NodeResourcesFit", &fit.api_version, &fit.kind)?;
+    let mut strategy = fit.scoring_strategy.clone().unwrap_or_default();
+    let strategy_kind = strategy
+        .kind
+        .clone()
+        .unwrap_or_else(|| "LeastAllocated".into());
+    let fit_strategy = match strategy_kind.as_str() {
+        "LeastAllocated" => FitStrategy::LeastAllocated,
+        "MostAllocated" => FitStrategy::MostAllocated,
+        "RequestedToCapacityRatio" => {
+            return Err(invalid(
+                "pluginConfig[NodeResourcesFit].args.scoringStrategy.type",
+                strategy_kind,
+                "RequestedToCapacityRatio is not modelled",
+            ));
+        }
+        other => {
+            return Err(invalid(
+                "pluginConfig[NodeResourcesFit].args.scoringStrategy.type",
+                other,
+                "supported values: LeastAllocated, MostAllocated",
+            ));
+        }
+    };
+    let fit_resources = resource_list(
+        "pluginConfig[NodeResourcesFit].args.scoringStrategy.resources",
+        strategy.resources.take(),
+    )?;
+    for (i, g) in fit.ignored_resource_groups.iter().flatten().enumerate() {
+        if g.contains('/') || g.is_empty() {
+            return Err(invalid(
+                format!("pluginConfig[NodeResourcesFit].args.ignoredResourceGroups[{i}]"),
+                g,
+                "resource group name must not contain '/'",
+            ));
+        }
+    }
+    strategy.kind = Some(strategy_kind);
+    strategy.resources = Some(
+        fit_resources
+            .iter()
+            .map(|(n, w)| ResourceSpec {
+                name: n.clone(),
+                weight: Some(*w),
+            })
+            .collect(),
+    );
+    fit.scoring_strategy = Some(strategy);
+    fit.ignored_resources.get_or_insert_with(Vec::new);
+    fit.ignored_resource_groups.get_or_insert_with(Vec::new);
+
+    let mut bal: BalancedAllocationArgs = decode(
+        "pluginConfig[NodeResourcesBalancedAllocation].args",
+        take("NodeResourcesBalancedAllocation"),
+    )?;
+    check_args_meta(
+        "NodeResourcesBalancedAllocation",
+        &bal.api_version,
+        &bal.kind,
+    )?;
+    let balanced_resources = resource_list(
+        "pluginConfig[NodeResourcesBalancedAllocation].args.resources",
+        bal.resources.take(),
+    )?;
+    bal.resources = Some(
+        balanced_resources
+            .iter()
+            .map(|(n, w)| ResourceSpec {
+                name: n.clone(),
+                weight: Some(*w),
+            })
+            .collect(),
+    );
+
+    let mut ipa: InterPodAffinityArgs = decode(
+        "pluginConfig[InterPodAffinity].args",
+        take("InterPodAffinity"),
+    )?;
+    check_args_meta("InterPodAffinity", &ipa.api_version, &ipa.kind)?;
+    let hard = *ipa.hard_pod_affinity_weight.get_or_insert(1);
+    if !(0..=100).contains(&hard) {
+        return Err(invalid(
+            "pluginConfig[InterPodAffinity].args.hardPodAffinityWeight",
+            hard,
+            "not in valid range [0-100]",
+        ));
+    }
+    let ignore_pref = *ipa
+        .ignore_preferred_terms_of_existing_pods
+        .get_or_insert(false);
+
+    let mut pts: PodTopologySpreadArgs = decode(
+        "pluginConfig[PodTopologySpread].args",
+        take("PodTopologySpread"),
+    )?;
+    check_args_meta("PodTopologySpread", &pts.api_version, &pts.kind)?;
+    let dt = pts
+        .defaulting_type
+        .get_or_insert_with(|| "System".into())
+        .clone();
+    let dcs = pts.default_constraints.get_or_insert_with(Vec::new).clone();
+    match dt.as_str() {
+        "System" if !dcs.is_empty() => {
+            return Err(invalid(
+                "pluginConfig[PodTopologySpread].args.defaultConstraints",
+                format!("{} constraint(s)", dcs.len()),
+                "when .defaultingType=\"System\" must be empty",
+            ));
+        }
+        "System" | "List" => {}
+        other => {
+            return Err(invalid(
+                "pluginConfig[PodTopologySpread].args.defaultingType",
+                other,
+                "supported values: System, List",
+            ));
+        }
+    }
+    let mut seen_c = BTreeSet::new();
+    for (i, c) in dcs.iter().enumerate() {
+        let field = format!("pluginConfig[PodTopologySpread].args.defaultConstraints[{i}]");
+        check_constraint(&field, c)?;
+        if !seen_c.insert((c.topology_key.clone(), c.when_unsatisfiable.clone())) {
+            return Err(invalid(
+                field,
+                &c.topology_key,
+                "duplicate {topologyKey, whenUnsatisfiable}",
+            ));
+        }
+    }
+
+    let na: NodeAffinityArgs = decode("pluginConfig[NodeAffinity].args", take("NodeAffinity"))?;
+    check_args_meta("NodeAffinity", &na.api_version, &na.kind)?;
+    if let Some(a) = &na.added_affinity {
+        let json = to_value(a);
+        if let Some(k) = a.unknown.keys().next() {
+            return Err(invalid(
+                "pluginConfig[NodeAffinity].args.addedAffinity",
+                k,
+                "unknown field",
+            ));
+        }
+        // Round-trip through the strict node-affinity check used for pods.
+        if json.to_string().contains("\"matchFields\"")
+            && a.required_during_scheduling_ignored_during_execution
+                .iter()
+                .flat_map(|s| &s.node_selector_terms)
+                .flat_map(|t| &t.match_fields)
+                .any(|f| f.key != "metadata.name")
+        {
+            return Err(invalid(
+                "pluginConfig[NodeAffinity].args.addedAffinity.matchFields.key",
+                "not metadata.name",
+                "only metadata.name is supported",
+            ));
+        }
+    }
+
+    let mut dp: DefaultPreemptionArgs = decode(
+        "pluginConfig[DefaultPreemption].args",
+        take("DefaultPreemption"),
+    )?;
+    check_args_meta("DefaultPreemption", &dp.api_version, &dp.kind)?;
+    let pct_c = *dp.min_candidate_nodes_percentage.get_or_insert(10);
+    let abs_c = *dp.min_candidate_nodes_absolute.get_or_insert(100);
+    if !(0..=100).contains(&pct_c) {
+        return Err(invalid(
+            "pluginConfig[DefaultPreemption].args.minCandidateNodesPercentage",
+            pct_c,
+            "not in valid range [0, 100]",
+        ));
+    }
+    if abs_c < 0 {
+        return Err(invalid(
+            "pluginConfig[DefaultPreemption].args.minCandidateNodesAbsolute",
+            abs_c,
+            "not in valid range [0, inf)",
+        ));
+    }
+    if pct_c == 0 && abs_c == 0 {
+        return Err(invalid(
+            "pluginConfig[DefaultPreemption].args.minCandidateNodesAbsolute",
+            0,
+            "cannot be zero at the same time as minCandidateNodesPercentage",
+        ));
+    }
+
+    let mut vb: VolumeBindingArgs =
+        decode("pluginConfig[VolumeBinding].args", take("VolumeBinding"))?;
+    check_args_meta("VolumeBinding", &vb.api_version, &vb.kind)?;
+    let bts = *vb.bind_timeout_seconds.get_or_insert(600);
+    if bts < 0 {
+        return Err(invalid(
+            "pluginConfig[VolumeBinding].args.bindTimeoutSeconds",
+            bts,
+            "invalid BindTimeoutSeconds, should not be a negative value",
+        ));
+    }
+    let dra: DynamicResourcesArgs = decode(
+        "pluginConfig[DynamicResources].args",
+        take("DynamicResources"),
+    )?;
+    check_args_meta("DynamicResources", &dra.api_version, &dra.kind)?;
+
+    let mut gang = None;
+    let mut gang_args_norm = Value::Null;
+    if gang_enabled {
+        let Some(gv) = args_by_name.get(OME_GANG_PACK).cloned() else {
+            return Err(invalid(
+                "profiles[0].pluginConfig",
+                "no OMEGangPack entry",
+                "OMEGangPack args with a positive gcIntervalSeconds are required",
+            ));
+        };
+        let mut g: GangPackArgs = decode("pluginConfig[OMEGangPack].args", gv)?;
+        for (field, v) in [
+            ("topologyKey", &g.topology_key),
+            (
+                "podGroupTopologyKeyAnnotation",
+                &g.pod_group_topology_key_annotation,
+            ),
+            (
+                "unsupportedPlacementGroupLabel",
+                &g.unsupported_placement_group_label,
+            ),
+        ] {
+            if let Some(v) = v
+                && !v.is_empty()
+                && !is_qualified_name(v)
+            {
+                return Err(invalid(
+                    format!("pluginConfig[OMEGangPack].args.{field}"),
+                    v,
+                    "must be empty or a qualified label or annotation key",
+                ));
+            }
+        }
+        positive_seconds(
+            "pluginConfig[OMEGangPack].args.defaultPermitTimeoutSeconds",
+            g.default_permit_timeout_seconds,
+        )?;
+        positive_seconds(
+            "pluginConfig[OMEGangPack].args.podGroupSyncTimeoutSeconds",
+            g.pod_group_sync_timeout_seconds,
+        )?;
+        positive_seconds(
+            "pluginConfig[OMEGangPack].args.gcIntervalSeconds",
+            g.gc_interval_seconds,
+        )?;
+        if g.gc_interval_seconds.is_none() {
+            return Err(invalid(
+                "pluginConfig[OMEGangPack].args.gcIntervalSeconds",
+                "absent",
+                "a positive gcIntervalSeconds is required",
+            ));
+        }
+        g.standalone_domain_packing.get_or_insert(true);
+        gang = Some(GangConfig {
+            topology_key: g.topology_key.clone().unwrap_or_default(),
+            pod_group_topology_key_annotation: g
+                .pod_group_topology_key_annotation
+                .clone()
+                .unwrap_or_default(),
+            unsupported_placement_group_label: g
+                .unsupported_placement_group_label
+                .clone()
+                .unwrap_or_default(),
+            default_permit_timeout_seconds: g.default_permit_timeout_seconds.unwrap_or(0),
+            standalone_domain_packing: g.standalone_domain_packing.unwrap_or(true),
+        });
+        gang_args_norm = to_value(&g);
+    } else if args_by_name.contains_key(OME_GANG_PACK) {
+        // Configured but not enabled: decode strictly anyway so typos are reported.
+        let _: GangPackArgs = decode("pluginConfig[OMEGangPack].args", take(OME_GANG_PACK))?;
+        gang_args_norm = take(OME_GANG_PACK);
+    }
+
+    // The normalised document.
+    let plugins_norm: BTreeMap<&str, Value> = effective
+        .iter()
+        .map(|(k, v)| {
+            (
+                *k,
+                Value::Array(
+                    v.iter()
+                        .map(|(n, w)| serde_json::json!({"name": n, "weight": w}))
+                        .collect(),
+                ),
+            )
+        })
+        .collect();
+    let normalized = serde_json::json!({
+        "apiVersion": "kubescheduler.config.k8s.io/v1",
+        "kind": "KubeSchedulerConfiguration",
+        "parallelism": parallelism,
+        "leaderElection": to_value(&le),
+        "clientConnection": to_value(&cc),
+        "enableProfiling": raw.enable_profiling.unwrap_or(true),
+        "enableContentionProfiling": raw.enable_contention_profiling.unwrap_or(true),
+        "percentageOfNodesToScore": pct,
+        "podInitialBackoffSeconds": initial,
+        "podMaxBackoffSeconds": max_backoff,
+        "delayCacheUntilActive": raw.delay_cache_until_active.unwrap_or(false),
+        "extenders": [],
+        "profiles": [{
+            "schedulerName": scheduler_name,
+            "percentageOfNodesToScore": p.percentage_of_nodes_to_score,
+            "plugins": plugins_norm,
+            "rawPlugins": to_value(&plugins),
+            "pluginConfig": {
+                "NodeResourcesFit": to_value(&fit),
+                "NodeResourcesBalancedAllocation": to_value(&bal),
+                "InterPodAffinity": to_value(&ipa),
+                "PodTopologySpread": to_value(&pts),
+                "NodeAffinity": to_value(&na),
+                "DefaultPreemption": to_value(&dp),
+                "VolumeBinding": to_value(&vb),
+                "DynamicResources": to_value(&dra),
+                "OMEGangPack": gang_args_norm,
+            },
+        }],
+    });
+
+    Ok(Profile {
+        scheduler_name,
+        gang_scheduling: gang_enabled,
+        filters,
+        scores,
+        preemption,
+        fit: FitConfig {
+            strategy: fit_strategy,
+            resources: fit_resources,
+            ignored_resources: fit
+                .ignored_resources
+                .unwrap_or_default()
+                .into_iter()
+                .collect(),
+            ignored_groups: fit
+                .ignored_resource_groups
+                .unwrap_or_default()
+                .into_iter()
+                .collect(),
+        },
+        balanced_resources,
+        hard_pod_affinity_weight: hard,
+        ignore_preferred_terms_of_existing_pods: ignore_pref,
+        spread: SpreadConfig {
+            system_defaulting: dt == "System",
+            default_constraints: dcs,
+        },
+        added_affinity: na.added_affinity,
+        gang,
+        normalized,
+    })
+}
+
+fn value_kind(v: &Value) -> &'static str {
+    match v {
+        Value::Null => "null",
+        Value::Bool(_) => "a boolean",
+        Value::Number(_) => "a number",
+        Value::String(_) => "a string",
+        Value::Array(_) => "a sequence",
+        Value::Object(_) => "a mapping",
+    }
+}

@@ -1,0 +1,1422 @@
+//! The deterministic driver (§10) and the filter and score plugins of the default profile
+//! (§7), over a snapshot with an undo log for gang trials.
+
+use std::collections::{BTreeMap, BTreeSet};
+
+use thiserror::Error;
+
+use crate::config::{FitStrategy, Profile};
+use crate::model::{
+    HOSTNAME_LABEL, NodeInfo, PodInfo, Res, hard_taints_tolerated, node_affinity_matches,
+    node_info, node_term_matches, pod_info, selector_matches, tolerates,
+};
+use crate::objects::{Cluster, LabelSelector, Pod, TopologySpreadConstraint};
+use crate::outcome::{Cause, Decision, Failure};
+
+pub(crate) const MAX_NODE_SCORE: i64 = 100;
+
+/// A structurally invalid simulation input (the worker exits 1; Alfred shows `WorkerFailed`).
+#[derive(Debug, Clone, PartialEq, Eq, Error)]
+pub enum InputError {
+    #[error("{field}: {value:?}: {why}")]
+    Invalid {
+        field: String,
+        value: String,
+        why: String,
+    },
+}
+
+pub(crate) fn input_err(field: impl Into<String>, value: impl ToString, why: &str) -> InputError {
+    InputError::Invalid {
+        field: field.into(),
+        value: value.to_string(),
+        why: why.to_string(),
+    }
+}
+
+/// Where one replacement pod lands.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PodPlacement {
+    pub namespace: String,
+    pub name: String,
+    pub uid: String,
+    pub node_name: String,
+}
+
+/// The outcome of one simulation.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Outcome {
+    pub decision: Decision,
+    /// Every replacement pod, in request order, when `Feasible`; empty otherwise.
+    pub placements: Vec<PodPlacement>,
+    /// Why it is not `Feasible` (diagnostics only).
+    pub failure: Option<Failure>,
+    /// Replacement pods whose best score was shared by several nodes: pod key → tied nodes
+    /// (the smallest name won), for diagnostics (decision 14.9).
+    pub ties: Vec<(String, Vec<String>)>,
+}
+
+impl Outcome {
+    fn failed(f: Failure) -> Outcome {
+        Outcome {
+            decision: f.cause.decision(),
+            placements: Vec::new(),
+            failure: Some(f),
+            ties: Vec::new(),
+        }
+    }
+}
+
+/// What to simulate: the replacement pods of a move, against a cluster copy in which the
+/// source pods still occupy their nodes (surge-first).
+#[derive(Debug, Clone, Copy)]
+pub struct MoveInput<'a> {
+    /// Complete, unbound pods to place, in request order.
+    pub replacement_pods: &'a [Pod],
+    /// Nodes replacement pods must not use (the source nodes).
+    pub excluded_nodes: &'a BTreeSet<String>,
+    /// The replacement set must be one complete gang.
+    pub require_gang: bool,
+}
+
+#[derive(Debug, Clone, Default)]
+struct NodeState {
+    requested: Res,
+    nz_cpu: i64,
+    nz_mem: i64,
+    count: i64,
+    ports: Vec<(String, String, i32)>,
+    pods: Vec<usize>,
+}
+
+/// A cluster converted once, against which many moves can be simulated.
+#[derive(Debug, Clone)]
+pub struct PreparedCluster {
+    nodes: Vec<NodeInfo>,
+    node_index: BTreeMap<String, usize>,
+    pods: Vec<PodInfo>,
+    pod_node: Vec<Option<usize>>,
+    state: Vec<NodeState>,
+    ns_labels: BTreeMap<String, BTreeMap<String, String>>,
+    /// (kind, namespace, name, selector) of Services/RCs/RSs/StatefulSets.
+    selectors: Vec<(String, String, String, LabelSelector)>,
+    pod_groups: BTreeMap<String, crate::objects::PodGroup>,
+    /// Pending same-scheduler standalone pods (competitors), raw.
+    competitors: Vec<Pod>,
+    /// Why every simulation against this cluster is Unsupported, if anything.
+    unsupported: Option<Failure>,
+    /// Keys and UIDs of existing pods.
+    pod_keys: BTreeSet<String>,
+    pod_group_members: BTreeMap<String, usize>,
+}
+
+#[derive(Debug, Clone)]
+enum NodeFail {
+    /// Resolvable by preemption.
+    Unschedulable,
+    Unresolvable,
+}
+
+struct Constraint {
+    max_skew: i64,
+    key: String,
+    hard: bool,
+    selector: LabelSelector,
+    min_domains: i64,
+    honor_affinity: bool,
+    honor_taints: bool,
+    explicit: bool,
+}
+
+/// Per-cycle precomputation (PreFilter).
+struct Cycle {
+    constraints: Vec<Constraint>,
+    /// Per hard constraint: counts per domain value, and min.
+    spread_counts: Vec<(BTreeMap<String, i64>, i64, bool)>,
+    forbidden: BTreeSet<(String, String)>,
+    aff_counts: Vec<BTreeMap<String, i64>>,
+    aff_any: bool,
+    anti_counts: Vec<BTreeSet<String>>,
+}
+
+impl PreparedCluster {
+    /// Converts the cluster for `scheduler` (the profile's scheduler name).
+    pub fn new(cluster: &Cluster, scheduler: &str) -> Result<PreparedCluster, InputError> {
+        let mut ns_labels = BTreeMap::new();
+        for ns in &cluster.namespaces {
+            ns_labels.insert(ns.metadata.name.clone(), ns.metadata.labels.clone());
+        }
+        let mut unsupported = None;
+        let mut nodes = Vec::new();
+        let mut sorted: Vec<&crate::objects::Node> = cluster.nodes.iter().collect();
+        sorted.sort_by(|a, b| a.metadata.name.cmp(&b.metadata.name));
+        let mut node_index = BTreeMap::new();
+        for n in sorted {
+            if n.metadata.name.is_empty() {
+                return Err(input_err("node.metadata.name", "", "must be set"));
+            }
+            if node_index
+                .insert(n.metadata.name.clone(), nodes.len())
+                .is_some()
+            {
+                return Err(input_err(
+                    "node.metadata.name",
+                    &n.metadata.name,
+                    "duplicate node",
+                ));
+            }
+            match node_info(n) {
+                Ok(ni) => nodes.push(ni),
+                Err(f) => {
+                    unsupported.get_or_insert(f);
+                    nodes.push(NodeInfo {
+                        name: n.metadata.name.clone(),
+                        labels: Default::default(),
+                        taints: Vec::new(),
+                        unschedulable: true,
+                        alloc: Res::new(),
+                        max_pods: 0,
+                        images: Default::default(),
+                    });
+                }
+            }
+        }
+        let mut pg = BTreeMap::new();
+        for g in &cluster.pod_groups {
+            pg.insert(
+                format!("{}/{}", g.metadata.namespace, g.metadata.name),
+                g.clone(),
+            );
+        }
+        let mut selectors = Vec::new();
+        for o in &cluster.selector_objects {
+            if let Some(s) = &o.selector {
+                selectors.push((
+                    o.kind.clone(),
+                    o.metadata.namespace.clone(),
+                    o.metadata.name.clone(),
+                    s.clone(),
+                ));
+            }
+        }
+        let mut prepared = PreparedCluster {
+            state: vec![NodeState::default(); nodes.len()],
+            nodes,
+            node_index,
+            pods: Vec::new(),
+            pod_node: Vec::new(),
+            ns_labels,
+            selectors,
+            pod_groups: pg,
+            competitors: Vec::new(),
+            unsupported,
+            pod_keys: BTreeSet::new(),
+            pod_group_members: BTreeMap::new(),
+        };
+        let mut pods: Vec<&Pod> = cluster.pods.iter().collect();
+        pods.sort_by_key(|p| p.key());
+        for p in pods {
+            if !prepared.pod_keys.insert(p.key()) {
+                return Err(input_err("pod", p.key(), "duplicate pod"));
+            }
+            if p.is_terminal() {
+                continue;
+            }
+            if let Some(g) = p.metadata.labels.get(crate::model::POD_GROUP_LABEL)
+                && !g.is_empty()
+            {
+                *prepared
+                    .pod_group_members
+                    .entry(format!("{}/{}", p.metadata.namespace, g))
+                    .or_insert(0) += 1;
+            }
+            if p.spec.node_name.is_empty() {
+                if p.metadata.deletion_timestamp.is_some() {
+                    continue;
+                }
+                let gang_member = p
+                    .metadata
+                    .labels
+                    .get(crate::model::POD_GROUP_LABEL)
+                    .is_some_and(|g| !g.is_empty());
+                if p.effective_scheduler() != scheduler || gang_member {
+                    prepared.unsupported.get_or_insert(Failure::new(
+                        if gang_member {
+                            Cause::ForeignGangState
+                        } else {
+                            Cause::PendingDemandUnsupported
+                        },
+                        format!("pending pod {} cannot be modelled", p.key()),
+                    ));
+                    continue;
+                }
+                prepared.competitors.push(p.clone());
+                continue;
+            }
+            let Some(&n) = prepared.node_index.get(&p.spec.node_name) else {
+                return Err(input_err(
+                    format!("pod {} spec.nodeName", p.key()),
+                    &p.spec.node_name,
+                    "names no supplied Node",
+                ));
+            };
+            match pod_info(p, &prepared.ns_labels, false) {
+                Ok(info) => {
+                    prepared.add_pod(info, n);
+                }
+                Err(f) => {
+                    prepared.unsupported.get_or_insert(f);
+                }
+            }
+        }
+        prepared.competitors.sort_by(|a, b| {
+            b.spec
+                .priority
+                .unwrap_or(0)
+                .cmp(&a.spec.priority.unwrap_or(0))
+                .then_with(|| {
+                    a.metadata
+                        .creation_timestamp
+                        .cmp(&b.metadata.creation_timestamp)
+                })
+                .then_with(|| a.key().cmp(&b.key()))
+        });
+        Ok(prepared)
+    }
+
+    fn add_pod(&mut self, info: PodInfo, n: usize) -> usize {
+        let id = self.pods.len();
+        let s = &mut self.state[n];
+        for (k, v) in &info.requests {
+            *s.requested.entry(k.clone()).or_insert(0) += v;
+        }
+        s.nz_cpu += info.nz_cpu;
+        s.nz_mem += info.nz_mem;
+        s.count += 1;
+        s.ports.extend(info.ports.iter().cloned());
+        s.pods.push(id);
+        self.pods.push(info);
+        self.pod_node.push(Some(n));
+        id
+    }
+
+    fn remove_last_pod(&mut self) {
+        let Some(info) = self.pods.pop() else { return };
+        let id = self.pods.len();
+        if let Some(Some(n)) = self.pod_node.pop() {
+            let s = &mut self.state[n];
+            for (k, v) in &info.requests {
+                if let Some(e) = s.requested.get_mut(k) {
+                    *e -= v;
+                }
+            }
+            s.nz_cpu -= info.nz_cpu;
+            s.nz_mem -= info.nz_mem;
+            s.count -= 1;
+            let keep = s.ports.len() - info.ports.len();
+            s.ports.truncate(keep);
+            if s.pods.last() == Some(&id) {
+                s.pods.pop();
+            }
+        }
+    }
+
+    fn rollback(&mut self, len: usize) {
+        while self.pods.len() > len {
+            self.remove_last_pod();
+        }
+    }
+
+    /// The node names, sorted.
+    pub fn node_names(&self) -> impl Iterator<Item = &str> {
+        self.nodes.iter().map(|n| n.name.as_str())
+    }
+
+    // ----- filters -------------------------------------------------------------------------
+
+    fn fits_resources(&self, p: &PodInfo, n: usize, profile: &Profile) -> bool {
+        let node = &self.nodes[n];
+        let s = &self.state[n];
+        if s.count + 1 > node.max_pods {
+            return false;
+        }
+        if p.requests_nothing() {
+            return true;
+        }
+        p.requests.iter().all(|(r, req)| {
+            if *req == 0 {
+                return true;
+            }
+            if is_extended(r)
+                && (profile.fit.ignored_resources.contains(r)
+                    || r.split_once('/')
+                        .is_some_and(|(g, _)| profile.fit.ignored_groups.contains(g)))
+            {
+                return true;
+            }
+            let alloc = node.alloc.get(r).copied().unwrap_or(0);
+            let used = s.requested.get(r).copied().unwrap_or(0);
+            *req <= alloc - used
+        })
+    }
+
+    /// The member-fits-node test of §9.4 (also used by standalone packing).
+    fn member_fits(&self, p: &PodInfo, n: usize) -> bool {
+        let node = &self.nodes[n];
+        if node.unschedulable || !hard_taints_tolerated(&p.tolerations, node) {
+            return false;
+        }
+        if !node_affinity_matches(p, None, node) {
+            return false;
+        }
+        let s = &self.state[n];
+        if s.count + 1 > node.max_pods {
+            return false;
+        }
+        p.requests.iter().all(|(r, req)| {
+            *req == 0
+                || *req
+                    <= node.alloc.get(r).copied().unwrap_or(0)
+                        - s.requested.get(r).copied().unwrap_or(0)
+        })
+    }
+
+    fn eligible_for_spread(
+        &self,
+        p: &PodInfo,
+        c: &Constraint,
+        n: usize,
+        profile: &Profile,
+    ) -> bool {
+        let node = &self.nodes[n];
+        if c.honor_affinity && !node_affinity_matches(p, profile.added_required(), node) {
+            return false;
+        }
+        if c.honor_taints && !hard_taints_tolerated(&p.tolerations, node) {
+            return false;
+        }
+        true
+    }
+
+    fn count_matching(&self, p: &PodInfo, sel: &LabelSelector, n: usize) -> i64 {
+        self.state[n]
+            .pods
+            .iter()
+            .filter(|&&q| {
+                let q = &self.pods[q];
+                q.namespace == p.namespace && !q.terminating && selector_matches(sel, &q.labels)
+            })
+            .count() as i64
+    }
+
+    fn constraints_for(&self, p: &PodInfo, profile: &Profile) -> Vec<Constraint> {
+        let build = |c: &TopologySpreadConstraint, selector: LabelSelector, explicit: bool| {
+            let mut selector = selector;
+            for k in &c.match_label_keys {
+                if let Some(v) = p.labels.get(k) {
+                    selector
+                        .match_expressions
+                        .push(crate::objects::LabelSelectorRequirement {
+                            key: k.clone(),
+                            operator: "In".into(),
+                            values: vec![v.clone()],
+                            unknown: Default::default(),
+                        });
+                }
+            }
+            Constraint {
+                max_skew: i64::from(c.max_skew),
+                key: c.topology_key.clone(),
+                hard: c.when_unsatisfiable == "DoNotSchedule",
+                selector,
+                min_domains: i64::from(c.min_domains.unwrap_or(1)),
+                honor_affinity: c.node_affinity_policy.as_deref() != Some("Ignore"),
+                honor_taints: c.node_taints_policy.as_deref() == Some("Honor"),
+                explicit,
+            }
+        };
+        if !p.spread.is_empty() {
+            return p
+                .spread
+                .iter()
+                .filter_map(|c| c.label_selector.clone().map(|s| build(c, s, true)))
+                .collect();
+        }
+        // Default constraints: selector from the Services/RCs/RSs/StatefulSets selecting the pod.
+        let mut sel = LabelSelector::default();
+        let mut any = false;
+        for (kind, ns, name, s) in &self.selectors {
+            if *ns != p.namespace || !selector_matches(s, &p.labels) {
+                continue;
+            }
+            // Controllers only count when they own the pod; Services always.
+            if kind != "Service" && !p.owners.iter().any(|(k, n)| k == kind && n == name) {
+                continue;
+            }
+            any = true;
+            for (k, v) in &s.match_labels {
+                sel.match_labels.insert(k.clone(), v.clone());
+            }
+            sel.match_expressions
+                .extend(s.match_expressions.iter().cloned());
+        }
+        if !any {
+            return Vec::new();
+        }
+        let defaults: Vec<TopologySpreadConstraint> = if profile.spread.system_defaulting {
+            vec![
+                TopologySpreadConstraint {
+                    max_skew: 3,
+                    topology_key: HOSTNAME_LABEL.into(),
+                    when_unsatisfiable: "ScheduleAnyway".into(),
+                    ..Default::default()
+                },
+                TopologySpreadConstraint {
+                    max_skew: 5,
+                    topology_key: "topology.kubernetes.io/zone".into(),
+                    when_unsatisfiable: "ScheduleAnyway".into(),
+                    ..Default::default()
+                },
+            ]
+        } else {
+            profile.spread.default_constraints.clone()
+        };
+        defaults
+            .iter()
+            .map(|c| build(c, sel.clone(), false))
+            .collect()
+    }
+
+    fn node_value<'a>(&'a self, n: usize, key: &str) -> Option<&'a String> {
+        self.nodes[n].labels.get(key)
+    }
+
+    fn pre_filter(&self, p: &PodInfo, profile: &Profile) -> Cycle {
+        let constraints = if profile.has_filter("PodTopologySpread")
+            || profile.score_weight("PodTopologySpread").is_some()
+        {
+            self.constraints_for(p, profile)
+        } else {
+            Vec::new()
+        };
+        let mut spread_counts = Vec::new();
+        if profile.has_filter("PodTopologySpread") {
+            let hard: Vec<&Constraint> = constraints.iter().filter(|c| c.hard).collect();
+            for c in &hard {
+                let mut counts: BTreeMap<String, i64> = BTreeMap::new();
+                for n in 0..self.nodes.len() {
+                    if !hard
+                        .iter()
+                        .all(|h| self.nodes[n].labels.contains_key(&h.key))
+                        || !self.eligible_for_spread(p, c, n, profile)
+                    {
+                        continue;
+                    }
+                    let v = self.nodes[n].labels[&c.key].clone();
+                    *counts.entry(v).or_insert(0) += self.count_matching(p, &c.selector, n);
+                }
+                let mut min = counts.values().copied().min().unwrap_or(0);
+                if (counts.len() as i64) < c.min_domains {
+                    min = 0;
+                }
+                let self_match = selector_matches(&c.selector, &p.labels);
+                spread_counts.push((counts, min, self_match));
+            }
+        }
+        let mut forbidden = BTreeSet::new();
+        let mut aff_counts = vec![BTreeMap::new(); p.aff_req.len()];
+        let mut anti_counts = vec![BTreeSet::new(); p.anti_req.len()];
+        let mut aff_any = false;
+        if profile.has_filter("InterPodAffinity") {
+            for (q, node) in self.placed() {
+                let qi = &self.pods[q];
+                for t in &qi.anti_req {
+                    if t.matches(p)
+                        && let Some(v) = self.node_value(node, &t.topology_key)
+                    {
+                        forbidden.insert((t.topology_key.clone(), v.clone()));
+                    }
+                }
+                if !p.aff_req.is_empty() && p.aff_req.iter().all(|t| t.matches(qi)) {
+                    aff_any = true;
+                    for (i, t) in p.aff_req.iter().enumerate() {
+                        if let Some(v) = self.node_value(node, &t.topology_key) {
+                            *aff_counts[i].entry(v.clone()).or_insert(0) += 1;
+                        }
+                    }
+                }
+                for (i, t) in p.anti_req.iter().enumerate() {
+                    if t.matches(qi)
+                        && let Some(v) = self.node_value(node, &t.topology_key)
+                    {
+                        anti_counts[i].insert(v.clone());
+                    }
+                }
+            }
+        }
+        Cycle {
+            constraints,
+            spread_counts,
+            forbidden,
+            aff_counts,
+            aff_any,
+            anti_counts,
+        }
+    }
+
+    fn placed(&self) -> impl Iterator<Item = (usize, usize)> + '_ {
+        self.pod_node
+            .iter()
+            .enumerate()
+            .filter_map(|(i, n)| n.map(|n| (i, n)))
+    }
+
+    /// Runs the enabled filters in profile order; the first failure decides.
+    fn filter(&self, p: &PodInfo, n: usize, cy: &Cycle, profile: &Profile) -> Result<(), NodeFail> {
+        let node = &self.nodes[n];
+        for f in &profile.filters {
+            let ok = match f.as_str() {
+                "NodeUnschedulable" => {
+                    !node.unschedulable
+                        || p.tolerations.iter().any(|t| {
+                            tolerates(
+                                t,
+                                &crate::objects::Taint {
+                                    key: "node.kubernetes.io/unschedulable".into(),
+                                    effect: "NoSchedule".into(),
+                                    ..Default::default()
+                                },
+                            )
+                        })
+                }
+                "TaintToleration" => hard_taints_tolerated(&p.tolerations, node),
+                "NodeAffinity" => node_affinity_matches(p, profile.added_required(), node),
+                "NodePorts" => {
+                    let used = &self.state[n].ports;
+                    if p.ports.iter().any(|(proto, ip, port)| {
+                        used.iter().any(|(uproto, uip, uport)| {
+                            uproto == proto
+                                && uport == port
+                                && (uip == ip || uip == "0.0.0.0" || ip == "0.0.0.0")
+                        })
+                    }) {
+                        return Err(NodeFail::Unschedulable);
+                    }
+                    true
+                }
+                "NodeResourcesFit" => {
+                    if !self.fits_resources(p, n, profile) {
+                        return Err(NodeFail::Unschedulable);
+                    }
+                    true
+                }
+                "PodTopologySpread" => {
+                    let hard: Vec<&Constraint> = cy.constraints.iter().filter(|c| c.hard).collect();
+                    for (c, (counts, min, self_match)) in hard.iter().zip(&cy.spread_counts) {
+                        let Some(v) = node.labels.get(&c.key) else {
+                            return Err(NodeFail::Unresolvable);
+                        };
+                        let count = counts.get(v).copied().unwrap_or(0);
+                        if count + i64::from(*self_match) - min > c.max_skew {
+                            return Err(NodeFail::Unschedulable);
+                        }
+                    }
+                    true
+                }
+                "InterPodAffinity" => {
+                    for (k, v) in &cy.forbidden {
+                        if node.labels.get(k) == Some(v) {
+                            return Err(NodeFail::Unschedulable);
+                        }
+                    }
+                    if !p.aff_req.is_empty() {
+                        let has_keys = p
+                            .aff_req
+                            .iter()
+                            .all(|t| node.labels.contains_key(&t.topology_key));
+                        if !has_keys {
+                            return Err(NodeFail::Unresolvable);
+                        }
+                        if cy.aff_any {
+                            let ok = p.aff_req.iter().enumerate().all(|(i, t)| {
+                                cy.aff_counts[i]
+                                    .get(&node.labels[&t.topology_key])
+                                    .is_some_and(|c| *c > 0)
+                            });
+                            if !ok {
+                                return Err(NodeFail::Unresolvable);
+                            }
+                        } else if !p.aff_req.iter().all(|t| t.matches(p)) {
+                            return Err(NodeFail::Unresolvable);
+                        }
+                    }
+                    for (i, t) in p.anti_req.iter().enumerate() {
+                        if let Some(v) = node.labels.get(&t.topology_key)
+                            && cy.anti_counts[i].contains(v)
+                        {
+                            return Err(NodeFail::Unschedulable);
+                        }
+                    }
+                    true
+                }
+                _ => true,
+            };
+            if !ok {
+                return Err(NodeFail::Unresolvable);
+            }
+        }
+        Ok(())
+    }
+
+    // ----- scores --------------------------------------------------------------------------
+
+    fn score(
+        &self,
+        p: &PodInfo,
+        feasible: &[usize],
+        cy: &Cycle,
+        profile: &Profile,
+        gang_packing: Option<&(String, Vec<i64>)>,
+    ) -> Vec<i64> {
+        let mut total = vec![0i64; feasible.len()];
+        for (plugin, weight) in &profile.scores {
+            let scores: Option<Vec<i64>> = match plugin.as_str() {
+                "TaintToleration" => Some(self.score_taints(p, feasible)),
+                "NodeAffinity" => self.score_node_affinity(p, feasible, profile),
+                "NodeResourcesFit" => Some(self.score_fit(p, feasible, profile)),
+                "NodeResourcesBalancedAllocation" => self.score_balanced(p, feasible, profile),
+                "ImageLocality" => Some(self.score_images(p, feasible)),
+                "PodTopologySpread" => self.score_spread(p, feasible, cy, profile),
+                "InterPodAffinity" => self.score_ipa(p, feasible, profile),
+                "OMEGangPack" => gang_packing.map(|(_, s)| s.clone()),
+                _ => None,
+            };
+            if let Some(s) = scores {
+                for (t, s) in total.iter_mut().zip(s) {
+                    *t += weight * s;
+                }
+            }
+        }
+        total
+    }
+
+    fn score_taints(&self, p: &PodInfo, feasible: &[usize]) -> Vec<i64> {
+        let tols: Vec<&crate::objects::Toleration> = p
+            .tolerations
+            .iter()
+            .filter(|t| t.effect.is_empty() || t.effect == "PreferNoSchedule")
+            .collect();
+        let raw: Vec<i64> = feasible
+            .iter()
+            .map(|&n| {
+                self.nodes[n]
+                    .taints
+                    .iter()
+                    .filter(|t| t.effect == "PreferNoSchedule")
+                    .filter(|taint| !tols.iter().any(|t| tolerates(t, taint)))
+                    .count() as i64
+            })
+            .collect();
+        default_normalize(raw, true)
+    }
+
+    fn score_node_affinity(
+        &self,
+        p: &PodInfo,
+        feasible: &[usize],
+        profile: &Profile,
+    ) -> Option<Vec<i64>> {
+        let added: &[crate::objects::PreferredSchedulingTerm] = profile
+            .added_affinity
+            .as_ref()
+            .map(|a| {
+                a.preferred_during_scheduling_ignored_during_execution
+                    .as_slice()
+            })
+            .unwrap_or(&[]);
+        if p.preferred_node.is_empty() && added.is_empty() {
+            return None;
+        }
+        let raw = feasible
+            .iter()
+            .map(|&n| {
+                p.preferred_node
+                    .iter()
+                    .chain(added)
+                    .filter(|t| t.weight != 0 && node_term_matches(&t.preference, &self.nodes[n]))
+                    .map(|t| i64::from(t.weight))
+                    .sum()
+            })
+            .collect();
+        Some(default_normalize(raw, false))
+    }
+
+    fn pod_request_for_score(p: &PodInfo, r: &str, non_zero: bool) -> i64 {
+        match r {
+            "cpu" if non_zero => p.nz_cpu,
+            "memory" if non_zero => p.nz_mem,
+            _ => p.requests.get(r).copied().unwrap_or(0),
+        }
+    }
+
+    fn score_fit(&self, p: &PodInfo, feasible: &[usize], profile: &Profile) -> Vec<i64> {
+        feasible
+            .iter()
+            .map(|&n| {
+                let node = &self.nodes[n];
+                let s = &self.state[n];
+                let (mut sum, mut wsum) = (0i64, 0i64);
+                for (r, w) in &profile.fit.resources {
+                    let pr = Self::pod_request_for_score(p, r, true);
+                    if is_scalar(r) && pr == 0 {
+                        continue;
+                    }
+                    let alloc = node.alloc.get(r).copied().unwrap_or(0);
+                    if alloc == 0 {
+                        continue;
+                    }
+                    let used = match r.as_str() {
+                        "cpu" => s.nz_cpu,
+                        "memory" => s.nz_mem,
+                        _ => s.requested.get(r).copied().unwrap_or(0),
+                    } + pr;
+                    let sr = match profile.fit.strategy {
+                        FitStrategy::LeastAllocated => {
+                            if used > alloc {
+                                0
+                            } else {
+                                (alloc - used) * MAX_NODE_SCORE / alloc
+                            }
+                        }
+                        FitStrategy::MostAllocated => used.min(alloc) * MAX_NODE_SCORE / alloc,
+                    };
+                    sum += sr * w;
+                    wsum += w;
+                }
+                if wsum == 0 { 0 } else { sum / wsum }
+            })
+            .collect()
+    }
+
+    fn score_balanced(
+        &self,
+        p: &PodInfo,
+        feasible: &[usize],
+        profile: &Profile,
+    ) -> Option<Vec<i64>> {
+        if profile
+            .balanced_resources
+            .iter()
+            .all(|(r, _)| Self::pod_request_for_score(p, r, false) == 0)
+        {
+            return None;
+        }
+        Some(
+            feasible
+                .iter()
+                .map(|&n| {
+                    let node = &self.nodes[n];
+                    let s = &self.state[n];
+                    let mut fractions = Vec::new();
+                    for (r, _) in &profile.balanced_resources {
+                        let pr = Self::pod_request_for_score(p, r, false);
+                        if is_scalar(r) && pr == 0 {
+                            continue;
+                        }
+                        let alloc = node.alloc.get(r).copied().unwrap_or(0);
+                        if alloc == 0 {
+                            continue;
+                        }
+                        let used = s.requested.get(r).copied().unwrap_or(0) + pr;
+                        fractions.push((used as f64 / alloc as f64).min(1.0));
+                    }
+                    let std = match fractions.len() {
+                        0 | 1 => 0.0,
+                        2 => (fractions[0] - fractions[1]).abs() / 2.0,
+                        len => {
+                            let mean = fractions.iter().sum::<f64>() / len as f64;
+                            let var = fractions
+                                .iter()
+                                .map(|f| (f - mean) * (f - mean))
+                                .sum::<f64>()
+                                / len as f64;
+                            var.sqrt()
+                        }
+                    };
+                    ((1.0 - std) * MAX_NODE_SCORE as f64) as i64
+                })
+                .collect(),
+        )
+    }
+
+    fn score_images(&self, p: &PodInfo, feasible: &[usize]) -> Vec<i64> {
+        const MB: i64 = 1024 * 1024;
+        let total = self.nodes.len() as i64;
+        let spread: Vec<i64> = p
+            .images
+            .iter()
+            .map(|img| {
+                self.nodes
+                    .iter()
+                    .filter(|n| n.images.contains_key(img))
+                    .count() as i64
+            })
+            .collect();
+        let containers = p.images.len().max(1) as i64;
+        let (min, max) = (23 * MB, 1000 * MB * containers);
+        feasible
+            .iter()
+            .map(|&n| {
+                let mut sum = 0i64;
+                for (img, cnt) in p.images.iter().zip(&spread) {
+                    if let Some(size) = self.nodes[n].images.get(img) {
+                        sum += (*size as f64 * (*cnt as f64 / total.max(1) as f64)) as i64;
+                    }
+                }
+                let sum = sum.clamp(min, max);
+                MAX_NODE_SCORE * (sum - min) / (max - min)
+            })
+            .collect()
+    }
+
+    fn score_spread(
+        &self,
+        p: &PodInfo,
+        feasible: &[usize],
+        cy: &Cycle,
+        profile: &Profile,
+    ) -> Option<Vec<i64>> {
+        let soft: Vec<&Constraint> = cy.constraints.iter().filter(|c| !c.hard).collect();
+        if soft.is_empty() {
+            return None;
+        }
+        let ignored: Vec<bool> = feasible
+            .iter()
+            .map(|&n| {
+                soft.iter()
+                    .any(|c| c.explicit && !self.nodes[n].labels.contains_key(&c.key))
+            })
+            .collect();
+        // Domain counts over all eligible nodes carrying every key.
+        let mut weights = Vec::new();
+        let mut counts: Vec<BTreeMap<String, i64>> = Vec::new();
+        for c in &soft {
+            let domains: BTreeSet<&String> = feasible
+                .iter()
+                .zip(&ignored)
+                .filter(|(_, ig)| !**ig)
+                .filter_map(|(&n, _)| self.nodes[n].labels.get(&c.key))
+                .collect();
+            let ndom = if c.key == HOSTNAME_LABEL {
+                ignored.iter().filter(|i| !**i).count()
+            } else {
+                domains.len()
+            };
+            weights.push(((ndom + 2) as f64).ln());
+            let mut m = BTreeMap::new();
+            if c.key != HOSTNAME_LABEL {
+                for n in 0..self.nodes.len() {
+                    if !soft
+                        .iter()
+                        .all(|h| self.nodes[n].labels.contains_key(&h.key))
+                        || !self.eligible_for_spread(p, c, n, profile)
+                    {
+                        continue;
+                    }
+                    let v = self.nodes[n].labels[&c.key].clone();
+                    *m.entry(v).or_insert(0) += self.count_matching(p, &c.selector, n);
+                }
+            }
+            counts.push(m);
+        }
+        let raw: Vec<i64> = feasible
+            .iter()
+            .zip(&ignored)
+            .map(|(&n, ig)| {
+                if *ig {
+                    return 0;
+                }
+                let mut s = 0.0f64;
+                for (i, c) in soft.iter().enumerate() {
+                    let Some(v) = self.nodes[n].labels.get(&c.key) else {
+                        continue;
+                    };
+                    let cnt = if c.key == HOSTNAME_LABEL {
+                        self.count_matching(p, &c.selector, n)
+                    } else {
+                        counts[i].get(v).copied().unwrap_or(0)
+                    };
+                    s += cnt as f64 * weights[i] + (c.max_skew - 1) as f64;
+                }
+                s.round() as i64
+            })
+            .collect();
+        let live: Vec<i64> = raw
+            .iter()
+            .zip(&ignored)
+            .filter(|(_, ig)| !**ig)
+            .map(|(s, _)| *s)
+            .collect();
+        let (Some(&min), Some(&max)) = (live.iter().min(), live.iter().max()) else {
+            return Some(vec![0; feasible.len()]);
+        };
+        Some(
+            raw.iter()
+                .zip(&ignored)
+                .map(|(s, ig)| {
+                    if *ig {
+                        0
+                    } else if max == 0 {
+                        MAX_NODE_SCORE
+                    } else {
+                        MAX_NODE_SCORE * (max + min - s) / max
+                    }
+                })
+                .collect(),
+        )
+    }
+
+    fn score_ipa(&self, p: &PodInfo, feasible: &[usize], profile: &Profile) -> Option<Vec<i64>> {
+        let existing_terms = self
+            .placed()
+            .any(|(q, _)| self.pods[q].has_affinity_terms());
+        if p.aff_pref.is_empty() && p.anti_pref.is_empty() && !existing_terms {
+            return None;
+        }
+        let mut pairs: BTreeMap<(String, String), i64> = BTreeMap::new();
+        let add = |key: &str, n: usize, w: i64, pairs: &mut BTreeMap<(String, String), i64>| {
+            if let Some(v) = self.nodes[n].labels.get(key) {
+                *pairs.entry((key.to_string(), v.clone())).or_insert(0) += w;
+            }
+        };
+        for (q, n) in self.placed() {
+            let qi = &self.pods[q];
+            for t in &p.aff_pref {
+                if t.matches(qi) {
+                    add(&t.topology_key, n, t.weight, &mut pairs);
+                }
+            }
+            for t in &p.anti_pref {
+                if t.matches(qi) {
+                    add(&t.topology_key, n, -t.weight, &mut pairs);
+                }
+            }
+            if !qi.has_affinity_terms() {
+                continue;
+            }
+            for t in &qi.aff_req {
+                if t.matches(p) {
+                    add(
+                        &t.topology_key,
+                        n,
+                        profile.hard_pod_affinity_weight,
+                        &mut pairs,
+                    );
+                }
+            }
+            if !profile.ignore_preferred_terms_of_existing_pods {
+                for t in &qi.aff_pref {
+                    if t.matches(p) {
+                        add(&t.topology_key, n, t.weight, &mut pairs);
+                    }
+                }
+                for t in &qi.anti_pref {
+                    if t.matches(p) {
+                        add(&t.topology_key, n, -t.weight, &mut pairs);
+                    }
+                }
+            }
+        }
+        let raw: Vec<i64> = feasible
+            .iter()
+            .map(|&n| {
+                pairs
+                    .iter()
+                    .filter(|((k, v), _)| self.nodes[n].labels.get(k) == Some(v))
+                    .map(|(_, w)| *w)
+                    .sum()
+            })
+            .collect();
+        let (min, max) = (
+            raw.iter().copied().min().unwrap_or(0),
+            raw.iter().copied().max().unwrap_or(0),
+        );
+        Some(
+            raw.iter()
+                .map(|s| {
+                    if max == min {
+                        0
+                    } else {
+                        (MAX_NODE_SCORE as f64 * ((s - min) as f64 / (max - min) as f64)) as i64
+                    }
+                })
+                .collect(),
+        )
+    }
+
+    /// OMEGangPack's standalone domain-packing score (§9.8).
+    fn packing_score(
+        &self,
+        p: &PodInfo,
+        feasible: &[usize],
+        profile: &Profile,
+    ) -> Option<(String, Vec<i64>)> {
+        let g = profile.gang.as_ref()?;
+        if !g.standalone_domain_packing || g.topology_key.is_empty() || p.pod_group.is_some() {
+            return None;
+        }
+        let key = &g.topology_key;
+        let mut per_domain: BTreeMap<&String, i64> = BTreeMap::new();
+        for &n in feasible {
+            if let Some(v) = self.nodes[n].labels.get(key)
+                && self.member_fits(p, n)
+            {
+                *per_domain.entry(v).or_insert(0) += 1;
+            }
+        }
+        let largest = per_domain.values().copied().max().unwrap_or(0);
+        let raw: Vec<i64> = feasible
+            .iter()
+            .map(|&n| match self.nodes[n].labels.get(key) {
+                Some(v) => largest - per_domain.get(v).copied().unwrap_or(0),
+                None => 0,
+            })
+            .collect();
+        let max = raw.iter().copied().max().unwrap_or(0);
+        Some((
+            key.clone(),
+            raw.iter()
+                .map(|r| {
+                    if max == 0 {
+                        0
+                    } else {
+                        r * MAX_NODE_SCORE / max
+                    }
+                })
+                .collect(),
+        ))
+    }
+
+    // ----- one scheduling cycle ------------------------------------------------------------
+
+    /// Filters `candidates` (all nodes when `None`), scores the feasible ones and returns the
+    /// chosen node with the tied set; `Err` carries the per-node failures.
+    fn schedule_one(
+        &self,
+        p: &PodInfo,
+        candidates: Option<&[usize]>,
+        excluded: &BTreeSet<usize>,
+        profile: &Profile,
+        allow_packing: bool,
+    ) -> Result<(usize, Vec<usize>), Vec<(usize, NodeFail)>> {
+        let cy = self.pre_filter(p, profile);
+        let all: Vec<usize>;
+        let candidates = match candidates {
+            Some(c) => c,
+            None => {
+                all = (0..self.nodes.len()).collect();
+                &all
+            }
+        };
+        let mut feasible = Vec::new();
+        let mut fails = Vec::new();
+        for &n in candidates {
+            match self.filter(p, n, &cy, profile) {
+                Ok(()) if excluded.contains(&n) => fails.push((n, NodeFail::Unresolvable)),
+                Ok(()) => feasible.push(n),
+                Err(f) => fails.push((n, f)),
+            }
+        }
+        if feasible.is_empty() {
+            return Err(fails);
+        }
+        let packing = if allow_packing {
+            self.packing_score(p, &feasible, profile)
+        } else {
+            None
+        };
+        let totals = self.score(p, &feasible, &cy, profile, packing.as_ref());
+        let best = totals.iter().copied().max().unwrap_or(0);
+        let tied: Vec<usize> = feasible
+            .iter()
+            .zip(&totals)
+            .filter(|(_, t)| **t == best)
+            .map(|(n, _)| *n)
+            .collect();
+        // Nodes are indexed in name order, so the smallest index is the smallest name.
+        let chosen = tied.iter().copied().min().unwrap_or(feasible[0]);
+        Ok((chosen, tied))
+    }
+
+    fn preemption_may_apply(
+        &self,
+        p: &PodInfo,
+        fails: &[(usize, NodeFail)],
+        profile: &Profile,
+    ) -> bool {
+        profile.preemption
+            && !p.preempt_never
+            && fails.iter().any(|(n, f)| {
+                matches!(f, NodeFail::Unschedulable)
+                    && self.state[*n]
+                        .pods
+                        .iter()
+                        .any(|&q| self.pods[q].priority < p.priority)
+            })
+    }
+
+    /// Simulates one move. The prepared cluster is left unchanged.
+    pub fn simulate(
+        &mut self,
+        profile: &Profile,
+        input: &MoveInput<'_>,
+        expired: &mut dyn FnMut() -> bool,
+    ) -> Result<Outcome, InputError> {
+        let base = self.pods.len();
+        let out = self.simulate_inner(profile, input, expired);
+        self.rollback(base);
+        out
+    }
+
+    fn simulate_inner(
+        &mut self,
+        profile: &Profile,
+        input: &MoveInput<'_>,
+        expired: &mut dyn FnMut() -> bool,
+    ) -> Result<Outcome, InputError> {
+        // Structural checks.
+        if input.replacement_pods.is_empty() {
+            return Err(input_err(
+                "replacementPods",
+                "[]",
+                "at least one pod is required",
+            ));
+        }
+        let mut excluded = BTreeSet::new();
+        for e in input.excluded_nodes {
+            let Some(&i) = self.node_index.get(e) else {
+                return Err(input_err("excludedNodes", e, "names no supplied Node"));
+            };
+            excluded.insert(i);
+        }
+        let mut keys = BTreeSet::new();
+        for (i, p) in input.replacement_pods.iter().enumerate() {
+            let field = format!("replacementPods[{i}]");
+            if p.metadata.name.is_empty() || p.metadata.namespace.is_empty() {
+                return Err(input_err(field, p.key(), "namespace and name are required"));
+            }
+            if !p.spec.node_name.is_empty() {
+                return Err(input_err(
+                    format!("{field}.spec.nodeName"),
+                    &p.spec.node_name,
+                    "must be empty",
+                ));
+            }
+            if p.metadata.deletion_timestamp.is_some() || p.is_terminal() {
+                return Err(input_err(
+                    field,
+                    p.key(),
+                    "must not be deleting or terminal",
+                ));
+            }
+            if p.effective_scheduler() != profile.scheduler_name {
+                return Err(input_err(
+                    format!("{field}.spec.schedulerName"),
+                    p.effective_scheduler(),
+                    "must equal the profile's schedulerName",
+                ));
+            }
+            if !keys.insert(p.key()) || self.pod_keys.contains(&p.key()) {
+                return Err(input_err(field, p.key(), "duplicate pod name"));
+            }
+        }
+        if input.require_gang && !profile.gang_scheduling {
+            return Err(input_err(
+                "requireGang",
+                true,
+                "the profile does not simulate gangs",
+            ));
+        }
+        if let Some(f) = &self.unsupported {
+            return Ok(Outcome::failed(f.clone()));
+        }
+        let mut infos = Vec::new();
+        for p in input.replacement_pods {
+            match pod_info(p, &self.ns_labels, true) {
+                Ok(i) => infos.push(i),
+                Err(f) => return Ok(Outcome::failed(f)),
+            }
+        }
+        let gang_mode = profile.gang_scheduling && infos.iter().any(|i| i.pod_group.is_some());
+        if gang_mode && infos.iter().any(|i| i.pod_group.is_none()) {
+            return Ok(Outcome::failed(Failure::new(
+                Cause::MixedReplacementGroups,
+                "replacement pods mix gang members and standalone pods",
+            )));
+        }
+        if input.require_gang && !gang_mode {
+            return Err(input_err(
+                "requireGang",
+                true,
+                "replacement pods form no gang",
+            ));
+        }
+        // Competitors first (§6.6, decision 14.3).
+        let competitors = self.competitors.clone();
+        for c in &competitors {
+            if expired() {
+                return Ok(Outcome::failed(Failure::new(
+                    Cause::DeadlineExceeded,
+                    "deadline",
+                )));
+            }
+            let info = match pod_info(c, &self.ns_labels, true) {
+                Ok(i) => i,
+                Err(f) => return Ok(Outcome::failed(f)),
+            };
+            if let Ok((n, _)) = self.schedule_one(&info, None, &BTreeSet::new(), profile, true) {
+                self.add_pod(info, n);
+            }
+        }
+        if gang_mode {
+            return Ok(crate::gang::place_gang(
+                self, profile, infos, &excluded, expired,
+            ));
+        }
+        // Standalone replacements: priority descending, request order otherwise.
+        let mut order: Vec<usize> = (0..infos.len()).collect();
+        order.sort_by_key(|&i| std::cmp::Reverse(infos[i].priority));
+        let mut placed: Vec<Option<usize>> = vec![None; infos.len()];
+        let mut ties = Vec::new();
+        for i in order {
+            if expired() {
+                return Ok(Outcome::failed(Failure::new(
+                    Cause::DeadlineExceeded,
+                    "deadline",
+                )));
+            }
+            let p = &infos[i];
+            match self.schedule_one(p, None, &excluded, profile, true) {
+                Ok((n, tied)) => {
+                    if tied.len() > 1 {
+                        ties.push((
+                            p.key(),
+                            tied.iter().map(|&t| self.nodes[t].name.clone()).collect(),
+                        ));
+                    }
+                    placed[i] = Some(n);
+                    self.add_pod(p.clone(), n);
+                }
+                Err(fails) => {
+                    let cause = if self.preemption_may_apply(p, &fails, profile) {
+                        Cause::PreemptionMayApply
+                    } else {
+                        Cause::NoNodeFits
+                    };
+                    return Ok(Outcome::failed(Failure::new(
+                        cause,
+                        format!("no node fits pod {}", p.key()),
+                    )));
+                }
+            }
+        }
+        Ok(self.feasible(&infos, &placed, ties))
+    }
+
+    pub(crate) fn feasible(
+        &self,
+        infos: &[PodInfo],
+        placed: &[Option<usize>],
+        ties: Vec<(String, Vec<String>)>,
+    ) -> Outcome {
+        Outcome {
+            decision: Decision::Feasible,
+            placements: infos
+                .iter()
+                .zip(placed)
+                .map(|(p, n)| PodPlacement {
+                    namespace: p.namespace.clone(),
+                    name: p.name.clone(),
+                    uid: p.uid.clone(),
+                    node_name: n.map(|n| self.nodes[n].name.clone()).unwrap_or_default(),
+                })
+                .collect(),
+            failure: None,
+            ties,
+        }
+    }
+
+    // ----- crate-internal access for the gang model ------------------------------------------
+
+    pub(crate) fn nodes(&self) -> &[NodeInfo] {
+        &self.nodes
+    }
+    pub(crate) fn pod_group(&self, key: &str) -> Option<&crate::objects::PodGroup> {
+        self.pod_groups.get(key)
+    }
+    pub(crate) fn pod_group_member_count(&self, key: &str) -> usize {
+        self.pod_group_members.get(key).copied().unwrap_or(0)
+    }
+    pub(crate) fn fits_member(&self, p: &PodInfo, n: usize) -> bool {
+        self.member_fits(p, n)
+    }
+    pub(crate) fn free(&self, n: usize) -> (Res, i64) {
+        let node = &self.nodes[n];
+        let s = &self.state[n];
+        let mut free = Res::new();
+        for (r, a) in &node.alloc {
+            free.insert(r.clone(), a - s.requested.get(r).copied().unwrap_or(0));
+        }
+        (free, node.max_pods - s.count)
+    }
+    pub(crate) fn pods_len(&self) -> usize {
+        self.pods.len()
+    }
+    pub(crate) fn assume(&mut self, p: PodInfo, n: usize) {
+        self.add_pod(p, n);
+    }
+    pub(crate) fn undo_to(&mut self, len: usize) {
+        self.rollback(len);
+    }
+    pub(crate) fn cycle(
+        &self,
+        p: &PodInfo,
+        candidates: &[usize],
+        excluded: &BTreeSet<usize>,
+        profile: &Profile,
+    ) -> Option<(usize, Vec<usize>)> {
+        self.schedule_one(p, Some(candidates), excluded, profile, false)
+            .ok()
+    }
+    pub(crate) fn node_name(&self, n: usize) -> &str {
+        &self.nodes[n].name
+    }
+}
+
+/// `DefaultNormalize` (§7.3).
+fn default_normalize(mut scores: Vec<i64>, reverse: bool) -> Vec<i64> {
+    let max = scores.iter().copied().max().unwrap_or(0);
+    if max == 0 {
+        if reverse {
+            scores.iter_mut().for_each(|s| *s = MAX_NODE_SCORE);
+        }
+        return scores;
+    }
+    for s in &mut scores {
+        *s = MAX_NODE_SCORE * *s / max;
+        if reverse {
+            *s = MAX_NODE_SCORE - *s;
+        }
+    }
+    scores
+}
+
+/// Extended resources (domain-prefixed, not `kubernetes.io/`).
+fn is_extended(r: &str) -> bool {
+    r.contains('/') && !r.starts_with("kubernetes.io/") && !r.starts_with("requests.")
+}
+
+/// Scalar resources: extended, hugepages, attachable volumes.
+fn is_scalar(r: &str) -> bool {
+    is_extended(r) || r.starts_with("hugepages-") || r.starts_with("attachable-volumes-")
+}

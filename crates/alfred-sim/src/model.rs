@@ -1,0 +1,765 @@
+//! Conversion of the input objects into the precomputed form the plugins read, with the
+//! support-matrix checks of §8 (anything not modelled → a [`Failure`] with its cause).
+
+use std::collections::{BTreeMap, BTreeSet};
+
+use crate::objects::{
+    Container, LabelSelector, LabelSelectorRequirement, Node, NodeSelectorTerm, Pod,
+    PodAffinityTerm, PreferredSchedulingTerm, Taint, Toleration, TopologySpreadConstraint, Unknown,
+};
+use crate::outcome::{Cause, Failure};
+use crate::quantity::parse_resource;
+
+/// Resource amounts in scheduler units (cpu in milli-cores, others in whole units).
+pub type Res = BTreeMap<String, i64>;
+
+/// Default requests substituted for scoring when a container omits them.
+pub const DEFAULT_MILLI_CPU: i64 = 100;
+/// 200 MiB.
+pub const DEFAULT_MEMORY: i64 = 200 * 1024 * 1024;
+
+/// The pod-group label (§9.2).
+pub const POD_GROUP_LABEL: &str = "scheduling.x-k8s.io/pod-group";
+/// The hostname label.
+pub const HOSTNAME_LABEL: &str = "kubernetes.io/hostname";
+
+/// Pod-spec keys of v1.35 that the model does not read and that cannot change a placement.
+const HARMLESS_POD_SPEC_KEYS: &[&str] = &[
+    "activeDeadlineSeconds",
+    "automountServiceAccountToken",
+    "dnsConfig",
+    "dnsPolicy",
+    "enableServiceLinks",
+    "ephemeralContainers",
+    "hostAliases",
+    "hostIPC",
+    "hostNetwork",
+    "hostPID",
+    "hostUsers",
+    "hostname",
+    "hostnameOverride",
+    "imagePullSecrets",
+    "os",
+    "priorityClassName",
+    "readinessGates",
+    "restartPolicy",
+    "runtimeClassName",
+    "securityContext",
+    "serviceAccount",
+    "serviceAccountName",
+    "setHostnameAsFQDN",
+    "shareProcessNamespace",
+    "subdomain",
+    "terminationGracePeriodSeconds",
+];
+
+/// Node spec keys that cannot change a placement.
+const HARMLESS_NODE_SPEC_KEYS: &[&str] = &[
+    "podCIDR",
+    "podCIDRs",
+    "providerID",
+    "configSource",
+    "externalID",
+];
+
+/// Node status keys that cannot change a placement (the scheduler uses allocatable only).
+const HARMLESS_NODE_STATUS_KEYS: &[&str] = &[
+    "capacity",
+    "conditions",
+    "addresses",
+    "daemonEndpoints",
+    "nodeInfo",
+    "volumesInUse",
+    "volumesAttached",
+    "config",
+    "runtimeHandlers",
+    "features",
+    "phase",
+    "declaredFeatures",
+];
+
+/// Volume sources the volume plugins ignore (no PVC, ephemeral, CSI, network or cloud disk).
+const HARMLESS_VOLUME_KEYS: &[&str] = &[
+    "name",
+    "configMap",
+    "secret",
+    "emptyDir",
+    "hostPath",
+    "downwardAPI",
+    "projected",
+    "image",
+];
+
+/// A node, precomputed.
+#[derive(Debug, Clone)]
+pub struct NodeInfo {
+    pub name: String,
+    pub labels: BTreeMap<String, String>,
+    pub taints: Vec<Taint>,
+    pub unschedulable: bool,
+    /// Allocatable without `pods`.
+    pub alloc: Res,
+    pub max_pods: i64,
+    /// Normalised image name → size.
+    pub images: BTreeMap<String, i64>,
+}
+
+/// Namespaces a pod-affinity term applies to.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum NsSet {
+    All,
+    Some(BTreeSet<String>),
+}
+
+impl NsSet {
+    pub fn contains(&self, ns: &str) -> bool {
+        match self {
+            NsSet::All => true,
+            NsSet::Some(s) => s.contains(ns),
+        }
+    }
+}
+
+/// A resolved pod (anti-)affinity term.
+#[derive(Debug, Clone)]
+pub struct Term {
+    pub selector: Option<LabelSelector>,
+    pub namespaces: NsSet,
+    pub topology_key: String,
+    pub weight: i64,
+}
+
+impl Term {
+    /// Does `pod` match this term (namespace and selector)?
+    pub fn matches(&self, pod: &PodInfo) -> bool {
+        self.namespaces.contains(&pod.namespace)
+            && self
+                .selector
+                .as_ref()
+                .is_some_and(|s| selector_matches(s, &pod.labels))
+    }
+}
+
+/// A pod, precomputed.
+#[derive(Debug, Clone)]
+pub struct PodInfo {
+    pub namespace: String,
+    pub name: String,
+    pub uid: String,
+    pub labels: BTreeMap<String, String>,
+    pub scheduler: String,
+    pub priority: i32,
+    pub preempt_never: bool,
+    pub requests: Res,
+    pub nz_cpu: i64,
+    pub nz_mem: i64,
+    /// `(protocol, hostIP, port)`.
+    pub ports: Vec<(String, String, i32)>,
+    pub node_selector: BTreeMap<String, String>,
+    pub required_node: Option<Vec<NodeSelectorTerm>>,
+    pub preferred_node: Vec<PreferredSchedulingTerm>,
+    pub aff_req: Vec<Term>,
+    pub aff_pref: Vec<Term>,
+    pub anti_req: Vec<Term>,
+    pub anti_pref: Vec<Term>,
+    pub tolerations: Vec<Toleration>,
+    pub spread: Vec<TopologySpreadConstraint>,
+    pub images: Vec<String>,
+    pub pod_group: Option<String>,
+    pub terminating: bool,
+    pub creation: String,
+    pub owners: Vec<(String, String)>,
+}
+
+impl PodInfo {
+    /// `namespace/name`.
+    pub fn key(&self) -> String {
+        format!("{}/{}", self.namespace, self.name)
+    }
+
+    /// Has any pod (anti-)affinity term.
+    pub fn has_affinity_terms(&self) -> bool {
+        !(self.aff_req.is_empty()
+            && self.aff_pref.is_empty()
+            && self.anti_req.is_empty()
+            && self.anti_pref.is_empty())
+    }
+
+    /// Requests nothing at all (only the pod count is checked).
+    pub fn requests_nothing(&self) -> bool {
+        self.requests.values().all(|v| *v == 0)
+    }
+}
+
+fn unknown_field(path: &str, unknown: &Unknown) -> Result<(), Failure> {
+    match unknown.keys().next() {
+        None => Ok(()),
+        Some(k) => Err(Failure::new(
+            Cause::UnknownSchedulingField,
+            format!("unknown field {path}.{k}"),
+        )),
+    }
+}
+
+fn check_selector(path: &str, s: &LabelSelector) -> Result<(), Failure> {
+    unknown_field(path, &s.unknown)?;
+    for (i, e) in s.match_expressions.iter().enumerate() {
+        unknown_field(&format!("{path}.matchExpressions[{i}]"), &e.unknown)?;
+        if !matches!(
+            e.operator.as_str(),
+            "In" | "NotIn" | "Exists" | "DoesNotExist"
+        ) {
+            return Err(Failure::new(
+                Cause::UnknownSchedulingField,
+                format!("{path}: unknown selector operator {:?}", e.operator),
+            ));
+        }
+    }
+    Ok(())
+}
+
+fn check_node_term(path: &str, t: &NodeSelectorTerm) -> Result<(), Failure> {
+    unknown_field(path, &t.unknown)?;
+    for e in t.match_expressions.iter().chain(&t.match_fields) {
+        unknown_field(path, &e.unknown)?;
+        if !matches!(
+            e.operator.as_str(),
+            "In" | "NotIn" | "Exists" | "DoesNotExist" | "Gt" | "Lt"
+        ) {
+            return Err(Failure::new(
+                Cause::UnknownSchedulingField,
+                format!("{path}: unknown node selector operator {:?}", e.operator),
+            ));
+        }
+    }
+    Ok(())
+}
+
+/// Label-selector semantics: a nil selector matches nothing (callers pass `Option`), an empty
+/// one everything.
+pub fn selector_matches(s: &LabelSelector, labels: &BTreeMap<String, String>) -> bool {
+    s.match_labels.iter().all(|(k, v)| labels.get(k) == Some(v))
+        && s.match_expressions
+            .iter()
+            .all(|e| requirement_matches(e, labels))
+}
+
+fn requirement_matches(e: &LabelSelectorRequirement, labels: &BTreeMap<String, String>) -> bool {
+    let v = labels.get(&e.key);
+    match e.operator.as_str() {
+        "In" => v.is_some_and(|v| e.values.contains(v)),
+        "NotIn" => v.is_none_or(|v| !e.values.contains(v)),
+        "Exists" => v.is_some(),
+        "DoesNotExist" => v.is_none(),
+        _ => false,
+    }
+}
+
+/// Does a node-selector term match the node?
+pub fn node_term_matches(t: &NodeSelectorTerm, node: &NodeInfo) -> bool {
+    if t.match_expressions.is_empty() && t.match_fields.is_empty() {
+        return false;
+    }
+    t.match_expressions.iter().all(|e| {
+        let v = node.labels.get(&e.key);
+        match e.operator.as_str() {
+            "In" => v.is_some_and(|v| e.values.contains(v)),
+            "NotIn" => v.is_none_or(|v| !e.values.contains(v)),
+            "Exists" => v.is_some(),
+            "DoesNotExist" => v.is_none(),
+            "Gt" | "Lt" => {
+                let (Some(v), Some(bound)) = (v, e.values.first()) else {
+                    return false;
+                };
+                match (v.parse::<i64>(), bound.parse::<i64>()) {
+                    (Ok(v), Ok(b)) if e.operator == "Gt" => v > b,
+                    (Ok(v), Ok(b)) => v < b,
+                    _ => false,
+                }
+            }
+            _ => false,
+        }
+    }) && t.match_fields.iter().all(|e| {
+        e.key == "metadata.name"
+            && match e.operator.as_str() {
+                "In" => e.values.contains(&node.name),
+                "NotIn" => !e.values.contains(&node.name),
+                _ => false,
+            }
+    })
+}
+
+/// Normalises an image name as ImageLocality does (`:latest` when no tag or digest).
+pub fn normalize_image(name: &str) -> String {
+    let last = name.rsplit('/').next().unwrap_or(name);
+    if name.contains('@') || last.contains(':') {
+        name.to_string()
+    } else {
+        format!("{name}:latest")
+    }
+}
+
+/// Converts a node.
+pub fn node_info(node: &Node) -> Result<NodeInfo, Failure> {
+    let name = &node.metadata.name;
+    for k in node.spec.unknown.keys() {
+        if !HARMLESS_NODE_SPEC_KEYS.contains(&k.as_str()) {
+            return Err(Failure::new(
+                Cause::UnknownSchedulingField,
+                format!("node {name}: unknown field spec.{k}"),
+            ));
+        }
+    }
+    for k in node.status.unknown.keys() {
+        if !HARMLESS_NODE_STATUS_KEYS.contains(&k.as_str()) {
+            return Err(Failure::new(
+                Cause::UnknownSchedulingField,
+                format!("node {name}: unknown field status.{k}"),
+            ));
+        }
+    }
+    for (i, t) in node.spec.taints.iter().enumerate() {
+        unknown_field(&format!("node {name} spec.taints[{i}]"), &t.unknown)?;
+    }
+    let mut alloc = Res::new();
+    let mut max_pods = 0;
+    for (r, q) in &node.status.allocatable {
+        let v = parse_resource(r, q, &format!("node {name} status.allocatable[{r}]"))
+            .map_err(|e| Failure::new(Cause::UnknownSchedulingField, e.to_string()))?;
+        if r == "pods" {
+            max_pods = v;
+        } else {
+            alloc.insert(r.clone(), v);
+        }
+    }
+    let mut images = BTreeMap::new();
+    for img in &node.status.images {
+        for n in &img.names {
+            images.insert(normalize_image(n), img.size_bytes);
+        }
+    }
+    Ok(NodeInfo {
+        name: name.clone(),
+        labels: node.metadata.labels.clone(),
+        taints: node.spec.taints.clone(),
+        unschedulable: node.spec.unschedulable,
+        alloc,
+        max_pods,
+        images,
+    })
+}
+
+fn container_requests(c: &Container, pod: &str) -> Result<(Res, bool, bool), Failure> {
+    let mut out = Res::new();
+    let (mut has_cpu, mut has_mem) = (false, false);
+    if let Some(r) = &c.resources {
+        unknown_field(
+            &format!("pod {pod} container {} resources", c.name),
+            &r.unknown,
+        )?;
+        if !r.claims.is_empty() {
+            return Err(Failure::new(
+                Cause::DynamicResourceUnsupported,
+                format!("pod {pod}: container {} uses resource claims", c.name),
+            ));
+        }
+        // A limit without a request takes the limit as the request (API defaulting).
+        for (name, q) in r.limits.iter().chain(&r.requests) {
+            let v = parse_resource(name, q, &format!("pod {pod} container {} {name}", c.name))
+                .map_err(|e| Failure::new(Cause::UnknownSchedulingField, e.to_string()))?;
+            out.insert(name.clone(), v);
+        }
+        has_cpu = out.contains_key("cpu");
+        has_mem = out.contains_key("memory");
+    }
+    Ok((out, has_cpu, has_mem))
+}
+
+fn add_into(a: &mut Res, b: &Res) {
+    for (k, v) in b {
+        *a.entry(k.clone()).or_insert(0) += v;
+    }
+}
+
+fn max_into(a: &mut Res, b: &Res) {
+    for (k, v) in b {
+        let e = a.entry(k.clone()).or_insert(0);
+        *e = (*e).max(*v);
+    }
+}
+
+/// Effective requests (§6.3) and the non-zero cpu/memory used by scoring.
+fn pod_requests(pod: &Pod) -> Result<(Res, i64, i64), Failure> {
+    let key = pod.key();
+    let mut sum = Res::new();
+    let (mut nz_cpu, mut nz_mem) = (0i64, 0i64);
+    for c in &pod.spec.containers {
+        let (r, has_cpu, has_mem) = container_requests(c, &key)?;
+        nz_cpu += if has_cpu { r["cpu"] } else { DEFAULT_MILLI_CPU };
+        nz_mem += if has_mem { r["memory"] } else { DEFAULT_MEMORY };
+        add_into(&mut sum, &r);
+    }
+    // Init containers: sidecars (restartPolicy Always) add up; others take the max of their
+    // request plus the sidecars started before them.
+    let mut sidecars = Res::new();
+    let mut init_max = Res::new();
+    let (mut nz_side_cpu, mut nz_side_mem, mut nz_init_cpu, mut nz_init_mem) = (0, 0, 0, 0);
+    for c in &pod.spec.init_containers {
+        let (r, has_cpu, has_mem) = container_requests(c, &key)?;
+        let c_cpu = if has_cpu { r["cpu"] } else { DEFAULT_MILLI_CPU };
+        let c_mem = if has_mem { r["memory"] } else { DEFAULT_MEMORY };
+        if c.restart_policy.as_deref() == Some("Always") {
+            add_into(&mut sidecars, &r);
+            nz_side_cpu += c_cpu;
+            nz_side_mem += c_mem;
+        } else {
+            let mut with = r.clone();
+            add_into(&mut with, &sidecars);
+            max_into(&mut init_max, &with);
+            nz_init_cpu = i64::max(nz_init_cpu, c_cpu + nz_side_cpu);
+            nz_init_mem = i64::max(nz_init_mem, c_mem + nz_side_mem);
+        }
+    }
+    add_into(&mut sum, &sidecars);
+    nz_cpu += nz_side_cpu;
+    nz_mem += nz_side_mem;
+    max_into(&mut sum, &init_max);
+    nz_cpu = nz_cpu.max(nz_init_cpu);
+    nz_mem = nz_mem.max(nz_init_mem);
+    for (r, q) in &pod.spec.overhead {
+        let v = parse_resource(r, q, &format!("pod {key} spec.overhead[{r}]"))
+            .map_err(|e| Failure::new(Cause::UnknownSchedulingField, e.to_string()))?;
+        *sum.entry(r.clone()).or_insert(0) += v;
+        if r == "cpu" {
+            nz_cpu += v;
+        }
+        if r == "memory" {
+            nz_mem += v;
+        }
+    }
+    Ok((sum, nz_cpu, nz_mem))
+}
+
+/// Resolves the namespaces of a term.
+fn term_namespaces(
+    t: &PodAffinityTerm,
+    owner_ns: &str,
+    namespaces: &BTreeMap<String, BTreeMap<String, String>>,
+) -> NsSet {
+    match &t.namespace_selector {
+        Some(sel) if sel.match_labels.is_empty() && sel.match_expressions.is_empty() => NsSet::All,
+        Some(sel) => {
+            let mut set: BTreeSet<String> = t.namespaces.iter().cloned().collect();
+            for (ns, labels) in namespaces {
+                if selector_matches(sel, labels) {
+                    set.insert(ns.clone());
+                }
+            }
+            NsSet::Some(set)
+        }
+        None if t.namespaces.is_empty() => NsSet::Some(BTreeSet::from([owner_ns.to_string()])),
+        None => NsSet::Some(t.namespaces.iter().cloned().collect()),
+    }
+}
+
+fn resolve_term(
+    path: &str,
+    t: &PodAffinityTerm,
+    weight: i64,
+    pod: &Pod,
+    namespaces: &BTreeMap<String, BTreeMap<String, String>>,
+) -> Result<Term, Failure> {
+    unknown_field(path, &t.unknown)?;
+    if let Some(s) = &t.label_selector {
+        check_selector(&format!("{path}.labelSelector"), s)?;
+    }
+    if let Some(s) = &t.namespace_selector {
+        check_selector(&format!("{path}.namespaceSelector"), s)?;
+    }
+    let mut selector = t.label_selector.clone();
+    // matchLabelKeys / mismatchLabelKeys (merged by the API server; merging again is harmless).
+    if let Some(sel) = selector.as_mut() {
+        for k in &t.match_label_keys {
+            if let Some(v) = pod.metadata.labels.get(k) {
+                sel.match_expressions.push(LabelSelectorRequirement {
+                    key: k.clone(),
+                    operator: "In".into(),
+                    values: vec![v.clone()],
+                    unknown: Unknown::new(),
+                });
+            }
+        }
+        for k in &t.mismatch_label_keys {
+            if let Some(v) = pod.metadata.labels.get(k) {
+                sel.match_expressions.push(LabelSelectorRequirement {
+                    key: k.clone(),
+                    operator: "NotIn".into(),
+                    values: vec![v.clone()],
+                    unknown: Unknown::new(),
+                });
+            }
+        }
+    }
+    Ok(Term {
+        selector,
+        namespaces: term_namespaces(t, &pod.metadata.namespace, namespaces),
+        topology_key: t.topology_key.clone(),
+        weight,
+    })
+}
+
+/// Converts a pod, checking the support matrix. `replacement` enables the checks that only
+/// matter for a pod that must be scheduled.
+pub fn pod_info(
+    pod: &Pod,
+    namespaces: &BTreeMap<String, BTreeMap<String, String>>,
+    to_schedule: bool,
+) -> Result<PodInfo, Failure> {
+    let key = pod.key();
+    let spec = &pod.spec;
+    for k in spec.unknown.keys() {
+        if !HARMLESS_POD_SPEC_KEYS.contains(&k.as_str()) {
+            return Err(Failure::new(
+                Cause::UnknownSchedulingField,
+                format!("pod {key}: unknown field spec.{k}"),
+            ));
+        }
+    }
+    if !pod.status.nominated_node_name.is_empty() {
+        return Err(Failure::new(
+            Cause::NominatedPodUnsupported,
+            format!("pod {key} has a nominated node"),
+        ));
+    }
+    if spec.resources.is_some() {
+        return Err(Failure::new(
+            Cause::PodLevelResourcesUnsupported,
+            format!("pod {key} sets pod-level resources"),
+        ));
+    }
+    if to_schedule {
+        if !spec.scheduling_gates.is_empty() {
+            return Err(Failure::new(
+                Cause::SchedulingGated,
+                format!("pod {key} has scheduling gates"),
+            ));
+        }
+        if !spec.resource_claims.is_empty() || !pod.status.resource_claim_statuses.is_empty() {
+            return Err(Failure::new(
+                Cause::DynamicResourceUnsupported,
+                format!("pod {key} uses resource claims"),
+            ));
+        }
+        for v in &spec.volumes {
+            if let Some(obj) = v.as_object()
+                && let Some(k) = obj
+                    .keys()
+                    .find(|k| !HARMLESS_VOLUME_KEYS.contains(&k.as_str()))
+            {
+                return Err(Failure::new(
+                    Cause::VolumeUnsupported,
+                    format!("pod {key} uses a {k} volume"),
+                ));
+            }
+        }
+    }
+    for (i, t) in spec.tolerations.iter().enumerate() {
+        unknown_field(&format!("pod {key} spec.tolerations[{i}]"), &t.unknown)?;
+        if !matches!(t.operator.as_str(), "" | "Equal" | "Exists") {
+            return Err(Failure::new(
+                Cause::UnknownSchedulingField,
+                format!("pod {key}: unknown toleration operator {:?}", t.operator),
+            ));
+        }
+    }
+    for (i, c) in spec.topology_spread_constraints.iter().enumerate() {
+        let p = format!("pod {key} spec.topologySpreadConstraints[{i}]");
+        unknown_field(&p, &c.unknown)?;
+        if let Some(s) = &c.label_selector {
+            check_selector(&p, s)?;
+        }
+        if !matches!(
+            c.when_unsatisfiable.as_str(),
+            "DoNotSchedule" | "ScheduleAnyway"
+        ) {
+            return Err(Failure::new(
+                Cause::UnknownSchedulingField,
+                format!("{p}: whenUnsatisfiable {:?}", c.when_unsatisfiable),
+            ));
+        }
+    }
+    let (requests, nz_cpu, nz_mem) = pod_requests(pod)?;
+    let host_network = spec
+        .unknown
+        .get("hostNetwork")
+        .and_then(|v| v.as_bool())
+        .unwrap_or(false);
+    let mut ports = Vec::new();
+    for c in spec.containers.iter().chain(&spec.init_containers) {
+        for p in &c.ports {
+            let hp = match p.host_port {
+                Some(h) if h > 0 => h,
+                _ if host_network => p.container_port,
+                _ => 0,
+            };
+            if hp > 0 {
+                let proto = if p.protocol.is_empty() {
+                    "TCP".to_string()
+                } else {
+                    p.protocol.clone()
+                };
+                let ip = if p.host_ip.is_empty() {
+                    "0.0.0.0".to_string()
+                } else {
+                    p.host_ip.clone()
+                };
+                ports.push((proto, ip, hp));
+            }
+        }
+    }
+    let (mut required_node, mut preferred_node) = (None, Vec::new());
+    let (mut aff_req, mut aff_pref, mut anti_req, mut anti_pref) =
+        (Vec::new(), Vec::new(), Vec::new(), Vec::new());
+    if let Some(a) = &spec.affinity {
+        unknown_field(&format!("pod {key} spec.affinity"), &a.unknown)?;
+        if let Some(na) = &a.node_affinity {
+            let p = format!("pod {key} spec.affinity.nodeAffinity");
+            unknown_field(&p, &na.unknown)?;
+            if let Some(req) = &na.required_during_scheduling_ignored_during_execution {
+                unknown_field(&p, &req.unknown)?;
+                for t in &req.node_selector_terms {
+                    check_node_term(&p, t)?;
+                }
+                required_node = Some(req.node_selector_terms.clone());
+            }
+            for t in &na.preferred_during_scheduling_ignored_during_execution {
+                unknown_field(&p, &t.unknown)?;
+                check_node_term(&p, &t.preference)?;
+            }
+            preferred_node = na
+                .preferred_during_scheduling_ignored_during_execution
+                .clone();
+        }
+        for (anti, pa) in [(false, &a.pod_affinity), (true, &a.pod_anti_affinity)] {
+            let Some(pa) = pa else { continue };
+            let p = format!(
+                "pod {key} spec.affinity.{}",
+                if anti {
+                    "podAntiAffinity"
+                } else {
+                    "podAffinity"
+                }
+            );
+            unknown_field(&p, &pa.unknown)?;
+            let req: Vec<Term> = pa
+                .required_during_scheduling_ignored_during_execution
+                .iter()
+                .map(|t| resolve_term(&p, t, 1, pod, namespaces))
+                .collect::<Result<_, _>>()?;
+            let mut pref = Vec::new();
+            for w in &pa.preferred_during_scheduling_ignored_during_execution {
+                unknown_field(&p, &w.unknown)?;
+                pref.push(resolve_term(
+                    &p,
+                    &w.pod_affinity_term,
+                    i64::from(w.weight),
+                    pod,
+                    namespaces,
+                )?);
+            }
+            if anti {
+                anti_req = req;
+                anti_pref = pref;
+            } else {
+                aff_req = req;
+                aff_pref = pref;
+            }
+        }
+    }
+    let mut images = Vec::new();
+    for c in spec.init_containers.iter().chain(&spec.containers) {
+        if !c.image.is_empty() {
+            images.push(normalize_image(&c.image));
+        }
+    }
+    Ok(PodInfo {
+        namespace: pod.metadata.namespace.clone(),
+        name: pod.metadata.name.clone(),
+        uid: pod.metadata.uid.clone(),
+        labels: pod.metadata.labels.clone(),
+        scheduler: pod.effective_scheduler().to_string(),
+        priority: spec.priority.unwrap_or(0),
+        preempt_never: spec.preemption_policy.as_deref() == Some("Never"),
+        requests,
+        nz_cpu,
+        nz_mem,
+        ports,
+        node_selector: spec.node_selector.clone(),
+        required_node,
+        preferred_node,
+        aff_req,
+        aff_pref,
+        anti_req,
+        anti_pref,
+        tolerations: spec.tolerations.clone(),
+        spread: spec.topology_spread_constraints.clone(),
+        images,
+        pod_group: pod
+            .metadata
+            .labels
+            .get(POD_GROUP_LABEL)
+            .filter(|v| !v.is_empty())
+            .cloned(),
+        terminating: pod.metadata.deletion_timestamp.is_some(),
+        creation: pod.metadata.creation_timestamp.clone().unwrap_or_default(),
+        owners: pod
+            .metadata
+            .owner_references
+            .iter()
+            .map(|o| (o.kind.clone(), o.name.clone()))
+            .collect(),
+    })
+}
+
+/// Does the toleration tolerate the taint?
+pub fn tolerates(t: &Toleration, taint: &Taint) -> bool {
+    if !t.effect.is_empty() && t.effect != taint.effect {
+        return false;
+    }
+    if t.key.is_empty() {
+        if t.operator != "Exists" {
+            return false;
+        }
+    } else if t.key != taint.key {
+        return false;
+    }
+    match t.operator.as_str() {
+        "Exists" => true,
+        "" | "Equal" => t.value == taint.value,
+        _ => false,
+    }
+}
+
+/// Every NoSchedule/NoExecute taint of the node is tolerated.
+pub fn hard_taints_tolerated(tolerations: &[Toleration], node: &NodeInfo) -> bool {
+    node.taints
+        .iter()
+        .filter(|t| t.effect == "NoSchedule" || t.effect == "NoExecute")
+        .all(|taint| tolerations.iter().any(|t| tolerates(t, taint)))
+}
+
+/// nodeSelector and required node affinity (plus `addedAffinity`) match the node.
+pub fn node_affinity_matches(
+    pod: &PodInfo,
+    added: Option<&[NodeSelectorTerm]>,
+    node: &NodeInfo,
+) -> bool {
+    pod.node_selector
+        .iter()
+        .all(|(k, v)| node.labels.get(k) == Some(v))
+        && pod
+            .required_node
+            .as_ref()
+            .is_none_or(|terms| terms.iter().any(|t| node_term_matches(t, node)))
+        && added.is_none_or(|terms| terms.iter().any(|t| node_term_matches(t, node)))
+}

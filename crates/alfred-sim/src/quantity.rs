@@ -1,0 +1,139 @@
+//! Kubernetes resource quantities (`100m`, `16Gi`, `8`, `1e3`), parsed exactly.
+//!
+//! The scheduler works in "scheduler units": milli-cores for `cpu`, whole units (rounded up)
+//! for everything else, exactly like upstream's `MilliValue()` / `Value()`.
+
+use thiserror::Error;
+
+/// A quantity string that could not be parsed.
+#[derive(Debug, Clone, PartialEq, Eq, Error)]
+#[error("invalid quantity {value:?} for {field}: {why}")]
+pub struct QuantityError {
+    /// Field path of the quantity.
+    pub field: String,
+    /// The offending text.
+    pub value: String,
+    /// Why it was refused.
+    pub why: &'static str,
+}
+
+/// Parses `text` into milli-units (value × 1000), rounding up, as an `i128`.
+fn parse_milli(text: &str) -> Result<i128, &'static str> {
+    let s = text.trim();
+    if s.is_empty() || s != text {
+        return Err("empty or padded");
+    }
+    let (sign, body) = match s.as_bytes()[0] {
+        b'-' => (-1i128, &s[1..]),
+        b'+' => (1, &s[1..]),
+        _ => (1, s),
+    };
+    let num_end = body
+        .find(|c: char| !(c.is_ascii_digit() || c == '.'))
+        .unwrap_or(body.len());
+    let (num, suffix) = body.split_at(num_end);
+    if num.is_empty() || num == "." || num.matches('.').count() > 1 {
+        return Err("no number");
+    }
+    let (int_part, frac_part) = num.split_once('.').unwrap_or((num, ""));
+    // (numerator, denominator-power-of-ten) of the mantissa.
+    let mut mant: i128 = 0;
+    for c in int_part.chars().chain(frac_part.chars()) {
+        mant = mant
+            .checked_mul(10)
+            .and_then(|m| m.checked_add(i128::from(c as u8 - b'0')))
+            .ok_or("too large")?;
+    }
+    let frac_digits = i32::try_from(frac_part.len()).map_err(|_| "too long")?;
+    // value = mant * 10^-frac * mult
+    let (bin_pow, dec_pow): (u32, i32) = match suffix {
+        "" => (0, 0),
+        "Ki" => (10, 0),
+        "Mi" => (20, 0),
+        "Gi" => (30, 0),
+        "Ti" => (40, 0),
+        "Pi" => (50, 0),
+        "Ei" => (60, 0),
+        "n" => (0, -9),
+        "u" => (0, -6),
+        "m" => (0, -3),
+        "k" => (0, 3),
+        "M" => (0, 6),
+        "G" => (0, 9),
+        "T" => (0, 12),
+        "P" => (0, 15),
+        "E" => (0, 18),
+        other => {
+            let exp = other
+                .strip_prefix('e')
+                .or_else(|| other.strip_prefix('E'))
+                .ok_or("unknown suffix")?;
+            let e: i32 = exp.parse().map_err(|_| "bad exponent")?;
+            if !(-30..=30).contains(&e) {
+                return Err("exponent out of range");
+            }
+            (0, e)
+        }
+    };
+    // milli = mant * 2^bin * 10^(dec + 3 - frac), rounded up.
+    let mut value = mant.checked_shl(bin_pow).ok_or("too large")?;
+    if bin_pow > 0 && value >> bin_pow != mant {
+        return Err("too large");
+    }
+    let p = dec_pow + 3 - frac_digits;
+    if p >= 0 {
+        let f = 10i128.checked_pow(p.unsigned_abs()).ok_or("too large")?;
+        value = value.checked_mul(f).ok_or("too large")?;
+    } else {
+        let d = 10i128.checked_pow(p.unsigned_abs()).ok_or("too small")?;
+        value = (value + d - 1) / d;
+    }
+    Ok(sign * value)
+}
+
+/// Parses a quantity into scheduler units for the resource `resource`.
+/// `cpu` → milli-cores; everything else → whole units rounded up. Negative → error.
+pub fn parse_resource(resource: &str, text: &str, field: &str) -> Result<i64, QuantityError> {
+    let err = |why| QuantityError {
+        field: field.to_string(),
+        value: text.to_string(),
+        why,
+    };
+    let milli = parse_milli(text).map_err(err)?;
+    if milli < 0 {
+        return Err(err("negative"));
+    }
+    let units = if resource == "cpu" {
+        milli
+    } else {
+        (milli + 999) / 1000
+    };
+    i64::try_from(units).map_err(|_| err("too large"))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn parses_common_forms() {
+        assert_eq!(parse_resource("cpu", "100m", "f"), Ok(100));
+        assert_eq!(parse_resource("cpu", "2", "f"), Ok(2000));
+        assert_eq!(parse_resource("cpu", "1.5", "f"), Ok(1500));
+        assert_eq!(parse_resource("memory", "1Gi", "f"), Ok(1 << 30));
+        assert_eq!(parse_resource("memory", "1G", "f"), Ok(1_000_000_000));
+        assert_eq!(parse_resource("memory", "1e3", "f"), Ok(1000));
+        assert_eq!(parse_resource("nvidia.com/gpu", "8", "f"), Ok(8));
+        assert_eq!(parse_resource("memory", "1m", "f"), Ok(1), "rounds up");
+        assert_eq!(parse_resource("cpu", "1u", "f"), Ok(1), "rounds up");
+    }
+
+    #[test]
+    fn refuses_bad_forms() {
+        for bad in ["", " 1", "abc", "1Zi", "-1", "1..2", "1e99"] {
+            let e = parse_resource("cpu", bad, "spec.x").unwrap_err();
+            assert_eq!(e.field, "spec.x");
+            assert_eq!(e.value, bad);
+        }
+    }
+}

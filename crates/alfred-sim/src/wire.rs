@@ -1,0 +1,614 @@
+//! The request/result wire protocol, schema `v1` (§4), and its evaluation.
+
+use std::collections::{BTreeMap, BTreeSet};
+
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+use thiserror::Error;
+
+use crate::config::Profile;
+use crate::engine::{InputError, MoveInput, Outcome, PreparedCluster};
+use crate::identity::Identity;
+use crate::objects::{Cluster, LabelSelector, Namespace, Node, Pod, PodGroup, SelectorObject};
+use crate::outcome::{Decision, WorkerReason};
+
+/// The only schema version.
+pub const SCHEMA_VERSION: &str = "v1";
+/// Largest request the worker reads (16 MiB).
+pub const MAX_REQUEST_BYTES: usize = 16 * 1024 * 1024;
+/// Largest result Alfred reads (16 MiB).
+pub const MAX_RESULT_BYTES: usize = 16 * 1024 * 1024;
+/// Largest `--print-profile` output Alfred reads (64 KiB).
+pub const MAX_PROFILE_BYTES: usize = 64 * 1024;
+/// Largest stderr Alfred accepts (64 KiB).
+pub const MAX_STDERR_BYTES: usize = 64 * 1024;
+/// At most this many replacement pods per request.
+pub const MAX_REPLACEMENT_PODS: usize = 128;
+
+/// A simulation request.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct SimulationRequest {
+    pub schema_version: String,
+    #[serde(rename = "requestID")]
+    pub request_id: String,
+    #[serde(rename = "snapshotID")]
+    pub snapshot_id: String,
+    pub snapshot_time: String,
+    pub profile: Identity,
+    pub replacement_pods: Vec<Pod>,
+    pub source_pods: Vec<Pod>,
+    pub cluster_objects: Vec<Value>,
+    #[serde(default)]
+    pub require_gang: bool,
+    #[serde(default)]
+    pub excluded_nodes: Vec<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub migration_from_node: Option<String>,
+}
+
+/// A pod named in a placement.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct PodRef {
+    pub namespace: String,
+    pub name: String,
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub uid: String,
+}
+
+/// Where one replacement pod lands.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct Placement {
+    pub pod: PodRef,
+    pub node_name: String,
+}
+
+/// A simulation result.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct SimulationResult {
+    pub schema_version: String,
+    #[serde(rename = "requestID")]
+    pub request_id: String,
+    #[serde(rename = "snapshotID")]
+    pub snapshot_id: String,
+    pub snapshot_time: String,
+    pub profile: Identity,
+    pub decision: Decision,
+    pub reason: WorkerReason,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub placements: Option<Vec<Placement>>,
+}
+
+/// A request the worker refuses (exit 1).
+#[derive(Debug, Clone, PartialEq, Eq, Error)]
+pub enum RequestError {
+    #[error("request is not valid JSON: {0}")]
+    Decode(String),
+    #[error("request is larger than {MAX_REQUEST_BYTES} bytes")]
+    TooLarge,
+    #[error("request must be a JSON object starting with '{{'")]
+    NotAnObject,
+    #[error("request {field}: {value:?}: {why}")]
+    Invalid {
+        field: String,
+        value: String,
+        why: String,
+    },
+}
+
+impl From<InputError> for RequestError {
+    fn from(e: InputError) -> Self {
+        match e {
+            InputError::Invalid { field, value, why } => {
+                RequestError::Invalid { field, value, why }
+            }
+        }
+    }
+}
+
+fn bad(field: impl Into<String>, value: impl ToString, why: &str) -> RequestError {
+    RequestError::Invalid {
+        field: field.into(),
+        value: value.to_string(),
+        why: why.to_string(),
+    }
+}
+
+/// Decodes a request strictly (size, leading `{`, unknown fields, trailing data).
+pub fn decode_request(bytes: &[u8]) -> Result<SimulationRequest, RequestError> {
+    if bytes.len() > MAX_REQUEST_BYTES {
+        return Err(RequestError::TooLarge);
+    }
+    if bytes.first() != Some(&b'{') {
+        return Err(RequestError::NotAnObject);
+    }
+    serde_json::from_slice(bytes).map_err(|e| RequestError::Decode(e.to_string()))
+}
+
+/// Compact JSON of a result, with the trailing newline.
+pub fn encode_result(result: &SimulationResult) -> String {
+    let mut s = serde_json::to_string(result).unwrap_or_default();
+    s.push('\n');
+    s
+}
+
+/// Decodes a worker's stdout into a result (strict; at most [`MAX_RESULT_BYTES`]).
+pub fn decode_result(bytes: &[u8]) -> Result<SimulationResult, RequestError> {
+    if bytes.len() > MAX_RESULT_BYTES {
+        return Err(RequestError::TooLarge);
+    }
+    serde_json::from_slice(bytes).map_err(|e| RequestError::Decode(e.to_string()))
+}
+
+fn is_unpadded_nonempty(s: &str) -> bool {
+    !s.is_empty() && s.trim() == s
+}
+
+/// RFC 3339 with a non-zero date.
+pub fn is_rfc3339(s: &str) -> bool {
+    let b = s.as_bytes();
+    if b.len() < 20 {
+        return false;
+    }
+    let digits = |r: std::ops::Range<usize>| b[r].iter().all(u8::is_ascii_digit);
+    let shape = digits(0..4)
+        && b[4] == b'-'
+        && digits(5..7)
+        && b[7] == b'-'
+        && digits(8..10)
+        && (b[10] == b'T' || b[10] == b't')
+        && digits(11..13)
+        && b[13] == b':'
+        && digits(14..16)
+        && b[16] == b':'
+        && digits(17..19);
+    if !shape {
+        return false;
+    }
+    let mut rest = &s[19..];
+    if let Some(r) = rest.strip_prefix('.') {
+        let n = r.bytes().take_while(u8::is_ascii_digit).count();
+        if n == 0 {
+            return false;
+        }
+        rest = &r[n..];
+    }
+    let zone_ok = rest == "Z"
+        || rest == "z"
+        || (rest.len() == 6
+            && (rest.starts_with('+') || rest.starts_with('-'))
+            && rest.as_bytes()[3] == b':'
+            && rest[1..3].bytes().all(|c| c.is_ascii_digit())
+            && rest[4..6].bytes().all(|c| c.is_ascii_digit()));
+    zone_ok && &s[0..4] != "0000" && !s.starts_with("0001-01-01T00:00:00")
+}
+
+fn map_selector(v: Option<&Value>) -> Option<LabelSelector> {
+    let obj = v?.as_object()?;
+    let mut sel = LabelSelector::default();
+    for (k, v) in obj {
+        sel.match_labels.insert(k.clone(), v.as_str()?.to_string());
+    }
+    if sel.match_labels.is_empty() {
+        return None; // an empty map selector selects nothing
+    }
+    Some(sel)
+}
+
+/// Splits `clusterObjects` into a [`Cluster`].
+pub fn cluster_from_objects(objects: &[Value]) -> Result<Cluster, RequestError> {
+    let mut c = Cluster::default();
+    for (i, o) in objects.iter().enumerate() {
+        let field = format!("clusterObjects[{i}]");
+        let api = o.get("apiVersion").and_then(Value::as_str).unwrap_or("");
+        let kind = o.get("kind").and_then(Value::as_str).unwrap_or("");
+        let dec = |e: serde_json::Error| bad(&field, format!("{api} {kind}"), &e.to_string());
+        match (api, kind) {
+            ("v1", "Node") => c
+                .nodes
+                .push(serde_json::from_value::<Node>(o.clone()).map_err(dec)?),
+            ("v1", "Pod") => c
+                .pods
+                .push(serde_json::from_value::<Pod>(o.clone()).map_err(dec)?),
+            ("v1", "Namespace") => c
+                .namespaces
+                .push(serde_json::from_value::<Namespace>(o.clone()).map_err(dec)?),
+            ("v1", "Service") | ("v1", "ReplicationController") => {
+                let meta = serde_json::from_value(o.get("metadata").cloned().unwrap_or_default())
+                    .map_err(dec)?;
+                c.selector_objects.push(SelectorObject {
+                    kind: kind.to_string(),
+                    metadata: meta,
+                    selector: map_selector(o.pointer("/spec/selector")),
+                });
+            }
+            ("apps/v1", "ReplicaSet") | ("apps/v1", "StatefulSet") => {
+                let meta = serde_json::from_value(o.get("metadata").cloned().unwrap_or_default())
+                    .map_err(dec)?;
+                let selector = match o.pointer("/spec/selector") {
+                    Some(s) => {
+                        Some(serde_json::from_value::<LabelSelector>(s.clone()).map_err(dec)?)
+                    }
+                    None => None,
+                };
+                c.selector_objects.push(SelectorObject {
+                    kind: kind.to_string(),
+                    metadata: meta,
+                    selector,
+                });
+            }
+            ("scheduling.x-k8s.io/v1alpha1", "PodGroup") => c
+                .pod_groups
+                .push(serde_json::from_value::<PodGroup>(o.clone()).map_err(dec)?),
+            _ => {
+                return Err(bad(
+                    field,
+                    format!("{api} {kind}"),
+                    "object kind not accepted",
+                ));
+            }
+        }
+    }
+    Ok(c)
+}
+
+/// Checks the closure requirements of §4.1.
+pub fn validate_closure(req: &SimulationRequest, cluster: &Cluster) -> Result<(), RequestError> {
+    if cluster.nodes.is_empty() {
+        return Err(bad(
+            "clusterObjects",
+            "no Node",
+            "at least one Node is required",
+        ));
+    }
+    let nodes: BTreeSet<&str> = cluster
+        .nodes
+        .iter()
+        .map(|n| n.metadata.name.as_str())
+        .collect();
+    let namespaces: BTreeSet<&str> = cluster
+        .namespaces
+        .iter()
+        .map(|n| n.metadata.name.as_str())
+        .collect();
+    let need_ns = |what: &str, ns: &str| -> Result<(), RequestError> {
+        if namespaces.contains(ns) {
+            Ok(())
+        } else {
+            Err(bad(
+                format!("{what} namespace"),
+                ns,
+                "Namespace not supplied",
+            ))
+        }
+    };
+    let owners: BTreeMap<(String, String, String), String> = cluster
+        .selector_objects
+        .iter()
+        .map(|o| {
+            (
+                (
+                    o.kind.clone(),
+                    o.metadata.namespace.clone(),
+                    o.metadata.name.clone(),
+                ),
+                o.metadata.uid.clone(),
+            )
+        })
+        .collect();
+    let mut uids = BTreeSet::new();
+    for p in &cluster.pods {
+        need_ns(&format!("pod {}", p.key()), &p.metadata.namespace)?;
+        if p.metadata.uid.is_empty() || !uids.insert(p.metadata.uid.clone()) {
+            return Err(bad(
+                format!("pod {} metadata.uid", p.key()),
+                &p.metadata.uid,
+                "must be present and unique",
+            ));
+        }
+        if !p.spec.node_name.is_empty() && !nodes.contains(p.spec.node_name.as_str()) {
+            return Err(bad(
+                format!("pod {} spec.nodeName", p.key()),
+                &p.spec.node_name,
+                "names no supplied Node",
+            ));
+        }
+        for o in &p.metadata.owner_references {
+            if matches!(
+                o.kind.as_str(),
+                "ReplicationController" | "ReplicaSet" | "StatefulSet"
+            ) {
+                let k = (o.kind.clone(), p.metadata.namespace.clone(), o.name.clone());
+                if owners.get(&k) != Some(&o.uid) {
+                    return Err(bad(
+                        format!("pod {} ownerReferences", p.key()),
+                        format!("{}/{}", o.kind, o.name),
+                        "owner not supplied with a matching UID",
+                    ));
+                }
+            }
+        }
+    }
+    for o in &cluster.selector_objects {
+        need_ns(
+            &format!("{} {}", o.kind, o.metadata.name),
+            &o.metadata.namespace,
+        )?;
+    }
+    let mut pg_uids = BTreeSet::new();
+    for g in &cluster.pod_groups {
+        let name = format!("PodGroup {}/{}", g.metadata.namespace, g.metadata.name);
+        need_ns(&name, &g.metadata.namespace)?;
+        if g.metadata.uid.is_empty() || !pg_uids.insert(g.metadata.uid.clone()) {
+            return Err(bad(
+                format!("{name} metadata.uid"),
+                &g.metadata.uid,
+                "must be present and unique",
+            ));
+        }
+        if let Some(t) = g.spec.schedule_timeout_seconds
+            && t <= 0
+        {
+            return Err(bad(
+                format!("{name} spec.scheduleTimeoutSeconds"),
+                t,
+                "must be positive when set",
+            ));
+        }
+        if g.metadata.deletion_timestamp.is_some() {
+            return Err(bad(name, "deleting", "PodGroup must not be deleting"));
+        }
+    }
+    let mut rep_uids = BTreeSet::new();
+    for (i, p) in req.replacement_pods.iter().enumerate() {
+        need_ns(&format!("replacementPods[{i}]"), &p.metadata.namespace)?;
+        if !p.metadata.uid.is_empty()
+            && (!rep_uids.insert(p.metadata.uid.clone()) || uids.contains(&p.metadata.uid))
+        {
+            return Err(bad(
+                format!("replacementPods[{i}].metadata.uid"),
+                &p.metadata.uid,
+                "must be unique",
+            ));
+        }
+    }
+    if req.source_pods.is_empty() {
+        return Err(bad(
+            "sourcePods",
+            "[]",
+            "at least one source pod is required",
+        ));
+    }
+    let excluded: BTreeSet<&str> = req.excluded_nodes.iter().map(String::as_str).collect();
+    for (i, s) in req.source_pods.iter().enumerate() {
+        let field = format!("sourcePods[{i}]");
+        if s.spec.node_name.is_empty() {
+            return Err(bad(field, s.key(), "source pods must be bound"));
+        }
+        if !cluster.pods.iter().any(|p| p == s) {
+            return Err(bad(
+                field,
+                s.key(),
+                "must appear, identical, in clusterObjects",
+            ));
+        }
+        if req.migration_from_node.is_none() && !excluded.contains(s.spec.node_name.as_str()) {
+            return Err(bad(
+                format!("{field}.spec.nodeName"),
+                &s.spec.node_name,
+                "source node must be in excludedNodes",
+            ));
+        }
+    }
+    if let Some(from) = &req.migration_from_node {
+        if req.excluded_nodes.len() != 1 || req.excluded_nodes[0] != *from {
+            return Err(bad(
+                "migrationFromNode",
+                from,
+                "must be the one excluded node",
+            ));
+        }
+        if !req.source_pods.iter().any(|s| s.spec.node_name == *from) {
+            return Err(bad("migrationFromNode", from, "must host a source pod"));
+        }
+        for (i, p) in req.replacement_pods.iter().enumerate() {
+            let terms = p
+                .spec
+                .affinity
+                .as_ref()
+                .and_then(|a| a.node_affinity.as_ref())
+                .and_then(|n| {
+                    n.required_during_scheduling_ignored_during_execution
+                        .as_ref()
+                })
+                .map(|s| s.node_selector_terms.as_slice())
+                .unwrap_or(&[]);
+            let ok = !terms.is_empty()
+                && terms.iter().all(|t| {
+                    t.match_expressions.iter().any(|e| {
+                        e.key == crate::model::HOSTNAME_LABEL
+                            && e.operator == "NotIn"
+                            && e.values.contains(from)
+                    })
+                });
+            if !ok {
+                return Err(bad(
+                    format!("replacementPods[{i}].spec.affinity"),
+                    p.key(),
+                    "every required term must carry kubernetes.io/hostname NotIn [migrationFromNode]",
+                ));
+            }
+        }
+    }
+    Ok(())
+}
+
+/// The evaluated request: the result to print and a diagnostic line for stderr.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Evaluation {
+    pub result: SimulationResult,
+    pub outcome: Outcome,
+}
+
+impl Evaluation {
+    /// One short diagnostic line (cause and ties), or `None` when there is nothing to say.
+    pub fn diagnostic(&self) -> Option<String> {
+        let mut parts = Vec::new();
+        if let Some(f) = &self.outcome.failure {
+            parts.push(format!("{:?}: {}", f.cause, f.detail));
+        }
+        for (pod, nodes) in &self.outcome.ties {
+            parts.push(format!("tie for {pod}: {}", nodes.join(",")));
+        }
+        if parts.is_empty() {
+            None
+        } else {
+            let mut s = parts.join("; ");
+            s.truncate(4096);
+            Some(s)
+        }
+    }
+}
+
+/// Validates and evaluates a request for the worker whose identity is `identity`.
+pub fn evaluate(
+    profile: &Profile,
+    identity: &Identity,
+    req: &SimulationRequest,
+    expired: &mut dyn FnMut() -> bool,
+) -> Result<Evaluation, RequestError> {
+    if req.schema_version != SCHEMA_VERSION {
+        return Err(bad("schemaVersion", &req.schema_version, "must be \"v1\""));
+    }
+    if !is_unpadded_nonempty(&req.request_id) {
+        return Err(bad(
+            "requestID",
+            &req.request_id,
+            "must be non-empty and unpadded",
+        ));
+    }
+    if !is_unpadded_nonempty(&req.snapshot_id) {
+        return Err(bad(
+            "snapshotID",
+            &req.snapshot_id,
+            "must be non-empty and unpadded",
+        ));
+    }
+    if !is_rfc3339(&req.snapshot_time) {
+        return Err(bad(
+            "snapshotTime",
+            &req.snapshot_time,
+            "must be a non-zero RFC 3339 time",
+        ));
+    }
+    if req.profile != *identity {
+        return Err(bad(
+            "profile",
+            format!("{:?}", req.profile),
+            "does not match this worker's identity",
+        ));
+    }
+    if req.replacement_pods.len() > MAX_REPLACEMENT_PODS {
+        return Err(bad(
+            "replacementPods",
+            req.replacement_pods.len(),
+            "at most 128 replacement pods",
+        ));
+    }
+    let cluster = cluster_from_objects(&req.cluster_objects)?;
+    validate_closure(req, &cluster)?;
+    let mut prepared = PreparedCluster::new(&cluster, &profile.scheduler_name)?;
+    let excluded: BTreeSet<String> = req.excluded_nodes.iter().cloned().collect();
+    let outcome = prepared.simulate(
+        profile,
+        &MoveInput {
+            replacement_pods: &req.replacement_pods,
+            excluded_nodes: &excluded,
+            require_gang: req.require_gang,
+        },
+        expired,
+    )?;
+    let placements = (outcome.decision == Decision::Feasible).then(|| {
+        outcome
+            .placements
+            .iter()
+            .map(|p| Placement {
+                pod: PodRef {
+                    namespace: p.namespace.clone(),
+                    name: p.name.clone(),
+                    uid: p.uid.clone(),
+                },
+                node_name: p.node_name.clone(),
+            })
+            .collect()
+    });
+    Ok(Evaluation {
+        result: SimulationResult {
+            schema_version: SCHEMA_VERSION.to_string(),
+            request_id: req.request_id.clone(),
+            snapshot_id: req.snapshot_id.clone(),
+            snapshot_time: req.snapshot_time.clone(),
+            profile: req.profile.clone(),
+            decision: outcome.decision,
+            reason: outcome.decision.reason(),
+            placements,
+        },
+        outcome,
+    })
+}
+
+/// Why Alfred rejects a worker's response (`InvalidResponse`).
+#[derive(Debug, Clone, PartialEq, Eq, Error)]
+#[error("invalid worker response: {0}")]
+pub struct InvalidResponse(pub String);
+
+/// Alfred-side re-validation of a result against its request (§4.2).
+pub fn validate_result(
+    req: &SimulationRequest,
+    res: &SimulationResult,
+) -> Result<(), InvalidResponse> {
+    let e = |m: &str| Err(InvalidResponse(m.to_string()));
+    if res.schema_version != req.schema_version
+        || res.request_id != req.request_id
+        || res.snapshot_id != req.snapshot_id
+        || res.snapshot_time != req.snapshot_time
+        || res.profile != req.profile
+    {
+        return e("schema version, IDs, time or profile differ from the request");
+    }
+    if res.reason != res.decision.reason() {
+        return e("decision and reason do not pair");
+    }
+    match (&res.placements, res.decision) {
+        (Some(pl), Decision::Feasible) => {
+            if pl.len() != req.replacement_pods.len() {
+                return e("placements do not list every replacement pod");
+            }
+            let known: BTreeSet<String> = req
+                .cluster_objects
+                .iter()
+                .filter(|o| o.get("kind").and_then(Value::as_str) == Some("Node"))
+                .filter_map(|o| o.pointer("/metadata/name").and_then(Value::as_str))
+                .map(str::to_string)
+                .collect();
+            for (p, r) in pl.iter().zip(&req.replacement_pods) {
+                if p.pod.namespace != r.metadata.namespace
+                    || p.pod.name != r.metadata.name
+                    || p.pod.uid != r.metadata.uid
+                {
+                    return e("placements are not in request order");
+                }
+                if !known.contains(&p.node_name) || req.excluded_nodes.contains(&p.node_name) {
+                    return e("a placement names an unknown or excluded node");
+                }
+            }
+            Ok(())
+        }
+        (None, Decision::Feasible) => e("Feasible without placements"),
+        (Some(_), _) => e("placements on a non-Feasible result"),
+        (None, _) => Ok(()),
+    }
+}

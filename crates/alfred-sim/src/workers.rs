@@ -1,0 +1,237 @@
+//! `workers.json` (§3.1, strict), the startup probe check (§3.2) and the worker command lines
+//! (types and encoding only: spawning a process belongs to the adapters).
+
+use std::collections::BTreeSet;
+
+use serde::{Deserialize, Deserializer, Serialize};
+use thiserror::Error;
+
+use crate::identity::{Identity, PrintedProfile};
+use crate::wire::MAX_PROFILE_BYTES;
+
+/// At most this many workers.
+pub const MAX_WORKERS: usize = 32;
+/// Largest `workers.json` and scheduler configuration file (1 MiB).
+pub const MAX_FILE_BYTES: usize = 1024 * 1024;
+
+/// `workers.json`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct WorkersFile {
+    pub workers: Vec<WorkerEntry>,
+}
+
+/// One worker.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct WorkerEntry {
+    pub binary_path: String,
+    pub scheduler_config_path: String,
+    pub identity: Identity,
+    #[serde(default, deserialize_with = "non_null_bool")]
+    pub gang_scheduling: bool,
+}
+
+fn non_null_bool<'de, D: Deserializer<'de>>(d: D) -> Result<bool, D::Error> {
+    bool::deserialize(d)
+}
+
+/// Why `workers.json` was refused.
+#[derive(Debug, Clone, PartialEq, Eq, Error)]
+pub enum WorkersError {
+    #[error("workers.json is larger than {MAX_FILE_BYTES} bytes")]
+    TooLarge,
+    #[error("workers.json: {0}")]
+    Decode(String),
+    #[error("workers.json: {count} workers, at most {MAX_WORKERS} are allowed")]
+    TooMany { count: usize },
+    #[error("workers.json: workers[{index}].{field}: {value:?} must be an absolute path")]
+    NotAbsolute {
+        index: usize,
+        field: &'static str,
+        value: String,
+    },
+    #[error(
+        "workers.json: workers[{index}].identity.{field}: {value:?} must be non-empty and unpadded"
+    )]
+    BadIdentityField {
+        index: usize,
+        field: &'static str,
+        value: String,
+    },
+    #[error(
+        "workers.json: workers[{index}].identity repeats the identity of workers[{first}]: {identity:?}"
+    )]
+    DuplicateIdentity {
+        index: usize,
+        first: usize,
+        identity: Identity,
+    },
+}
+
+/// Parses `workers.json` strictly: unknown field, `null`, trailing data, bad paths, padded or
+/// empty identity fields, a repeated identity → an error naming it.
+pub fn parse_workers(bytes: &[u8]) -> Result<WorkersFile, WorkersError> {
+    if bytes.len() > MAX_FILE_BYTES {
+        return Err(WorkersError::TooLarge);
+    }
+    let file: WorkersFile =
+        serde_json::from_slice(bytes).map_err(|e| WorkersError::Decode(e.to_string()))?;
+    if file.workers.len() > MAX_WORKERS {
+        return Err(WorkersError::TooMany {
+            count: file.workers.len(),
+        });
+    }
+    let mut seen: Vec<&Identity> = Vec::new();
+    for (index, w) in file.workers.iter().enumerate() {
+        for (field, value) in [
+            ("binaryPath", &w.binary_path),
+            ("schedulerConfigPath", &w.scheduler_config_path),
+        ] {
+            if !value.starts_with('/') {
+                return Err(WorkersError::NotAbsolute {
+                    index,
+                    field,
+                    value: value.clone(),
+                });
+            }
+        }
+        let id = &w.identity;
+        for (field, value) in [
+            ("schedulerName", &id.scheduler_name),
+            ("backend", &id.backend),
+            ("schedulerVersion", &id.scheduler_version),
+            ("configurationID", &id.configuration_id),
+        ] {
+            if value.is_empty() || value.trim() != value {
+                return Err(WorkersError::BadIdentityField {
+                    index,
+                    field,
+                    value: value.clone(),
+                });
+            }
+        }
+        if let Some(first) = seen.iter().position(|s| *s == id) {
+            return Err(WorkersError::DuplicateIdentity {
+                index,
+                first,
+                identity: id.clone(),
+            });
+        }
+        seen.push(id);
+    }
+    let unique: BTreeSet<&Identity> = seen.into_iter().collect();
+    debug_assert_eq!(unique.len(), file.workers.len());
+    Ok(file)
+}
+
+/// Why a worker failed its startup probe. The messages are the documented ones (§3.2);
+/// Alfred prefixes them with `unable to configure recommendation simulation: `.
+#[derive(Debug, Clone, PartialEq, Eq, Error)]
+pub enum ProbeError {
+    #[error("scheduler worker exited unsuccessfully")]
+    ExitedUnsuccessfully,
+    #[error("worker profile output is invalid: {0}")]
+    InvalidOutput(String),
+    #[error("worker profile identity does not match registry entry")]
+    IdentityMismatch,
+    #[error("worker gang scheduling claim does not match registry entry")]
+    GangClaimMismatch,
+}
+
+/// The prefix Alfred logs before a probe failure.
+pub const PROBE_ERROR_PREFIX: &str = "unable to configure recommendation simulation";
+
+/// Checks a worker's `--print-profile` run against its registry entry.
+pub fn check_probe(
+    entry: &WorkerEntry,
+    exit_success: bool,
+    stdout: &[u8],
+) -> Result<PrintedProfile, ProbeError> {
+    if !exit_success {
+        return Err(ProbeError::ExitedUnsuccessfully);
+    }
+    if stdout.len() > MAX_PROFILE_BYTES {
+        return Err(ProbeError::InvalidOutput("output exceeds 64 KiB".into()));
+    }
+    let printed: PrintedProfile =
+        serde_json::from_slice(stdout).map_err(|e| ProbeError::InvalidOutput(e.to_string()))?;
+    if printed.identity != entry.identity {
+        return Err(ProbeError::IdentityMismatch);
+    }
+    if printed.gang_scheduling != entry.gang_scheduling {
+        return Err(ProbeError::GangClaimMismatch);
+    }
+    Ok(printed)
+}
+
+/// Arguments of the probe run (after `binaryPath`).
+pub fn probe_args(entry: &WorkerEntry, timeout: &str) -> Vec<String> {
+    let mut a = evaluate_args(entry, timeout);
+    a.push("--print-profile".into());
+    a
+}
+
+/// Arguments of an evaluation run (after `binaryPath`); the request goes on stdin.
+pub fn evaluate_args(entry: &WorkerEntry, timeout: &str) -> Vec<String> {
+    vec![
+        "--backend".into(),
+        entry.identity.backend.clone(),
+        "--scheduler-config".into(),
+        entry.scheduler_config_path.clone(),
+        "--timeout".into(),
+        timeout.into(),
+    ]
+}
+
+/// Formats a duration in milliseconds as a Go duration string the worker accepts.
+pub fn go_duration_ms(ms: u64) -> String {
+    if ms % 1000 == 0 {
+        format!("{}s", ms / 1000)
+    } else {
+        format!("{}.{:03}s", ms / 1000, ms % 1000)
+    }
+}
+
+/// Parses `--timeout` (Go duration syntax: `10s`, `1m0s`, `799.999ms`, `1.5s`) into
+/// nanoseconds; must be positive and at most 60 s.
+pub fn parse_timeout(s: &str) -> Result<u64, String> {
+    let mut rest = s;
+    let mut total: f64 = 0.0;
+    if rest.is_empty() {
+        return Err(format!("invalid --timeout {s:?}: empty"));
+    }
+    while !rest.is_empty() {
+        let n = rest
+            .find(|c: char| !(c.is_ascii_digit() || c == '.'))
+            .ok_or_else(|| format!("invalid --timeout {s:?}: missing unit"))?;
+        if n == 0 {
+            return Err(format!("invalid --timeout {s:?}: expected a number"));
+        }
+        let num: f64 = rest[..n]
+            .parse()
+            .map_err(|_| format!("invalid --timeout {s:?}: bad number"))?;
+        rest = &rest[n..];
+        let u = rest
+            .find(|c: char| c.is_ascii_digit() || c == '.')
+            .unwrap_or(rest.len());
+        let unit = match &rest[..u] {
+            "ns" => 1.0,
+            "us" | "µs" => 1e3,
+            "ms" => 1e6,
+            "s" => 1e9,
+            "m" => 60e9,
+            "h" => 3600e9,
+            other => return Err(format!("invalid --timeout {s:?}: unknown unit {other:?}")),
+        };
+        total += num * unit;
+        rest = &rest[u..];
+    }
+    let ns = total.round();
+    if ns <= 0.0 || ns > 60e9 {
+        return Err(format!(
+            "invalid --timeout {s:?}: must be positive and at most 60s"
+        ));
+    }
+    Ok(ns as u64)
+}
