@@ -232,6 +232,29 @@ reason_enum! {
         ReplicaIdentityChanged,
         /// The status rows for the request are invalid.
         MigrationStatusInvalid,
+        // Arbiter reasons the pre-submit re-check reports as they are (§9.6 step 3).
+        /// Re-check: the circuit breaker is open.
+        CircuitBreakerOpen,
+        /// Re-check: the InferenceService or Instance is gone.
+        InstanceGone,
+        /// Re-check: the workload is not movable.
+        NotMovable,
+        /// Re-check: a malformed migration request sits on the InferenceService.
+        MalformedRequestPending,
+        /// Re-check: a pod of the Instance is terminating.
+        InstanceTerminating,
+        /// Re-check: the workload migrates, or already has a move this pass.
+        WorkloadBusy,
+        /// Re-check: a pod of the Instance started recently.
+        PlacementCooldown,
+        /// Re-check: no target node is available.
+        TargetUnavailable,
+        /// Re-check: the target is being evacuated.
+        TargetUnderEvacuation,
+        /// Re-check: the target already receives a move.
+        TargetNodeBusy,
+        /// Re-check: no target has room.
+        NoCapacity,
     }
 }
 
@@ -244,6 +267,29 @@ impl DispatchReason {
             RejectReason::Cooldown => DispatchReason::Cooldown,
             RejectReason::MigrationStateInvalid => DispatchReason::MigrationStateInvalid,
             _ => DispatchReason::SafetyStateChanged,
+        }
+    }
+}
+
+impl DispatchReason {
+    /// The arbiter's reason as the re-check reports it: the same code (§9.6 step 3).
+    pub fn same_as_reject(r: RejectReason) -> DispatchReason {
+        match r {
+            RejectReason::CircuitBreakerOpen => DispatchReason::CircuitBreakerOpen,
+            RejectReason::InstanceGone => DispatchReason::InstanceGone,
+            RejectReason::NotMovable => DispatchReason::NotMovable,
+            RejectReason::MalformedRequestPending => DispatchReason::MalformedRequestPending,
+            RejectReason::MigrationStateInvalid => DispatchReason::MigrationStateInvalid,
+            RejectReason::InstanceTerminating => DispatchReason::InstanceTerminating,
+            RejectReason::WorkloadBusy => DispatchReason::WorkloadBusy,
+            RejectReason::Cooldown => DispatchReason::Cooldown,
+            RejectReason::PlacementCooldown => DispatchReason::PlacementCooldown,
+            RejectReason::TargetUnavailable => DispatchReason::TargetUnavailable,
+            RejectReason::TargetUnderEvacuation => DispatchReason::TargetUnderEvacuation,
+            RejectReason::TargetNodeBusy => DispatchReason::TargetNodeBusy,
+            RejectReason::NoCapacity => DispatchReason::NoCapacity,
+            RejectReason::InFlightCap => DispatchReason::InFlightCap,
+            RejectReason::HourlyCap => DispatchReason::HourlyCap,
         }
     }
 }

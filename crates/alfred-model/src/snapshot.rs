@@ -662,6 +662,13 @@ pub struct ReplicaState {
     /// Runner layout and rendered pod templates (`spec.runners`).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub runners: Vec<Runner>,
+    /// The controller owner reference (kind `InferenceService`), as read; the dispatcher's
+    /// follow-up checks it names the workload (alfred-engine.md §9.4 step 3).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub owner: Option<OwnerRef>,
+    /// `spec.component` as read (empty when unknown).
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub spec_component: String,
 }
 
 /// One runner of an InferenceReplica (`default`, or `leader` + `worker`).
@@ -789,6 +796,10 @@ pub struct MigrationRequestObserved {
     /// Who asked (`alfred`, a user).
     #[serde(default, skip_serializing_if = "String::is_empty")]
     pub requested_by: String,
+    /// The annotation's exact value (the dispatcher compares it byte for byte with its
+    /// journal `payload`, alfred-engine.md §9.4 step 7).
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub raw: String,
 }
 
 /// One `status.migrations[]` row of an InferenceReplica.
@@ -814,6 +825,12 @@ pub struct MigrationRecord {
     /// Failure message, if any.
     #[serde(default, skip_serializing_if = "String::is_empty")]
     pub message: String,
+    /// `fromNode` of the row.
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub from_node: String,
+    /// `deadline` of an in-progress row.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub deadline: Option<Timestamp>,
 }
 
 impl MigrationRecord {
