@@ -1,0 +1,404 @@
+//! What both policies share: the pass context, OMENative eligibility (§C.3), the model
+//! view (§A.8), the per-workload cooldown (§C.8) and the surge plan (§C.4).
+
+use std::collections::{BTreeMap, BTreeSet};
+
+use alfred_model::Timestamp;
+use alfred_model::reason::{AdvisoryReason, RowReason};
+use alfred_model::record::{Candidate, Policy};
+use alfred_model::snapshot::{
+    ClusterSnapshot, Component, ComponentKind, DeploymentMode, Instance, Node, Pod, SpotOverride,
+    Workload,
+};
+
+use crate::settings::PolicySettings;
+
+/// One pass's read-only inputs. The snapshot is a normalized copy, so every lookup and
+/// every iteration order is independent of the order the caller's lists came in.
+pub(crate) struct Ctx<'a> {
+    pub snap: ClusterSnapshot,
+    pub cfg: &'a PolicySettings,
+    pub now: Timestamp,
+}
+
+impl<'a> Ctx<'a> {
+    pub fn new(snapshot: &ClusterSnapshot, cfg: &'a PolicySettings, now: Timestamp) -> Self {
+        let mut snap = snapshot.clone();
+        snap.normalize();
+        // Duplicate names (which an API server cannot produce) would make lookups
+        // ambiguous: keep one of each so nothing downstream can misbehave.
+        snap.nodes.dedup_by(|b, a| a.name == b.name);
+        snap.pods
+            .dedup_by(|b, a| a.namespace == b.namespace && a.name == b.name);
+        snap.workloads
+            .dedup_by(|b, a| a.namespace == b.namespace && a.name == b.name);
+        for w in &mut snap.workloads {
+            w.components.dedup_by(|b, a| a.kind == b.kind);
+            for c in &mut w.components {
+                c.instances.dedup_by(|b, a| a.index == b.index);
+            }
+        }
+        Ctx { snap, cfg, now }
+    }
+
+    pub fn node(&self, name: &str) -> Option<&Node> {
+        self.snap.node(name)
+    }
+
+    pub fn pod(&self, key: &str) -> Option<&Pod> {
+        self.snap.pod_by_key(key)
+    }
+
+    /// The pool of a node with GPUs.
+    pub fn pool_of(&self, node: &str) -> Option<&str> {
+        self.node(node)
+            .filter(|n| n.has_gpus())
+            .and_then(|n| n.pool.as_deref())
+    }
+
+    /// The Instance's pods that hold GPUs and sit on a known node: (pod key, node, gpus).
+    pub fn gpu_pods(&self, inst: &Instance) -> Vec<(String, String, u32)> {
+        let mut out = Vec::new();
+        for key in &inst.pods {
+            if let Some(p) = self.pod(key)
+                && p.gpus > 0
+                && !p.node.is_empty()
+            {
+                out.push((key.clone(), p.node.clone(), p.gpus));
+            }
+        }
+        out
+    }
+
+    /// GPUs held by an Instance per node (pods resolved through the snapshot).
+    pub fn gpus_by_node(&self, pods: &[String]) -> BTreeMap<String, u64> {
+        let mut by: BTreeMap<String, u64> = BTreeMap::new();
+        for key in pods {
+            if let Some(p) = self.pod(key)
+                && p.gpus > 0
+                && !p.node.is_empty()
+            {
+                *by.entry(p.node.clone()).or_default() += u64::from(p.gpus);
+            }
+        }
+        by
+    }
+
+    /// Primary node (§C.2): the node holding the most of the pods' GPUs, ties to the
+    /// smallest name; falls back to the node with most pods when no pod holds GPUs.
+    pub fn primary_node(&self, pods: &[String], fallback: Option<&Instance>) -> String {
+        let by = self.gpus_by_node(pods);
+        let mut best: Option<(&str, u64)> = None;
+        for (n, g) in &by {
+            if best.is_none_or(|(_, bg)| *g > bg) {
+                best = Some((n.as_str(), *g));
+            }
+        }
+        match best {
+            Some((n, _)) => n.to_owned(),
+            None => fallback
+                .and_then(|i| i.primary_node_by_pods())
+                .unwrap_or_default()
+                .to_owned(),
+        }
+    }
+
+    /// Primary pool of a set of pods: the pool holding most of their GPUs, ties to the
+    /// smallest key (pods on unknown or pool-less nodes skipped).
+    pub fn primary_pool(&self, pods: &[String]) -> Option<String> {
+        let mut by: BTreeMap<&str, u64> = BTreeMap::new();
+        for (node, g) in self.gpus_by_node(pods) {
+            if let Some(pool) = self.pool_of(&node) {
+                *by.entry(pool).or_default() += g;
+            }
+        }
+        let mut best: Option<(&str, u64)> = None;
+        for (p, g) in by {
+            if best.is_none_or(|(_, bg)| g > bg) {
+                best = Some((p, g));
+            }
+        }
+        best.map(|(p, _)| p.to_owned())
+    }
+
+    /// Whether every node of the Instance is in `pool` (and it has at least one).
+    pub fn instance_in_pool(&self, inst: &Instance, pool: &str) -> bool {
+        !inst.nodes.is_empty() && inst.nodes.keys().all(|n| self.pool_of(n) == Some(pool))
+    }
+
+    /// `modelAdvisoryReason(w)` (§A.8).
+    pub fn model_reason(&self, w: &Workload) -> Option<AdvisoryReason> {
+        let model = w.model.as_ref()?;
+        match self.snap.models.get(&model.key()) {
+            None => Some(AdvisoryReason::ModelUnresolved),
+            Some(m) if m.resolve_error.is_some() => Some(AdvisoryReason::ModelUnresolved),
+            Some(m) if m.volume_pinned => Some(AdvisoryReason::VolumePinned),
+            Some(_) => None,
+        }
+    }
+
+    /// `allowedTargets(w)`: `None` = unconstrained.
+    pub fn allowed_targets(&self, w: &Workload) -> Option<&BTreeSet<String>> {
+        let model = w.model.as_ref()?;
+        self.snap
+            .models
+            .get(&model.key())
+            .and_then(|m| m.allowed_nodes.as_ref())
+    }
+
+    /// `inCooldown(w)` (§C.8).
+    pub fn in_cooldown(&self, w: &Workload) -> bool {
+        let minutes = w
+            .settings
+            .cooldown_minutes
+            .unwrap_or(self.cfg.per_workload_cooldown_minutes);
+        match w.migration.last_migration {
+            Some(last) if minutes > 0 => self.now.minutes_since(last) < f64::from(minutes),
+            _ => false,
+        }
+    }
+
+    /// Whether a node is preemptible and avoided as a target for this workload.
+    pub fn avoid_spot(&self, w: &Workload) -> bool {
+        self.cfg.avoid_spot_as_target || w.settings.spot_policy == SpotOverride::Avoid
+    }
+
+    /// `spotPrefersSource(w)` (§C.6).
+    pub fn spot_prefers_source(&self, w: &Workload) -> bool {
+        match w.settings.spot_policy {
+            SpotOverride::Migrate => true,
+            SpotOverride::Ignore => false,
+            SpotOverride::Default | SpotOverride::Avoid => self.cfg.prefer_spot_as_source,
+        }
+    }
+}
+
+/// The shared OMENative eligibility (§C.3); `None` = eligible.
+pub(crate) fn omenative_eligibility(
+    ctx: &Ctx<'_>,
+    w: &Workload,
+    c: &Component,
+    inst: &Instance,
+) -> Option<AdvisoryReason> {
+    use AdvisoryReason::{
+        OMENativeObservationInvalid as Invalid, OMENativeStateIneligible as Inel,
+    };
+    // 2. movability and migration state.
+    let m = &w.migration;
+    if !w.settings.movable || !m.valid || !m.malformed_requests.is_empty() || !m.active.is_empty() {
+        return Some(Inel);
+    }
+    // 3. the InferenceReplica.
+    let Some(ir) = c.replica.as_ref() else {
+        return Some(Invalid);
+    };
+    if !ir.status_fresh || c.observation_invalid.is_some() {
+        return Some(Invalid);
+    }
+    // 4–5.
+    if ir.paused || ir.migration_never {
+        return Some(Inel);
+    }
+    // 6. no scaling, no rollout.
+    let desired = ir.desired_replicas;
+    let instances = i64::try_from(c.instances.len()).unwrap_or(i64::MAX);
+    if desired <= 0
+        || instances != desired
+        || [
+            ir.replicas,
+            ir.ready_replicas,
+            ir.serving_replicas,
+            ir.available_replicas,
+            ir.updated_replicas,
+            ir.updated_ready_replicas,
+        ]
+        .iter()
+        .any(|v| *v != desired)
+    {
+        return Some(Inel);
+    }
+    // 7.
+    if ir.current_revision.is_empty()
+        || ir.update_revision.is_empty()
+        || ir.current_revision != ir.update_revision
+    {
+        return Some(Inel);
+    }
+    // 8. the executor.
+    if !ctx.snap.executor.available {
+        return Some(AdvisoryReason::OMENativeUnavailable);
+    }
+    // 9.
+    let Some(st) = inst.status.as_ref() else {
+        return Some(Invalid);
+    };
+    if st.invalid.is_some() {
+        return Some(Invalid);
+    }
+    // 10.
+    if !st.admitted || st.phase != "Ready" || st.operation.is_some() {
+        return Some(Inel);
+    }
+    // 11.
+    let live = i64::try_from(inst.pods.len()).unwrap_or(i64::MAX);
+    let dp = st.desired_pods;
+    if dp <= 0
+        || [
+            st.status_pods,
+            st.observed_pods,
+            live,
+            st.ready_pods,
+            st.serving_pods,
+            st.available_pods,
+        ]
+        .iter()
+        .any(|v| *v != dp)
+    {
+        return Some(Inel);
+    }
+    // 12.
+    if st.running_revision.is_empty()
+        || st.running_revision != ir.current_revision
+        || !st.target_revision.is_empty()
+    {
+        return Some(Inel);
+    }
+    // 13. every pod Ready and not terminating.
+    if inst.any_terminating {
+        return Some(Inel);
+    }
+    for key in &inst.pods {
+        match ctx.pod(key) {
+            Some(p) if p.ready && !p.terminating => {}
+            Some(_) => return Some(Inel),
+            None => return Some(Invalid),
+        }
+    }
+    None
+}
+
+/// A surge plan (§C.4).
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) struct SurgePlan {
+    /// (source node, target node, gpus) per GPU pod.
+    pub moves: Vec<(String, String, u32)>,
+    /// Every eligible target, fullest first.
+    pub placement_targets: Vec<String>,
+    /// The first three of them.
+    pub hints: Vec<String>,
+    /// Every source node of the Instance.
+    pub sources: Vec<String>,
+    /// GPUs per GPU pod, largest first.
+    pub pod_gpus: Vec<u32>,
+}
+
+/// Whether `n` may receive a replacement of workload `w` (the target filter of §C.4, less
+/// the room and source tests).
+pub(crate) fn eligible_target(ctx: &Ctx<'_>, w: &Workload, n: &Node) -> bool {
+    n.has_gpus()
+        && !n.unavailable()
+        && !(ctx.avoid_spot(w) && n.preemptible)
+        && ctx
+            .allowed_targets(w)
+            .is_none_or(|allowed| allowed.contains(&n.name))
+}
+
+/// `planSurge(w, inst)`; `None` = `NoSurgeHeadroom`.
+pub(crate) fn plan_surge(ctx: &Ctx<'_>, w: &Workload, inst: &Instance) -> Option<SurgePlan> {
+    if ctx.model_reason(w).is_some() {
+        return None;
+    }
+    // Validate the prints: every pod resolves to a bound pod of this namespace on a known node,
+    // the GPU total and per-node pod counts agree with the Instance.
+    let mut prints: Vec<(String, String, u32)> = Vec::new();
+    let mut counts: BTreeMap<String, u32> = BTreeMap::new();
+    let mut total: u64 = 0;
+    for key in &inst.pods {
+        let p = ctx.pod(key)?;
+        if p.namespace != w.namespace || p.name.is_empty() || p.node.is_empty() {
+            return None;
+        }
+        ctx.node(&p.node)?;
+        *counts.entry(p.node.clone()).or_default() += 1;
+        total += u64::from(p.gpus);
+        if p.gpus > 0 {
+            prints.push((key.clone(), p.node.clone(), p.gpus));
+        }
+    }
+    if prints.is_empty() || total != u64::from(inst.total_gpus) || counts != inst.nodes {
+        return None;
+    }
+    let sources: Vec<String> = inst.nodes.keys().cloned().collect();
+    let mut pool: Option<&str> = None;
+    for (_, node, _) in &prints {
+        let p = ctx.pool_of(node)?;
+        if pool.is_some_and(|q| q != p) {
+            return None;
+        }
+        pool = Some(p);
+    }
+    let pool = pool?;
+    let minimum = prints.iter().map(|p| p.2).min()?;
+    let mut targets: Vec<&Node> = ctx
+        .snap
+        .nodes
+        .iter()
+        .filter(|n| n.pool.as_deref() == Some(pool))
+        .filter(|n| !sources.contains(&n.name))
+        .filter(|n| eligible_target(ctx, w, n))
+        .filter(|n| n.free_gpus >= minimum)
+        .collect();
+    targets.sort_by(|a, b| (a.free_gpus, &a.name).cmp(&(b.free_gpus, &b.name)));
+    prints.sort_by(|a, b| b.2.cmp(&a.2).then_with(|| a.0.cmp(&b.0)));
+    let mut free: Vec<u32> = targets.iter().map(|n| n.free_gpus).collect();
+    let mut moves = Vec::new();
+    for (_, from, gpus) in &prints {
+        let slot = free.iter().position(|f| *f >= *gpus)?;
+        free[slot] -= gpus;
+        moves.push((from.clone(), targets[slot].name.clone(), *gpus));
+    }
+    let placement_targets: Vec<String> = targets.iter().map(|n| n.name.clone()).collect();
+    let hints = placement_targets.iter().take(3).cloned().collect();
+    Some(SurgePlan {
+        moves,
+        placement_targets,
+        hints,
+        sources,
+        pod_gpus: prints.iter().map(|p| p.2).collect(),
+    })
+}
+
+/// A candidate with every optional field empty: advice with `advisory` unless `None`.
+#[allow(clippy::too_many_arguments)]
+pub(crate) fn row(
+    policy: Policy,
+    w: &Workload,
+    kind: ComponentKind,
+    instance: i64,
+    mode: &DeploymentMode,
+    reason: RowReason,
+    from_node: String,
+    advisory: Option<AdvisoryReason>,
+) -> Candidate {
+    Candidate {
+        policy,
+        workload: w.key(),
+        component: kind,
+        instance,
+        mode: mode.clone(),
+        reason,
+        from_node,
+        hint_target_nodes: Vec::new(),
+        placement_target_nodes: Vec::new(),
+        executable: advisory.is_none(),
+        advisory_reason: advisory,
+        surge_shaped: false,
+        footprint_gpus: 0,
+        benefit: 0.0,
+        cost: 0.0,
+        score: 0.0,
+        emergency: false,
+        pod_gpus: Vec::new(),
+        scheduling: None,
+    }
+}

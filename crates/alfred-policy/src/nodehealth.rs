@@ -1,0 +1,284 @@
+//! The node-health policy (alfred-policies.md §D).
+//!
+//! Moves Instances off `Unhealthy` nodes (`NodeUnhealthy`) and off nodes due for
+//! maintenance (`NodeMaintenance`). Unlike defragmentation it skips the threshold, the
+//! benefit/cost test, the boosts, the maintenance windows and the in-policy cooldown;
+//! it scores every row with the workload's `alfred.ome.io/priority`.
+//!
+//! It also produces one [`NodeMarker`] per node that is not `Clear` or is due for
+//! maintenance: the input the reporter turns into `node.<name>` records and Node events
+//! (§D.7). The records' lifecycle is the reporter's; markers only say what was observed.
+
+use alfred_model::Timestamp;
+use alfred_model::reason::{AdvisoryReason, RowReason};
+use alfred_model::record::{Candidate, Policy};
+use alfred_model::snapshot::{
+    ClusterSnapshot, DeploymentMode, HealthState, Maintenance, NodeHealth, Workload,
+};
+
+use crate::common::{Ctx, omenative_eligibility, plan_surge, row};
+use crate::defragmentation::component_pods;
+use crate::settings::PolicySettings;
+
+/// What the reporter needs to keep a `node.<name>` record and emit Node events (§D.1,
+/// §D.7): one per node whose health is not `Clear` or that is due for maintenance.
+#[derive(Debug, Clone, PartialEq)]
+pub struct NodeMarker {
+    /// Node name.
+    pub node: String,
+    /// Node UID (a new UID starts the record over).
+    pub uid: String,
+    /// The snapshot time `T`.
+    pub observed_at: Timestamp,
+    /// Health state, trigger conditions and `suspectUntil`.
+    pub health: NodeHealth,
+    /// Maintenance observation (requested, sorted trigger names).
+    pub maintenance: Maintenance,
+    /// Sorted unique OME workloads (`ns/name`) with GPU pods on the node.
+    pub workloads: Vec<String>,
+    /// Some OME pod with GPUs is on the node (even one whose workload is unknown), or
+    /// `workloads` is non-empty.
+    pub ome_gpu_occupants_present: bool,
+    /// `NodeUnhealthy`, `NodeMaintenance`, or `None` (Unknown / Suspect: no evacuation).
+    pub evacuation: Option<RowReason>,
+}
+
+/// The node-health policy's output.
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct NodeHealthOutput {
+    /// Findings, ranked (§D.5).
+    pub candidates: Vec<Candidate>,
+    /// Node markers, by node name.
+    pub node_markers: Vec<NodeMarker>,
+}
+
+/// Runs the node-health policy on `snapshot` at `now` with these settings.
+pub fn evaluate_with(
+    snapshot: &ClusterSnapshot,
+    settings: &PolicySettings,
+    now: Timestamp,
+) -> NodeHealthOutput {
+    let cfg = settings.sanitized();
+    let ctx = Ctx::new(snapshot, &cfg, now);
+    run(&ctx)
+}
+
+pub(crate) fn run(ctx: &Ctx<'_>) -> NodeHealthOutput {
+    if !ctx.cfg.node_health_enabled {
+        return NodeHealthOutput::default();
+    }
+    let node_markers = markers(ctx);
+    if ctx.cfg.signal_only {
+        return NodeHealthOutput {
+            candidates: Vec::new(),
+            node_markers,
+        };
+    }
+    let mut candidates = Vec::new();
+    for w in &ctx.snap.workloads {
+        findings(ctx, w, &mut candidates);
+    }
+    rank(&mut candidates);
+    NodeHealthOutput {
+        candidates,
+        node_markers,
+    }
+}
+
+/// `evacuationReason(n)` (§D.2).
+fn evacuation_reason(ctx: &Ctx<'_>, node: &str) -> Option<RowReason> {
+    let n = ctx.node(node)?;
+    if n.health.state == HealthState::Unhealthy {
+        Some(RowReason::NodeUnhealthy)
+    } else if n.maintenance.requested {
+        Some(RowReason::NodeMaintenance)
+    } else {
+        None
+    }
+}
+
+/// The source among `nodes`: an Unhealthy node first, then one due for maintenance,
+/// ties by name.
+fn pick_source<'n>(
+    ctx: &Ctx<'_>,
+    nodes: impl Iterator<Item = &'n String>,
+) -> Option<(String, RowReason)> {
+    let mut best: Option<(String, RowReason)> = None;
+    for n in nodes {
+        let Some(r) = evacuation_reason(ctx, n) else {
+            continue;
+        };
+        let better = match &best {
+            None => true,
+            Some((bn, br)) => {
+                let (rank, brank) = (class(r), class(*br));
+                rank > brank || (rank == brank && n < bn)
+            }
+        };
+        if better {
+            best = Some((n.clone(), r));
+        }
+    }
+    best
+}
+
+fn class(r: RowReason) -> u8 {
+    match r {
+        RowReason::NodeUnhealthy => 2,
+        RowReason::NodeMaintenance => 1,
+        RowReason::Fragmentation => 0,
+    }
+}
+
+fn markers(ctx: &Ctx<'_>) -> Vec<NodeMarker> {
+    let mut out = Vec::new();
+    for n in &ctx.snap.nodes {
+        if n.health.state == HealthState::Clear && !n.maintenance.requested {
+            continue;
+        }
+        let mut workloads: Vec<String> = Vec::new();
+        for w in &ctx.snap.workloads {
+            let on_node = w.components.iter().any(|c| {
+                component_pods(c)
+                    .iter()
+                    .any(|k| ctx.pod(k).is_some_and(|p| p.node == n.name && p.gpus > 0))
+            });
+            if on_node {
+                workloads.push(w.key());
+            }
+        }
+        let ome_pod = ctx
+            .snap
+            .pods
+            .iter()
+            .any(|p| p.node == n.name && p.ome && p.gpus > 0);
+        out.push(NodeMarker {
+            node: n.name.clone(),
+            uid: n.uid.clone(),
+            observed_at: ctx.now,
+            health: n.health.clone(),
+            maintenance: n.maintenance.clone(),
+            ome_gpu_occupants_present: ome_pod || !workloads.is_empty(),
+            workloads,
+            evacuation: evacuation_reason(ctx, &n.name),
+        });
+    }
+    out
+}
+
+fn findings(ctx: &Ctx<'_>, w: &Workload, out: &mut Vec<Candidate>) {
+    let priority = if w.settings.priority.is_finite() {
+        w.settings.priority
+    } else {
+        0.5
+    };
+    for c in &w.components {
+        let mut covered: Vec<&String> = Vec::new();
+        for inst in &c.instances {
+            if inst.total_gpus == 0 {
+                continue;
+            }
+            let Some((from, reason)) = pick_source(ctx, inst.nodes.keys()) else {
+                continue;
+            };
+            let mut r = row(
+                Policy::NodeHealth,
+                w,
+                c.kind,
+                i64::from(inst.index),
+                &c.mode,
+                reason,
+                from,
+                None,
+            );
+            r.score = priority;
+            r.footprint_gpus = inst.total_gpus;
+            let advice = |mut r: Candidate, why: AdvisoryReason| {
+                r.executable = false;
+                r.advisory_reason = Some(why);
+                r
+            };
+            let r = match &c.mode {
+                DeploymentMode::RawDeployment => {
+                    advice(r, AdvisoryReason::RawDeploymentMigrationUnsupported)
+                }
+                DeploymentMode::MultiNode => {
+                    if !ctx.cfg.lws_recommendations_enabled {
+                        continue;
+                    }
+                    advice(r, AdvisoryReason::LWSMigrationUnsupported)
+                }
+                DeploymentMode::Other(_) => continue,
+                DeploymentMode::OMENative => {
+                    covered.extend(inst.pods.iter());
+                    if let Some(why) = ctx.model_reason(w) {
+                        advice(r, why)
+                    } else if !ctx.cfg.omenative_migration_enabled {
+                        advice(r, AdvisoryReason::MigrationSurfaceDisabled)
+                    } else if let Some(why) = omenative_eligibility(ctx, w, c, inst) {
+                        advice(r, why)
+                    } else if let Some(plan) = plan_surge(ctx, w, inst) {
+                        r.surge_shaped = true;
+                        r.hint_target_nodes = plan.hints;
+                        r.placement_target_nodes = plan.placement_targets;
+                        r.pod_gpus = plan.pod_gpus;
+                        r
+                    } else {
+                        r.surge_shaped = true;
+                        advice(r, AdvisoryReason::NoSurgeHeadroom)
+                    }
+                }
+            };
+            out.push(r);
+        }
+        // §D.4: GPU pods of this OMENative component on evacuating nodes that no
+        // Instance finding covers.
+        if c.mode == DeploymentMode::OMENative {
+            let mut uncovered_nodes: Vec<String> = Vec::new();
+            for key in &c.pods {
+                if covered.contains(&key) {
+                    continue;
+                }
+                if let Some(p) = ctx.pod(key)
+                    && p.gpus > 0
+                    && evacuation_reason(ctx, &p.node).is_some()
+                {
+                    uncovered_nodes.push(p.node.clone());
+                }
+            }
+            if let Some((from, reason)) = pick_source(ctx, uncovered_nodes.iter()) {
+                let mut r = row(
+                    Policy::NodeHealth,
+                    w,
+                    c.kind,
+                    -1,
+                    &c.mode,
+                    reason,
+                    from,
+                    Some(AdvisoryReason::OMENativeObservationInvalid),
+                );
+                r.score = priority;
+                out.push(r);
+            }
+        }
+    }
+}
+
+/// §D.5, completed with the remaining fields so the order is total.
+fn rank(rows: &mut [Candidate]) {
+    rows.sort_by(|a, b| {
+        b.class()
+            .cmp(&a.class())
+            .then_with(|| b.executable.cmp(&a.executable))
+            .then_with(|| b.score.total_cmp(&a.score))
+            .then_with(|| a.footprint_gpus.cmp(&b.footprint_gpus))
+            .then_with(|| a.workload.cmp(&b.workload))
+            .then_with(|| a.component.cmp(&b.component))
+            .then_with(|| a.instance.cmp(&b.instance))
+            .then_with(|| a.from_node.cmp(&b.from_node))
+            .then_with(|| {
+                let k = |c: &Candidate| c.advisory_reason.map(|r| r.as_str()).unwrap_or("");
+                k(a).cmp(k(b))
+            })
+    });
+}

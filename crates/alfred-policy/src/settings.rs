@@ -1,0 +1,194 @@
+//! The configuration the policies read, reduced to plain values.
+//!
+//! [`PolicySettings`] holds exactly the keys of alfred-policies.md §1.1 that the policies
+//! read. Build it from the full configuration with `PolicySettings::from_config` (once
+//! `alfred_model::config` is available) or by hand in tests; [`PolicySettings::default`]
+//! holds the documented defaults. Keeping the policies on this small struct keeps them
+//! testable without the YAML loader and makes clear which keys they depend on.
+
+use std::collections::BTreeMap;
+
+use alfred_model::Timestamp;
+
+/// `policies.defragmentation.aggressiveness`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Default)]
+pub enum Aggressiveness {
+    /// Effective move cost 0.225.
+    Conservative,
+    /// Effective move cost 0.15 (default).
+    #[default]
+    Balanced,
+    /// Effective move cost 0.075.
+    Aggressive,
+}
+
+impl Aggressiveness {
+    /// The effective cost of one surge move (§C.5, decisions E17): `costWeight × 0.15`.
+    pub fn move_cost(self) -> f64 {
+        match self {
+            Aggressiveness::Conservative => 0.225,
+            Aggressiveness::Balanced => 0.15,
+            Aggressiveness::Aggressive => 0.075,
+        }
+    }
+}
+
+/// One `maintenanceWindows[]` entry (§C.7): UTC days, `start` inclusive, `end` exclusive.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct Window {
+    /// Days, 0 = Monday … 6 = Sunday.
+    pub days: Vec<u8>,
+    /// Start, minutes after midnight UTC.
+    pub start_minute: u32,
+    /// End, minutes after midnight UTC (strictly after `start_minute`).
+    pub end_minute: u32,
+}
+
+impl Window {
+    /// Whether `t` falls inside the window.
+    pub fn contains(&self, t: Timestamp) -> bool {
+        let minute = t.minute_of_day();
+        self.days.contains(&t.weekday_from_monday())
+            && self.start_minute <= minute
+            && minute < self.end_minute
+    }
+}
+
+/// The `earlyTickOn` triggers (§D.8).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+pub enum EarlyTickReason {
+    /// A node's condition list changed (count, types, status or transition time).
+    NodeConditionChange,
+    /// The sorted list of a node's matching maintenance triggers changed.
+    NodeMaintenanceChange,
+}
+
+impl EarlyTickReason {
+    /// The documented string.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            EarlyTickReason::NodeConditionChange => "NodeConditionChange",
+            EarlyTickReason::NodeMaintenanceChange => "NodeMaintenanceChange",
+        }
+    }
+}
+
+/// Everything the two policies read from the configuration.
+#[derive(Debug, Clone, PartialEq)]
+pub struct PolicySettings {
+    /// `policies.defragmentation.enabled`.
+    pub defragmentation_enabled: bool,
+    /// `policies.defragmentation.fragmentationThreshold` θ.
+    pub fragmentation_threshold: f64,
+    /// `policies.defragmentation.aggressiveness`.
+    pub aggressiveness: Aggressiveness,
+    /// `policies.defragmentation.scoring.sizeLadder`.
+    pub size_ladder: Vec<u32>,
+    /// `policies.defragmentation.scoring.demandBlendLambda` λ.
+    pub demand_blend_lambda: f64,
+    /// `policies.defragmentation.scoring.sizePrior`.
+    pub size_prior: BTreeMap<u32, f64>,
+    /// `policies.defragmentation.scoring.pendingUrgencyTauMinutes` τ.
+    pub pending_urgency_tau_minutes: u32,
+    /// `policies.nodeHealth.enabled`.
+    pub node_health_enabled: bool,
+    /// `policies.nodeHealth.signalOnly`.
+    pub signal_only: bool,
+    /// `perWorkloadCooldownMinutes`.
+    pub per_workload_cooldown_minutes: u32,
+    /// `emergencyPendingAgeMinutes`.
+    pub emergency_pending_age_minutes: u32,
+    /// `maintenanceWindows`; empty = always open.
+    pub maintenance_windows: Vec<Window>,
+    /// `spotPolicy.avoidAsTarget`.
+    pub avoid_spot_as_target: bool,
+    /// `spotPolicy.preferAsSource`.
+    pub prefer_spot_as_source: bool,
+    /// `allowCrossTenantOptimization`.
+    pub allow_cross_tenant_optimization: bool,
+    /// `omenativeMigrationEnabled`.
+    pub omenative_migration_enabled: bool,
+    /// `lwsRecommendationsEnabled`.
+    pub lws_recommendations_enabled: bool,
+    /// `earlyTickOn`; `[]` disables early passes.
+    pub early_tick_on: Vec<EarlyTickReason>,
+}
+
+impl Default for PolicySettings {
+    fn default() -> Self {
+        Self {
+            defragmentation_enabled: true,
+            fragmentation_threshold: 0.25,
+            aggressiveness: Aggressiveness::Balanced,
+            size_ladder: vec![1, 2, 4, 8],
+            demand_blend_lambda: 0.3,
+            size_prior: [(1, 0.1), (2, 0.1), (4, 0.2), (8, 0.6)]
+                .into_iter()
+                .collect(),
+            pending_urgency_tau_minutes: 30,
+            node_health_enabled: true,
+            signal_only: false,
+            per_workload_cooldown_minutes: 30,
+            emergency_pending_age_minutes: 10,
+            maintenance_windows: Vec::new(),
+            avoid_spot_as_target: true,
+            prefer_spot_as_source: true,
+            allow_cross_tenant_optimization: true,
+            omenative_migration_enabled: true,
+            lws_recommendations_enabled: true,
+            early_tick_on: vec![
+                EarlyTickReason::NodeConditionChange,
+                EarlyTickReason::NodeMaintenanceChange,
+            ],
+        }
+    }
+}
+
+impl PolicySettings {
+    /// Whether defragmentation may plan moves at `t` (§C.7).
+    pub fn window_open(&self, t: Timestamp) -> bool {
+        self.maintenance_windows.is_empty()
+            || self.maintenance_windows.iter().any(|w| w.contains(t))
+    }
+
+    /// The effective move cost (E17).
+    pub fn move_cost(&self) -> f64 {
+        self.aggressiveness.move_cost()
+    }
+
+    /// A copy repaired so no value can make a policy panic or produce NaN: the ladder
+    /// sorted, de-duplicated and without zeros (empty ⇒ default), λ clamped to [0, 1], NaN or
+    /// negative prior weights ⇒ 0, τ = 0 ⇒ 30, NaN threshold ⇒ 0.25. A validated
+    /// configuration passes through unchanged.
+    pub fn sanitized(&self) -> PolicySettings {
+        let mut s = self.clone();
+        s.size_ladder.retain(|x| *x > 0);
+        s.size_ladder.sort_unstable();
+        s.size_ladder.dedup();
+        if s.size_ladder.is_empty() {
+            s.size_ladder = vec![1, 2, 4, 8];
+        }
+        s.demand_blend_lambda = if s.demand_blend_lambda.is_nan() {
+            0.3
+        } else {
+            s.demand_blend_lambda.clamp(0.0, 1.0)
+        };
+        for w in s.size_prior.values_mut() {
+            if !(w.is_finite() && *w >= 0.0) {
+                *w = 0.0;
+            }
+        }
+        if s.pending_urgency_tau_minutes == 0 {
+            s.pending_urgency_tau_minutes = 30;
+        }
+        if s.fragmentation_threshold.is_nan() {
+            s.fragmentation_threshold = 0.25;
+        }
+        s
+    }
+
+    /// `prior(s)`, 0 for sizes without an entry.
+    pub fn prior(&self, size: u32) -> f64 {
+        self.size_prior.get(&size).copied().unwrap_or(0.0)
+    }
+}
