@@ -1,1 +1,476 @@
-//! alfred-observe (stub).
+//! alfred-observe: the pure translation of Kubernetes objects into alfred's
+//! [`ClusterSnapshot`] (alfred-policies.md §A.1–§A.10, ome-objects.md).
+//!
+//! No IO, no clock, no randomness: the caller hands in the objects, the settings and the
+//! instant `now`; the same input gives the same snapshot. Anything the builder cannot
+//! understand is reported in [`ClusterSnapshot::problems`] (kind, namespace/name, field,
+//! value), never dropped silently and never a panic.
+//!
+//! ```text
+//! ClusterObjects::from_documents(text)?  ──►  observe(&objects, &settings, now)  ──►  Observation { snapshot }
+//! ```
+
+mod dynamic;
+pub mod irstatus;
+pub mod models;
+mod nodes;
+mod objects;
+mod pods;
+pub mod quantity;
+pub mod selector;
+mod settings;
+mod util;
+mod workloads;
+
+use std::collections::{BTreeMap, BTreeSet};
+
+use alfred_model::Timestamp;
+use alfred_model::snapshot::{
+    ClusterSnapshot, ComponentKind, ExecutorState, Node, ObjectProblem, PendingPod, PodGroup,
+    PodPhase, PoolAttribution,
+};
+use k8s_openapi::api::core::v1 as k8s;
+
+pub use models::{base_model_label, cluster_base_model_label, model_label, truncate_with_hash};
+pub use nodes::{health, maintenance, pool_key};
+pub use objects::{ClusterObjects, LoadError, ObjectId};
+pub use settings::{
+    InstanceTypeMap, MaintenanceTrigger, ObserveSettings, TriggerMatch, builtin_instance_types,
+};
+pub use util::is_gpu_resource;
+pub use workloads::MIGRATION_REQUEST_PREFIX;
+
+use crate::pods::{COMPONENT_LABEL, ISVC_LABEL, MANAGED_BY_LABEL, PodFacts};
+use crate::selector::{labels_match, selector_matches};
+use crate::util::Problems;
+
+/// The result of one observation.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Observation {
+    /// The snapshot, normalised (every list sorted by its key), with its problems.
+    pub snapshot: ClusterSnapshot,
+}
+
+impl Observation {
+    /// What the builder could not fully understand.
+    pub fn problems(&self) -> &[ObjectProblem] {
+        &self.snapshot.problems
+    }
+}
+
+/// Builds the cluster snapshot at instant `now` (§A).
+pub fn observe(
+    objects: &ClusterObjects,
+    settings: &ObserveSettings,
+    now: Timestamp,
+) -> Observation {
+    let mut problems = Problems::default();
+
+    for id in &objects.unrecognised {
+        problems.add(
+            &id.kind,
+            &id.namespace,
+            &id.name,
+            "kind",
+            format!(
+                "{} {} is not read by alfred; ignored",
+                id.api_version, id.kind
+            ),
+        );
+    }
+
+    // Nodes (§A.1–§A.5).
+    let mut nodes: Vec<Node> = Vec::with_capacity(objects.nodes.len());
+    for n in &objects.nodes {
+        if let Some(node) = nodes::build_node(n, settings, now, &mut problems) {
+            nodes.push(node);
+        }
+    }
+    nodes.sort_by(|a, b| a.name.cmp(&b.name));
+    let mut deduped: Vec<Node> = Vec::with_capacity(nodes.len());
+    for n in nodes {
+        if deduped.last().is_some_and(|l| l.name == n.name) {
+            problems.add(
+                "Node",
+                "",
+                &n.name,
+                "metadata.name",
+                "duplicate node; the first one is kept",
+            );
+            continue;
+        }
+        deduped.push(n);
+    }
+    let mut nodes = deduped;
+    let node_index: BTreeMap<String, usize> = nodes
+        .iter()
+        .enumerate()
+        .map(|(i, n)| (n.name.clone(), i))
+        .collect();
+
+    // Pods.
+    let mut pods: Vec<PodFacts> = objects
+        .pods
+        .iter()
+        .filter_map(|p| pods::build_pod(p, &mut problems))
+        .collect();
+    pods.sort_by(|a, b| (&a.pod.namespace, &a.pod.name).cmp(&(&b.pod.namespace, &b.pod.name)));
+    let mut seen_pod: Option<(String, String)> = None;
+    pods.retain(|f| {
+        let key = (f.pod.namespace.clone(), f.pod.name.clone());
+        if seen_pod.as_ref() == Some(&key) {
+            problems.add(
+                "Pod",
+                &key.0,
+                &key.1,
+                "metadata.name",
+                "duplicate pod; the first one is kept",
+            );
+            return false;
+        }
+        seen_pod = Some(key);
+        true
+    });
+    let finished = |f: &PodFacts| matches!(f.pod.phase, PodPhase::Succeeded | PodPhase::Failed);
+
+    // Occupancy (§A.1).
+    for f in &pods {
+        let p = &f.pod;
+        if p.node.is_empty() || finished(f) || p.gpus == 0 {
+            continue;
+        }
+        if let Some(&i) = node_index.get(&p.node) {
+            let n = &mut nodes[i];
+            n.allocated_gpus = n.allocated_gpus.saturating_add(p.gpus);
+            if p.terminating {
+                n.terminating_gpus = n.terminating_gpus.saturating_add(p.gpus);
+            }
+        }
+    }
+    for n in &mut nodes {
+        n.free_gpus = n.total_gpus.saturating_sub(n.allocated_gpus);
+    }
+
+    // InferenceServices and InferenceReplicas.
+    let mut isvcs: Vec<workloads::Isvc<'_>> = objects
+        .inference_services
+        .iter()
+        .map(|v| workloads::parse_isvc(v, &mut problems))
+        .collect();
+    isvcs.sort_by(|a, b| {
+        (&a.obj.meta.namespace, &a.obj.meta.name).cmp(&(&b.obj.meta.namespace, &b.obj.meta.name))
+    });
+    let mut isvc_index: BTreeMap<(String, String), usize> = BTreeMap::new();
+    for (i, s) in isvcs.iter().enumerate() {
+        let key = (s.obj.meta.namespace.clone(), s.obj.meta.name.clone());
+        if isvc_index.insert(key.clone(), i).is_some() {
+            problems.add(
+                "InferenceService",
+                &key.0,
+                &key.1,
+                "metadata.name",
+                "duplicate InferenceService; the last one is used",
+            );
+        }
+    }
+    let replicas: Vec<workloads::Replica<'_>> = objects
+        .inference_replicas
+        .iter()
+        .map(|v| workloads::parse_ir(v, &mut problems))
+        .collect();
+    let mut ir_by_parent: BTreeMap<(String, String, ComponentKind), Vec<usize>> = BTreeMap::new();
+    let mut ir_by_uid: BTreeMap<(String, String), usize> = BTreeMap::new();
+    for (i, r) in replicas.iter().enumerate() {
+        if let Some(kind) = ComponentKind::parse(&r.component) {
+            ir_by_parent
+                .entry((r.obj.meta.namespace.clone(), r.parent.clone(), kind))
+                .or_default()
+                .push(i);
+        }
+        if !r.obj.meta.uid.is_empty() {
+            ir_by_uid.insert((r.obj.meta.namespace.clone(), r.obj.meta.uid.clone()), i);
+        }
+    }
+
+    // Pod routing (§A.7).
+    let mut routed: BTreeMap<usize, BTreeMap<ComponentKind, Vec<usize>>> = BTreeMap::new();
+    for (pi, f) in pods.iter().enumerate() {
+        if finished(f) {
+            continue;
+        }
+        let p = &f.pod;
+        let owner_target = p
+            .controller
+            .as_ref()
+            .filter(|_| !f.controller_conflict)
+            .and_then(|o| {
+                if o.api_version != "ome.io/v1beta1"
+                    || o.kind != "InferenceReplica"
+                    || o.name.is_empty()
+                    || o.uid.is_empty()
+                {
+                    return None;
+                }
+                let r = &replicas[*ir_by_uid.get(&(p.namespace.clone(), o.uid.clone()))?];
+                let kind = ComponentKind::parse(&r.component)?;
+                let si = *isvc_index.get(&(p.namespace.clone(), r.parent.clone()))?;
+                isvcs[si].declares_omenative(kind).then_some((si, kind))
+            });
+        if let Some((si, kind)) = owner_target {
+            routed
+                .entry(si)
+                .or_default()
+                .entry(kind)
+                .or_default()
+                .push(pi);
+            continue;
+        }
+        let Some(isvc_name) = p.labels.get(ISVC_LABEL) else {
+            continue;
+        };
+        let Some(&si) = isvc_index.get(&(p.namespace.clone(), isvc_name.clone())) else {
+            continue;
+        };
+        if let Some(kind) = p
+            .labels
+            .get(COMPONENT_LABEL)
+            .and_then(|c| ComponentKind::parse(c))
+        {
+            routed
+                .entry(si)
+                .or_default()
+                .entry(kind)
+                .or_default()
+                .push(pi);
+        } else if p
+            .labels
+            .get(MANAGED_BY_LABEL)
+            .is_some_and(|v| v == "OMENative")
+        {
+            for kind in [
+                ComponentKind::Decoder,
+                ComponentKind::Engine,
+                ComponentKind::Router,
+            ] {
+                if isvcs[si].declares_omenative(kind) {
+                    routed
+                        .entry(si)
+                        .or_default()
+                        .entry(kind)
+                        .or_default()
+                        .push(pi);
+                }
+            }
+        }
+    }
+
+    // Workloads.
+    let mut workloads = Vec::with_capacity(isvcs.len());
+    for (si, isvc) in isvcs.iter().enumerate() {
+        if isvc_index.get(&(isvc.obj.meta.namespace.clone(), isvc.obj.meta.name.clone()))
+            != Some(&si)
+        {
+            continue;
+        }
+        let mut ir_map = BTreeMap::new();
+        for kind in [
+            ComponentKind::Decoder,
+            ComponentKind::Engine,
+            ComponentKind::Router,
+        ] {
+            let list: Vec<&workloads::Replica<'_>> = ir_by_parent
+                .get(&(
+                    isvc.obj.meta.namespace.clone(),
+                    isvc.obj.meta.name.clone(),
+                    kind,
+                ))
+                .map(|v| v.iter().map(|i| &replicas[*i]).collect())
+                .unwrap_or_default();
+            ir_map.insert(kind, list);
+        }
+        let input = workloads::WorkloadInput {
+            isvc,
+            routed: routed.remove(&si).unwrap_or_default(),
+            replicas: ir_map,
+        };
+        workloads.push(workloads::build_workload(
+            &input,
+            &pods,
+            settings,
+            &mut problems,
+        ));
+    }
+
+    // Models (§A.8).
+    let src = models::ModelSources {
+        cluster_base_models: objects
+            .cluster_base_models
+            .iter()
+            .filter_map(|v| Some((v.pointer("/metadata/name")?.as_str()?, v)))
+            .collect(),
+        base_models: objects
+            .base_models
+            .iter()
+            .filter_map(|v| {
+                let ns = v.pointer("/metadata/namespace")?.as_str()?;
+                Some(((ns, v.pointer("/metadata/name")?.as_str()?), v))
+            })
+            .collect(),
+        pvcs: objects
+            .pvcs
+            .iter()
+            .filter_map(|p| {
+                Some((
+                    (
+                        p.metadata.namespace.as_deref()?,
+                        p.metadata.name.as_deref()?,
+                    ),
+                    p,
+                ))
+            })
+            .collect(),
+        pvs: objects
+            .pvs
+            .iter()
+            .filter_map(|p| Some((p.metadata.name.as_deref()?, p)))
+            .collect(),
+    };
+    let mut model_infos = BTreeMap::new();
+    for w in &workloads {
+        if let Some(m) = &w.model {
+            model_infos
+                .entry(m.key())
+                .or_insert_with(|| models::resolve(m, &src, &nodes));
+        }
+    }
+
+    // Pending GPU pods (§A.6, G.8).
+    let pools: BTreeSet<String> = nodes
+        .iter()
+        .filter(|n| n.total_gpus > 0)
+        .filter_map(|n| n.pool.clone())
+        .collect();
+    let mut attribution_cache: BTreeMap<(BTreeMap<String, String>, String), PoolAttribution> =
+        BTreeMap::new();
+    let mut pending_pods = Vec::new();
+    for f in &pods {
+        let p = &f.pod;
+        if p.gpus == 0 || !p.node.is_empty() || p.phase != PodPhase::Pending || p.terminating {
+            continue;
+        }
+        let pools_for = if pools.len() == 1 {
+            PoolAttribution::Pools(pools.iter().cloned().collect())
+        } else {
+            let selector = &p.scheduling.node_selector;
+            let affinity = f.required_affinity.as_ref();
+            if selector.is_empty() && affinity.is_none() {
+                PoolAttribution::Any
+            } else {
+                let key = (
+                    selector.clone(),
+                    affinity
+                        .and_then(|a| serde_json::to_string(a).ok())
+                        .unwrap_or_default(),
+                );
+                attribution_cache
+                    .entry(key)
+                    .or_insert_with(|| attribute(&nodes, selector, affinity))
+                    .clone()
+            }
+        };
+        pending_pods.push(PendingPod {
+            namespace: p.namespace.clone(),
+            name: p.name.clone(),
+            gpus_needed: p.gpus,
+            isvc: p
+                .labels
+                .get(ISVC_LABEL)
+                .map(|n| format!("{}/{n}", p.namespace)),
+            pending_since: f.unschedulable_since.or(p.created_at).unwrap_or(now),
+            pools: pools_for,
+            labels: p.labels.clone(),
+            scheduling: p.scheduling.clone(),
+        });
+    }
+
+    // PodGroups.
+    let pod_groups = objects
+        .pod_groups
+        .iter()
+        .map(|v| {
+            let d = dynamic::Dyn::new("PodGroup", v, &mut problems);
+            let min_member = d.int("spec.minMember", &mut problems).unwrap_or(0);
+            let min_member = u32::try_from(min_member).unwrap_or_else(|_| {
+                d.problem(
+                    &mut problems,
+                    "spec.minMember",
+                    format!("{min_member} is negative; taken as 0"),
+                );
+                0
+            });
+            PodGroup {
+                namespace: d.meta.namespace.clone(),
+                name: d.meta.name.clone(),
+                min_member,
+                topology_key: d
+                    .meta
+                    .annotations
+                    .get("ome.io/topology-key")
+                    .cloned()
+                    .unwrap_or_default(),
+                phase: d
+                    .str("status.phase", &mut problems)
+                    .unwrap_or("")
+                    .to_owned(),
+            }
+        })
+        .collect();
+
+    let bound_pods = pods
+        .into_iter()
+        .filter(|f| !f.pod.node.is_empty() && !finished(f))
+        .map(|f| f.pod)
+        .collect();
+
+    let mut snapshot = ClusterSnapshot {
+        observed_at: now,
+        executor: ExecutorState {
+            available: settings.executor_available,
+            reason: if settings.executor_available {
+                "OperatorConfigured".into()
+            } else {
+                String::new()
+            },
+        },
+        nodes,
+        pods: bound_pods,
+        pending_pods,
+        workloads,
+        models: model_infos,
+        pod_groups,
+        problems: problems.0,
+    };
+    snapshot.normalize();
+    Observation { snapshot }
+}
+
+/// G.8: the pools having a node that satisfies the pod's `nodeSelector` and required node
+/// affinity; none ⇒ unattributed.
+fn attribute(
+    nodes: &[Node],
+    selector: &BTreeMap<String, String>,
+    affinity: Option<&k8s::NodeSelector>,
+) -> PoolAttribution {
+    let matched: BTreeSet<String> = nodes
+        .iter()
+        .filter(|n| n.total_gpus > 0)
+        .filter(|n| labels_match(selector, &n.labels))
+        .filter(|n| affinity.is_none_or(|a| selector_matches(a, &n.name, &n.labels)))
+        .filter_map(|n| n.pool.clone())
+        .collect();
+    if matched.is_empty() {
+        PoolAttribution::Any
+    } else {
+        PoolAttribution::Pools(matched.into_iter().collect())
+    }
+}
