@@ -8,6 +8,7 @@
 use std::cmp::Ordering;
 
 use alfred_model::Timestamp;
+use alfred_model::config::Config;
 use alfred_model::reason::{AdvisoryReason, RowReason};
 use alfred_model::record::{Candidate, Policy};
 use alfred_model::snapshot::{ClusterSnapshot, Component, DeploymentMode, Instance, Workload};
@@ -16,7 +17,12 @@ use crate::common::{Ctx, SurgePlan, omenative_eligibility, plan_surge, row};
 use crate::pool::{Bin, PoolEval, bins_with, evaluate_pool, fragmentation};
 use crate::settings::PolicySettings;
 
-/// Runs the defragmentation policy on `snapshot` at `now` with these settings.
+/// Runs the defragmentation policy on `snapshot` at `now` (the snapshot time `T`).
+pub fn evaluate(snapshot: &ClusterSnapshot, config: &Config, now: Timestamp) -> Vec<Candidate> {
+    evaluate_with(snapshot, &PolicySettings::from_config(config), now)
+}
+
+/// [`evaluate`] with the policies' settings given directly.
 pub fn evaluate_with(
     snapshot: &ClusterSnapshot,
     settings: &PolicySettings,

@@ -7,7 +7,7 @@
 use alfred_model::snapshot::{ClusterSnapshot, Node, NodeCondition};
 
 pub use crate::settings::EarlyTickReason;
-use crate::settings::PolicySettings;
+use alfred_model::config::Config;
 
 fn sorted_conditions(n: &Node) -> Vec<&NodeCondition> {
     let mut v: Vec<&NodeCondition> = n.conditions.iter().collect();
@@ -30,12 +30,17 @@ fn sorted_triggers(n: &Node) -> Vec<&str> {
 /// cannot fire). `NodeMaintenanceChange`, checked only when the first did not fire: the
 /// sorted list of matching maintenance-trigger names differs. Each only when listed in
 /// `earlyTickOn`; `[]` disables both.
-pub fn warrants_early_pass(
+pub fn warrants_early_pass(old: &Node, new: &Node, config: &Config) -> Option<EarlyTickReason> {
+    warrants_early_pass_for(old, new, &config.early_tick_on)
+}
+
+/// [`warrants_early_pass`] with the `earlyTickOn` list given directly.
+pub fn warrants_early_pass_for(
     old: &Node,
     new: &Node,
-    settings: &PolicySettings,
+    early_tick_on: &[EarlyTickReason],
 ) -> Option<EarlyTickReason> {
-    let on = |r: EarlyTickReason| settings.early_tick_on.contains(&r);
+    let on = |r: EarlyTickReason| early_tick_on.contains(&r);
     if on(EarlyTickReason::NodeConditionChange) && sorted_conditions(old) != sorted_conditions(new)
     {
         return Some(EarlyTickReason::NodeConditionChange);
@@ -51,7 +56,7 @@ pub fn warrants_early_pass(
 pub fn early_pass_changes(
     old: &ClusterSnapshot,
     new: &ClusterSnapshot,
-    settings: &PolicySettings,
+    early_tick_on: &[EarlyTickReason],
 ) -> Vec<(String, EarlyTickReason)> {
     let mut out: Vec<(String, EarlyTickReason)> = Vec::new();
     let mut names: Vec<&str> = new.nodes.iter().map(|n| n.name.as_str()).collect();
@@ -64,7 +69,7 @@ pub fn early_pass_changes(
         ) else {
             continue;
         };
-        if let Some(r) = warrants_early_pass(o, n, settings) {
+        if let Some(r) = warrants_early_pass_for(o, n, early_tick_on) {
             out.push((name.to_owned(), r));
         }
     }

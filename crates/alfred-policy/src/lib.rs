@@ -20,6 +20,7 @@ pub mod settings;
 pub mod testkit;
 
 use alfred_model::Timestamp;
+use alfred_model::config::Config;
 use alfred_model::record::Candidate;
 use alfred_model::snapshot::ClusterSnapshot;
 
@@ -37,6 +38,11 @@ pub struct Proposal {
 }
 
 /// Runs both policies: node health first, then defragmentation (alfred-engine.md §5.3).
+pub fn propose(snapshot: &ClusterSnapshot, config: &Config, now: Timestamp) -> Proposal {
+    propose_with(snapshot, &PolicySettings::from_config(config), now)
+}
+
+/// [`propose`] with the policies' settings given directly.
 pub fn propose_with(
     snapshot: &ClusterSnapshot,
     settings: &PolicySettings,

@@ -10,6 +10,7 @@
 //! (§D.7). The records' lifecycle is the reporter's; markers only say what was observed.
 
 use alfred_model::Timestamp;
+use alfred_model::config::Config;
 use alfred_model::reason::{AdvisoryReason, RowReason};
 use alfred_model::record::{Candidate, Policy};
 use alfred_model::snapshot::{
@@ -52,7 +53,12 @@ pub struct NodeHealthOutput {
     pub node_markers: Vec<NodeMarker>,
 }
 
-/// Runs the node-health policy on `snapshot` at `now` with these settings.
+/// Runs the node-health policy on `snapshot` at `now` (the snapshot time `T`).
+pub fn evaluate(snapshot: &ClusterSnapshot, config: &Config, now: Timestamp) -> NodeHealthOutput {
+    evaluate_with(snapshot, &PolicySettings::from_config(config), now)
+}
+
+/// [`evaluate`] with the policies' settings given directly.
 pub fn evaluate_with(
     snapshot: &ClusterSnapshot,
     settings: &PolicySettings,

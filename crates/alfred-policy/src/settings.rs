@@ -1,37 +1,16 @@
 //! The configuration the policies read, reduced to plain values.
 //!
 //! [`PolicySettings`] holds exactly the keys of alfred-policies.md §1.1 that the policies
-//! read. Build it from the full configuration with `PolicySettings::from_config` (once
-//! `alfred_model::config` is available) or by hand in tests; [`PolicySettings::default`]
+//! read. Build it from the full configuration with [`PolicySettings::from_config`] or by
+//! hand in tests; [`PolicySettings::default`]
 //! holds the documented defaults. Keeping the policies on this small struct keeps them
 //! testable without the YAML loader and makes clear which keys they depend on.
 
 use std::collections::BTreeMap;
 
 use alfred_model::Timestamp;
-
-/// `policies.defragmentation.aggressiveness`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Default)]
-pub enum Aggressiveness {
-    /// Effective move cost 0.225.
-    Conservative,
-    /// Effective move cost 0.15 (default).
-    #[default]
-    Balanced,
-    /// Effective move cost 0.075.
-    Aggressive,
-}
-
-impl Aggressiveness {
-    /// The effective cost of one surge move (§C.5, decisions E17): `costWeight × 0.15`.
-    pub fn move_cost(self) -> f64 {
-        match self {
-            Aggressiveness::Conservative => 0.225,
-            Aggressiveness::Balanced => 0.15,
-            Aggressiveness::Aggressive => 0.075,
-        }
-    }
-}
+use alfred_model::config::Config;
+pub use alfred_model::config::{Aggressiveness, EarlyTickTrigger as EarlyTickReason};
 
 /// One `maintenanceWindows[]` entry (§C.7): UTC days, `start` inclusive, `end` exclusive.
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
@@ -51,25 +30,6 @@ impl Window {
         self.days.contains(&t.weekday_from_monday())
             && self.start_minute <= minute
             && minute < self.end_minute
-    }
-}
-
-/// The `earlyTickOn` triggers (§D.8).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
-pub enum EarlyTickReason {
-    /// A node's condition list changed (count, types, status or transition time).
-    NodeConditionChange,
-    /// The sorted list of a node's matching maintenance triggers changed.
-    NodeMaintenanceChange,
-}
-
-impl EarlyTickReason {
-    /// The documented string.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            EarlyTickReason::NodeConditionChange => "NodeConditionChange",
-            EarlyTickReason::NodeMaintenanceChange => "NodeMaintenanceChange",
-        }
     }
 }
 
@@ -145,6 +105,49 @@ impl Default for PolicySettings {
 }
 
 impl PolicySettings {
+    /// The policies' reading of a loaded configuration.
+    pub fn from_config(config: &Config) -> PolicySettings {
+        let d = &config.policies.defragmentation;
+        let h = &config.policies.node_health;
+        PolicySettings {
+            defragmentation_enabled: d.enabled,
+            fragmentation_threshold: d.fragmentation_threshold,
+            aggressiveness: d.aggressiveness,
+            size_ladder: d.scoring.size_ladder.clone(),
+            demand_blend_lambda: d.scoring.demand_blend_lambda,
+            size_prior: d.scoring.size_prior.clone(),
+            pending_urgency_tau_minutes: d.scoring.pending_urgency_tau_minutes,
+            node_health_enabled: h.enabled,
+            signal_only: h.signal_only,
+            per_workload_cooldown_minutes: config.per_workload_cooldown_minutes,
+            emergency_pending_age_minutes: config.emergency_pending_age_minutes,
+            maintenance_windows: config
+                .maintenance_windows
+                .iter()
+                .map(|w| Window {
+                    days: w
+                        .days
+                        .iter()
+                        .filter_map(|d| {
+                            alfred_model::config::Weekday::ALL
+                                .iter()
+                                .position(|x| x == d)
+                                .and_then(|i| u8::try_from(i).ok())
+                        })
+                        .collect(),
+                    start_minute: u32::from(w.start.minutes()),
+                    end_minute: u32::from(w.end.minutes()),
+                })
+                .collect(),
+            avoid_spot_as_target: config.spot_policy.avoid_as_target,
+            prefer_spot_as_source: config.spot_policy.prefer_as_source,
+            allow_cross_tenant_optimization: config.allow_cross_tenant_optimization,
+            omenative_migration_enabled: config.omenative_migration_enabled,
+            lws_recommendations_enabled: config.lws_recommendations_enabled,
+            early_tick_on: config.early_tick_on.clone(),
+        }
+    }
+
     /// Whether defragmentation may plan moves at `t` (§C.7).
     pub fn window_open(&self, t: Timestamp) -> bool {
         self.maintenance_windows.is_empty()
