@@ -1,1 +1,41 @@
-//! alfred-score (stub).
+//! Fragmentation scoring of GPU pools: seed 000 "How Alfred scores a pool", as
+//! alfred-policies.md §B states it with the binding corrections of decisions.md (G.2/E6
+//! cooling Instances stay out of the repack, G.7/E5 pending pressure at the pod's real size,
+//! E16 prior as configured and score clamped, E22 `f64`).
+//!
+//! Per pool: schedulable bins (§B.1), `slots(s)` including sizes above a node (§B.2),
+//! `frag(s)` (§B.3), demand weights (§B.4), `F_observed`, the first-fit-decreasing repack of
+//! the movable Instances with a fixed denominator and `F_best` (§B.5), `F_reclaimable`,
+//! pending pressure (§B.6), the noisy-OR score (§B.7) and the threshold case (§B.8). With
+//! the executor unavailable nothing is movable, so the score is 0 (§B.9).
+//!
+//! Entry points:
+//!
+//! * [`score_with`] (`&ClusterSnapshot`, [`ScoreSettings`]) → [`ClusterScore`], the
+//!   published numbers (`pools[]` with `pool`, `totalFree`, `perSize`, `observed`, `best`,
+//!   `reclaimable`, `pendingPressure`, `score`, `thresholdCase`);
+//! * [`analyze`] → [`Analysis`]: the same plus, per pool, the observed [`Bins`], the
+//!   [`Weights`] and the demand, which the defragmentation policy needs to price a move
+//!   (§C.5) with [`PoolAnalysis::fragmentation`] / [`weighted_fragmentation`];
+//! * [`repack_movable`] / [`repack_block`]: the documented §B.5 movability predicate.
+//!
+//! Pure: no IO, no clock (`T` is `snapshot.observed_at`), no randomness, no hash-ordered
+//! collections; results do not depend on the order of the snapshot's lists. No input makes
+//! it panic. One pass over Instances and pods, O((pods + nodes) · log nodes) at worst.
+
+mod bins;
+mod index;
+mod movable;
+mod repack;
+mod score;
+mod settings;
+
+pub use bins::{Bin, Bins, Weights, weighted_fragmentation};
+pub use movable::{
+    RepackBlock, in_cooldown, model_block, omenative_eligibility, repack_block, repack_movable,
+};
+pub use score::{
+    Analysis, ClusterScore, PoolAnalysis, PoolScore, SizeScore, ThresholdCase, analyze,
+    score_with,
+};
+pub use settings::ScoreSettings;

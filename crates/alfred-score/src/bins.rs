@@ -1,0 +1,270 @@
+//! Schedulable bins, slots, per-size fragmentation and the weighted sum (§B.1–§B.4), as
+//! reusable pieces: the scorer builds them once per pool, and the defragmentation policy
+//! reuses them to price a move (§C.5).
+
+use alfred_model::snapshot::Node;
+use serde::{Deserialize, Serialize};
+
+/// A pool's schedulable bins (§B.1): one per node of the pool that can take new pods,
+/// as `(name, free, cap)`, kept in ascending name order.
+///
+/// Borrowed from the snapshot (node names are not copied). Mutating helpers
+/// ([`Bins::take`], [`Bins::release`], [`Bins::insert`]) exist so the policy can apply a
+/// planned move and ask [`weighted_fragmentation`] for `F(after)` (§C.5).
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct Bins<'s> {
+    names: Vec<&'s str>,
+    nodes: Vec<u32>,
+    free: Vec<u32>,
+    cap: Vec<u32>,
+}
+
+/// One bin, as read back from [`Bins`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Bin<'s> {
+    /// Node name.
+    pub name: &'s str,
+    /// Index of the node in `ClusterSnapshot::nodes`.
+    pub node: usize,
+    /// Free GPUs (`freeGPUs`, never above `cap`).
+    pub free: u32,
+    /// Capacity (`totalGPUs`).
+    pub cap: u32,
+}
+
+impl<'s> Bins<'s> {
+    /// No bins.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// Appends a bin; the caller keeps names ascending (internal fast path).
+    pub(crate) fn push_sorted(&mut self, name: &'s str, node: usize, free: u32, cap: u32) {
+        self.names.push(name);
+        self.nodes.push(u32::try_from(node).unwrap_or(u32::MAX));
+        self.free.push(free.min(cap));
+        self.cap.push(cap);
+    }
+
+    /// Adds `node` (index `node_index` in the snapshot) as a bin, keeping name order; does
+    /// nothing when a bin of that name exists. `free` is the node's `freeGPUs` capped at
+    /// its `totalGPUs`. Used for decision G.12: a preemptible source node counted as a bin
+    /// before and after a move.
+    pub fn insert(&mut self, node: &'s Node, node_index: usize) {
+        match self.names.binary_search(&node.name.as_str()) {
+            Ok(_) => {}
+            Err(pos) => {
+                self.names.insert(pos, node.name.as_str());
+                self.nodes
+                    .insert(pos, u32::try_from(node_index).unwrap_or(u32::MAX));
+                self.free.insert(pos, node.free_gpus.min(node.total_gpus));
+                self.cap.insert(pos, node.total_gpus);
+            }
+        }
+    }
+
+    /// Number of bins.
+    pub fn len(&self) -> usize {
+        self.names.len()
+    }
+
+    /// No bins at all.
+    pub fn is_empty(&self) -> bool {
+        self.names.is_empty()
+    }
+
+    /// The bin at a position (name order).
+    pub fn get(&self, pos: usize) -> Option<Bin<'s>> {
+        Some(Bin {
+            name: self.names.get(pos)?,
+            node: *self.nodes.get(pos)? as usize,
+            free: *self.free.get(pos)?,
+            cap: *self.cap.get(pos)?,
+        })
+    }
+
+    /// All bins in name order.
+    pub fn iter(&self) -> impl Iterator<Item = Bin<'s>> + '_ {
+        (0..self.len()).filter_map(|i| self.get(i))
+    }
+
+    /// The position of the bin of a node name (binary search).
+    pub fn position(&self, name: &str) -> Option<usize> {
+        self.names.binary_search(&name).ok()
+    }
+
+    /// Free GPUs per bin, in name order.
+    pub fn free(&self) -> &[u32] {
+        &self.free
+    }
+
+    /// Capacity per bin, in name order.
+    pub fn caps(&self) -> &[u32] {
+        &self.cap
+    }
+
+    /// Overwrites the free GPUs (same length and order as [`Bins::free`]); each value is
+    /// capped at the bin's capacity. Returns false (and changes nothing) on a length mismatch.
+    pub fn set_free(&mut self, free: &[u32]) -> bool {
+        if free.len() != self.free.len() {
+            return false;
+        }
+        for ((dst, src), cap) in self.free.iter_mut().zip(free).zip(&self.cap) {
+            *dst = (*src).min(*cap);
+        }
+        true
+    }
+
+    /// `TotalFree`: Σ free over the bins.
+    pub fn total_free(&self) -> u64 {
+        self.free.iter().map(|f| u64::from(*f)).sum()
+    }
+
+    /// `maxCap`: the largest capacity among the bins, 0 without bins.
+    pub fn max_cap(&self) -> u32 {
+        self.cap.iter().copied().max().unwrap_or(0)
+    }
+
+    /// `slots(bins, s)` of §B.2 (0 for `s = 0`).
+    pub fn slots(&self, size: u32) -> u64 {
+        slots(&self.free, &self.cap, self.max_cap(), size)
+    }
+
+    /// Places `gpus` on the bin of `name`: succeeds (and subtracts) only when that bin
+    /// exists and has at least `gpus` free — the fail-closed guard of §C.5.
+    pub fn take(&mut self, name: &str, gpus: u32) -> bool {
+        match self.position(name) {
+            Some(pos) if self.free[pos] >= gpus => {
+                self.free[pos] -= gpus;
+                true
+            }
+            _ => false,
+        }
+    }
+
+    /// Gives `gpus` back to the bin of `name`, capped at its capacity; a name that is not a
+    /// bin (an excluded node) frees nothing usable (§C.5). Returns whether it was a bin.
+    pub fn release(&mut self, name: &str, gpus: u32) -> bool {
+        match self.position(name) {
+            Some(pos) => {
+                self.free[pos] = self.free[pos].saturating_add(gpus).min(self.cap[pos]);
+                true
+            }
+            None => false,
+        }
+    }
+}
+
+/// The per-size weights `w(s)` of a pool (§B.4), in ladder order.
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Weights {
+    /// Ladder sizes, ascending.
+    pub sizes: Vec<u32>,
+    /// `w(s)` for each ladder size.
+    pub weights: Vec<f64>,
+}
+
+impl Weights {
+    /// The weight of a ladder size (0 for a size not on the ladder).
+    pub fn get(&self, size: u32) -> f64 {
+        self.sizes
+            .iter()
+            .position(|s| *s == size)
+            .and_then(|i| self.weights.get(i).copied())
+            .unwrap_or(0.0)
+    }
+}
+
+/// `slots` over raw arrays (`free` and `cap` aligned), given the bins' `maxCap`.
+pub(crate) fn slots(free: &[u32], cap: &[u32], max_cap: u32, size: u32) -> u64 {
+    if size == 0 || max_cap == 0 {
+        return 0;
+    }
+    if size <= max_cap {
+        free.iter().map(|f| u64::from(*f / size)).sum()
+    } else {
+        let whole = free
+            .iter()
+            .zip(cap)
+            .filter(|(f, c)| **c == max_cap && **f == **c)
+            .count() as u64;
+        let group = u64::from(size.div_ceil(max_cap));
+        whole / group
+    }
+}
+
+/// `frag(s) = max(0, 1 − slots(s)·s / denominator)`, 0 when the denominator is 0 (§B.3).
+pub(crate) fn frag(slots: u64, size: u32, denominator: u64) -> f64 {
+    if denominator == 0 {
+        return 0.0;
+    }
+    let f = 1.0 - (slots as f64 * f64::from(size)) / denominator as f64;
+    f.max(0.0)
+}
+
+/// `Σ_s w(s) · frag(s)` over the ladder, with the per-size fragmentation of `bins` taken
+/// against a **fixed** `denominator` (§B.5 and §C.5: always the observed `TotalFree` of
+/// the pool, so that a hypothetical bin set is compared on the same scale).
+///
+/// * `F_observed` = `weighted_fragmentation(bins, w, bins.total_free())`;
+/// * `F_best` = `weighted_fragmentation(repacked, w, observed_total_free)`;
+/// * `F(after)` of a move (§C.5) = `weighted_fragmentation(after, w, observed_total_free)`.
+pub fn weighted_fragmentation(bins: &Bins<'_>, weights: &Weights, denominator: u64) -> f64 {
+    weighted_fragmentation_raw(&bins.free, &bins.cap, weights, denominator)
+}
+
+pub(crate) fn weighted_fragmentation_raw(
+    free: &[u32],
+    cap: &[u32],
+    weights: &Weights,
+    denominator: u64,
+) -> f64 {
+    let max_cap = cap.iter().copied().max().unwrap_or(0);
+    let mut total = 0.0;
+    for (size, w) in weights.sizes.iter().zip(&weights.weights) {
+        let s = slots(free, cap, max_cap, *size);
+        total += w * frag(s, *size, denominator);
+    }
+    total
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn bins(spec: &[(u32, u32)]) -> (Vec<String>, Vec<(u32, u32)>) {
+        let names = (0..spec.len()).map(|i| format!("n{i:02}")).collect();
+        (names, spec.to_vec())
+    }
+
+    #[test]
+    fn example_3_sizes_larger_than_a_node() {
+        let (names, spec) = bins(&[(8, 8), (8, 8), (8, 8), (3, 8), (4, 4)]);
+        let mut b = Bins::new();
+        for (i, (free, cap)) in spec.iter().enumerate() {
+            b.push_sorted(&names[i], i, *free, *cap);
+        }
+        assert_eq!(b.slots(16), 1);
+        assert_eq!(b.slots(24), 1);
+        assert_eq!(b.slots(8), 3);
+        assert_eq!(b.slots(4), 7);
+        assert_eq!(b.slots(32), 0);
+        assert_eq!(b.slots(0), 0);
+        assert_eq!(Bins::new().slots(1), 0);
+    }
+
+    #[test]
+    fn take_and_release_guard_and_cap() {
+        let (names, _) = bins(&[(0, 0); 2]);
+        let mut b = Bins::new();
+        b.push_sorted(&names[0], 0, 2, 8);
+        b.push_sorted(&names[1], 1, 8, 8);
+        assert!(!b.take("n00", 3));
+        assert!(b.take("n00", 2));
+        assert!(!b.take("zz", 1));
+        assert!(b.release("n01", 4));
+        assert_eq!(b.free(), &[0, 8]);
+        assert!(!b.release("zz", 4));
+    }
+}

@@ -1,0 +1,282 @@
+//! Which Instances the repack may move (§B.5 "movable for repack").
+
+use std::fmt::Write as _;
+
+use alfred_model::ClusterSnapshot;
+use alfred_model::Timestamp;
+use alfred_model::snapshot::{
+    Component, DeploymentMode, Instance, ModelInfo, ReplicaState, Workload,
+};
+use serde::{Deserialize, Serialize};
+
+use crate::ScoreSettings;
+
+/// Why an Instance is not movable for the repack: the first failing condition of §B.5, in
+/// the spec's order (1 migration surface, 2 mode, 3 pool, 4 model, 5 the §C.3 eligibility
+/// ladder, 6 the per-workload cooldown of decision G.2).
+///
+/// The §C.3 variants carry the advisory reason the defragmentation policy reports for the
+/// same failure; the policy's own ladder (§C.2) orders the checks differently (cooldown
+/// before eligibility), which matters for the reason shown, never for movability.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+pub enum RepackBlock {
+    /// 1: `omenativeMigrationEnabled` is false (`MigrationSurfaceDisabled`).
+    MigrationSurfaceDisabled,
+    /// 2: the component is not OMENative (RawDeployment, MultiNode, other).
+    NotOMENative,
+    /// 3: the Instance has no node, a node missing from the snapshot or without GPUs, or a
+    /// node outside the pool.
+    OutsidePool,
+    /// 4: the workload's model is missing from the snapshot or could not be resolved.
+    ModelUnresolved,
+    /// 4: the workload's model sits on a single-node volume.
+    VolumePinned,
+    /// 5 (§C.3 steps 1, 3, 9): `OMENativeObservationInvalid`.
+    ObservationInvalid,
+    /// 5 (§C.3 steps 2, 4–7, 10–13): `OMENativeStateIneligible`.
+    StateIneligible,
+    /// 5 (§C.3 step 8): executor unavailable, `migration.apiVersion` unset
+    /// (`OMENativeUnavailable`).
+    Unavailable,
+    /// 6: the workload is inside its per-workload cooldown (§C.8, decision G.2).
+    Cooldown,
+}
+
+impl RepackBlock {
+    /// A stable name for the block (the advisory reason where the policy has one).
+    pub fn as_str(self) -> &'static str {
+        match self {
+            RepackBlock::MigrationSurfaceDisabled => "MigrationSurfaceDisabled",
+            RepackBlock::NotOMENative => "NotOMENative",
+            RepackBlock::OutsidePool => "OutsidePool",
+            RepackBlock::ModelUnresolved => "ModelUnresolved",
+            RepackBlock::VolumePinned => "VolumePinned",
+            RepackBlock::ObservationInvalid => "OMENativeObservationInvalid",
+            RepackBlock::StateIneligible => "OMENativeStateIneligible",
+            RepackBlock::Unavailable => "OMENativeUnavailable",
+            RepackBlock::Cooldown => "Cooldown",
+        }
+    }
+}
+
+/// Whether an Instance is **movable for repack** in `pool` (§B.5): all of
+///
+/// 1. `omenativeMigrationEnabled`;
+/// 2. its component's mode is OMENative;
+/// 3. its `nodesSet` is non-empty and every node in it is a GPU node of `pool`;
+/// 4. `modelAdvisoryReason` is empty (§A.8);
+/// 5. the shared OMENative eligibility of §C.3 passes — which fails every Instance when the
+///    executor is unavailable (`migration.apiVersion` unset), so nothing moves and the score
+///    stays 0 (§B.9);
+/// 6. the workload is outside its per-workload cooldown at `now` (§C.8, decision G.2).
+///
+/// Surge headroom is not part of the test. Node lookups use [`ClusterSnapshot::node`], so
+/// `snapshot.nodes` must be sorted by name (as [`ClusterSnapshot::normalize`] leaves it).
+pub fn repack_movable(
+    snapshot: &ClusterSnapshot,
+    workload: &Workload,
+    component: &Component,
+    instance: &Instance,
+    pool: &str,
+    settings: &ScoreSettings,
+    now: Timestamp,
+) -> bool {
+    repack_block(snapshot, workload, component, instance, pool, settings, now).is_none()
+}
+
+/// The first §B.5 condition an Instance fails, `None` when it is movable for repack in
+/// `pool` (see [`repack_movable`]).
+pub fn repack_block(
+    snapshot: &ClusterSnapshot,
+    workload: &Workload,
+    component: &Component,
+    instance: &Instance,
+    pool: &str,
+    settings: &ScoreSettings,
+    now: Timestamp,
+) -> Option<RepackBlock> {
+    if !settings.omenative_migration_enabled {
+        return Some(RepackBlock::MigrationSurfaceDisabled);
+    }
+    if component.mode != DeploymentMode::OMENative {
+        return Some(RepackBlock::NotOMENative);
+    }
+    let in_pool = !instance.nodes.is_empty()
+        && instance.nodes.keys().all(|name| {
+            snapshot
+                .node(name)
+                .is_some_and(|n| n.has_gpus() && n.pool.as_deref() == Some(pool))
+        });
+    if !in_pool {
+        return Some(RepackBlock::OutsidePool);
+    }
+    if let Some(block) = model_block(snapshot, workload) {
+        return Some(block);
+    }
+    if let Some(block) =
+        omenative_eligibility(snapshot.executor.available, workload, component, instance)
+    {
+        return Some(block);
+    }
+    if in_cooldown(workload, settings.per_workload_cooldown_minutes, now) {
+        return Some(RepackBlock::Cooldown);
+    }
+    None
+}
+
+/// `inCooldown(w)` of §C.8: the workload's newest finished migration ended less than its
+/// cooldown ago. The cooldown is the `alfred.ome.io/cooldown-minutes` override when set
+/// (0 ⇒ never in cooldown), else `per_workload_cooldown_minutes`.
+pub fn in_cooldown(workload: &Workload, per_workload_cooldown_minutes: u32, now: Timestamp) -> bool {
+    let Some(last) = workload.migration.last_migration else {
+        return false;
+    };
+    let minutes = workload
+        .settings
+        .cooldown_minutes
+        .unwrap_or(per_workload_cooldown_minutes);
+    if minutes == 0 {
+        return false;
+    }
+    let elapsed = i128::from(now.unix_nanos()) - i128::from(last.unix_nanos());
+    elapsed < i128::from(minutes) * 60_000_000_000
+}
+
+/// `modelAdvisoryReason(w)` of §A.8 as a block: `ModelUnresolved` when the model is not in
+/// the snapshot or has a resolve error, `VolumePinned` when pinned, `None` otherwise (also
+/// without a model).
+pub fn model_block(snapshot: &ClusterSnapshot, workload: &Workload) -> Option<RepackBlock> {
+    let model = workload.model.as_ref()?;
+    model_info_block(snapshot.models.get(&model.key()))
+}
+
+pub(crate) fn model_info_block(info: Option<&ModelInfo>) -> Option<RepackBlock> {
+    match info {
+        None => Some(RepackBlock::ModelUnresolved),
+        Some(i) if i.resolve_error.is_some() => Some(RepackBlock::ModelUnresolved),
+        Some(i) if i.volume_pinned => Some(RepackBlock::VolumePinned),
+        Some(_) => None,
+    }
+}
+
+/// Writes `ModelRef::key` into a reused buffer (no allocation per workload in the hot path).
+pub(crate) fn model_key_into(workload: &Workload, buf: &mut String) -> bool {
+    let Some(m) = workload.model.as_ref() else {
+        return false;
+    };
+    buf.clear();
+    let _ = if m.namespace.is_empty() {
+        write!(buf, "{}/{}", m.kind, m.name)
+    } else {
+        write!(buf, "{}/{}/{}", m.kind, m.namespace, m.name)
+    };
+    true
+}
+
+/// The shared OMENative eligibility check of §C.3 (`OMENativeEligibility`): the first
+/// failing step's reason, `None` when the Instance may move.
+pub fn omenative_eligibility(
+    executor_available: bool,
+    workload: &Workload,
+    component: &Component,
+    instance: &Instance,
+) -> Option<RepackBlock> {
+    // 1. missing inputs.
+    if instance.status.is_none() {
+        return Some(RepackBlock::ObservationInvalid);
+    }
+    if let Some(block) = workload_state_block(workload) {
+        return Some(block);
+    }
+    if let Some(block) = component_block(component) {
+        return Some(block);
+    }
+    if !executor_available {
+        return Some(RepackBlock::Unavailable);
+    }
+    instance_block(component, instance)
+}
+
+/// §C.3 step 2: movable, valid migration state, no malformed request, nothing in flight.
+pub(crate) fn workload_state_block(w: &Workload) -> Option<RepackBlock> {
+    let m = &w.migration;
+    if !w.settings.movable || !m.valid || !m.malformed_requests.is_empty() || !m.active.is_empty()
+    {
+        return Some(RepackBlock::StateIneligible);
+    }
+    None
+}
+
+/// §C.3 steps 3–7 (component level).
+pub(crate) fn component_block(c: &Component) -> Option<RepackBlock> {
+    let Some(r) = c.replica.as_ref() else {
+        return Some(RepackBlock::ObservationInvalid);
+    };
+    if !r.status_fresh || c.observation_invalid.is_some() {
+        return Some(RepackBlock::ObservationInvalid);
+    }
+    if r.paused || r.migration_never {
+        return Some(RepackBlock::StateIneligible);
+    }
+    let desired = r.desired_replicas;
+    let counts = [
+        r.replicas,
+        r.ready_replicas,
+        r.serving_replicas,
+        r.available_replicas,
+        r.updated_replicas,
+        r.updated_ready_replicas,
+    ];
+    if desired <= 0
+        || i64::try_from(c.instances.len()).ok() != Some(desired)
+        || counts.iter().any(|n| *n != desired)
+    {
+        return Some(RepackBlock::StateIneligible);
+    }
+    if r.current_revision.is_empty()
+        || r.update_revision.is_empty()
+        || r.current_revision != r.update_revision
+    {
+        return Some(RepackBlock::StateIneligible);
+    }
+    None
+}
+
+/// §C.3 steps 1 and 9–13 (Instance level); the executor (step 8) is checked by the caller.
+pub(crate) fn instance_block(c: &Component, i: &Instance) -> Option<RepackBlock> {
+    let Some(s) = i.status.as_ref() else {
+        return Some(RepackBlock::ObservationInvalid);
+    };
+    if s.invalid.is_some() {
+        return Some(RepackBlock::ObservationInvalid);
+    }
+    if !s.admitted || s.phase != "Ready" || s.operation.is_some() {
+        return Some(RepackBlock::StateIneligible);
+    }
+    let desired = s.desired_pods;
+    let live = i64::try_from(i.pods.len()).unwrap_or(i64::MAX);
+    let counts = [
+        s.status_pods,
+        s.observed_pods,
+        live,
+        s.ready_pods,
+        s.serving_pods,
+        s.available_pods,
+    ];
+    if desired <= 0 || counts.iter().any(|n| *n != desired) {
+        return Some(RepackBlock::StateIneligible);
+    }
+    let current = c
+        .replica
+        .as_ref()
+        .map(|r: &ReplicaState| r.current_revision.as_str())
+        .unwrap_or("");
+    if s.running_revision.is_empty() || s.running_revision != current || !s.target_revision.is_empty()
+    {
+        return Some(RepackBlock::StateIneligible);
+    }
+    if i.any_terminating || usize::try_from(i.ready_pods).ok() != Some(i.pods.len()) {
+        return Some(RepackBlock::StateIneligible);
+    }
+    None
+}

@@ -1,0 +1,496 @@
+//! The per-pool score (§B) in one pass over the snapshot.
+
+use std::cmp::Ordering;
+
+use alfred_model::ClusterSnapshot;
+use alfred_model::snapshot::{DeploymentMode, Instance, PoolAttribution};
+use serde::{Deserialize, Serialize};
+
+use crate::ScoreSettings;
+use crate::bins::{Bins, Weights, frag, slots, weighted_fragmentation, weighted_fragmentation_raw};
+use crate::index::{NameIndex, PodFinder};
+use crate::movable::{
+    component_block, in_cooldown, instance_block, model_info_block, model_key_into,
+    workload_state_block,
+};
+use crate::repack::{Item, NONE, repack};
+
+/// `slots(s)` and `frag(s)` of one ladder size on the observed bins (§B.2–§B.3).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct SizeScore {
+    /// Ladder size `s`.
+    pub size: u32,
+    /// `slots(s)`: how many size-`s` Instances the pool's free GPUs can seat.
+    pub slots: u64,
+    /// `frag(s) = max(0, 1 − slots(s)·s / totalFree)`, 0 when nothing is free.
+    pub frag: f64,
+}
+
+/// Which of the three cases of §B.8 applies to a pool (θ = `fragmentationThreshold`, both
+/// comparisons strict).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+pub enum ThresholdCase {
+    /// `"executionOpen"` — case 1: `score > θ`; the policy plans moves.
+    #[serde(rename = "executionOpen")]
+    ExecutionOpen,
+    /// `"advisoryOnly"` — case 2: not case 1, but the fragmentation no move can fix,
+    /// `max(0, observed − reclaimable)`, is above θ: eligible OMENative Instances become
+    /// advice with `NonExecutableObservedFragmentation`.
+    #[serde(rename = "advisoryOnly")]
+    AdvisoryOnly,
+    /// `"quiet"` — case 3: neither; the pool produces no rows.
+    #[serde(rename = "quiet")]
+    Quiet,
+}
+
+impl ThresholdCase {
+    /// The documented string (`executionOpen`, `advisoryOnly`, `quiet`).
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ThresholdCase::ExecutionOpen => "executionOpen",
+            ThresholdCase::AdvisoryOnly => "advisoryOnly",
+            ThresholdCase::Quiet => "quiet",
+        }
+    }
+
+    /// The case number of §B.8 (1, 2 or 3).
+    pub fn number(self) -> u8 {
+        match self {
+            ThresholdCase::ExecutionOpen => 1,
+            ThresholdCase::AdvisoryOnly => 2,
+            ThresholdCase::Quiet => 3,
+        }
+    }
+
+    /// Classifies a pool: case 1 when `score > θ`, else case 2 when
+    /// `max(0, observed − reclaimable) > θ`, else case 3.
+    pub fn classify(score: f64, observed: f64, reclaimable: f64, threshold: f64) -> Self {
+        if score > threshold {
+            ThresholdCase::ExecutionOpen
+        } else if (observed - reclaimable).max(0.0) > threshold {
+            ThresholdCase::AdvisoryOnly
+        } else {
+            ThresholdCase::Quiet
+        }
+    }
+}
+
+/// The score of one pool, with the names `alfred replay --format json` prints under
+/// `pools`. Every fraction is in [0, 1].
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct PoolScore {
+    /// Pool key (§A.2).
+    pub pool: String,
+    /// `TotalFree`: free GPUs over the schedulable bins (§B.1).
+    pub total_free: u64,
+    /// `slots(s)` and `frag(s)` per ladder size, ascending.
+    pub per_size: Vec<SizeScore>,
+    /// `F_observed = Σ w(s)·frag(s)` (clamped to [0, 1]; only a prior summing above 1
+    /// could exceed it).
+    pub observed: f64,
+    /// `F_best`: the same sum after the FFD repack, same weights, same denominator.
+    pub best: f64,
+    /// `F_reclaimable = max(0, observed − best)`.
+    pub reclaimable: f64,
+    /// `P = 1 − Π (1 − urgency)` over the pending pods that fit nowhere now but would after
+    /// the repack.
+    pub pending_pressure: f64,
+    /// `1 − (1 − reclaimable)·(1 − pendingPressure)`, clamped to [0, 1].
+    pub score: f64,
+    /// The case of §B.8.
+    pub threshold_case: ThresholdCase,
+}
+
+/// Every pool's score; `score` is the maximum over pools (0 without pools), the gauge
+/// `alfred_cluster_fragmentation_score`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ClusterScore {
+    /// Max over pools of `PoolScore::score`.
+    pub score: f64,
+    /// Pools in ascending key order.
+    pub pools: Vec<PoolScore>,
+}
+
+/// A pool's score together with the pieces the defragmentation policy needs to price a move
+/// (§C.5): the observed bins, the observed weights and (in `score.total_free`) the fixed
+/// denominator.
+#[derive(Debug, Clone, PartialEq)]
+pub struct PoolAnalysis<'s> {
+    /// The published score.
+    pub score: PoolScore,
+    /// The schedulable bins as observed (§B.1), name order.
+    pub bins: Bins<'s>,
+    /// `w(s)` per ladder size.
+    pub weights: Weights,
+    /// Demand GPUs per ladder size (§B.4), same order as `weights.sizes`.
+    pub demand: Vec<u64>,
+}
+
+impl PoolAnalysis<'_> {
+    /// `F(bins)` with this pool's **observed** weights and **observed** `TotalFree` as the
+    /// denominator: `F(after)` of §C.5 once a move has been applied to a copy of
+    /// [`PoolAnalysis::bins`]. The benefit of a move is `score.observed`-consistent:
+    ///
+    /// ```text
+    /// let mut after = analysis.bins.clone();
+    /// for m in moves { if !after.take(target, gpus) { drop the candidate } }
+    /// for m in moves { after.release(source, gpus); }     // capped; excluded sources free nothing
+    /// benefit = analysis.fragmentation(&analysis.bins) − analysis.fragmentation(&after)
+    /// ```
+    ///
+    /// (`fragmentation(&bins)` equals `score.observed` up to the [0, 1] clamp.) For decision
+    /// G.12 (a preemptible source), add the source node(s) to both bin sets with
+    /// [`Bins::insert`] and price both with [`weighted_fragmentation`] against the
+    /// augmented before-set's `total_free()`.
+    pub fn fragmentation(&self, bins: &Bins<'_>) -> f64 {
+        weighted_fragmentation(bins, &self.weights, self.score.total_free)
+    }
+}
+
+/// Scores of every pool plus the per-pool pieces for the policy.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Analysis<'s> {
+    /// Max over pools (0 without pools).
+    pub score: f64,
+    /// Pools in ascending key order.
+    pub pools: Vec<PoolAnalysis<'s>>,
+}
+
+impl Analysis<'_> {
+    /// The analysis of one pool.
+    pub fn pool(&self, pool: &str) -> Option<&PoolAnalysis<'_>> {
+        self.pools
+            .binary_search_by(|p| p.score.pool.as_str().cmp(pool))
+            .ok()
+            .map(|i| &self.pools[i])
+    }
+
+    /// Drops the policy pieces.
+    pub fn into_scores(self) -> ClusterScore {
+        ClusterScore {
+            score: self.score,
+            pools: self.pools.into_iter().map(|p| p.score).collect(),
+        }
+    }
+}
+
+/// Scores every pool (§B) — see [`analyze`].
+pub fn score_with(snapshot: &ClusterSnapshot, settings: &ScoreSettings) -> ClusterScore {
+    analyze(snapshot, settings).into_scores()
+}
+
+/// `snap(g)`: the index of the smallest ladder size ≥ g, else the top size.
+fn snap(ladder: &[u32], g: u32) -> usize {
+    ladder
+        .iter()
+        .position(|s| *s >= g)
+        .unwrap_or(ladder.len().saturating_sub(1))
+}
+
+/// Pod demand state while walking Instances (a pod listed by several Instances counts once).
+const UNSEEN: u8 = 0;
+const ITEM: u8 = 1;
+const FIXED: u8 = 2;
+
+/// Computes §B for every pool of the snapshot, at `T = snapshot.observed_at`.
+///
+/// Pure and deterministic: the result does not depend on the order of the snapshot's
+/// lists (nodes, pods, pending pods, workloads); an unnormalized snapshot only costs an
+/// extra sort. Node names and pod keys are assumed unique, as Kubernetes makes them; a pod
+/// listed by several Instances is counted once, and moves in the repack only when every
+/// Instance listing it is movable.
+pub fn analyze<'s>(snapshot: &'s ClusterSnapshot, settings: &ScoreSettings) -> Analysis<'s> {
+    let st = settings.sanitized();
+    let ladder: &[u32] = &st.size_ladder;
+    let now = snapshot.observed_at;
+    let nodes = &snapshot.nodes;
+    let pods = &snapshot.pods;
+
+    // Pools: the sorted set of pool keys of GPU nodes, and each node's pool index.
+    let mut pool_names: Vec<&'s str> = Vec::new();
+    for n in nodes.iter().filter(|n| n.has_gpus()) {
+        let p = n.pool.as_deref().unwrap_or("");
+        if pool_names.last() != Some(&p)
+            && let Err(pos) = pool_names.binary_search(&p)
+        {
+            pool_names.insert(pos, p);
+        }
+    }
+    let np = pool_names.len();
+    let node_pool: Vec<u32> = nodes
+        .iter()
+        .map(|n| {
+            if n.has_gpus() {
+                let p = n.pool.as_deref().unwrap_or("");
+                pool_names
+                    .binary_search(&p)
+                    .map(|i| i as u32)
+                    .unwrap_or(NONE)
+            } else {
+                NONE
+            }
+        })
+        .collect();
+
+    // Schedulable bins per pool, in name order (§B.1).
+    let names_sorted = nodes.windows(2).all(|w| w[0].name <= w[1].name);
+    let by_name: Vec<u32> = if names_sorted {
+        (0..nodes.len() as u32).collect()
+    } else {
+        let mut v: Vec<u32> = (0..nodes.len() as u32).collect();
+        v.sort_by(|a, b| nodes[*a as usize].name.cmp(&nodes[*b as usize].name).then(a.cmp(b)));
+        v
+    };
+    let mut bins: Vec<Bins<'s>> = (0..np).map(|_| Bins::new()).collect();
+    let mut node_bin = vec![NONE; nodes.len()];
+    for &i in &by_name {
+        let i = i as usize;
+        let n = &nodes[i];
+        let p = node_pool[i];
+        if p == NONE || n.unavailable() || (st.avoid_spot_as_target && n.preemptible) {
+            continue;
+        }
+        let b = &mut bins[p as usize];
+        node_bin[i] = b.len() as u32;
+        b.push_sorted(&n.name, i, n.free_gpus, n.total_gpus);
+    }
+
+    let index = NameIndex::new(nodes.iter().map(|n| n.name.as_str()));
+    let mut demand = vec![vec![0u64; ladder.len()]; np];
+    let mut items: Vec<Vec<Item>> = vec![Vec::new(); np];
+    let mut state = vec![UNSEEN; pods.len()];
+    let mut finder = PodFinder::new(pods);
+    let repack_possible = st.omenative_migration_enabled && snapshot.executor.available;
+    let mut key_buf = String::new();
+
+    // The pool of an Instance for condition 3 of §B.5: all of its nodes in one pool.
+    let instance_pool = |inst: &Instance, single: Option<usize>| -> u32 {
+        if let Some(i) = single {
+            return node_pool[i];
+        }
+        let mut pool = NONE;
+        for name in inst.nodes.keys() {
+            let Some(i) = index.get(name) else {
+                return NONE;
+            };
+            let p = node_pool[i];
+            if p == NONE || (pool != NONE && p != pool) {
+                return NONE;
+            }
+            pool = p;
+        }
+        pool
+    };
+
+    for w in &snapshot.workloads {
+        let w_ok = repack_possible
+            && workload_state_block(w).is_none()
+            && !in_cooldown(w, st.per_workload_cooldown_minutes, now)
+            && (!model_key_into(w, &mut key_buf)
+                || model_info_block(snapshot.models.get(key_buf.as_str())).is_none());
+        for c in &w.components {
+            let c_ok = w_ok && c.mode == DeploymentMode::OMENative && component_block(c).is_none();
+            for inst in &c.instances {
+                let single = if inst.nodes.len() == 1 {
+                    inst.nodes.keys().next().and_then(|n| index.get(n))
+                } else {
+                    None
+                };
+                let movable_pool = if c_ok && instance_block(c, inst).is_none() {
+                    instance_pool(inst, single)
+                } else {
+                    NONE
+                };
+                for key in &inst.pods {
+                    let Some(pi) = finder.find(key) else {
+                        continue;
+                    };
+                    let pod = &pods[pi];
+                    if pod.gpus == 0 || pod.node.is_empty() {
+                        continue;
+                    }
+                    let ni = match single {
+                        Some(i) if nodes[i].name == pod.node => Some(i),
+                        _ => index.get(&pod.node),
+                    };
+                    let Some(ni) = ni else {
+                        continue;
+                    };
+                    let q = node_pool[ni];
+                    if q == NONE {
+                        continue;
+                    }
+                    let is_item = movable_pool != NONE && q == movable_pool;
+                    match state[pi] {
+                        UNSEEN => {
+                            demand[q as usize][snap(ladder, pod.gpus)] += u64::from(pod.gpus);
+                            if is_item {
+                                state[pi] = ITEM;
+                                items[q as usize].push(Item {
+                                    pod: pi as u32,
+                                    node: ni as u32,
+                                    gpus: pod.gpus,
+                                });
+                            } else {
+                                state[pi] = FIXED;
+                            }
+                        }
+                        ITEM if !is_item => state[pi] = FIXED,
+                        _ => {}
+                    }
+                }
+            }
+        }
+    }
+
+    // Pending pods, in a canonical order (the urgency product is order-sensitive in f64).
+    let pending = &snapshot.pending_pods;
+    let mut pending_order: Vec<u32> = (0..pending.len() as u32).collect();
+    pending_order.sort_by(|a, b| {
+        let (x, y) = (&pending[*a as usize], &pending[*b as usize]);
+        (&x.namespace, &x.name, x.pending_since, x.gpus_needed)
+            .cmp(&(&y.namespace, &y.name, y.pending_since, y.gpus_needed))
+    });
+    let tau = f64::from(st.pending_urgency_tau_minutes);
+    let mut pending_by_pool: Vec<Vec<(u32, f64)>> = vec![Vec::new(); np];
+    let mut pools_of: Vec<u32> = Vec::new();
+    for &k in &pending_order {
+        let p = &pending[k as usize];
+        let g = p.gpus_needed;
+        if g == 0 {
+            continue;
+        }
+        pools_of.clear();
+        match &p.pools {
+            PoolAttribution::Any => pools_of.extend(0..np as u32),
+            PoolAttribution::Pools(list) => {
+                for name in list {
+                    if let Ok(i) = pool_names.binary_search(&name.as_str()) {
+                        pools_of.push(i as u32);
+                    }
+                }
+                pools_of.sort_unstable();
+                pools_of.dedup();
+            }
+        }
+        let age = now.minutes_since(p.pending_since).max(0.0);
+        for &q in &pools_of {
+            demand[q as usize][snap(ladder, g)] += u64::from(g);
+            pending_by_pool[q as usize].push((g, age));
+        }
+    }
+
+    let lambda = st.demand_blend_lambda;
+    let mut out = Vec::with_capacity(np);
+    for (q, pool_bins) in bins.into_iter().enumerate() {
+        let free = pool_bins.free();
+        let cap = pool_bins.caps();
+        let total_free = pool_bins.total_free();
+        let max_cap = pool_bins.max_cap();
+
+        let d_total: u64 = demand[q].iter().sum();
+        let weights = Weights {
+            sizes: ladder.to_vec(),
+            weights: ladder
+                .iter()
+                .zip(&demand[q])
+                .map(|(s, d)| {
+                    let share = if d_total == 0 {
+                        0.0
+                    } else {
+                        *d as f64 / d_total as f64
+                    };
+                    (1.0 - lambda) * share + lambda * st.prior(*s)
+                })
+                .collect(),
+        };
+        let mut per_size = Vec::with_capacity(ladder.len());
+        let mut observed = 0.0;
+        for (s, w) in ladder.iter().zip(&weights.weights) {
+            let sl = slots(free, cap, max_cap, *s);
+            let f = frag(sl, *s, total_free);
+            observed += w * f;
+            per_size.push(SizeScore {
+                size: *s,
+                slots: sl,
+                frag: f,
+            });
+        }
+        let observed = clamp01(observed);
+
+        // The FFD repack of the movable Instances' pods (§B.5).
+        let pool_items = &mut items[q];
+        pool_items.retain(|it| state[it.pod as usize] == ITEM);
+        let repacked = if pool_items.is_empty() {
+            free.to_vec()
+        } else {
+            repack(free, cap, &node_bin, pool_items, pods, nodes)
+        };
+        let best = clamp01(weighted_fragmentation_raw(&repacked, cap, &weights, total_free));
+        let reclaimable = (observed - best).max(0.0);
+
+        // Pending pressure (§B.6, decision G.7: the pod's real size).
+        let seat_summary = |f: &[u32]| -> (u32, u64) {
+            let max_free = f.iter().copied().max().unwrap_or(0);
+            let whole = f
+                .iter()
+                .zip(cap)
+                .filter(|(x, c)| **c == max_cap && **x == **c)
+                .count() as u64;
+            (max_free, whole)
+        };
+        let seats_any = |(max_free, whole): (u32, u64), g: u32| -> bool {
+            if max_cap == 0 {
+                false
+            } else if g <= max_cap {
+                max_free >= g
+            } else {
+                whole >= u64::from(g.div_ceil(max_cap))
+            }
+        };
+        let before = seat_summary(free);
+        let after = seat_summary(&repacked);
+        let mut keep = 1.0;
+        for &(g, age) in &pending_by_pool[q] {
+            if !seats_any(before, g) && seats_any(after, g) {
+                let u = 1.0 - (-age / tau).exp();
+                keep *= 1.0 - u;
+            }
+        }
+        let pending_pressure = clamp01(1.0 - keep);
+        let score = clamp01(1.0 - (1.0 - reclaimable) * (1.0 - pending_pressure));
+        let threshold_case =
+            ThresholdCase::classify(score, observed, reclaimable, st.fragmentation_threshold);
+        out.push(PoolAnalysis {
+            score: PoolScore {
+                pool: pool_names[q].to_owned(),
+                total_free,
+                per_size,
+                observed,
+                best,
+                reclaimable,
+                pending_pressure,
+                score,
+                threshold_case,
+            },
+            bins: pool_bins,
+            weights,
+            demand: std::mem::take(&mut demand[q]),
+        });
+    }
+    let score = out
+        .iter()
+        .map(|p| p.score.score)
+        .fold(0.0, |a: f64, b| match a.partial_cmp(&b) {
+            Some(Ordering::Less) => b,
+            _ => a,
+        });
+    Analysis { score, pools: out }
+}
+
+fn clamp01(x: f64) -> f64 {
+    if x.is_nan() { 0.0 } else { x.clamp(0.0, 1.0) }
+}

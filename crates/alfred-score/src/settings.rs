@@ -1,0 +1,109 @@
+//! The configuration the scorer reads, reduced to plain values.
+
+use std::collections::BTreeMap;
+
+/// The parameters of the fragmentation score (alfred-policies.md §1.1, §B).
+///
+/// Built from the full configuration with [`ScoreSettings::from_config`], or by hand
+/// (tests, benchmarks). [`ScoreSettings::default`] holds the documented defaults.
+///
+/// The scorer never panics on odd values: it reads the settings through
+/// [`ScoreSettings::sanitized`], which repairs what validation would have refused (see
+/// there).
+#[derive(Debug, Clone, PartialEq)]
+pub struct ScoreSettings {
+    /// `policies.defragmentation.fragmentationThreshold` (default 0.25); both threshold
+    /// comparisons of §B.8 are strict (`>`).
+    pub fragmentation_threshold: f64,
+    /// `policies.defragmentation.scoring.sizeLadder` (default `[1, 2, 4, 8]`).
+    pub size_ladder: Vec<u32>,
+    /// `policies.defragmentation.scoring.demandBlendLambda` λ (default 0.3).
+    pub demand_blend_lambda: f64,
+    /// `policies.defragmentation.scoring.sizePrior`, ladder size → weight (default
+    /// `{1: 0.1, 2: 0.1, 4: 0.2, 8: 0.6}`). Used as configured, not normalised
+    /// (decisions.md E16); ladder sizes without an entry have prior 0.
+    pub size_prior: BTreeMap<u32, f64>,
+    /// `policies.defragmentation.scoring.pendingUrgencyTauMinutes` τ (default 30).
+    pub pending_urgency_tau_minutes: u32,
+    /// `spotPolicy.avoidAsTarget` (default true): preemptible nodes are not scoring bins.
+    pub avoid_spot_as_target: bool,
+    /// `perWorkloadCooldownMinutes` (default 30): the per-workload cooldown of §C.8 that
+    /// keeps an Instance out of the repack (decisions.md G.2).
+    pub per_workload_cooldown_minutes: u32,
+    /// `omenativeMigrationEnabled` (default true): when false nothing is movable (§B.5.1).
+    pub omenative_migration_enabled: bool,
+}
+
+impl Default for ScoreSettings {
+    fn default() -> Self {
+        Self {
+            fragmentation_threshold: 0.25,
+            size_ladder: vec![1, 2, 4, 8],
+            demand_blend_lambda: 0.3,
+            size_prior: [(1, 0.1), (2, 0.1), (4, 0.2), (8, 0.6)]
+                .into_iter()
+                .collect(),
+            pending_urgency_tau_minutes: 30,
+            avoid_spot_as_target: true,
+            per_workload_cooldown_minutes: 30,
+            omenative_migration_enabled: true,
+        }
+    }
+}
+
+impl ScoreSettings {
+    /// The scorer's reading of these settings, repaired so that no input can make it panic
+    /// or produce NaN. A validated configuration passes through unchanged. Repairs:
+    ///
+    /// * ladder: zero entries dropped, sorted, duplicates removed; empty ⇒ the default;
+    /// * λ: clamped to [0, 1]; NaN ⇒ 0.3;
+    /// * prior: NaN, infinite or negative weights ⇒ 0;
+    /// * τ: 0 ⇒ 30 (the default; validation requires τ > 0);
+    /// * threshold: NaN ⇒ 0.25.
+    pub fn sanitized(&self) -> ScoreSettings {
+        let mut ladder: Vec<u32> = self
+            .size_ladder
+            .iter()
+            .copied()
+            .filter(|s| *s > 0)
+            .collect();
+        ladder.sort_unstable();
+        ladder.dedup();
+        if ladder.is_empty() {
+            ladder = ScoreSettings::default().size_ladder;
+        }
+        let lambda = if self.demand_blend_lambda.is_nan() {
+            0.3
+        } else {
+            self.demand_blend_lambda.clamp(0.0, 1.0)
+        };
+        let size_prior = self
+            .size_prior
+            .iter()
+            .map(|(s, w)| (*s, if w.is_finite() && *w >= 0.0 { *w } else { 0.0 }))
+            .collect();
+        ScoreSettings {
+            fragmentation_threshold: if self.fragmentation_threshold.is_nan() {
+                0.25
+            } else {
+                self.fragmentation_threshold
+            },
+            size_ladder: ladder,
+            demand_blend_lambda: lambda,
+            size_prior,
+            pending_urgency_tau_minutes: if self.pending_urgency_tau_minutes == 0 {
+                30
+            } else {
+                self.pending_urgency_tau_minutes
+            },
+            avoid_spot_as_target: self.avoid_spot_as_target,
+            per_workload_cooldown_minutes: self.per_workload_cooldown_minutes,
+            omenative_migration_enabled: self.omenative_migration_enabled,
+        }
+    }
+
+    /// `prior(s)`: the configured weight of a ladder size, 0 without an entry.
+    pub fn prior(&self, size: u32) -> f64 {
+        self.size_prior.get(&size).copied().unwrap_or(0.0)
+    }
+}
