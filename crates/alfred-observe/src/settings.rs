@@ -2,6 +2,8 @@
 
 use std::collections::BTreeMap;
 
+use alfred_model::config::{Config, TriggerRule};
+
 /// Exactly what the snapshot builder reads from alfred's configuration (alfred-policies.md §1.1,
 /// alfred-engine.md §3.2) and from the startup flags. A config reload means a new snapshot.
 ///
@@ -43,6 +45,46 @@ impl Default for ObserveSettings {
             default_movable: true,
             per_workload_cooldown_minutes: 30,
             executor_available: false,
+            instance_types: InstanceTypeMap::Builtin,
+        }
+    }
+}
+
+impl ObserveSettings {
+    /// The settings of a loaded configuration plus the executor flag
+    /// (`migration.apiVersion: v1`), with the built-in shape catalog.
+    pub fn from_config(config: &Config, executor_available: bool) -> Self {
+        let nh = &config.policies.node_health;
+        Self {
+            trigger_conditions: nh.trigger_conditions.clone(),
+            node_suspicion_window_minutes: i64::from(nh.node_suspicion_window_minutes),
+            maintenance_triggers: nh
+                .maintenance
+                .triggers
+                .iter()
+                .map(|t| MaintenanceTrigger {
+                    name: t.name.clone(),
+                    matcher: match &t.rule {
+                        TriggerRule::Condition(c) => TriggerMatch::Condition {
+                            kind: c.condition_type.clone(),
+                            status: c.status.as_str().to_owned(),
+                        },
+                        TriggerRule::Label(l) => TriggerMatch::Label {
+                            key: l.key.clone(),
+                            value: l.value.clone(),
+                        },
+                        TriggerRule::Taint(x) => TriggerMatch::Taint {
+                            key: x.key.clone(),
+                            value: x.value.clone(),
+                            effect: x.effect.map(|e| e.as_str().to_owned()),
+                        },
+                    },
+                })
+                .collect(),
+            preemptible_labels: config.spot_policy.preemptible_labels.clone(),
+            default_movable: config.default_movable,
+            per_workload_cooldown_minutes: config.per_workload_cooldown_minutes,
+            executor_available,
             instance_types: InstanceTypeMap::Builtin,
         }
     }

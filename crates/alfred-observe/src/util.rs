@@ -71,15 +71,6 @@ pub(crate) fn string_map(m: Option<&BTreeMap<String, String>>) -> BTreeMap<Strin
     m.cloned().unwrap_or_default()
 }
 
-/// Go `strconv.ParseBool`.
-pub(crate) fn parse_go_bool(s: &str) -> Option<bool> {
-    match s {
-        "1" | "t" | "T" | "TRUE" | "true" | "True" => Some(true),
-        "0" | "f" | "F" | "FALSE" | "false" | "False" => Some(false),
-        _ => None,
-    }
-}
-
 /// Go `strconv.ParseInt(s, 10, bits)`: optional sign, decimal digits only.
 pub(crate) fn parse_go_int(s: &str, bits: u32) -> Option<i64> {
     let digits = s.strip_prefix(['+', '-']).unwrap_or(s);

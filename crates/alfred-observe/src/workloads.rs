@@ -9,13 +9,14 @@ use alfred_model::snapshot::{
     MigrationRecord, MigrationRequestObserved, MigrationState, ModelRef, OwnerRef, ReplicaState,
     Runner, SpotOverride, Workload, WorkloadSettings,
 };
+use alfred_model::config::annotations::{SpotPolicyOverride, WorkloadAnnotations};
 use serde_json::Value;
 
 use crate::dynamic::Dyn;
 use crate::irstatus;
 use crate::pods::{COMPONENT_LABEL, MANAGED_BY_LABEL, PodFacts};
 use crate::settings::ObserveSettings;
-use crate::util::{Problems, parse_go_bool, parse_go_int, parse_time};
+use crate::util::{Problems, parse_go_int, parse_time};
 
 /// Prefix of migration-request annotation keys.
 pub const MIGRATION_REQUEST_PREFIX: &str = "ome.io/migration-request-v1-";
@@ -176,92 +177,38 @@ pub(crate) fn parse_ir<'a>(value: &'a Value, problems: &mut Problems) -> Replica
     }
 }
 
-/// Workload annotations (§1.2).
+/// Workload annotations (§1.2), parsed with alfred-model's shared parsers; an unusable value
+/// is ignored (the default is used), kept in `settings.ignored` and reported as a problem.
 pub(crate) fn workload_settings(
     isvc: &Isvc<'_>,
     settings: &ObserveSettings,
     problems: &mut Problems,
 ) -> WorkloadSettings {
     let ann = &isvc.obj.meta.annotations;
-    let mut out = WorkloadSettings {
-        movable: settings.default_movable,
-        ..WorkloadSettings::default()
-    };
-    let mut ignore = |key: &str, value: &str, why: &str, problems: &mut Problems| {
-        out.ignored.insert(key.to_owned(), value.to_owned());
+    let parsed = WorkloadAnnotations::parse(|k| ann.get(k).map(String::as_str), settings.default_movable);
+    let mut ignored = BTreeMap::new();
+    for d in &parsed.diagnostics {
+        ignored.insert(d.annotation.to_owned(), d.value.clone());
         isvc.obj.problem(
             problems,
-            &format!("metadata.annotations[{key}]"),
-            format!("{value:?} {why}; ignored, the default is used"),
+            &format!("metadata.annotations[{}]", d.annotation),
+            format!("{:?} {}; ignored, {} is used", d.value, d.problem, d.used),
         );
-    };
-    let mut movable = None;
-    let mut priority = None;
-    let mut cooldown = None;
-    let mut cooldown_invalid = false;
-    if let Some(v) = ann.get("alfred.ome.io/movable") {
-        match parse_go_bool(v) {
-            Some(b) => movable = Some(b),
-            None => ignore("alfred.ome.io/movable", v, "is not a boolean", problems),
-        }
     }
-    if let Some(v) = ann.get("alfred.ome.io/priority") {
-        match v.trim().parse::<f64>() {
-            Ok(p) if (0.0..=1.0).contains(&p) && v.trim() == v => priority = Some(p),
-            _ => ignore(
-                "alfred.ome.io/priority",
-                v,
-                "is not a number in [0, 1]",
-                problems,
-            ),
-        }
+    WorkloadSettings {
+        movable: parsed.movable,
+        priority: parsed.priority,
+        cooldown_minutes: parsed.cooldown_minutes,
+        cooldown_invalid: parsed.cooldown_invalid,
+        tenant_group: parsed.tenant_group.unwrap_or_default(),
+        spot_policy: match parsed.spot_policy {
+            None => SpotOverride::Default,
+            Some(SpotPolicyOverride::Avoid) => SpotOverride::Avoid,
+            Some(SpotPolicyOverride::Migrate) => SpotOverride::Migrate,
+            Some(SpotPolicyOverride::Ignore) => SpotOverride::Ignore,
+        },
+        ignored,
     }
-    if let Some(v) = ann.get("alfred.ome.io/cooldown-minutes") {
-        match parse_go_int(v, 64).and_then(|m| u32::try_from(m).ok()) {
-            Some(m) => cooldown = Some(m),
-            None => {
-                cooldown_invalid = true;
-                ignore(
-                    "alfred.ome.io/cooldown-minutes",
-                    v,
-                    "is not a whole number of minutes >= 0",
-                    problems,
-                );
-            }
-        }
-    }
-    let mut spot = SpotOverride::Default;
-    if let Some(v) = ann.get("alfred.ome.io/spot-policy") {
-        spot = match v.as_str() {
-            "avoid" => SpotOverride::Avoid,
-            "migrate" => SpotOverride::Migrate,
-            "ignore" => SpotOverride::Ignore,
-            "" => SpotOverride::Default,
-            _ => {
-                ignore(
-                    "alfred.ome.io/spot-policy",
-                    v,
-                    "is not avoid, migrate or ignore",
-                    problems,
-                );
-                SpotOverride::Default
-            }
-        };
-    }
-    if let Some(m) = movable {
-        out.movable = m;
-    }
-    if let Some(p) = priority {
-        out.priority = p;
-    }
-    out.cooldown_minutes = cooldown;
-    out.cooldown_invalid = cooldown_invalid;
-    out.spot_policy = spot;
-    out.tenant_group = ann
-        .get("alfred.ome.io/tenant-group")
-        .cloned()
-        .unwrap_or_default();
-    out
 }
 
 /// Inputs for building one workload.
