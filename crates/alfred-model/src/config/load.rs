@@ -46,7 +46,9 @@ impl Config {
     }
 
     /// Parses and validates the JSON form of the same document (same rules as
-    /// [`Config::from_yaml`]).
+    /// [`Config::from_yaml`]). Note: serde_json is built without its `float_roundtrip`
+    /// feature, so a number written with 16-17 significant digits may land one ulp off;
+    /// [`Config::from_yaml`] reads such numbers exactly (and reads JSON too).
     pub fn from_json(text: &str) -> Result<Config, ConfigError> {
         let node: Node = serde_json::from_str(text).map_err(|e| ConfigError::Syntax {
             message: one_line(&e.to_string()),
@@ -707,9 +709,20 @@ fn interval(path: &str, raw: &RawDuration, default: Duration) -> Result<Duration
 }
 
 fn check_interval(path: &str, d: Duration) -> Result<(), ConfigError> {
+    let shown = || quoted(&super::duration::format_go_duration(d));
     if d < defaults::MIN_LOOP_INTERVAL {
-        let shown = quoted(&super::duration::format_go_duration(d));
-        return Err(ConfigError::invalid(path, shown, "is below the minimum 1s"));
+        return Err(ConfigError::invalid(
+            path,
+            shown(),
+            "is below the minimum 1s",
+        ));
+    }
+    if d.as_nanos() > i64::MAX as u128 {
+        return Err(ConfigError::invalid(
+            path,
+            shown(),
+            "is too large (Go durations end at 2562047h47m16.854775807s)",
+        ));
     }
     Ok(())
 }
