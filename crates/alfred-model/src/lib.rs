@@ -4,6 +4,7 @@
 //! Deterministic and free of IO: no clock, no randomness, no hash-map iteration order
 //! in any output. Time arrives as a [`time::Timestamp`] parameter.
 
+pub mod config;
 pub mod effect;
 pub mod reason;
 pub mod record;
