@@ -1,0 +1,700 @@
+//! Every rejection reason from a scenario, gate order, ordering, one move per workload
+//! and per target node, target selection, cooldowns.
+
+mod common;
+
+use std::collections::BTreeSet;
+
+use alfred_arbiter::*;
+use alfred_model::reason::{RejectReason, RowReason};
+use alfred_model::record::{Candidate, Verdict};
+use alfred_model::snapshot::{HealthState, ModelInfo, ModelRef, SpotOverride};
+use alfred_model::{ClusterSnapshot, Timestamp};
+use common::*;
+
+fn run(cands: &[Candidate], snap: &ClusterSnapshot) -> Arbitration {
+    arbitrate(
+        cands,
+        snap,
+        &ArbiterSettings::default(),
+        &Ledger::new(),
+        &Breaker::new(),
+        NOW,
+    )
+}
+
+fn verdict(a: &Arbitration, i: usize) -> &Verdict {
+    a.verdicts[i]
+        .as_ref()
+        .expect("executable candidate has a verdict")
+}
+
+fn reason(a: &Arbitration, i: usize) -> Option<RejectReason> {
+    verdict(a, i).reject_reason
+}
+
+/// One movable workload `ns/a` with a 2-GPU pod on `src`, targets `t1` (4 free), `t2` (8 free).
+fn base() -> Cluster {
+    Cluster::new()
+        .node("src", 0)
+        .node("t1", 4)
+        .node("t2", 8)
+        .workload("ns/a", &[("src", 2)])
+}
+
+fn one(snap: &ClusterSnapshot, c: Candidate) -> Option<RejectReason> {
+    reason(&run(&[c], snap), 0)
+}
+
+fn tripped() -> Breaker {
+    let mut b = Breaker::new();
+    for _ in 0..4 {
+        b.record_outcome(false, at(-1));
+    }
+    b
+}
+
+#[test]
+fn admits_a_move_and_claims_the_first_fitting_target() {
+    let snap = base().build();
+    let a = run(&[defrag("ns/a", "src", &["t1", "t2"], &[2])], &snap);
+    let v = verdict(&a, 0);
+    assert!(v.admitted, "{v:?}");
+    assert_eq!(v.reject_reason, None);
+    assert_eq!(v.target, "t1");
+    assert_eq!(v.placement, vec![("t1".to_string(), 2)]);
+    assert!(!v.cooldown_overridden);
+    assert_eq!(a.order, vec![0]);
+    assert_eq!(a.admitted(), vec![0]);
+}
+
+/// One scenario per documented rejection reason; together they cover all fifteen.
+#[test]
+fn every_rejection_reason_has_a_scenario() {
+    let mut seen = BTreeSet::new();
+    let mut check = |want: RejectReason, got: Option<RejectReason>| {
+        assert_eq!(got, Some(want));
+        seen.insert(want);
+    };
+    let c = || defrag("ns/a", "src", &["t1", "t2"], &[2]);
+
+    // 1 CircuitBreakerOpen
+    let snap = base().build();
+    let a = arbitrate(
+        &[c()],
+        &snap,
+        &ArbiterSettings::default(),
+        &Ledger::new(),
+        &tripped(),
+        NOW,
+    );
+    check(RejectReason::CircuitBreakerOpen, reason(&a, 0));
+    // 2 InstanceGone: workload, then Instance index, then component.
+    check(
+        RejectReason::InstanceGone,
+        one(&snap, defrag("ns/zz", "src", &["t1"], &[2])),
+    );
+    let mut gone = c();
+    gone.instance = 3;
+    check(RejectReason::InstanceGone, one(&snap, gone));
+    let mut gone = c();
+    gone.instance = -1;
+    check(RejectReason::InstanceGone, one(&snap, gone));
+    let mut gone = c();
+    gone.component = alfred_model::snapshot::ComponentKind::Decoder;
+    check(RejectReason::InstanceGone, one(&snap, gone));
+    // 3 NotMovable
+    let snap = base()
+        .edit(|k| k.wl_mut("ns/a").settings.movable = false)
+        .build();
+    check(RejectReason::NotMovable, one(&snap, c()));
+    // 4 MalformedRequestPending
+    let snap = base()
+        .edit(|k| {
+            k.wl_mut("ns/a")
+                .migration
+                .malformed_requests
+                .push("bad".into())
+        })
+        .build();
+    check(RejectReason::MalformedRequestPending, one(&snap, c()));
+    // 5 MigrationStateInvalid
+    let snap = base()
+        .edit(|k| k.wl_mut("ns/a").migration.valid = false)
+        .build();
+    check(RejectReason::MigrationStateInvalid, one(&snap, c()));
+    // 6 InstanceTerminating (a pod with a deletion timestamp; or the Instance flag)
+    let snap = base()
+        .edit(|k| k.pod_mut("ns/a-0-0").terminating = true)
+        .build();
+    check(RejectReason::InstanceTerminating, one(&snap, c()));
+    let snap = base()
+        .edit(|k| k.wl_mut("ns/a").components[0].instances[0].any_terminating = true)
+        .build();
+    check(RejectReason::InstanceTerminating, one(&snap, c()));
+    // 7 WorkloadBusy (someone's migration of the workload in flight)
+    let snap = base()
+        .edit(|k| k.wl_mut("ns/a").migration.active.push(active("m1")))
+        .build();
+    check(RejectReason::WorkloadBusy, one(&snap, c()));
+    // 8 Cooldown (last migration ended 10 min ago, window 30)
+    let snap = base()
+        .edit(|k| k.wl_mut("ns/a").migration.last_migration = Some(at(-10)))
+        .build();
+    check(RejectReason::Cooldown, one(&snap, c()));
+    // 9 PlacementCooldown (a pod started 5 min ago, window 10)
+    let snap = base()
+        .edit(|k| k.pod_mut("ns/a-0-0").started_at = Some(at(-5)))
+        .build();
+    check(RejectReason::PlacementCooldown, one(&snap, c()));
+    // 10 TargetUnavailable (the only target is cordoned)
+    let snap = base().edit(|k| k.node_mut("t1").cordoned = true).build();
+    check(
+        RejectReason::TargetUnavailable,
+        one(&snap, defrag("ns/a", "src", &["t1"], &[2])),
+    );
+    // 11 TargetUnderEvacuation (the target is the source of a maintenance move)
+    let snap = base().workload("ns/b", &[("t1", 1)]).build();
+    let a = run(
+        &[
+            cand("ns/b", RowReason::NodeMaintenance, "t1", &["t2"], &[1]),
+            defrag("ns/a", "src", &["t1"], &[2]),
+        ],
+        &snap,
+    );
+    check(RejectReason::TargetUnderEvacuation, reason(&a, 1));
+    // 12 TargetNodeBusy (the only target already receives a move this pass)
+    let snap = base().workload("ns/b", &[("src", 2)]).build();
+    let a = run(
+        &[
+            defrag("ns/a", "src", &["t1"], &[2]),
+            defrag("ns/b", "src", &["t1"], &[2]),
+        ],
+        &snap,
+    );
+    assert!(verdict(&a, 0).admitted);
+    check(RejectReason::TargetNodeBusy, reason(&a, 1));
+    // 13 NoCapacity
+    let snap = base().build();
+    check(
+        RejectReason::NoCapacity,
+        one(&snap, defrag("ns/a", "src", &["t1"], &[6])),
+    );
+    // 14 InFlightCap: three migrations in flight elsewhere, anyone's
+    let snap = base()
+        .workload("ns/b", &[("t2", 1)])
+        .workload("ns/c", &[("t2", 1)])
+        .workload("ns/d", &[("t2", 1)])
+        .edit(|k| {
+            for w in ["ns/b", "ns/c", "ns/d"] {
+                k.wl_mut(w).migration.active.push(active(w));
+            }
+        })
+        .build();
+    check(RejectReason::InFlightCap, one(&snap, c()));
+    // 15 HourlyCap: ten migrations started within the hour (finished rows)
+    let snap = base()
+        .workload("ns/b", &[("t2", 1)])
+        .edit(|k| {
+            for i in 0..10 {
+                k.wl_mut("ns/b").migration.records.push(row(
+                    &format!("r{i}"),
+                    "Completed",
+                    Some(at(-50)),
+                ));
+            }
+        })
+        .build();
+    check(RejectReason::HourlyCap, one(&snap, c()));
+
+    assert_eq!(
+        seen.into_iter().collect::<Vec<_>>(),
+        RejectReason::ALL.to_vec()
+    );
+}
+
+#[test]
+fn a_move_failing_several_gates_gets_the_first() {
+    // Not movable, cooling down, recently placed, no capacity, caps reached: NotMovable.
+    let snap = base()
+        .workload("ns/b", &[("t2", 1)])
+        .edit(|k| {
+            let w = k.wl_mut("ns/a");
+            w.settings.movable = false;
+            w.migration.last_migration = Some(at(-1));
+            k.pod_mut("ns/a-0-0").started_at = Some(at(-1));
+            for i in 0..10 {
+                k.wl_mut("ns/b")
+                    .migration
+                    .active
+                    .push(active(&format!("x{i}")));
+            }
+        })
+        .build();
+    assert_eq!(
+        one(&snap, defrag("ns/a", "src", &["t1"], &[6])),
+        Some(RejectReason::NotMovable)
+    );
+    // Breaker beats a missing Instance.
+    let a = arbitrate(
+        &[defrag("ns/zz", "src", &["t1"], &[2])],
+        &snap,
+        &ArbiterSettings::default(),
+        &Ledger::new(),
+        &tripped(),
+        NOW,
+    );
+    assert_eq!(reason(&a, 0), Some(RejectReason::CircuitBreakerOpen));
+    // Terminating beats busy; busy beats cooldown; cooldown beats placement cooldown;
+    // placement cooldown beats targets; targets beat caps.
+    let mut k = base().workload("ns/b", &[("t2", 1)]);
+    k.pod_mut("ns/a-0-0").terminating = true;
+    k.wl_mut("ns/a").migration.active.push(active("m"));
+    k.wl_mut("ns/a").migration.last_migration = Some(at(-1));
+    k.pod_mut("ns/a-0-0").started_at = Some(at(-1));
+    for i in 0..10 {
+        k.wl_mut("ns/b")
+            .migration
+            .active
+            .push(active(&format!("x{i}")));
+    }
+    let c = defrag("ns/a", "src", &["t1"], &[6]);
+    let mut expect = vec![
+        RejectReason::InstanceTerminating,
+        RejectReason::WorkloadBusy,
+        RejectReason::Cooldown,
+        RejectReason::PlacementCooldown,
+        RejectReason::NoCapacity,
+        RejectReason::InFlightCap,
+    ];
+    let mut snap = k.build();
+    while let Some(want) = expect.first().copied() {
+        assert_eq!(one(&snap, c.clone()), Some(want));
+        expect.remove(0);
+        match want {
+            RejectReason::InstanceTerminating => {
+                snap.pods.iter_mut().for_each(|p| p.terminating = false)
+            }
+            RejectReason::WorkloadBusy => {
+                snap.workloads[0].migration.active.clear();
+            }
+            RejectReason::Cooldown => snap.workloads[0].migration.last_migration = None,
+            RejectReason::PlacementCooldown => snap
+                .pods
+                .iter_mut()
+                .for_each(|p| p.started_at = Some(at(-60))),
+            RejectReason::NoCapacity => snap.nodes.iter_mut().for_each(|n| n.free_gpus = 8),
+            _ => {}
+        }
+    }
+}
+
+#[test]
+fn target_marks_report_in_precedence_order() {
+    // Targets: t1 landed this pass, t2 evacuating, t3 cordoned: unavailable wins.
+    let snap = Cluster::new()
+        .node("src", 0)
+        .node("t1", 8)
+        .node("t2", 8)
+        .node("t3", 8)
+        .workload("ns/a", &[("src", 2)])
+        .workload("ns/b", &[("src", 2)])
+        .workload("ns/c", &[("t2", 2)])
+        .edit(|k| k.node_mut("t3").cordoned = true)
+        .build();
+    let cands = [
+        cand("ns/c", RowReason::NodeMaintenance, "t2", &["t1"], &[2]),
+        defrag("ns/a", "src", &["t1", "t2", "t3"], &[2]),
+        defrag("ns/b", "src", &["t1", "t2"], &[2]),
+    ];
+    let a = run(&cands, &snap);
+    assert!(verdict(&a, 0).admitted);
+    assert_eq!(reason(&a, 1), Some(RejectReason::TargetUnavailable));
+    assert_eq!(reason(&a, 2), Some(RejectReason::TargetUnderEvacuation));
+    // Unknown target nodes carry no mark: NoCapacity.
+    assert_eq!(
+        one(&snap, defrag("ns/b", "src", &["ghost"], &[2])),
+        Some(RejectReason::NoCapacity)
+    );
+    // No targets at all: NoCapacity.
+    assert_eq!(
+        one(&snap, defrag("ns/b", "src", &[], &[2])),
+        Some(RejectReason::NoCapacity)
+    );
+}
+
+#[test]
+fn excluded_targets_are_unavailable() {
+    let c = || defrag("ns/a", "src", &["t1"], &[2]);
+    for edit in [
+        (|k: &mut Cluster| k.node_mut("t1").health.state = HealthState::Unhealthy)
+            as fn(&mut Cluster),
+        |k| k.node_mut("t1").health.state = HealthState::Suspect,
+        |k| k.node_mut("t1").maintenance.requested = true,
+        |k| k.node_mut("t1").scale_down_marked = true,
+        |k| k.node_mut("t1").ready = false,
+        |k| k.node_mut("t1").preemptible = true,
+    ] {
+        let snap = base().edit(edit).build();
+        assert_eq!(one(&snap, c()), Some(RejectReason::TargetUnavailable));
+    }
+    // The move's own source is never a target.
+    let snap = Cluster::new()
+        .node("src", 8)
+        .workload("ns/a", &[("src", 2)])
+        .build();
+    assert_eq!(
+        one(&snap, defrag("ns/a", "src", &["src"], &[2])),
+        Some(RejectReason::TargetUnavailable)
+    );
+    // Preemptible targets: allowed when avoidAsTarget is off, unless the workload says avoid.
+    let snap = base().edit(|k| k.node_mut("t1").preemptible = true).build();
+    let relaxed = ArbiterSettings {
+        avoid_preemptible_targets: false,
+        ..ArbiterSettings::default()
+    };
+    let a = arbitrate(
+        &[c()],
+        &snap,
+        &relaxed,
+        &Ledger::new(),
+        &Breaker::new(),
+        NOW,
+    );
+    assert!(verdict(&a, 0).admitted);
+    let snap = base()
+        .edit(|k| {
+            k.node_mut("t1").preemptible = true;
+            k.wl_mut("ns/a").settings.spot_policy = SpotOverride::Avoid;
+        })
+        .build();
+    let a = arbitrate(
+        &[c()],
+        &snap,
+        &relaxed,
+        &Ledger::new(),
+        &Breaker::new(),
+        NOW,
+    );
+    assert_eq!(reason(&a, 0), Some(RejectReason::TargetUnavailable));
+    // A node outside the model's allowed nodes.
+    let snap = base()
+        .edit(|k| {
+            let m = ModelRef {
+                kind: "ClusterBaseModel".into(),
+                namespace: String::new(),
+                name: "llama".into(),
+            };
+            k.snap.models.insert(
+                m.key(),
+                ModelInfo {
+                    allowed_nodes: Some(["t2".to_string()].into_iter().collect()),
+                    ..ModelInfo::default()
+                },
+            );
+            k.wl_mut("ns/a").model = Some(m);
+        })
+        .build();
+    assert_eq!(one(&snap, c()), Some(RejectReason::TargetUnavailable));
+    let a = run(&[defrag("ns/a", "src", &["t1", "t2"], &[2])], &snap);
+    assert_eq!(verdict(&a, 0).target, "t2");
+}
+
+#[test]
+fn surge_replay_places_pods_largest_first_and_packs_a_node() {
+    // Pods 1, 4, 2 GPUs; t1 has 4 free, t2 has 3 free.
+    let snap = Cluster::new()
+        .node("src", 0)
+        .node("t1", 4)
+        .node("t2", 3)
+        .workload("ns/a", &[("src", 1), ("src", 4), ("src", 2)])
+        .build();
+    let a = run(&[defrag("ns/a", "src", &["t1", "t2"], &[1, 4, 2])], &snap);
+    let v = verdict(&a, 0);
+    assert!(v.admitted, "{v:?}");
+    // 4 → t1 (full), 2 → t2, 1 → t2 (2 + 1 ≤ 3).
+    assert_eq!(
+        v.placement,
+        vec![("t1".to_string(), 4), ("t2".to_string(), 3)]
+    );
+    assert_eq!(v.target, "t1");
+    // Several pods may share a node: 2 + 2 on one 4-free node.
+    let snap = Cluster::new()
+        .node("src", 0)
+        .node("t1", 4)
+        .workload("ns/a", &[("src", 2), ("src", 2)])
+        .build();
+    let a = run(&[defrag("ns/a", "src", &["t1"], &[2, 2])], &snap);
+    assert_eq!(verdict(&a, 0).placement, vec![("t1".to_string(), 4)]);
+    // Without pod sizes the footprint is one item.
+    let mut c = defrag("ns/a", "src", &["t1"], &[]);
+    c.footprint_gpus = 4;
+    let a = run(&[c.clone()], &snap);
+    assert_eq!(verdict(&a, 0).placement, vec![("t1".to_string(), 4)]);
+    c.footprint_gpus = 5;
+    assert_eq!(one(&snap, c), Some(RejectReason::NoCapacity));
+    // Hints are used when there are no placement targets.
+    let mut c = defrag("ns/a", "src", &[], &[2, 2]);
+    c.hint_target_nodes = vec!["t1".into()];
+    assert_eq!(verdict(&run(&[c], &snap), 0).target, "t1");
+}
+
+#[test]
+fn non_surge_moves_take_the_first_target_with_room_or_none() {
+    let snap = base().build();
+    let mut c = defrag("ns/a", "src", &["t1", "t2"], &[2]);
+    c.surge_shaped = false;
+    c.footprint_gpus = 6;
+    let v = verdict(&run(&[c.clone()], &snap), 0).clone();
+    assert!(v.admitted);
+    assert_eq!(v.placement, vec![("t2".to_string(), 6)]);
+    c.footprint_gpus = 9;
+    let v = verdict(&run(&[c], &snap), 0).clone();
+    assert!(v.admitted);
+    assert!(v.target.is_empty() && v.placement.is_empty());
+}
+
+#[test]
+fn ordering_is_class_then_score_then_size_then_input_order() {
+    let snap = base().build();
+    let mut cs = vec![
+        defrag("ns/a", "src", &["t1"], &[2]), // 0: defrag 0.5, 2
+        cand("ns/a", RowReason::NodeMaintenance, "src", &["t1"], &[2]), // 1: maint
+        cand("ns/a", RowReason::NodeUnhealthy, "src", &["t1"], &[4]), // 2: unhealthy, 4
+        cand("ns/a", RowReason::NodeUnhealthy, "src", &["t1"], &[2]), // 3: unhealthy, 2
+        defrag("ns/a", "src", &["t1"], &[1]), // 4: defrag 0.9
+        defrag("ns/a", "src", &["t1"], &[2]), // 5: = 0
+        defrag("ns/a", "src", &["t1"], &[1]), // 6: NaN
+        defrag("ns/a", "src", &["t1"], &[1]), // 7: advice
+    ];
+    cs[4].score = 0.9;
+    cs[6].score = f64::NAN;
+    cs[7].executable = false;
+    cs[1].score = 0.1;
+    let order = arbitration_order(&cs);
+    assert_eq!(order, vec![3, 2, 1, 4, 0, 5, 6]);
+    let a = run(&cs, &snap);
+    assert_eq!(a.order, order);
+    assert!(a.verdicts[7].is_none(), "advice gets no verdict");
+    // Only the first in order is admitted (one move per workload).
+    assert_eq!(a.admitted(), vec![3]);
+    for &i in &order[1..] {
+        assert_eq!(reason(&a, i), Some(RejectReason::WorkloadBusy));
+    }
+}
+
+#[test]
+fn one_move_per_workload_and_per_target_node_but_several_off_one_source() {
+    let snap = Cluster::new()
+        .node("bad", 0)
+        .node("t1", 8)
+        .node("t2", 8)
+        .node("t3", 8)
+        .workload("ns/a", &[("bad", 2)])
+        .workload("ns/b", &[("bad", 2)])
+        .workload("ns/c", &[("bad", 2)])
+        .edit(|k| k.node_mut("bad").health.state = HealthState::Unhealthy)
+        .build();
+    let h = |w: &str, t: &[&str]| cand(w, RowReason::NodeUnhealthy, "bad", t, &[2]);
+    let mut second_a = h("ns/a", &["t3"]);
+    second_a.instance = 0;
+    let a = run(
+        &[
+            h("ns/a", &["t1", "t2"]),
+            h("ns/b", &["t1", "t2"]),
+            h("ns/c", &["t1", "t2"]),
+            second_a,
+        ],
+        &snap,
+    );
+    assert_eq!(verdict(&a, 0).target, "t1");
+    assert_eq!(verdict(&a, 1).target, "t2");
+    assert_eq!(reason(&a, 2), Some(RejectReason::TargetNodeBusy));
+    assert_eq!(reason(&a, 3), Some(RejectReason::WorkloadBusy));
+    assert_eq!(a.admitted(), vec![0, 1]);
+}
+
+#[test]
+fn health_moves_get_the_floor_and_cooldown_overridden() {
+    let settings = ArbiterSettings::default(); // floor 5, workload 30, placement 10
+    let h = || cand("ns/a", RowReason::NodeUnhealthy, "src", &["t1"], &[2]);
+    let m = || cand("ns/a", RowReason::NodeMaintenance, "src", &["t1"], &[2]);
+    let with_last = |mins: i64| {
+        base()
+            .edit(|k| k.wl_mut("ns/a").migration.last_migration = Some(at(-mins)))
+            .build()
+    };
+    let judge = |c: Candidate, snap: &ClusterSnapshot| {
+        arbitrate(&[c], snap, &settings, &Ledger::new(), &Breaker::new(), NOW).verdicts[0]
+            .clone()
+            .unwrap()
+    };
+    // Inside the floor: Cooldown for both.
+    let v = judge(h(), &with_last(4));
+    assert_eq!(v.reject_reason, Some(RejectReason::Cooldown));
+    assert!(!v.cooldown_overridden);
+    // Exactly at the floor (strict <): admitted, overridden.
+    let v = judge(h(), &with_last(5));
+    assert!(v.admitted && v.cooldown_overridden, "{v:?}");
+    let v = judge(h(), &with_last(29));
+    assert!(v.admitted && v.cooldown_overridden);
+    // Outside the standard window: admitted, not overridden.
+    let v = judge(h(), &with_last(30));
+    assert!(v.admitted && !v.cooldown_overridden);
+    // Maintenance waits out the full window.
+    assert_eq!(
+        judge(m(), &with_last(29)).reject_reason,
+        Some(RejectReason::Cooldown)
+    );
+    assert!(judge(m(), &with_last(30)).admitted);
+    // The annotation overrides the standard window.
+    let snap = base()
+        .edit(|k| {
+            let w = k.wl_mut("ns/a");
+            w.migration.last_migration = Some(at(-12));
+            w.settings.cooldown_minutes = Some(10);
+        })
+        .build();
+    assert!(judge(m(), &snap).admitted);
+    assert!(!judge(h(), &snap).cooldown_overridden);
+    // A last migration in the future is inside every window.
+    assert_eq!(
+        judge(h(), &with_last(-3)).reject_reason,
+        Some(RejectReason::Cooldown)
+    );
+    // Placement cooldown: health uses the floor, the others the full window.
+    let placed = |mins: i64| {
+        base()
+            .edit(|k| k.pod_mut("ns/a-0-0").started_at = Some(at(-mins)))
+            .build()
+    };
+    assert_eq!(
+        judge(h(), &placed(4)).reject_reason,
+        Some(RejectReason::PlacementCooldown)
+    );
+    assert!(judge(h(), &placed(5)).admitted);
+    assert_eq!(
+        judge(m(), &placed(9)).reject_reason,
+        Some(RejectReason::PlacementCooldown)
+    );
+    assert!(judge(m(), &placed(10)).admitted);
+    assert!(
+        judge(defrag("ns/a", "src", &["t1"], &[2]), &placed(10)).admitted,
+        "age == window is outside (strict <)"
+    );
+    // Without startTime the creation time counts.
+    let snap = base()
+        .edit(|k| {
+            let p = k.pod_mut("ns/a-0-0");
+            p.started_at = None;
+            p.created_at = Some(at(-2));
+        })
+        .build();
+    assert_eq!(
+        judge(m(), &snap).reject_reason,
+        Some(RejectReason::PlacementCooldown)
+    );
+}
+
+#[test]
+fn evacuation_sources_are_never_targets_even_when_the_health_move_is_rejected() {
+    let snap = Cluster::new()
+        .node("src", 0)
+        .node("m", 8)
+        .workload("ns/a", &[("src", 2)])
+        .workload("ns/b", &[("m", 2)])
+        .edit(|k| k.wl_mut("ns/b").settings.movable = false)
+        .build();
+    let a = run(
+        &[
+            cand("ns/b", RowReason::NodeMaintenance, "m", &["src"], &[2]),
+            defrag("ns/a", "src", &["m"], &[2]),
+        ],
+        &snap,
+    );
+    assert_eq!(reason(&a, 0), Some(RejectReason::NotMovable));
+    assert_eq!(reason(&a, 1), Some(RejectReason::TargetUnderEvacuation));
+    // Advisory evacuation sources are not in the set.
+    let mut adv = cand("ns/b", RowReason::NodeMaintenance, "m", &["src"], &[2]);
+    adv.executable = false;
+    assert!(evacuating_nodes(&[adv]).is_empty());
+}
+
+#[test]
+fn arbitrate_one_matches_a_single_candidate_pass() {
+    let snap = base().build();
+    let c = defrag("ns/a", "src", &["t1", "t2"], &[2]);
+    let v = arbitrate_one(
+        &c,
+        &BTreeSet::new(),
+        &snap,
+        &ArbiterSettings::default(),
+        &Ledger::new(),
+        &Breaker::new(),
+        NOW,
+    );
+    assert_eq!(&v, verdict(&run(&[c.clone()], &snap), 0));
+    // The evacuation set of the fresh pass applies.
+    let evac: BTreeSet<String> = ["t1".to_string()].into_iter().collect();
+    let v = arbitrate_one(
+        &c,
+        &evac,
+        &snap,
+        &ArbiterSettings::default(),
+        &Ledger::new(),
+        &Breaker::new(),
+        NOW,
+    );
+    assert_eq!(v.target, "t2");
+    // A node-health move's own source joins the set.
+    let h = cand(
+        "ns/a",
+        RowReason::NodeUnhealthy,
+        "src",
+        &["src", "t1"],
+        &[2],
+    );
+    let v = arbitrate_one(
+        &h,
+        &BTreeSet::new(),
+        &snap,
+        &ArbiterSettings::default(),
+        &Ledger::new(),
+        &Breaker::new(),
+        NOW,
+    );
+    assert_eq!(v.target, "t1");
+}
+
+#[test]
+fn advice_spends_no_budget() {
+    let snap = base().workload("ns/b", &[("src", 2)]).build();
+    let mut adv = defrag("ns/b", "src", &["t1"], &[2]);
+    adv.executable = false;
+    let settings = ArbiterSettings {
+        max_in_flight_migrations: 1,
+        ..ArbiterSettings::default()
+    };
+    let a = arbitrate(
+        &[adv, defrag("ns/a", "src", &["t1"], &[2])],
+        &snap,
+        &settings,
+        &Ledger::new(),
+        &Breaker::new(),
+        NOW,
+    );
+    assert!(a.verdicts[0].is_none());
+    assert!(verdict(&a, 1).admitted);
+    assert_eq!(a.order, vec![1]);
+}
+
+#[test]
+fn unnormalised_snapshots_are_still_read() {
+    let mut snap = base().workload("ns/0", &[("t2", 1)]).build();
+    snap.nodes.reverse();
+    snap.workloads.reverse();
+    snap.pods.reverse();
+    let a = run(&[defrag("ns/a", "src", &["t1"], &[2])], &snap);
+    assert!(verdict(&a, 0).admitted);
+    let _ = Timestamp::EPOCH;
+}
