@@ -11,7 +11,8 @@
 //!
 //! Entry points:
 //!
-//! * [`score_with`] (`&ClusterSnapshot`, [`ScoreSettings`]) → [`ClusterScore`], the
+//! * [`score`] (`&ClusterSnapshot`, `&Config`) → [`ClusterScore`], a thin wrapper over
+//!   [`score_with`] (`&ClusterSnapshot`, [`ScoreSettings`]) → [`ClusterScore`], the
 //!   published numbers (`pools[]` with `pool`, `totalFree`, `perSize`, `observed`, `best`,
 //!   `reclaimable`, `pendingPressure`, `score`, `thresholdCase`);
 //! * [`analyze`] → [`Analysis`]: the same plus, per pool, the observed [`Bins`], the
@@ -35,7 +36,7 @@ pub use movable::{
     RepackBlock, in_cooldown, model_block, omenative_eligibility, repack_block, repack_movable,
 };
 pub use score::{
-    Analysis, ClusterScore, PoolAnalysis, PoolScore, SizeScore, ThresholdCase, analyze,
+    Analysis, ClusterScore, PoolAnalysis, PoolScore, SizeScore, ThresholdCase, analyze, score,
     score_with,
 };
 pub use settings::ScoreSettings;

@@ -3,6 +3,7 @@
 use std::cmp::Ordering;
 
 use alfred_model::ClusterSnapshot;
+use alfred_model::config::Config;
 use alfred_model::snapshot::{DeploymentMode, Instance, PoolAttribution};
 use serde::{Deserialize, Serialize};
 
@@ -127,6 +128,8 @@ pub struct PoolAnalysis<'s> {
     pub weights: Weights,
     /// Demand GPUs per ladder size (§B.4), same order as `weights.sizes`.
     pub demand: Vec<u64>,
+    /// Free GPUs per bin after the FFD repack (§B.5), same order as `bins`.
+    pub repacked: Vec<u32>,
 }
 
 impl PoolAnalysis<'_> {
@@ -175,6 +178,13 @@ impl Analysis<'_> {
             pools: self.pools.into_iter().map(|p| p.score).collect(),
         }
     }
+}
+
+/// Scores every pool (§B) with the configuration's scoring settings — the API of issue 3.
+/// Equivalent to `score_with(snapshot, &ScoreSettings::from_config(config))`; computed
+/// whether or not defragmentation is enabled (decision G.9).
+pub fn score(snapshot: &ClusterSnapshot, config: &Config) -> ClusterScore {
+    score_with(snapshot, &ScoreSettings::from_config(config))
 }
 
 /// Scores every pool (§B) — see [`analyze`].
@@ -479,6 +489,7 @@ pub fn analyze<'s>(snapshot: &'s ClusterSnapshot, settings: &ScoreSettings) -> A
             bins: pool_bins,
             weights,
             demand: std::mem::take(&mut demand[q]),
+            repacked,
         });
     }
     let score = out

@@ -2,6 +2,8 @@
 
 use std::collections::BTreeMap;
 
+use alfred_model::config::Config;
+
 /// The parameters of the fragmentation score (alfred-policies.md §1.1, §B).
 ///
 /// Built from the full configuration with [`ScoreSettings::from_config`], or by hand
@@ -52,6 +54,25 @@ impl Default for ScoreSettings {
 }
 
 impl ScoreSettings {
+    /// The scorer's parameters from the full configuration: `fragmentationThreshold`,
+    /// `scoring.{sizeLadder, demandBlendLambda, sizePrior, pendingUrgencyTauMinutes}`,
+    /// `spotPolicy.avoidAsTarget`, `perWorkloadCooldownMinutes` and
+    /// `omenativeMigrationEnabled`. (`policies.defragmentation.enabled` is not read: scores
+    /// are computed and published even when defragmentation is off, decision G.9.)
+    pub fn from_config(config: &Config) -> Self {
+        let defrag = &config.policies.defragmentation;
+        Self {
+            fragmentation_threshold: defrag.fragmentation_threshold,
+            size_ladder: defrag.scoring.size_ladder.clone(),
+            demand_blend_lambda: defrag.scoring.demand_blend_lambda,
+            size_prior: defrag.scoring.size_prior.clone(),
+            pending_urgency_tau_minutes: defrag.scoring.pending_urgency_tau_minutes,
+            avoid_spot_as_target: config.spot_policy.avoid_as_target,
+            per_workload_cooldown_minutes: config.per_workload_cooldown_minutes,
+            omenative_migration_enabled: config.omenative_migration_enabled,
+        }
+    }
+
     /// The scorer's reading of these settings, repaired so that no input can make it panic
     /// or produce NaN. A validated configuration passes through unchanged. Repairs:
     ///

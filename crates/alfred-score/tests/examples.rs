@@ -478,3 +478,14 @@ fn empty_and_degenerate_inputs_do_not_panic() {
         assert!((0.0..=1.0).contains(&v), "{v}");
     }
 }
+
+#[test]
+fn settings_from_the_builtin_config_are_the_defaults() {
+    let config = alfred_model::config::Config::builtin();
+    assert_eq!(ScoreSettings::from_config(&config), ScoreSettings::default());
+    let s = example_1(true);
+    assert_eq!(
+        alfred_score::score(&s, &config),
+        score_with(&s, &ScoreSettings::default())
+    );
+}
