@@ -373,6 +373,15 @@ impl Mode {
     }
 }
 
+impl From<crate::config::Mode> for Mode {
+    fn from(m: crate::config::Mode) -> Self {
+        match m {
+            crate::config::Mode::RecommendOnly => Mode::RecommendOnly,
+            crate::config::Mode::Execute => Mode::Execute,
+        }
+    }
+}
+
 /// `last-cycle.json` (alfred-engine.md §11.2).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
