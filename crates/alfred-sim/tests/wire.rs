@@ -1,0 +1,177 @@
+//! The request/result protocol (§4): decoding, closure validation, evaluation, re-validation.
+
+use alfred_sim::{
+    BuildInfo, Decision, Identity, Profile, RequestError, decode_request, decode_result,
+    encode_result, evaluate, printed_profile, validate_result,
+};
+use serde_json::{Value, json};
+
+fn identity(p: &Profile) -> Identity {
+    let b = BuildInfo {
+        package: "p".into(),
+        version: "v".into(),
+        source_revision: String::new(),
+        executable_sha256: "00".into(),
+    };
+    printed_profile(p, "kube-v135", &b).identity
+}
+
+fn node(name: &str, gpu: &str) -> Value {
+    json!({"apiVersion": "v1", "kind": "Node",
+           "metadata": {"name": name, "labels": {"kubernetes.io/hostname": name}},
+           "status": {"allocatable": {"cpu": "32", "memory": "256Gi", "pods": "110", "nvidia.com/gpu": gpu},
+                      "conditions": [{"type": "Ready", "status": "True"}]}})
+}
+
+fn pod(name: &str, node: Option<&str>) -> Value {
+    let mut p = json!({"apiVersion": "v1", "kind": "Pod",
+        "metadata": {"namespace": "prod", "name": name, "uid": format!("u-{name}"), "labels": {"app": "chat"}},
+        "spec": {"containers": [{"name": "engine", "image": "engine:1",
+                 "resources": {"requests": {"cpu": "4", "memory": "32Gi", "nvidia.com/gpu": "4"},
+                               "limits": {"nvidia.com/gpu": "4"}}}]},
+        "status": {"phase": "Running"}});
+    if let Some(n) = node {
+        p["spec"]["nodeName"] = json!(n);
+    } else {
+        p["status"] = json!({});
+    }
+    p
+}
+
+fn request(p: &Profile) -> Value {
+    json!({
+        "schemaVersion": "v1",
+        "requestID": "req-1",
+        "snapshotID": "snap-1",
+        "snapshotTime": "2026-11-29T08:00:00.123Z",
+        "profile": identity(p),
+        "replacementPods": [pod("chat-engine-3-new", None)],
+        "sourcePods": [pod("chat-engine-3", Some("gpu-a"))],
+        "clusterObjects": [
+            {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "prod"}},
+            node("gpu-a", "8"), node("gpu-b", "8"), node("gpu-c", "2"),
+            pod("chat-engine-3", Some("gpu-a")),
+            pod("other", Some("gpu-b")),
+        ],
+        "excludedNodes": ["gpu-a"]
+    })
+}
+
+fn eval(p: &Profile, v: &Value) -> Result<alfred_sim::Evaluation, RequestError> {
+    let req = decode_request(v.to_string().as_bytes())?;
+    evaluate(p, &identity(p), &req, &mut || false)
+}
+
+#[test]
+fn feasible_round_trip_with_exact_field_names() {
+    let p = Profile::default_scheduler();
+    let v = request(&p);
+    let ev = eval(&p, &v).expect("valid");
+    let line = encode_result(&ev.result);
+    assert!(line.ends_with('\n') && !line[..line.len() - 1].contains('\n'));
+    let got: Value = serde_json::from_str(&line).expect("json");
+    assert_eq!(
+        got,
+        json!({"schemaVersion": "v1", "requestID": "req-1", "snapshotID": "snap-1",
+               "snapshotTime": "2026-11-29T08:00:00.123Z", "profile": identity(&p),
+               "decision": "Feasible", "reason": "PlacementFound",
+               "placements": [{"pod": {"namespace": "prod", "name": "chat-engine-3-new", "uid": "u-chat-engine-3-new"}, "nodeName": "gpu-b"}]})
+    );
+    // A replacement without a UID is reported without one.
+    let mut no_uid = v.clone();
+    no_uid["replacementPods"][0]["metadata"]["uid"] = json!("");
+    let line2 = encode_result(&eval(&p, &no_uid).expect("valid").result);
+    assert!(line2.contains(r#"{"pod":{"namespace":"prod","name":"chat-engine-3-new"},"nodeName":"gpu-b"}"#), "{line2}");
+    let keys: Vec<&str> = line.split('"').skip(1).step_by(2).take(4).collect();
+    assert_eq!(keys, ["schemaVersion", "v1", "requestID", "req-1"]);
+    let req = decode_request(v.to_string().as_bytes()).expect("req");
+    let res = decode_result(line.as_bytes()).expect("result");
+    assert_eq!(validate_result(&req, &res), Ok(()));
+}
+
+#[test]
+fn infeasible_has_no_placements() {
+    let p = Profile::default_scheduler();
+    let mut v = request(&p);
+    v["replacementPods"][0]["spec"]["containers"][0]["resources"]["requests"]["nvidia.com/gpu"] = json!("8");
+    let ev = eval(&p, &v).expect("valid");
+    assert_eq!(ev.result.decision, Decision::Infeasible);
+    assert!(ev.result.placements.is_none());
+    assert!(!encode_result(&ev.result).contains("placements"));
+    assert!(ev.diagnostic().expect("diag").contains("NoNodeFits"));
+}
+
+#[test]
+fn decode_is_strict() {
+    let p = Profile::default_scheduler();
+    let v = request(&p);
+    assert!(matches!(decode_request(b" {}"), Err(RequestError::NotAnObject)));
+    assert!(matches!(decode_request(format!("{v} {{}}").as_bytes()), Err(RequestError::Decode(_))));
+    let mut extra = v.clone();
+    extra["surprise"] = json!(1);
+    let e = decode_request(extra.to_string().as_bytes()).unwrap_err();
+    assert!(e.to_string().contains("surprise"), "{e}");
+    let big = vec![b'{'; 16 * 1024 * 1024 + 1];
+    assert!(matches!(decode_request(&big), Err(RequestError::TooLarge)));
+}
+
+#[test]
+fn invalid_requests_name_the_field() {
+    let p = Profile::default_scheduler();
+    let cases: Vec<(Box<dyn Fn(&mut Value)>, &str)> = vec![
+        (Box::new(|v| v["schemaVersion"] = json!("v2")), "schemaVersion"),
+        (Box::new(|v| v["requestID"] = json!(" r")), "requestID"),
+        (Box::new(|v| v["snapshotTime"] = json!("yesterday")), "snapshotTime"),
+        (Box::new(|v| v["snapshotTime"] = json!("0001-01-01T00:00:00Z")), "snapshotTime"),
+        (Box::new(|v| v["profile"]["backend"] = json!("other")), "profile"),
+        (Box::new(|v| v["excludedNodes"] = json!([])), "source node must be in excludedNodes"),
+        (Box::new(|v| v["excludedNodes"] = json!(["gpu-a", "nope"])), "excludedNodes"),
+        (Box::new(|v| v["clusterObjects"][0] = json!({"apiVersion": "v1", "kind": "ConfigMap"})), "object kind not accepted"),
+        (Box::new(|v| v["sourcePods"][0]["metadata"]["labels"]["x"] = json!("y")), "identical"),
+        (Box::new(|v| v["replacementPods"][0]["spec"]["nodeName"] = json!("gpu-b")), "nodeName"),
+        (Box::new(|v| v["replacementPods"][0]["spec"]["schedulerName"] = json!("ome-scheduler")), "schedulerName"),
+        (Box::new(|v| v["replacementPods"] = json!([])), "replacementPods"),
+        (Box::new(|v| v["requireGang"] = json!(true)), "requireGang"),
+        (Box::new(|v| v["clusterObjects"][5]["spec"]["nodeName"] = json!("ghost")), "nodeName"),
+        (Box::new(|v| v["clusterObjects"][5]["metadata"]["namespace"] = json!("nowhere")), "Namespace not supplied"),
+        (Box::new(|v| v["clusterObjects"][5]["metadata"]["uid"] = json!("u-chat-engine-3")), "uid"),
+        (Box::new(|v| v["migrationFromNode"] = json!("gpu-a")), "kubernetes.io/hostname NotIn"),
+    ];
+    for (mutate, needle) in cases {
+        let mut v = request(&p);
+        mutate(&mut v);
+        let e = eval(&p, &v).expect_err(needle);
+        assert!(e.to_string().contains(needle), "{e} should mention {needle}");
+    }
+}
+
+#[test]
+fn migration_from_node_variant() {
+    let p = Profile::default_scheduler();
+    let mut v = request(&p);
+    v["migrationFromNode"] = json!("gpu-a");
+    v["replacementPods"][0]["spec"]["affinity"] = json!({"nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": {
+        "nodeSelectorTerms": [{"matchExpressions": [{"key": "kubernetes.io/hostname", "operator": "NotIn", "values": ["gpu-a"]}]}]}}});
+    let ev = eval(&p, &v).expect("valid");
+    assert_eq!(ev.result.decision, Decision::Feasible);
+}
+
+#[test]
+fn result_revalidation() {
+    let p = Profile::default_scheduler();
+    let v = request(&p);
+    let req = decode_request(v.to_string().as_bytes()).expect("req");
+    let good = eval(&p, &v).expect("valid").result;
+    let mut r = good.clone();
+    r.request_id = "other".into();
+    assert!(validate_result(&req, &r).is_err());
+    let mut r = good.clone();
+    r.placements.as_mut().expect("placements")[0].node_name = "gpu-a".into();
+    assert!(validate_result(&req, &r).unwrap_err().to_string().contains("excluded"));
+    let mut r = good.clone();
+    r.decision = Decision::Infeasible;
+    assert!(validate_result(&req, &r).is_err());
+    let mut r = good;
+    r.placements = None;
+    assert!(validate_result(&req, &r).is_err());
+}
