@@ -4,12 +4,12 @@
 use std::collections::{BTreeMap, BTreeSet};
 
 use alfred_model::Timestamp;
+use alfred_model::config::annotations::{SpotPolicyOverride, WorkloadAnnotations};
 use alfred_model::snapshot::{
     ActiveMigration, Component, ComponentKind, DeploymentMode, Instance, InstanceStatus,
     MigrationRecord, MigrationRequestObserved, MigrationState, ModelRef, OwnerRef, ReplicaState,
     Runner, SpotOverride, Workload, WorkloadSettings,
 };
-use alfred_model::config::annotations::{SpotPolicyOverride, WorkloadAnnotations};
 use serde_json::Value;
 
 use crate::dynamic::Dyn;
@@ -185,7 +185,8 @@ pub(crate) fn workload_settings(
     problems: &mut Problems,
 ) -> WorkloadSettings {
     let ann = &isvc.obj.meta.annotations;
-    let parsed = WorkloadAnnotations::parse(|k| ann.get(k).map(String::as_str), settings.default_movable);
+    let parsed =
+        WorkloadAnnotations::parse(|k| ann.get(k).map(String::as_str), settings.default_movable);
     let mut ignored = BTreeMap::new();
     for d in &parsed.diagnostics {
         ignored.insert(d.annotation.to_owned(), d.value.clone());
