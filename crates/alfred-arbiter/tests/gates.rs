@@ -445,7 +445,7 @@ fn non_surge_moves_take_the_first_target_with_room_or_none() {
     let mut c = defrag("ns/a", "src", &["t1", "t2"], &[2]);
     c.surge_shaped = false;
     c.footprint_gpus = 6;
-    let v = verdict(&run(&[c.clone()], &snap), 0).clone();
+    let v = verdict(&run(std::slice::from_ref(&c), &snap), 0).clone();
     assert!(v.admitted);
     assert_eq!(v.placement, vec![("t2".to_string(), 6)]);
     c.footprint_gpus = 9;
@@ -633,7 +633,7 @@ fn arbitrate_one_matches_a_single_candidate_pass() {
         &Breaker::new(),
         NOW,
     );
-    assert_eq!(&v, verdict(&run(&[c.clone()], &snap), 0));
+    assert_eq!(&v, verdict(&run(std::slice::from_ref(&c), &snap), 0));
     // The evacuation set of the fresh pass applies.
     let evac: BTreeSet<String> = ["t1".to_string()].into_iter().collect();
     let v = arbitrate_one(
