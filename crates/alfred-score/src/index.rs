@@ -120,9 +120,9 @@ fn cmp_pod(p: &Pod, ns: &str, name: &str) -> Ordering {
 
 impl<'s> PodFinder<'s> {
     pub(crate) fn new(pods: &'s [Pod]) -> Self {
-        let sorted = pods.windows(2).all(|w| {
-            cmp_pod(&w[0], &w[1].namespace, &w[1].name) != Ordering::Greater
-        });
+        let sorted = pods
+            .windows(2)
+            .all(|w| cmp_pod(&w[0], &w[1].namespace, &w[1].name) != Ordering::Greater);
         let perm = if sorted {
             None
         } else {

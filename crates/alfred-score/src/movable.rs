@@ -127,7 +127,11 @@ pub fn repack_block(
 /// `inCooldown(w)` of §C.8: the workload's newest finished migration ended less than its
 /// cooldown ago. The cooldown is the `alfred.ome.io/cooldown-minutes` override when set
 /// (0 ⇒ never in cooldown), else `per_workload_cooldown_minutes`.
-pub fn in_cooldown(workload: &Workload, per_workload_cooldown_minutes: u32, now: Timestamp) -> bool {
+pub fn in_cooldown(
+    workload: &Workload,
+    per_workload_cooldown_minutes: u32,
+    now: Timestamp,
+) -> bool {
     let Some(last) = workload.migration.last_migration else {
         return false;
     };
@@ -200,8 +204,7 @@ pub fn omenative_eligibility(
 /// §C.3 step 2: movable, valid migration state, no malformed request, nothing in flight.
 pub(crate) fn workload_state_block(w: &Workload) -> Option<RepackBlock> {
     let m = &w.migration;
-    if !w.settings.movable || !m.valid || !m.malformed_requests.is_empty() || !m.active.is_empty()
-    {
+    if !w.settings.movable || !m.valid || !m.malformed_requests.is_empty() || !m.active.is_empty() {
         return Some(RepackBlock::StateIneligible);
     }
     None
@@ -271,7 +274,9 @@ pub(crate) fn instance_block(c: &Component, i: &Instance) -> Option<RepackBlock>
         .as_ref()
         .map(|r: &ReplicaState| r.current_revision.as_str())
         .unwrap_or("");
-    if s.running_revision.is_empty() || s.running_revision != current || !s.target_revision.is_empty()
+    if s.running_revision.is_empty()
+        || s.running_revision != current
+        || !s.target_revision.is_empty()
     {
         return Some(RepackBlock::StateIneligible);
     }

@@ -203,9 +203,6 @@ mod tests {
     #[test]
     fn fullest_first_is_stable() {
         assert_eq!(order_fullest_first(&[8, 0, 4, 0, 8]), vec![1, 3, 2, 0, 4]);
-        assert_eq!(
-            order_fullest_first(&[9000, 0, 9000, 1]),
-            vec![1, 3, 0, 2]
-        );
+        assert_eq!(order_fullest_first(&[9000, 0, 9000, 1]), vec![1, 3, 0, 2]);
     }
 }

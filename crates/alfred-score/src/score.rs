@@ -91,9 +91,11 @@ pub struct PoolScore {
     /// `F_observed = Σ w(s)·frag(s)` (clamped to [0, 1]; only a prior summing above 1
     /// could exceed it).
     pub observed: f64,
-    /// `F_best`: the same sum after the FFD repack, same weights, same denominator.
+    /// `F_best`: the same sum after the FFD repack (same weights, same denominator), as a
+    /// best case never above `observed` — i.e. `min(observed, F(repacked))`; the raw value
+    /// is [`PoolAnalysis::repacked_fragmentation`].
     pub best: f64,
-    /// `F_reclaimable = max(0, observed − best)`.
+    /// `F_reclaimable = max(0, observed − F(repacked)) = observed − best`.
     pub reclaimable: f64,
     /// `P = 1 − Π (1 − urgency)` over the pending pods that fit nowhere now but would after
     /// the repack.
@@ -130,6 +132,9 @@ pub struct PoolAnalysis<'s> {
     pub demand: Vec<u64>,
     /// Free GPUs per bin after the FFD repack (§B.5), same order as `bins`.
     pub repacked: Vec<u32>,
+    /// `F(repacked)` as §B.5 computes `F_best`, before the `min(observed, ·)` of
+    /// [`PoolScore::best`]; may exceed `observed`.
+    pub repacked_fragmentation: f64,
 }
 
 impl PoolAnalysis<'_> {
@@ -251,7 +256,12 @@ pub fn analyze<'s>(snapshot: &'s ClusterSnapshot, settings: &ScoreSettings) -> A
         (0..nodes.len() as u32).collect()
     } else {
         let mut v: Vec<u32> = (0..nodes.len() as u32).collect();
-        v.sort_by(|a, b| nodes[*a as usize].name.cmp(&nodes[*b as usize].name).then(a.cmp(b)));
+        v.sort_by(|a, b| {
+            nodes[*a as usize]
+                .name
+                .cmp(&nodes[*b as usize].name)
+                .then(a.cmp(b))
+        });
         v
     };
     let mut bins: Vec<Bins<'s>> = (0..np).map(|_| Bins::new()).collect();
@@ -361,8 +371,12 @@ pub fn analyze<'s>(snapshot: &'s ClusterSnapshot, settings: &ScoreSettings) -> A
     let mut pending_order: Vec<u32> = (0..pending.len() as u32).collect();
     pending_order.sort_by(|a, b| {
         let (x, y) = (&pending[*a as usize], &pending[*b as usize]);
-        (&x.namespace, &x.name, x.pending_since, x.gpus_needed)
-            .cmp(&(&y.namespace, &y.name, y.pending_since, y.gpus_needed))
+        (&x.namespace, &x.name, x.pending_since, x.gpus_needed).cmp(&(
+            &y.namespace,
+            &y.name,
+            y.pending_since,
+            y.gpus_needed,
+        ))
     });
     let tau = f64::from(st.pending_urgency_tau_minutes);
     let mut pending_by_pool: Vec<Vec<(u32, f64)>> = vec![Vec::new(); np];
@@ -439,8 +453,16 @@ pub fn analyze<'s>(snapshot: &'s ClusterSnapshot, settings: &ScoreSettings) -> A
         } else {
             repack(free, cap, &node_bin, pool_items, pods, nodes)
         };
-        let best = clamp01(weighted_fragmentation_raw(&repacked, cap, &weights, total_free));
-        let reclaimable = (observed - best).max(0.0);
+        let repacked_fragmentation = clamp01(weighted_fragmentation_raw(
+            &repacked, cap, &weights, total_free,
+        ));
+        // The published best case is never worse than leaving things where they are: FFD is a
+        // heuristic (it can stack onto one of two equally empty nodes and lose a size-2
+        // slot), and a pod lifted off an excluded node consumes free capacity, so the raw
+        // repack can score above `observed`. Only `max(0, observed − F_best)` enters the
+        // score and the threshold case, so they are unchanged.
+        let best = repacked_fragmentation.min(observed);
+        let reclaimable = (observed - repacked_fragmentation).max(0.0);
 
         // Pending pressure (§B.6, decision G.7: the pod's real size).
         let seat_summary = |f: &[u32]| -> (u32, u64) {
@@ -490,6 +512,7 @@ pub fn analyze<'s>(snapshot: &'s ClusterSnapshot, settings: &ScoreSettings) -> A
             weights,
             demand: std::mem::take(&mut demand[q]),
             repacked,
+            repacked_fragmentation,
         });
     }
     let score = out

@@ -18,7 +18,13 @@ fn close(a: f64, b: f64) -> bool {
 
 macro_rules! assert_close {
     ($a:expr, $b:expr) => {
-        assert!(close($a, $b), "{} = {} (expected {})", stringify!($a), $a, $b)
+        assert!(
+            close($a, $b),
+            "{} = {} (expected {})",
+            stringify!($a),
+            $a,
+            $b
+        )
     };
 }
 
@@ -46,12 +52,20 @@ fn example_1(executor: bool) -> ClusterSnapshot {
         omenative_workload(
             "team",
             "a",
-            vec![steady_instance("team", 0, &[("a-0".into(), "n1".into(), 2)])],
+            vec![steady_instance(
+                "team",
+                0,
+                &[("a-0".into(), "n1".into(), 2)],
+            )],
         ),
         omenative_workload(
             "team",
             "b",
-            vec![steady_instance("team", 0, &[("b-0".into(), "n2".into(), 2)])],
+            vec![steady_instance(
+                "team",
+                0,
+                &[("b-0".into(), "n2".into(), 2)],
+            )],
         ),
         raw_workload("team", "raw", &[("raw-0".into(), "n4".into(), 4)]),
     ];
@@ -131,7 +145,10 @@ fn example_1_move_benefit_matches_c9() {
     assert!(after.release("n1", 2));
     assert_close!(pool.fragmentation(&pool.bins), 0.58875);
     assert_close!(pool.fragmentation(&after), 0.32375);
-    assert_close!(pool.fragmentation(&pool.bins) - pool.fragmentation(&after), 0.265);
+    assert_close!(
+        pool.fragmentation(&pool.bins) - pool.fragmentation(&after),
+        0.265
+    );
 }
 
 #[test]
@@ -168,7 +185,9 @@ fn c9_preemptible_source_and_decision_g12() {
 fn example_2(pending_8: bool) -> ClusterSnapshot {
     let mut s = ClusterSnapshot {
         observed_at: now(),
-        nodes: (0..10).map(|i| node(&format!("n{i:02}"), "H100", 8)).collect(),
+        nodes: (0..10)
+            .map(|i| node(&format!("n{i:02}"), "H100", 8))
+            .collect(),
         ..ClusterSnapshot::default()
     };
     executor_on(&mut s);
@@ -299,10 +318,22 @@ fn example_4_one_pending_pod_crosses_the_default_threshold_after_8_63_minutes() 
 
 #[test]
 fn threshold_case_classify_is_strict() {
-    assert_eq!(ThresholdCase::classify(0.3, 0.0, 0.0, 0.25), ThresholdCase::ExecutionOpen);
-    assert_eq!(ThresholdCase::classify(0.25, 0.9, 0.0, 0.25), ThresholdCase::AdvisoryOnly);
-    assert_eq!(ThresholdCase::classify(0.25, 0.5, 0.25, 0.25), ThresholdCase::Quiet);
-    assert_eq!(ThresholdCase::classify(0.0, 0.0, 0.0, 0.25), ThresholdCase::Quiet);
+    assert_eq!(
+        ThresholdCase::classify(0.3, 0.0, 0.0, 0.25),
+        ThresholdCase::ExecutionOpen
+    );
+    assert_eq!(
+        ThresholdCase::classify(0.25, 0.9, 0.0, 0.25),
+        ThresholdCase::AdvisoryOnly
+    );
+    assert_eq!(
+        ThresholdCase::classify(0.25, 0.5, 0.25, 0.25),
+        ThresholdCase::Quiet
+    );
+    assert_eq!(
+        ThresholdCase::classify(0.0, 0.0, 0.0, 0.25),
+        ThresholdCase::Quiet
+    );
     assert_eq!(ThresholdCase::Quiet.number(), 3);
     assert_eq!(
         serde_json::to_string(&ThresholdCase::AdvisoryOnly).unwrap(),
@@ -377,8 +408,24 @@ fn cooling_instances_stay_out_of_the_repack() {
     }
     let w = &s.workloads[0];
     let (c, i) = (&w.components[0], &w.components[0].instances[0]);
-    assert!(repack_movable(&s, w, c, i, "H100", &ScoreSettings::default(), now()));
-    assert!(!repack_movable(&s, w, c, i, "A100", &ScoreSettings::default(), now()));
+    assert!(repack_movable(
+        &s,
+        w,
+        c,
+        i,
+        "H100",
+        &ScoreSettings::default(),
+        now()
+    ));
+    assert!(!repack_movable(
+        &s,
+        w,
+        c,
+        i,
+        "A100",
+        &ScoreSettings::default(),
+        now()
+    ));
     let p = &score_with(&s, &ScoreSettings::default()).pools[0];
     assert_close!(p.reclaimable, 0.58875);
 }
@@ -473,8 +520,17 @@ fn empty_and_degenerate_inputs_do_not_panic() {
     };
     let out = score_with(&example_1(true), &weird);
     let p = &out.pools[0];
-    assert_eq!(p.per_size.iter().map(|x| x.size).collect::<Vec<_>>(), vec![2, 8]);
-    for v in [p.observed, p.best, p.reclaimable, p.pending_pressure, p.score] {
+    assert_eq!(
+        p.per_size.iter().map(|x| x.size).collect::<Vec<_>>(),
+        vec![2, 8]
+    );
+    for v in [
+        p.observed,
+        p.best,
+        p.reclaimable,
+        p.pending_pressure,
+        p.score,
+    ] {
         assert!((0.0..=1.0).contains(&v), "{v}");
     }
 }
@@ -482,7 +538,10 @@ fn empty_and_degenerate_inputs_do_not_panic() {
 #[test]
 fn settings_from_the_builtin_config_are_the_defaults() {
     let config = alfred_model::config::Config::builtin();
-    assert_eq!(ScoreSettings::from_config(&config), ScoreSettings::default());
+    assert_eq!(
+        ScoreSettings::from_config(&config),
+        ScoreSettings::default()
+    );
     let s = example_1(true);
     assert_eq!(
         alfred_score::score(&s, &config),

@@ -4,8 +4,8 @@
 use std::collections::BTreeMap;
 
 use alfred_model::snapshot::{
-    Component, ComponentKind, DeploymentMode, Instance, InstanceStatus, MigrationState, Node, PendingPod, Pod,
-    PodPhase, PoolAttribution, ReplicaState, Workload,
+    Component, ComponentKind, DeploymentMode, Instance, InstanceStatus, MigrationState, Node,
+    PendingPod, Pod, PodPhase, PoolAttribution, ReplicaState, Workload,
 };
 use alfred_model::{ClusterSnapshot, Timestamp};
 

@@ -1,0 +1,361 @@
+//! Properties of the score over random clusters: several pools, mixed 1/2/4/8-GPU nodes,
+//! movable and fixed Instances, pending pods of all sizes.
+
+mod common;
+
+use alfred_model::ClusterSnapshot;
+use alfred_model::snapshot::{DeploymentMode, PoolAttribution};
+use alfred_score::{ScoreSettings, analyze, repack_movable, score_with};
+use common::*;
+use proptest::prelude::*;
+
+struct Rng(u64);
+
+impl Rng {
+    fn next(&mut self) -> u64 {
+        self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
+        let mut z = self.0;
+        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+        z ^ (z >> 31)
+    }
+    fn below(&mut self, n: u64) -> u64 {
+        if n == 0 { 0 } else { self.next() % n }
+    }
+    fn chance(&mut self, percent: u64) -> bool {
+        self.below(100) < percent
+    }
+    fn pick<T: Copy>(&mut self, xs: &[T]) -> T {
+        xs[self.below(xs.len() as u64) as usize]
+    }
+    fn shuffle<T>(&mut self, xs: &mut [T]) {
+        for i in (1..xs.len()).rev() {
+            let j = self.below(i as u64 + 1) as usize;
+            xs.swap(i, j);
+        }
+    }
+}
+
+#[derive(Debug, Clone, Copy)]
+struct Knobs {
+    seed: u64,
+    nodes: usize,
+    workloads: usize,
+    pending: usize,
+    executor: bool,
+    all_fixed: bool,
+    excluded_percent: u64,
+}
+
+fn cluster(k: Knobs) -> ClusterSnapshot {
+    let mut r = Rng(k.seed);
+    let pools = ["A100", "H100", "L40S"];
+    let npools = 1 + r.below(3) as usize;
+    let mut s = ClusterSnapshot {
+        observed_at: now(),
+        ..ClusterSnapshot::default()
+    };
+    if k.executor {
+        executor_on(&mut s);
+    }
+    for i in 0..k.nodes {
+        let mut n = node(
+            &format!("node-{i:03}"),
+            pools[r.below(npools as u64) as usize],
+            r.pick(&[1, 2, 4, 8, 8, 8]),
+        );
+        if r.chance(k.excluded_percent) {
+            match r.below(4) {
+                0 => n.cordoned = true,
+                1 => n.preemptible = true,
+                2 => n.maintenance.requested = true,
+                _ => n.scale_down_marked = true,
+            }
+        }
+        s.nodes.push(n);
+    }
+    // Non-OME occupants.
+    for j in 0..r.below(4) {
+        let ni = r.below(k.nodes as u64) as usize;
+        let free = s.nodes[ni].free_gpus;
+        if free > 0 {
+            let g = 1 + r.below(u64::from(free)) as u32;
+            let mut p = pod("batch", &format!("job-{j}"), &s.nodes[ni].name.clone(), g);
+            p.ome = false;
+            bind(&mut s, p);
+        }
+    }
+    for w in 0..k.workloads {
+        let ns = format!("ns{}", r.below(3));
+        let name = format!("w{w:02}");
+        let ninst = 1 + r.below(3) as u32;
+        let mut instances = Vec::new();
+        for i in 0..ninst {
+            let npods = 1 + r.below(2) as usize;
+            let mut pods = Vec::new();
+            for p in 0..npods {
+                let g: u32 = r.pick(&[1, 1, 1, 2, 2, 4, 8]);
+                // A node with room, tried from a random start.
+                let start = r.below(k.nodes as u64) as usize;
+                let found = (0..k.nodes)
+                    .map(|d| (start + d) % k.nodes)
+                    .find(|ni| s.nodes[*ni].free_gpus >= g);
+                if let Some(ni) = found {
+                    let pname = format!("{name}-{i}-{p}");
+                    let nname = s.nodes[ni].name.clone();
+                    bind(&mut s, pod(&ns, &pname, &nname, g));
+                    pods.push((pname, nname, g));
+                }
+            }
+            if !pods.is_empty() {
+                instances.push(steady_instance(&ns, i, &pods));
+            }
+        }
+        if instances.is_empty() {
+            continue;
+        }
+        let mut wl = if r.chance(20) {
+            let flat: Vec<_> = instances
+                .iter()
+                .flat_map(|inst| {
+                    inst.pods.iter().map(|key| {
+                        let p = s.pod_by_key(key).cloned().unwrap_or_else(|| {
+                            s.pods.iter().find(|p| &p.key() == key).cloned().unwrap()
+                        });
+                        (p.name.clone(), p.node.clone(), p.gpus)
+                    })
+                })
+                .collect();
+            raw_workload(&ns, &name, &flat)
+        } else {
+            omenative_workload(&ns, &name, instances)
+        };
+        wl.settings.movable = !k.all_fixed && !r.chance(15);
+        if r.chance(10) {
+            wl.migration.last_migration = Some(now().plus_minutes(-(r.below(60) as i64)));
+        }
+        s.workloads.push(wl);
+    }
+    for i in 0..k.pending {
+        let mut p = pending(
+            &format!("ns{}", r.below(3)),
+            &format!("pend-{i}"),
+            r.pick(&[1, 2, 3, 4, 6, 8, 12, 16]),
+            r.below(120) as i64,
+        );
+        if r.chance(40) {
+            p.pools = PoolAttribution::Pools(vec![pools[r.below(3) as usize].to_string()]);
+        }
+        s.pending_pods.push(p);
+    }
+    s.normalize();
+    s
+}
+
+fn knobs() -> impl Strategy<Value = Knobs> {
+    (
+        any::<u64>(),
+        1usize..16,
+        0usize..14,
+        0usize..6,
+        prop::bool::weighted(0.8),
+        prop::bool::weighted(0.15),
+        0u64..40,
+    )
+        .prop_map(
+            |(seed, nodes, workloads, pending, executor, all_fixed, excluded_percent)| Knobs {
+                seed,
+                nodes,
+                workloads,
+                pending,
+                executor,
+                all_fixed,
+                excluded_percent,
+            },
+        )
+}
+
+/// The repack exactly as §B.5 writes it, one item at a time (O(items · bins)).
+fn reference_repack(
+    s: &ClusterSnapshot,
+    pool: &str,
+    names: &[&str],
+    free: &[u32],
+    cap: &[u32],
+) -> Vec<u32> {
+    let settings = ScoreSettings::default();
+    let mut items: Vec<(u32, String, String)> = Vec::new(); // (gpus, key, home)
+    for w in &s.workloads {
+        for c in &w.components {
+            for inst in &c.instances {
+                if !repack_movable(s, w, c, inst, pool, &settings, s.observed_at) {
+                    continue;
+                }
+                for key in &inst.pods {
+                    let Some(p) = s.pod_by_key(key) else { continue };
+                    if p.gpus == 0 || p.node.is_empty() {
+                        continue;
+                    }
+                    let Some(n) = s.node(&p.node) else { continue };
+                    if n.has_gpus() && n.pool.as_deref() == Some(pool) {
+                        items.push((p.gpus, key.clone(), p.node.clone()));
+                    }
+                }
+            }
+        }
+    }
+    let mut f: Vec<u32> = free.to_vec();
+    for (g, _, home) in &items {
+        if let Some(h) = names.iter().position(|n| n == home) {
+            f[h] = (f[h] + g).min(cap[h]);
+        }
+    }
+    items.sort_by(|a, b| b.0.cmp(&a.0).then(a.1.cmp(&b.1)));
+    let mut order: Vec<usize> = (0..f.len()).collect();
+    order.sort_by(|a, b| f[*a].cmp(&f[*b]).then(names[*a].cmp(names[*b])));
+    for (g, _, home) in &items {
+        match order.iter().find(|b| f[**b] >= *g && *g <= cap[**b]) {
+            Some(b) => f[*b] -= g,
+            None => {
+                if let Some(h) = names.iter().position(|n| n == home) {
+                    f[h] = f[h].saturating_sub(*g);
+                }
+            }
+        }
+    }
+    f
+}
+
+fn shuffled(s: &ClusterSnapshot, seed: u64) -> ClusterSnapshot {
+    let mut r = Rng(seed ^ 0xDEAD_BEEF);
+    let mut t = s.clone();
+    r.shuffle(&mut t.nodes);
+    r.shuffle(&mut t.pods);
+    r.shuffle(&mut t.pending_pods);
+    r.shuffle(&mut t.workloads);
+    for w in &mut t.workloads {
+        for c in &mut w.components {
+            r.shuffle(&mut c.instances);
+        }
+    }
+    t
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 256, .. ProptestConfig::default() })]
+
+    #[test]
+    fn values_are_fractions_and_slots_fit(k in knobs()) {
+        let s = cluster(k);
+        let a = analyze(&s, &ScoreSettings::default());
+        let mut max = 0.0f64;
+        for p in &a.pools {
+            let sc = &p.score;
+            for v in [sc.observed, sc.best, sc.reclaimable, sc.pending_pressure, sc.score] {
+                prop_assert!((0.0..=1.0).contains(&v), "{v} in {sc:?}");
+            }
+            prop_assert!((sc.reclaimable - (sc.observed - sc.best)).abs() < 1e-15);
+            for x in &sc.per_size {
+                prop_assert!((0.0..=1.0).contains(&x.frag));
+                prop_assert!(x.slots * u64::from(x.size) <= sc.total_free, "{x:?} free {}", sc.total_free);
+            }
+            prop_assert_eq!(sc.total_free, p.bins.total_free());
+            max = max.max(sc.score);
+        }
+        prop_assert_eq!(a.score, max);
+    }
+
+    #[test]
+    fn repack_matches_the_spec_and_respects_capacity(k in knobs()) {
+        let s = cluster(k);
+        let a = analyze(&s, &ScoreSettings::default());
+        for p in &a.pools {
+            let names: Vec<&str> = p.bins.iter().map(|b| b.name).collect();
+            let expected = reference_repack(&s, &p.score.pool, &names, p.bins.free(), p.bins.caps());
+            prop_assert_eq!(&p.repacked, &expected, "pool {}", p.score.pool);
+            for (f, c) in p.repacked.iter().zip(p.bins.caps()) {
+                prop_assert!(f <= c);
+            }
+            let after: u64 = p.repacked.iter().map(|f| u64::from(*f)).sum();
+            prop_assert!(after <= p.score.total_free);
+        }
+    }
+
+    #[test]
+    fn best_never_exceeds_observed(k in knobs()) {
+        let s = cluster(k);
+        let a = analyze(&s, &ScoreSettings::default());
+        for p in &a.pools {
+            let sc = &p.score;
+            prop_assert!(sc.best <= sc.observed, "{sc:?}");
+            prop_assert_eq!(sc.best, p.repacked_fragmentation.min(sc.observed));
+            prop_assert_eq!(sc.reclaimable, (sc.observed - p.repacked_fragmentation).max(0.0));
+        }
+    }
+
+    #[test]
+    fn nothing_movable_means_nothing_reclaimable(k in knobs()) {
+        let s = cluster(Knobs { all_fixed: true, ..k });
+        let settings = ScoreSettings::default();
+        for w in &s.workloads {
+            for c in &w.components {
+                for i in &c.instances {
+                    for pool in s.pools() {
+                        prop_assert!(!repack_movable(&s, w, c, i, &pool, &settings, s.observed_at));
+                    }
+                }
+            }
+        }
+        for p in &score_with(&s, &settings).pools {
+            prop_assert_eq!(p.reclaimable, 0.0);
+            prop_assert_eq!(p.pending_pressure, 0.0);
+            prop_assert_eq!(p.score, 0.0);
+            prop_assert_eq!(p.best, p.observed);
+        }
+        let off = cluster(Knobs { executor: false, ..k });
+        for p in &score_with(&off, &settings).pools {
+            prop_assert_eq!(p.score, 0.0);
+        }
+    }
+
+    #[test]
+    fn input_order_does_not_matter(k in knobs(), shuffle_seed in any::<u64>()) {
+        let s = cluster(k);
+        let t = shuffled(&s, shuffle_seed); // deliberately not normalized
+        let settings = ScoreSettings::default();
+        prop_assert_eq!(score_with(&s, &settings), score_with(&t, &settings));
+    }
+}
+
+#[test]
+fn raw_workloads_in_generated_clusters_are_never_movable() {
+    let s = cluster(Knobs {
+        seed: 7,
+        nodes: 12,
+        workloads: 14,
+        pending: 3,
+        executor: true,
+        all_fixed: false,
+        excluded_percent: 10,
+    });
+    let settings = ScoreSettings::default();
+    for w in &s.workloads {
+        for c in &w.components {
+            if c.mode == DeploymentMode::RawDeployment {
+                for i in &c.instances {
+                    for pool in s.pools() {
+                        assert!(!repack_movable(
+                            &s,
+                            w,
+                            c,
+                            i,
+                            &pool,
+                            &settings,
+                            s.observed_at
+                        ));
+                    }
+                }
+            }
+        }
+    }
+}
