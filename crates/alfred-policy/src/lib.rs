@@ -58,3 +58,6 @@ pub fn propose_with(
         node_markers: nh.node_markers,
     }
 }
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,6 @@
+//! Tests of both policies, built from small clusters (see [`crate::testkit`]).
+
+mod defrag;
+mod early;
+mod nodehealth;
+mod props;
