@@ -2,6 +2,8 @@
 
 use std::time::Duration;
 
+use alfred_model::config::Config;
+
 /// The length of the hourly window of `maxMigrationsPerHour` (ages `≤ 1h` count,
 /// alfred-engine.md §13 item 20).
 pub const HOURLY_WINDOW: Duration = Duration::from_secs(60 * 60);
@@ -52,6 +54,22 @@ pub(crate) fn minutes(m: u32) -> Duration {
 }
 
 impl ArbiterSettings {
+    /// The arbiter's settings from the loaded configuration.
+    pub fn from_config(config: &Config) -> Self {
+        Self {
+            max_in_flight_migrations: config.max_in_flight_migrations,
+            max_migrations_per_hour: config.max_migrations_per_hour,
+            per_workload_cooldown_minutes: config.per_workload_cooldown_minutes,
+            recent_placement_cooldown_minutes: config.recent_placement_cooldown_minutes,
+            per_node_cooldown_minutes: config.per_node_cooldown_minutes,
+            health_cooldown_floor_minutes: config
+                .policies
+                .node_health
+                .health_cooldown_floor_minutes,
+            avoid_preemptible_targets: config.spot_policy.avoid_as_target,
+        }
+    }
+
     /// `perNodeCooldownMinutes` as a duration.
     pub fn per_node_cooldown(&self) -> Duration {
         minutes(self.per_node_cooldown_minutes)
@@ -74,5 +92,45 @@ impl ArbiterSettings {
             .max(minutes(self.per_node_cooldown_minutes))
             .max(minutes(self.per_workload_cooldown_minutes))
             .max(minutes(self.health_cooldown_floor_minutes))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn defaults_match_the_builtin_configuration() {
+        assert_eq!(
+            ArbiterSettings::from_config(&Config::builtin()),
+            ArbiterSettings::default()
+        );
+    }
+
+    #[test]
+    fn from_config_reads_every_key() {
+        let mut c = Config::builtin();
+        c.max_in_flight_migrations = 7;
+        c.max_migrations_per_hour = 20;
+        c.per_workload_cooldown_minutes = 45;
+        c.recent_placement_cooldown_minutes = 12;
+        c.per_node_cooldown_minutes = 90;
+        c.policies.node_health.health_cooldown_floor_minutes = 2;
+        c.spot_policy.avoid_as_target = false;
+        let s = ArbiterSettings::from_config(&c);
+        assert_eq!(
+            s,
+            ArbiterSettings {
+                max_in_flight_migrations: 7,
+                max_migrations_per_hour: 20,
+                per_workload_cooldown_minutes: 45,
+                recent_placement_cooldown_minutes: 12,
+                per_node_cooldown_minutes: 90,
+                health_cooldown_floor_minutes: 2,
+                avoid_preemptible_targets: false,
+            }
+        );
+        assert_eq!(s.ledger_retention(), minutes(90));
+        assert_eq!(ArbiterSettings::default().ledger_retention(), HOURLY_WINDOW);
     }
 }
