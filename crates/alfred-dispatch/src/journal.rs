@@ -343,7 +343,11 @@ impl Journal {
         let journal: Journal = serde_path_to_error::deserialize(value).map_err(|e| {
             let path = e.path().to_string();
             JournalError::Schema {
-                field: if path == "." { "(document)".into() } else { path },
+                field: if path == "." {
+                    "(document)".into()
+                } else {
+                    path
+                },
                 message: e.into_inner().to_string(),
             }
         })?;
@@ -410,10 +414,11 @@ impl Journal {
     /// never dropped.
     pub fn prune(&mut self, now: Timestamp, retention: Duration) {
         let cutoff = now.minus(retention);
-        self.entries.retain(|e| match (e.phase.is_terminal(), e.completed_at) {
-            (true, Some(done)) => done >= cutoff,
-            _ => true,
-        });
+        self.entries
+            .retain(|e| match (e.phase.is_terminal(), e.completed_at) {
+                (true, Some(done)) => done >= cutoff,
+                _ => true,
+            });
     }
 }
 
@@ -437,7 +442,10 @@ mod tests {
         assert_eq!(j.entries[0].phase, Phase::Acknowledged);
         assert_eq!(j.to_state_json().unwrap(), EXAMPLE);
         assert_eq!(
-            Journal::parse(INITIAL_STATE_JSON).unwrap().to_state_json().unwrap(),
+            Journal::parse(INITIAL_STATE_JSON)
+                .unwrap()
+                .to_state_json()
+                .unwrap(),
             INITIAL_STATE_JSON
         );
     }
@@ -463,16 +471,22 @@ mod tests {
         assert!(
             err(&EXAMPLE.replace("\"Namespace\"", "\"namespace\"")).contains("entries[0].workload")
         );
-        assert!(err(&EXAMPLE.replace("acknowledged\",\"reason", "completed\",\"reason"))
-            .contains("completedAt"));
-        assert!(err(&EXAMPLE.replace("\"phase\":\"acknowledged\"", "\"phase\":\"done\""))
-            .contains("entries[0].phase"));
+        assert!(
+            err(&EXAMPLE.replace("acknowledged\",\"reason", "completed\",\"reason"))
+                .contains("completedAt")
+        );
+        assert!(
+            err(&EXAMPLE.replace("\"phase\":\"acknowledged\"", "\"phase\":\"done\""))
+                .contains("entries[0].phase")
+        );
         // Case-sensitive duplicates: "Name" vs "name" is an unknown member, not a merge.
-        assert!(err(&EXAMPLE.replace(
-            "\"Name\":\"qwen3-235b\"",
-            "\"Name\":\"qwen3-235b\",\"name\":\"x\""
-        ))
-        .contains("name"));
+        assert!(
+            err(&EXAMPLE.replace(
+                "\"Name\":\"qwen3-235b\"",
+                "\"Name\":\"qwen3-235b\",\"name\":\"x\""
+            ))
+            .contains("name")
+        );
     }
 
     #[test]
@@ -495,7 +509,10 @@ mod tests {
         ));
         assert!(many.to_state_json().is_err());
         let big = format!("{}{}", " ".repeat(MAX_STATE_BYTES), INITIAL_STATE_JSON);
-        assert!(matches!(Journal::parse(&big), Err(JournalError::TooLarge(_))));
+        assert!(matches!(
+            Journal::parse(&big),
+            Err(JournalError::TooLarge(_))
+        ));
     }
 
     #[test]

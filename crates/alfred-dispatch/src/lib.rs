@@ -1,5 +1,60 @@
-//! alfred-dispatch: the decision pass, the dispatcher and the reporter.
+//! alfred-dispatch: the decision pass (alfred-engine.md §5.3) — scoring, the policies, the
+//! recommend-only scheduling gate and predictions, the arbiter, the dispatcher (journal,
+//! follow-up, pre-submit re-check, budget, guard, the migration request) and the
+//! reporter (rows, `last-cycle.json`, node records, Events, metrics).
+//!
+//! Pure: no IO, no clock, no randomness, no hash collections. Time, UUIDs, the guard
+//! objects, the journal text and both snapshots are inputs; writes are [`Effect`]s.
+//!
+//! # Driving loop (what the adapter does)
+//!
+//! ```text
+//! session = Session::default()                      // new leadership term: breaker closed
+//! loop on each decision tick (leader only, never overlapping):
+//!     snapshot  = observation loop's latest snapshot (or a fresh one on an early tick)
+//!     config    = the config store's current object (one for the whole pass)
+//!     state     = DurableState { journal: JournalSlot::from_state_json(
+//!                      uncached GET alfred-dispatch-state .data["state.json"]),   // only with
+//!                                                                                   // --migration-api-version=v1
+//!                    node_records: parsed node.* keys of the recommendations ConfigMap }
+//!     guard     = GuardObservation from uncached GETs of the two admission objects
+//!     fresh     = a snapshot from uncached reads (execute mode; may equal `snapshot`)
+//!     uuids     = a few freshly generated lower-case v4 UUIDs
+//!     out = run_pass(&PassInput { snapshot, fresh_snapshot, config, runtime, namespace,
+//!                                 config_map_name, state, previous_node_records, guard,
+//!                                 uuids, config_changed, deadline, now }, &stages,
+//!                    &session, &mut simulator)
+//!     apply out.effects IN ORDER while holding the lease:
+//!         WriteJournal        → PUT state.json conditioned on the resourceVersion read
+//!         RequestMigration    → JSON Patch: test uid, test resourceVersion, (add
+//!                               annotations {} if absent), add the annotation
+//!         UpdateRecommendations, RecordEvent, Metric
+//!       stop at the first failed write (WriteJournal / RequestMigration): the next pass
+//!       re-reads the journal and the cluster and learns what landed.
+//!     session = out.session          // breaker and report flags; NOT durable
+//!     (replay: write out.new_state.to_text() to the state file, atomically)
+//! ```
+//!
+//! [`Effect`]: alfred_model::effect::Effect
 
+pub mod budget;
+pub mod dispatch;
+pub mod follow;
+pub mod guard;
 pub mod journal;
+pub mod pass;
+pub mod preflight;
+pub mod report;
 pub mod request;
+pub mod schedule;
+pub mod sim;
+pub mod stages;
 mod strict_json;
+
+pub use dispatch::{Breaker, JournalSlot};
+pub use guard::GuardObservation;
+pub use journal::{Entry, Journal, JournalError, Phase};
+pub use pass::{DurableState, Explained, PassInput, PassOutput, Session, run_pass};
+pub use request::RequestPayload;
+pub use sim::{MoveSimulation, ScriptedSimulator, SimulationOutcome, Simulator};
+pub use stages::{BasicArbiter, PoolGauge, ScriptedStages, Stages};

@@ -330,7 +330,10 @@ mod tests {
         let text = example().encode().unwrap();
         assert_eq!(RequestPayload::decode(&text).unwrap(), example());
         let bad = [
-            text.replace("\"requested_by\":\"alfred\"", "\"requested_by\":\"kubectl-ome\""),
+            text.replace(
+                "\"requested_by\":\"alfred\"",
+                "\"requested_by\":\"kubectl-ome\"",
+            ),
             text.replace("{\"schemaVersion\"", "{ \"schemaVersion\""),
             text.replace("\"v1\"", "\"v2\""),
             text.replace("}", ",\"extra\":1}"),

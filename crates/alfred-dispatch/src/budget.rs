@@ -1,0 +1,132 @@
+//! The dispatch budget check (alfred-engine.md §9.7): union by request identity
+//! `ownerUID/uuid` of every waiting or running request anywhere, of migrations started in
+//! the last hour, alfred's own cooldowns and the failure backoff.
+
+use std::collections::BTreeSet;
+use std::time::Duration;
+
+use alfred_model::config::Config;
+use alfred_model::reason::{DispatchReason, RowReason};
+use alfred_model::record::Candidate;
+use alfred_model::{ClusterSnapshot, Timestamp};
+
+use crate::journal::Journal;
+
+/// Whether `node` was used (as source or target) by one of alfred's entries within
+/// `perNodeCooldownMinutes` of its `completedAt` (else `createdAt`), except `skip_uuid`.
+pub fn node_cooling(
+    journal: &Journal,
+    node: &str,
+    now: Timestamp,
+    window: Duration,
+    skip_uuid: Option<&str>,
+) -> bool {
+    journal.entries.iter().any(|e| {
+        Some(e.uuid.as_str()) != skip_uuid
+            && (e.from_node == node || e.targets.iter().any(|t| t == node))
+            && now.since(e.node_use_time()) < window
+    })
+}
+
+/// Runs the check for `candidate` against the (fresh) snapshot; `retry_uuid` names the
+/// entry being retried.
+pub fn check_budget(
+    candidate: &Candidate,
+    snap: &ClusterSnapshot,
+    journal: &Journal,
+    config: &Config,
+    retry_uuid: Option<&str>,
+    now: Timestamp,
+) -> Result<(), DispatchReason> {
+    let hour = Duration::from_secs(3600);
+    let mins = |m: u32| Duration::from_secs(u64::from(m) * 60);
+    let mut active: BTreeSet<String> = BTreeSet::new();
+    let mut hourly: BTreeSet<String> = BTreeSet::new();
+    let mut window = mins(config.per_workload_cooldown_minutes);
+    for w in &snap.workloads {
+        if w.settings.cooldown_invalid {
+            return Err(DispatchReason::InvalidCooldown);
+        }
+        if w.key() == candidate.workload
+            && let Some(m) = w.settings.cooldown_minutes
+        {
+            window = mins(m);
+        }
+        for r in &w.migration.requests {
+            let id = format!("{}/{}", w.uid, r.uuid);
+            active.insert(id.clone());
+            hourly.insert(id);
+        }
+        for u in &w.migration.malformed_requests {
+            let id = format!("{}/{}", w.uid, u);
+            active.insert(id.clone());
+            hourly.insert(id);
+        }
+        for r in &w.migration.records {
+            let Some(started) = r
+                .started_at
+                .filter(|s| !r.uuid.is_empty() && *s != Timestamp::EPOCH && *s <= now)
+            else {
+                return Err(DispatchReason::MigrationStateInvalid);
+            };
+            let id = format!("{}/{}", w.uid, r.uuid);
+            match r.phase.as_str() {
+                "Accepted" | "SurgePending" | "SurgeReady" | "Draining" => {
+                    active.insert(id.clone());
+                }
+                "Completed" | "Failed" | "Relocated" => {}
+                _ => return Err(DispatchReason::MigrationStateInvalid),
+            }
+            if now.since(started) <= hour {
+                hourly.insert(id);
+            }
+        }
+    }
+    if candidate.reason == RowReason::NodeUnhealthy {
+        window = mins(config.policies.node_health.health_cooldown_floor_minutes);
+    }
+    let mut retry_id = None;
+    for e in &journal.entries {
+        let id = format!("{}/{}", e.workload_uid, e.uuid);
+        if Some(e.uuid.as_str()) == retry_uuid {
+            retry_id = Some(id.clone());
+        }
+        if e.is_unresolved() {
+            active.insert(id.clone());
+        }
+        if now.since(e.created_at) <= hour {
+            hourly.insert(id);
+        }
+        if Some(e.uuid.as_str()) != retry_uuid
+            && e.workload.key() == candidate.workload
+            && e.completed_at.is_some_and(|d| now.since(d) < window)
+        {
+            return Err(DispatchReason::Cooldown);
+        }
+    }
+    if let Some(id) = retry_id {
+        active.remove(&id);
+        hourly.remove(&id);
+    }
+    if !active.is_empty() {
+        return Err(DispatchReason::InFlightCap);
+    }
+    if hourly.len() >= config.max_migrations_per_hour as usize {
+        return Err(DispatchReason::HourlyCap);
+    }
+    if journal.backoff_until.is_some_and(|b| b > now) {
+        return Err(DispatchReason::FailureBackoff);
+    }
+    if candidate.reason != RowReason::NodeUnhealthy
+        && node_cooling(
+            journal,
+            &candidate.from_node,
+            now,
+            mins(config.per_node_cooldown_minutes),
+            retry_uuid,
+        )
+    {
+        return Err(DispatchReason::NodeCooldown);
+    }
+    Ok(())
+}

@@ -1,0 +1,379 @@
+//! The decision pass: one entry point composing score → policies → (recommend-only:
+//! scheduling gate and ≤ 8 predictions) → arbiter → dispatch → report
+//! (alfred-engine.md §5.3).
+
+use std::collections::BTreeMap;
+
+use alfred_model::config::{Config, Mode, RuntimeOptions};
+use alfred_model::effect::{Effect, EventType, ObjectRef};
+use alfred_model::reason::DispatchReason;
+use alfred_model::record::{Candidate, LastCycle, NodeRecord, Verdict};
+use alfred_model::{ClusterSnapshot, Timestamp};
+use serde::{Deserialize, Serialize};
+
+use crate::dispatch::{Breaker, Decision, DispatchCtx, JournalSlot, execute};
+use crate::guard::GuardObservation;
+use crate::journal::Journal;
+use crate::report;
+use crate::sim::Simulator;
+use crate::stages::{ArbiterInput, PoolGauge, Stages};
+
+/// Version of the [`DurableState`] document.
+pub const DURABLE_STATE_VERSION: &str = "alfred-state/v1";
+
+/// What survives a pass and a change of leader (the file `alfred replay --state FILE`
+/// reads and writes; see `STATE.md`).
+///
+/// ```json
+/// {"version":"alfred-state/v1",
+///  "journal":{"version":"v1","entries":[…],"backoffUntil":"…"},   // state.json, as is
+///  "nodeRecords":{"gpu-a":{…node record…}}}
+/// ```
+///
+/// * `journal` is exactly the `state.json` document of the `alfred-dispatch-state`
+///   ConfigMap; `null` or absent = no journal (a fresh install without migration).
+///   It is also the dispatch ledger of decision 15.2: every request alfred made, with
+///   its source and simulated targets, its creation and end — claims, node cooling and
+///   alfred's own hourly count are derived from it, so they survive a leader change.
+/// * `nodeRecords` are the `node.<name>` records of the recommendations ConfigMap (the
+///   seed for node-event lifecycles).
+/// * The circuit breaker is **not** here: a new leader starts the count afresh (15.3).
+///
+/// A file that is not this document (or a bare `state.json`) is kept verbatim: the
+/// journal is then unreadable, execution withholds with `JournalUnavailable`, and
+/// [`DurableState::to_text`] writes the original bytes back.
+#[derive(Debug, Clone, PartialEq)]
+pub struct DurableState {
+    /// The journal.
+    pub journal: JournalSlot,
+    /// The stored node records, by node name.
+    pub node_records: BTreeMap<String, NodeRecord>,
+    /// The original text when the document could not be read at all.
+    pub verbatim: Option<String>,
+}
+
+impl Default for DurableState {
+    fn default() -> Self {
+        DurableState {
+            journal: JournalSlot::Readable(Journal::empty()),
+            node_records: BTreeMap::new(),
+            verbatim: None,
+        }
+    }
+}
+
+#[derive(Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+struct StateWire {
+    version: String,
+    #[serde(default)]
+    journal: Option<serde_json::Value>,
+    #[serde(default)]
+    node_records: BTreeMap<String, NodeRecord>,
+}
+
+impl DurableState {
+    /// Reads a state file (a `DurableState` document or a bare `state.json`).
+    pub fn from_text(text: &str) -> DurableState {
+        let unreadable = |error: String| DurableState {
+            journal: JournalSlot::Unreadable {
+                text: text.to_owned(),
+                error,
+            },
+            node_records: BTreeMap::new(),
+            verbatim: Some(text.to_owned()),
+        };
+        let value = match crate::strict_json::parse_strict(text) {
+            Ok(v) => v,
+            Err(e) => return unreadable(format!("state file is not strict JSON: {e}")),
+        };
+        if value.get("entries").is_some() {
+            return DurableState {
+                journal: JournalSlot::from_state_json(Some(text)),
+                node_records: BTreeMap::new(),
+                verbatim: None,
+            };
+        }
+        let wire: StateWire = match serde_json::from_value(value) {
+            Ok(w) => w,
+            Err(e) => return unreadable(format!("state file: {e}")),
+        };
+        if wire.version != DURABLE_STATE_VERSION {
+            return unreadable(format!("state file version {:?} is unknown", wire.version));
+        }
+        let journal = match wire.journal {
+            None | Some(serde_json::Value::Null) => JournalSlot::Missing,
+            Some(v) => {
+                let raw = serde_json::to_string(&v).unwrap_or_default();
+                match Journal::from_value(v) {
+                    Ok(j) => JournalSlot::Readable(j),
+                    Err(e) => JournalSlot::Unreadable {
+                        text: raw,
+                        error: e.to_string(),
+                    },
+                }
+            }
+        };
+        DurableState {
+            journal,
+            node_records: wire.node_records,
+            verbatim: None,
+        }
+    }
+
+    /// Writes the state file (the original bytes when it could not be read).
+    pub fn to_text(&self) -> String {
+        if let Some(v) = &self.verbatim {
+            return v.clone();
+        }
+        let journal = match &self.journal {
+            JournalSlot::Missing => None,
+            JournalSlot::Readable(j) => serde_json::to_value(j).ok(),
+            JournalSlot::Unreadable { text, .. } => {
+                Some(serde_json::from_str(text).unwrap_or(serde_json::Value::String(text.clone())))
+            }
+        };
+        let wire = StateWire {
+            version: DURABLE_STATE_VERSION.into(),
+            journal,
+            node_records: self.node_records.clone(),
+        };
+        serde_json::to_string_pretty(&wire).unwrap_or_default()
+    }
+}
+
+/// In-memory state of one leadership term (lost on a leader change, by design).
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct Session {
+    /// The circuit breaker.
+    pub breaker: Breaker,
+    /// `OMENativeUnavailable` was already reported in this degraded period.
+    pub omenative_unavailable_reported: bool,
+}
+
+/// Everything one pass reads.
+pub struct PassInput<'a> {
+    /// The pass's snapshot.
+    pub snapshot: &'a ClusterSnapshot,
+    /// A fresh snapshot for the pre-submit re-check (may be the same); `None` when it
+    /// could not be built (`ObservationUnavailable`).
+    pub fresh_snapshot: Option<&'a ClusterSnapshot>,
+    /// Configuration (one object for the whole pass).
+    pub config: &'a Config,
+    /// Validated flags.
+    pub runtime: &'a RuntimeOptions,
+    /// alfred's namespace (guard username, config ConfigMap events).
+    pub namespace: &'a str,
+    /// Name of the config ConfigMap (`--config-name`).
+    pub config_map_name: &'a str,
+    /// Durable state: the journal as read (and the stored node records).
+    pub state: &'a DurableState,
+    /// The previous node records (seed; usually `state.node_records`).
+    pub previous_node_records: &'a BTreeMap<String, NodeRecord>,
+    /// The guard objects as read this pass.
+    pub guard: &'a GuardObservation,
+    /// Pre-generated lower-case v4 UUIDs; at most one is used per pass.
+    pub uuids: &'a [String],
+    /// A newer configuration arrived while the pass ran.
+    pub config_changed: bool,
+    /// The dispatch deadline, if tracked.
+    pub deadline: Option<Timestamp>,
+    /// Now.
+    pub now: Timestamp,
+}
+
+/// Candidates with their verdicts (`replay --format json`).
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Explained {
+    /// The candidate.
+    pub candidate: Candidate,
+    /// Its verdict, when it reached the arbiter or the journal.
+    pub verdict: Option<Verdict>,
+}
+
+/// Everything one pass produces.
+#[derive(Debug, Clone, PartialEq)]
+pub struct PassOutput {
+    /// `last-cycle.json`.
+    pub record: LastCycle,
+    /// The node records now.
+    pub node_records: BTreeMap<String, NodeRecord>,
+    /// Effects, in the order to apply them.
+    pub effects: Vec<Effect>,
+    /// The durable state after the pass (assuming every write effect succeeded).
+    pub new_state: DurableState,
+    /// The session to carry into the next pass.
+    pub session: Session,
+    /// Pool scores.
+    pub pools: Vec<PoolGauge>,
+    /// Candidates and verdicts.
+    pub explain: Vec<Explained>,
+    /// Why the journal could not be used, for the log.
+    pub journal_error: Option<String>,
+    /// UUIDs consumed from `uuids`.
+    pub uuids_used: usize,
+}
+
+/// Runs one decision pass.
+pub fn run_pass(
+    input: &PassInput<'_>,
+    stages: &dyn Stages,
+    session: &Session,
+    sim: &mut dyn Simulator,
+) -> PassOutput {
+    let snap = input.snapshot;
+    let cfg = input.config;
+    let mut session = session.clone();
+    let mut effects = Vec::new();
+    let dispatcher = input.runtime.executor_available();
+    // 2. OMENative state report.
+    if !dispatcher {
+        if !session.omenative_unavailable_reported {
+            session.omenative_unavailable_reported = true;
+            effects.push(Effect::RecordEvent(alfred_model::effect::Event {
+                regarding: ObjectRef {
+                    api_version: "v1".into(),
+                    kind: "ConfigMap".into(),
+                    namespace: input.namespace.into(),
+                    name: input.config_map_name.into(),
+                    uid: String::new(),
+                },
+                event_type: EventType::Warning,
+                reason: "OMENativeUnavailable".into(),
+                message: report::OMENATIVE_UNAVAILABLE_MESSAGE.into(),
+            }));
+        }
+    } else {
+        session.omenative_unavailable_reported = false;
+    }
+    let pools = stages.score(snap, cfg);
+    // 3. Propose.
+    let mut candidates = stages.propose(snap, cfg, input.runtime, input.now);
+    // 4. Scheduling annotation: recommend-only or no dispatcher.
+    if !dispatcher || cfg.mode != Mode::Execute {
+        let simulator = if input.runtime.simulation_configured {
+            Some(&mut *sim as &mut dyn Simulator)
+        } else {
+            None
+        };
+        crate::schedule::annotate(&mut candidates, snap, cfg, simulator, input.now);
+    }
+    // 5. Admit / Request / Follow.
+    let journal_for_arbiter = match &input.state.journal {
+        JournalSlot::Readable(j) => j.clone(),
+        _ => Journal::empty(),
+    };
+    let verdicts = stages.arbitrate(&ArbiterInput {
+        candidates: &candidates,
+        snapshot: snap,
+        config: cfg,
+        journal: &journal_for_arbiter,
+        breaker_open: session.breaker.is_open(input.now),
+        now: input.now,
+    });
+    let order: Vec<usize> = verdicts.iter().map(|(i, _)| *i).collect();
+    let mut by_index: BTreeMap<usize, Verdict> = verdicts.into_iter().collect();
+    let decisions: Vec<Decision> = candidates
+        .iter()
+        .enumerate()
+        .map(|(i, c)| (c.clone(), by_index.remove(&i)))
+        .collect();
+    let mut new_state = input.state.clone();
+    let mut journal_error = None;
+    let mut uuids_used = 0;
+    let decisions = if dispatcher {
+        let ctx = DispatchCtx {
+            stages,
+            snapshot: snap,
+            fresh: input.fresh_snapshot,
+            config: cfg,
+            runtime: input.runtime,
+            namespace: input.namespace,
+            guard: input.guard,
+            config_changed: input.config_changed,
+            deadline: input.deadline,
+            now: input.now,
+        };
+        let out = execute(
+            &ctx,
+            sim,
+            decisions,
+            &order,
+            &input.state.journal,
+            &mut session.breaker,
+            input.uuids,
+        );
+        effects.extend(out.effects);
+        new_state.journal = out.journal;
+        journal_error = out.journal_error;
+        uuids_used = out.uuids_used;
+        out.decisions
+    } else {
+        decisions
+    };
+    // 6. Breaker gauge.
+    effects.push(Effect::Metric(alfred_model::effect::MetricUpdate {
+        name: "alfred_circuit_breaker_state".into(),
+        labels: vec![],
+        change: alfred_model::effect::MetricChange::Set(if session.breaker.is_open(input.now) {
+            1.0
+        } else {
+            0.0
+        }),
+    }));
+    effects.push(Effect::Metric(alfred_model::effect::MetricUpdate {
+        name: "alfred_omenative_unavailable".into(),
+        labels: vec![],
+        change: alfred_model::effect::MetricChange::Set(if dispatcher { 0.0 } else { 1.0 }),
+    }));
+    // 7. Report.
+    let (rows, row_fx) = report::rows(&decisions, cfg.mode);
+    let record = LastCycle::new(input.now, report::record_mode(cfg.mode), rows);
+    let (node_records, node_fx, deleted) = report::node_records(snap, input.previous_node_records);
+    if cfg.recommendations_config_map_enabled {
+        effects.push(report::recommendations_effect(
+            &cfg.recommendations_config_map_name,
+            &record,
+            &node_records,
+            deleted,
+        ));
+    }
+    effects.extend(row_fx);
+    effects.extend(node_fx);
+    effects.extend(report::cluster_gauges(snap, &pools));
+    new_state.node_records = node_records.clone();
+    new_state.verbatim = input.state.verbatim.clone();
+    let explain = decisions
+        .into_iter()
+        .map(|(candidate, verdict)| Explained { candidate, verdict })
+        .collect();
+    PassOutput {
+        record,
+        node_records,
+        effects,
+        new_state,
+        session,
+        pools,
+        explain,
+        journal_error,
+        uuids_used,
+    }
+}
+
+/// Whether a reason withholds every admitted move of the pass (§9.11 "pass-wide").
+pub fn is_pass_wide(r: DispatchReason) -> bool {
+    use DispatchReason::*;
+    matches!(
+        r,
+        JournalUnavailable
+            | MultipleUnresolvedRequests
+            | UnresolvedRequest
+            | ExecutionDisabled
+            | InvalidCooldown
+            | ConfigurationChanged
+            | DispatchDeadline
+            | GuardUnavailable
+            | ObservationStale
+            | FailureBackoff
+    )
+}

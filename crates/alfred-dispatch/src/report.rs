@@ -1,0 +1,680 @@
+//! The reporter (alfred-engine.md §11): rows, `last-cycle.json`, node records with their
+//! lifecycle, Events with the documented message shapes, and metric effects.
+
+use std::collections::{BTreeMap, BTreeSet};
+
+use alfred_model::ClusterSnapshot;
+use alfred_model::config::Mode as ConfigMode;
+use alfred_model::effect::{Effect, Event, EventType, MetricChange, MetricUpdate, ObjectRef};
+use alfred_model::reason::AdvisoryReason;
+use alfred_model::record::{
+    Candidate, DispatchStatus, LastCycle, Mode, NodeRecord, NodeRecordMaintenance, Outcome, Policy,
+    Row, Verdict,
+};
+use alfred_model::snapshot::HealthState;
+use sha2::{Digest, Sha256};
+
+use crate::dispatch::Decision;
+use crate::stages::PoolGauge;
+
+/// Message of the `OMENativeUnavailable` event.
+pub const OMENATIVE_UNAVAILABLE_MESSAGE: &str =
+    "OMENative migration API compatibility is not configured; OMENative candidates remain advisory";
+
+fn isvc_ref(workload: &str) -> ObjectRef {
+    let (ns, name) = workload.split_once('/').unwrap_or(("", workload));
+    ObjectRef {
+        api_version: "ome.io/v1beta1".into(),
+        kind: "InferenceService".into(),
+        namespace: ns.into(),
+        name: name.into(),
+        uid: String::new(),
+    }
+}
+
+fn event(regarding: ObjectRef, t: EventType, reason: &str, message: String) -> Effect {
+    Effect::RecordEvent(Event {
+        regarding,
+        event_type: t,
+        reason: reason.into(),
+        message,
+    })
+}
+
+fn counter(name: &str, labels: &[(&str, &str)]) -> Effect {
+    Effect::Metric(MetricUpdate {
+        name: name.into(),
+        labels: labels
+            .iter()
+            .map(|(k, v)| ((*k).to_owned(), (*v).to_owned()))
+            .collect(),
+        change: MetricChange::Inc(1),
+    })
+}
+
+fn gauge(name: &str, labels: &[(&str, &str)], v: f64) -> Effect {
+    Effect::Metric(MetricUpdate {
+        name: name.into(),
+        labels: labels
+            .iter()
+            .map(|(k, v)| ((*k).to_owned(), (*v).to_owned()))
+            .collect(),
+        change: MetricChange::Set(v),
+    })
+}
+
+/// The advice message: `<policy> advisory for <ns>/<name>/<component>: <advisoryReason>
+/// (from <fromNode>, footprint <n> GPUs)`; the footprint is 0 except for
+/// `NoSurgeHeadroom` (decision G.4).
+pub fn advisory_message(c: &Candidate) -> String {
+    let reason = c.advisory_reason.map(|r| r.as_str()).unwrap_or("");
+    let footprint = if c.advisory_reason == Some(AdvisoryReason::NoSurgeHeadroom) {
+        c.footprint_gpus
+    } else {
+        0
+    };
+    format!(
+        "{} advisory for {}/{}: {} (from {}, footprint {} GPUs)",
+        c.policy.as_str(),
+        c.workload,
+        c.component.as_str(),
+        reason,
+        c.from_node,
+        footprint
+    )
+}
+
+/// The rejection message.
+pub fn rejected_message(c: &Candidate, v: &Verdict) -> String {
+    format!(
+        "{} recommendation for {}/{} rejected: {}",
+        c.policy.as_str(),
+        c.workload,
+        c.component.as_str(),
+        v.reject_reason.map(|r| r.as_str()).unwrap_or("")
+    )
+}
+
+/// The dispatch message: `<policy> migration request uuid=<uuid> for
+/// <ns>/<name>/<component> instance <i>: <status> (<dispatchReason>)`.
+pub fn dispatch_message(c: &Candidate, v: &Verdict, status: DispatchStatus) -> String {
+    let s = serde_json::to_value(status)
+        .ok()
+        .and_then(|x| x.as_str().map(str::to_owned))
+        .unwrap_or_default();
+    format!(
+        "{} migration request uuid={} for {}/{} instance {}: {} ({})",
+        c.policy.as_str(),
+        v.request_uuid,
+        c.workload,
+        c.component.as_str(),
+        c.instance,
+        s,
+        v.dispatch_reason.map(|r| r.as_str()).unwrap_or("")
+    )
+}
+
+/// The dispatcher-less withheld message.
+pub fn withheld_message(c: &Candidate, v: &Verdict, recommend_only: bool) -> String {
+    let target = if v.target.is_empty() {
+        "scheduler's choice".to_owned()
+    } else {
+        v.target.clone()
+    };
+    format!(
+        "{} recommends migrating {}/{} instance {} off {} (target {}, score {:.3}) — {}",
+        c.policy.as_str(),
+        c.workload,
+        c.component.as_str(),
+        c.instance,
+        c.from_node,
+        target,
+        c.score,
+        if recommend_only {
+            "recommend-only: not dispatched"
+        } else {
+            "not dispatched"
+        }
+    )
+}
+
+/// The cooldown-override message.
+pub fn cooldown_override_message(c: &Candidate) -> String {
+    format!(
+        "health evacuation of {}/{} admitted under the cooldown floor while the standard window was still running",
+        c.workload,
+        c.component.as_str()
+    )
+}
+
+fn base_row(c: &Candidate, outcome: Outcome) -> Row {
+    Row {
+        workload: c.workload.clone(),
+        component: c.component,
+        instance: c.instance,
+        policy: c.policy,
+        reason: c.reason,
+        outcome,
+        advisory_reason: None,
+        reject_reason: None,
+        from_node: c.from_node.clone(),
+        target: String::new(),
+        hint_targets: c.hint_target_nodes.iter().take(3).cloned().collect(),
+        score: if c.score.is_finite() { c.score } else { 0.0 },
+        emergency: c.emergency,
+        cooldown_overridden: false,
+        dispatch_status: None,
+        request_uuid: String::new(),
+        dispatch_reason: None,
+        scheduling: c.scheduling.clone(),
+    }
+}
+
+/// Builds the rows and their events and decision metrics (§11.1).
+pub fn rows(decisions: &[Decision], mode: ConfigMode) -> (Vec<Row>, Vec<Effect>) {
+    let mut out = Vec::new();
+    let mut fx = Vec::new();
+    for (c, v) in decisions {
+        let comp = c.component.as_str();
+        let exec = if c.executable { "true" } else { "false" };
+        fx.push(counter(
+            "alfred_recommendations_produced_total",
+            &[
+                ("policy", c.policy.as_str()),
+                ("workload", &c.workload),
+                ("component", comp),
+                ("reason", c.reason.as_str()),
+                ("executable", exec),
+            ],
+        ));
+        let accepted = || {
+            counter(
+                "alfred_recommendations_accepted_total",
+                &[
+                    ("policy", c.policy.as_str()),
+                    ("workload", &c.workload),
+                    ("component", comp),
+                ],
+            )
+        };
+        match v {
+            Some(v) if v.dispatch_status.is_some() => {
+                let status = v.dispatch_status.unwrap_or(DispatchStatus::Withheld);
+                let mut r = base_row(c, status.outcome());
+                r.advisory_reason = None;
+                r.dispatch_status = Some(status);
+                r.request_uuid = v.request_uuid.clone();
+                r.dispatch_reason = v.dispatch_reason;
+                r.target = v.target.clone();
+                r.cooldown_overridden = v.cooldown_overridden;
+                let (reason, t) = match status {
+                    DispatchStatus::Withheld => ("RecommendationWithheld", EventType::Normal),
+                    DispatchStatus::Submitted => ("MigrationSubmitted", EventType::Normal),
+                    DispatchStatus::Acknowledged => ("MigrationAcknowledged", EventType::Normal),
+                    DispatchStatus::Completed => ("MigrationCompleted", EventType::Normal),
+                    DispatchStatus::Failed => ("MigrationFailed", EventType::Warning),
+                    DispatchStatus::Stalled => ("MigrationStalled", EventType::Warning),
+                };
+                fx.push(event(
+                    isvc_ref(&c.workload),
+                    t,
+                    reason,
+                    dispatch_message(c, v, status),
+                ));
+                if matches!(status, DispatchStatus::Submitted | DispatchStatus::Withheld) {
+                    fx.push(accepted());
+                    if v.cooldown_overridden {
+                        fx.push(counter(
+                            "alfred_cooldown_overrides_total",
+                            &[("policy", c.policy.as_str())],
+                        ));
+                        fx.push(event(
+                            isvc_ref(&c.workload),
+                            EventType::Normal,
+                            "CooldownOverriddenForEvacuation",
+                            cooldown_override_message(c),
+                        ));
+                    }
+                }
+                out.push(r);
+            }
+            _ if !c.executable => {
+                let mut r = base_row(c, Outcome::Advisory);
+                r.advisory_reason = c.advisory_reason;
+                let reason = if c.advisory_reason
+                    == Some(AdvisoryReason::RawDeploymentMigrationUnsupported)
+                {
+                    "RawDeploymentMigrationUnsupported"
+                } else if c.policy == Policy::Defragmentation {
+                    "FragmentationRecommendationProduced"
+                } else {
+                    "EvacuationRecommendationProduced"
+                };
+                if c.advisory_reason == Some(AdvisoryReason::LWSMigrationUnsupported) {
+                    fx.push(counter(
+                        "alfred_lws_recommendations_total",
+                        &[("isvc", &c.workload), ("action", "MigrateToOMENative")],
+                    ));
+                }
+                fx.push(event(
+                    isvc_ref(&c.workload),
+                    EventType::Normal,
+                    reason,
+                    advisory_message(c),
+                ));
+                out.push(r);
+            }
+            None => {} // executable without a decision: dropped (the adapter logs it).
+            Some(v) if v.admitted => {
+                let mut r = base_row(c, Outcome::Withheld);
+                r.target = v.target.clone();
+                r.cooldown_overridden = v.cooldown_overridden;
+                fx.push(event(
+                    isvc_ref(&c.workload),
+                    EventType::Normal,
+                    "RecommendationWithheld",
+                    withheld_message(c, v, mode == ConfigMode::RecommendOnly),
+                ));
+                fx.push(accepted());
+                out.push(r);
+            }
+            Some(v) => {
+                let mut r = base_row(c, Outcome::Rejected);
+                r.reject_reason = v.reject_reason;
+                let reason = v.reject_reason.map(|x| x.as_str()).unwrap_or("");
+                fx.push(counter(
+                    "alfred_recommendations_rejected_total",
+                    &[
+                        ("policy", c.policy.as_str()),
+                        ("workload", &c.workload),
+                        ("component", comp),
+                        ("reason", reason),
+                    ],
+                ));
+                fx.push(event(
+                    isvc_ref(&c.workload),
+                    EventType::Normal,
+                    "RecommendationRejected",
+                    rejected_message(c, v),
+                ));
+                out.push(r);
+            }
+        }
+    }
+    (out, fx)
+}
+
+/// The ConfigMap key of a node's record (§11.2).
+pub fn node_key(node: &str) -> String {
+    match alfred_model::record::node_record_key(node) {
+        Some(k) => k,
+        None => {
+            let digest = Sha256::digest(node.as_bytes());
+            let hex: String = digest.iter().map(|b| format!("{b:02x}")).collect();
+            let prefix: String = node.chars().take(178).collect();
+            format!("node-hash.{prefix}.{hex}")
+        }
+    }
+}
+
+fn node_ref(name: &str, uid: &str) -> ObjectRef {
+    ObjectRef {
+        api_version: "v1".into(),
+        kind: "Node".into(),
+        namespace: String::new(),
+        name: name.into(),
+        uid: uid.into(),
+    }
+}
+
+/// Node records and their events (§11.2 lifecycle). Returns the new records, the Node
+/// events and signal counters, and the keys of records to delete.
+pub fn node_records(
+    snap: &ClusterSnapshot,
+    previous: &BTreeMap<String, NodeRecord>,
+) -> (BTreeMap<String, NodeRecord>, Vec<Effect>, Vec<String>) {
+    let t = snap.observed_at;
+    // A replayed or older observation: keep what we have.
+    if previous.values().any(|r| r.observed_at > t) {
+        return (previous.clone(), Vec::new(), Vec::new());
+    }
+    let mut out = BTreeMap::new();
+    let mut fx = Vec::new();
+    for n in &snap.nodes {
+        if n.health.state == HealthState::Clear && !n.maintenance.requested {
+            continue;
+        }
+        let mut workloads: BTreeSet<String> = BTreeSet::new();
+        let mut occupants = false;
+        for p in snap.pods.iter().filter(|p| p.node == n.name && p.ome) {
+            if p.gpus > 0 {
+                occupants = true;
+            }
+            if let Some(w) = p.labels.get("ome.io/inferenceservice") {
+                workloads.insert(format!("{}/{}", p.namespace, w));
+            }
+        }
+        let mut rec = NodeRecord {
+            node_uid: n.uid.clone(),
+            state: n.health.state,
+            conditions: n.health.conditions.clone(),
+            suspect_until: n.health.suspect_until,
+            maintenance: NodeRecordMaintenance {
+                requested: n.maintenance.requested,
+                triggers: n.maintenance.triggers.clone(),
+            },
+            workloads: workloads.into_iter().collect(),
+            ome_gpu_occupants_present: occupants,
+            observed_at: t,
+            signaled_at: None,
+            drained_at: None,
+            maintenance_requested_at: None,
+            maintenance_drained_at: None,
+        };
+        if let Some(p) = previous.get(&n.name).filter(|p| p.node_uid == n.uid) {
+            if p.conditions == rec.conditions {
+                rec.signaled_at = p.signaled_at;
+                rec.drained_at = p.drained_at;
+            }
+            if p.maintenance.triggers == rec.maintenance.triggers {
+                rec.maintenance_requested_at = p.maintenance_requested_at;
+                rec.maintenance_drained_at = p.maintenance_drained_at;
+            }
+        }
+        let bad = matches!(rec.state, HealthState::Unhealthy | HealthState::Unknown);
+        if rec.state == HealthState::Clear {
+            rec.signaled_at = None;
+            rec.drained_at = None;
+        }
+        if rec.state == HealthState::Unknown || occupants {
+            rec.drained_at = None;
+        }
+        if bad && rec.signaled_at.is_none() {
+            rec.signaled_at = Some(t);
+            fx.push(event(
+                node_ref(&n.name, &n.uid),
+                EventType::Warning,
+                "NodeRepairNeeded",
+                format!(
+                    "node {} has an observed health concern; repair investigation requested",
+                    n.name
+                ),
+            ));
+            fx.push(counter(
+                "alfred_nodehealth_signals_total",
+                &[("node", &n.name), ("reason", "NodeRepairNeeded")],
+            ));
+        } else if let Some(s) = rec.signaled_at
+            && rec.state != HealthState::Unknown
+            && rec.drained_at.is_none()
+            && !occupants
+            && t > s
+        {
+            rec.drained_at = Some(t);
+            fx.push(event(
+                node_ref(&n.name, &n.uid),
+                EventType::Normal,
+                "NodeDrainedForRepair",
+                drained_message(&n.name),
+            ));
+            fx.push(counter(
+                "alfred_nodehealth_signals_total",
+                &[("node", &n.name), ("reason", "NodeDrainedForRepair")],
+            ));
+        }
+        if !rec.maintenance.requested {
+            rec.maintenance_requested_at = None;
+            rec.maintenance_drained_at = None;
+        } else {
+            if occupants {
+                rec.maintenance_drained_at = None;
+            }
+            match rec.maintenance_requested_at {
+                None => {
+                    rec.maintenance_requested_at = Some(t);
+                    fx.push(event(
+                        node_ref(&n.name, &n.uid),
+                        EventType::Normal,
+                        "NodeMaintenanceRequested",
+                        format!(
+                            "node {} has planned maintenance requested; no hardware damage is implied",
+                            n.name
+                        ),
+                    ));
+                    fx.push(counter(
+                        "alfred_nodemaintenance_signals_total",
+                        &[("node", &n.name), ("reason", "NodeMaintenanceRequested")],
+                    ));
+                }
+                Some(s) if rec.maintenance_drained_at.is_none() && !occupants && t > s => {
+                    rec.maintenance_drained_at = Some(t);
+                    fx.push(event(
+                        node_ref(&n.name, &n.uid),
+                        EventType::Normal,
+                        "NodeDrainedForMaintenance",
+                        drained_message(&n.name),
+                    ));
+                    fx.push(counter(
+                        "alfred_nodemaintenance_signals_total",
+                        &[("node", &n.name), ("reason", "NodeDrainedForMaintenance")],
+                    ));
+                }
+                Some(_) => {}
+            }
+        }
+        out.insert(n.name.clone(), rec);
+    }
+    let deleted = previous
+        .iter()
+        .filter(|(k, r)| !out.contains_key(*k) && r.observed_at < t)
+        .map(|(k, _)| node_key(k))
+        .collect();
+    (out, fx, deleted)
+}
+
+fn drained_message(node: &str) -> String {
+    format!(
+        "node {node} has no observed OME GPU occupants; this does not establish whole-node maintenance safety"
+    )
+}
+
+/// The recommendations ConfigMap update.
+pub fn recommendations_effect(
+    config_map: &str,
+    record: &LastCycle,
+    nodes: &BTreeMap<String, NodeRecord>,
+    deleted: Vec<String>,
+) -> Effect {
+    let mut set = BTreeMap::new();
+    set.insert(
+        "last-cycle.json".to_owned(),
+        serde_json::to_string(record).unwrap_or_default(),
+    );
+    for (name, r) in nodes {
+        set.insert(node_key(name), serde_json::to_string(r).unwrap_or_default());
+    }
+    Effect::UpdateRecommendations {
+        config_map: config_map.to_owned(),
+        set,
+        delete: deleted,
+    }
+}
+
+/// Cluster gauges (§11.4) from the snapshot and the pool scores.
+pub fn cluster_gauges(snap: &ClusterSnapshot, pools: &[PoolGauge]) -> Vec<Effect> {
+    let mut fx = Vec::new();
+    let best = pools.iter().map(|p| p.score).fold(0.0f64, f64::max);
+    fx.push(gauge("alfred_cluster_fragmentation_score", &[], best));
+    for p in pools {
+        for (size, v) in &p.observed {
+            fx.push(gauge(
+                "alfred_fragmentation_observed",
+                &[("pool", &p.pool), ("size", &size.to_string())],
+                *v,
+            ));
+        }
+        fx.push(gauge(
+            "alfred_fragmentation_reclaimable",
+            &[("pool", &p.pool)],
+            p.reclaimable,
+        ));
+        fx.push(gauge(
+            "alfred_pending_pressure",
+            &[("pool", &p.pool)],
+            p.pending_pressure,
+        ));
+    }
+    let mut headroom: BTreeMap<&str, u32> = BTreeMap::new();
+    for n in snap.nodes.iter().filter(|n| n.has_gpus()) {
+        for (status, v) in [
+            ("total", n.total_gpus),
+            ("allocated", n.allocated_gpus),
+            ("free", n.free_gpus),
+            ("contiguous_max", n.free_gpus),
+        ] {
+            fx.push(gauge(
+                "alfred_gpu_capacity",
+                &[("node", &n.name), ("status", status)],
+                f64::from(v),
+            ));
+        }
+        if let Some(pool) = n.pool.as_deref() {
+            let e = headroom.entry(pool).or_insert(0);
+            if !n.unavailable() {
+                *e = (*e).max(n.free_gpus);
+            }
+        }
+    }
+    for (pool, v) in headroom {
+        fx.push(gauge(
+            "alfred_surge_headroom_gpus",
+            &[("pool", pool)],
+            f64::from(v),
+        ));
+    }
+    let pending: Vec<_> = snap.pending_pods.iter().collect();
+    fx.push(gauge("alfred_pending_pod_count", &[], pending.len() as f64));
+    let mut by_size: BTreeMap<u32, u32> = BTreeMap::new();
+    for p in pending {
+        *by_size.entry(p.gpus_needed).or_insert(0) += 1;
+    }
+    for (size, n) in by_size {
+        fx.push(gauge(
+            "alfred_pending_pod_gpu_requirements",
+            &[("size", &size.to_string())],
+            f64::from(n),
+        ));
+    }
+    fx
+}
+
+/// The record's mode.
+pub fn record_mode(m: ConfigMode) -> Mode {
+    match m {
+        ConfigMode::RecommendOnly => Mode::RecommendOnly,
+        ConfigMode::Execute => Mode::Execute,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use alfred_model::reason::{DispatchReason, RejectReason, RowReason};
+    use alfred_model::snapshot::{ComponentKind, DeploymentMode};
+
+    fn cand() -> Candidate {
+        Candidate {
+            policy: Policy::Defragmentation,
+            workload: "inference/qwen3-235b".into(),
+            component: ComponentKind::Engine,
+            instance: 0,
+            mode: DeploymentMode::OMENative,
+            reason: RowReason::Fragmentation,
+            from_node: "gpu-h100-a07".into(),
+            hint_target_nodes: vec![],
+            placement_target_nodes: vec![],
+            executable: false,
+            advisory_reason: Some(AdvisoryReason::OMENativeUnavailable),
+            surge_shaped: true,
+            footprint_gpus: 4,
+            benefit: 0.0,
+            cost: 0.0,
+            score: 0.5,
+            emergency: false,
+            pod_gpus: vec![],
+            scheduling: None,
+        }
+    }
+
+    #[test]
+    fn golden_event_messages_per_shape() {
+        let c = cand();
+        assert_eq!(
+            advisory_message(&c),
+            "defragmentation advisory for inference/qwen3-235b/engine: OMENativeUnavailable (from gpu-h100-a07, footprint 0 GPUs)"
+        );
+        let mut h = c.clone();
+        h.advisory_reason = Some(AdvisoryReason::NoSurgeHeadroom);
+        h.policy = Policy::NodeHealth;
+        assert_eq!(
+            advisory_message(&h),
+            "nodehealth advisory for inference/qwen3-235b/engine: NoSurgeHeadroom (from gpu-h100-a07, footprint 4 GPUs)"
+        );
+        let v = Verdict {
+            admitted: true,
+            dispatch_status: Some(DispatchStatus::Acknowledged),
+            dispatch_reason: Some(DispatchReason::UUIDStatusObserved),
+            request_uuid: "6f1c2d3e-8a4b-4c5d-9e6f-0a1b2c3d4e5f".into(),
+            ..Verdict::default()
+        };
+        assert_eq!(
+            dispatch_message(&c, &v, DispatchStatus::Acknowledged),
+            "defragmentation migration request uuid=6f1c2d3e-8a4b-4c5d-9e6f-0a1b2c3d4e5f for inference/qwen3-235b/engine instance 0: acknowledged (UUIDStatusObserved)"
+        );
+        let r = Verdict {
+            reject_reason: Some(RejectReason::HourlyCap),
+            ..Verdict::default()
+        };
+        assert_eq!(
+            rejected_message(&c, &r),
+            "defragmentation recommendation for inference/qwen3-235b/engine rejected: HourlyCap"
+        );
+        let w = Verdict {
+            admitted: true,
+            target: "gpu-h100-c03".into(),
+            ..Verdict::default()
+        };
+        assert_eq!(
+            withheld_message(&c, &w, true),
+            "defragmentation recommends migrating inference/qwen3-235b/engine instance 0 off gpu-h100-a07 (target gpu-h100-c03, score 0.500) — recommend-only: not dispatched"
+        );
+        assert_eq!(
+            withheld_message(
+                &c,
+                &Verdict {
+                    admitted: true,
+                    ..Verdict::default()
+                },
+                false
+            ),
+            "defragmentation recommends migrating inference/qwen3-235b/engine instance 0 off gpu-h100-a07 (target scheduler's choice, score 0.500) — not dispatched"
+        );
+        assert_eq!(
+            cooldown_override_message(&c),
+            "health evacuation of inference/qwen3-235b/engine admitted under the cooldown floor while the standard window was still running"
+        );
+        assert_eq!(
+            drained_message("gpu-h100-b09"),
+            "node gpu-h100-b09 has no observed OME GPU occupants; this does not establish whole-node maintenance safety"
+        );
+    }
+
+    #[test]
+    fn long_node_names_use_the_hash_key() {
+        assert_eq!(node_key("gpu-1"), "node.gpu-1");
+        let long = "n".repeat(260);
+        let k = node_key(&long);
+        assert!(k.starts_with(&format!("node-hash.{}.", "n".repeat(178))));
+        assert_eq!(k.len(), "node-hash.".len() + 178 + 1 + 64);
+    }
+}
