@@ -180,7 +180,7 @@ pub fn health(
     let mut suspect_until: Option<Timestamp> = None;
     let mut kept = Vec::new();
     for c in conditions {
-        if !settings.trigger_conditions.iter().any(|t| *t == c.kind) {
+        if !settings.trigger_conditions.contains(&c.kind) {
             continue;
         }
         kept.push(c.clone());

@@ -140,6 +140,11 @@ impl ClusterObjects {
                         .unwrap_or("List")
                         .to_owned();
                     let item_kind = list_kind.strip_suffix("List").unwrap_or("").to_owned();
+                    let list_api = map
+                        .get("apiVersion")
+                        .and_then(Value::as_str)
+                        .unwrap_or("")
+                        .to_owned();
                     match map.remove("items") {
                         None | Some(Value::Null) => Ok(()),
                         Some(Value::Array(items)) => {
@@ -151,6 +156,12 @@ impl ClusterObjects {
                                     && !obj.contains_key("kind")
                                 {
                                     obj.insert("kind".into(), Value::String(item_kind.clone()));
+                                    if !obj.contains_key("apiVersion") && !list_api.is_empty() {
+                                        obj.insert(
+                                            "apiVersion".into(),
+                                            Value::String(list_api.clone()),
+                                        );
+                                    }
                                 }
                                 self.add_object(item, &format!("items[{i}]"))?;
                             }

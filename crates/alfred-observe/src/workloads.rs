@@ -631,32 +631,33 @@ fn omenative_component<'v>(
                 ));
             }
         }
-        if steady && why.is_none() {
-            if let Some(layout) = layout {
-                let want = layout.members(row.active_ordinal);
-                let have: BTreeSet<(String, i64)> = members
-                    .iter()
-                    .map(|(_, id)| (id.runner.clone(), id.ordinal))
-                    .collect();
-                if have != want || members.len() != want.len() {
-                    why = Some(format!(
-                        "steady Instance {} does not have exactly the layout's pods",
-                        row.index
-                    ));
-                } else if inst.any_terminating {
-                    why = Some(format!(
-                        "steady Instance {} has a terminating pod",
-                        row.index
-                    ));
-                } else if [row.pod_count, observed_pods, ready, row.serving_pod_count]
-                    .iter()
-                    .any(|c| *c != desired_pods)
-                {
-                    why = Some(format!(
-                        "steady Instance {}: podCount {}, observed {observed_pods}, ready {ready}, serving {} != desired {desired_pods}",
-                        row.index, row.pod_count, row.serving_pod_count
-                    ));
-                }
+        if steady
+            && why.is_none()
+            && let Some(layout) = layout
+        {
+            let want = layout.members(row.active_ordinal);
+            let have: BTreeSet<(String, i64)> = members
+                .iter()
+                .map(|(_, id)| (id.runner.clone(), id.ordinal))
+                .collect();
+            if have != want || members.len() != want.len() {
+                why = Some(format!(
+                    "steady Instance {} does not have exactly the layout's pods",
+                    row.index
+                ));
+            } else if inst.any_terminating {
+                why = Some(format!(
+                    "steady Instance {} has a terminating pod",
+                    row.index
+                ));
+            } else if [row.pod_count, observed_pods, ready, row.serving_pod_count]
+                .iter()
+                .any(|c| *c != desired_pods)
+            {
+                why = Some(format!(
+                    "steady Instance {}: podCount {}, observed {observed_pods}, ready {ready}, serving {} != desired {desired_pods}",
+                    row.index, row.pod_count, row.serving_pod_count
+                ));
             }
         }
         inst.status = Some(InstanceStatus {
