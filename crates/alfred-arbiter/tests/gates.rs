@@ -698,3 +698,55 @@ fn unnormalised_snapshots_are_still_read() {
     assert!(verdict(&a, 0).admitted);
     let _ = Timestamp::EPOCH;
 }
+
+#[test]
+fn odd_inputs_never_panic() {
+    let snap = base()
+        .edit(|k| {
+            k.node_mut("t1").free_gpus = u32::MAX;
+            k.wl_mut("ns/a").migration.last_migration = Some(Timestamp::from_unix_nanos(i64::MIN));
+            k.pod_mut("ns/a-0-0").started_at = Some(Timestamp::from_unix_nanos(i64::MAX));
+        })
+        .build();
+    let mut weird = vec![
+        defrag("", "", &[], &[]),
+        defrag("no-slash", "src", &["t1"], &[u32::MAX, u32::MAX]),
+        defrag("ns/a", "src", &["t1", "t1", ""], &[u32::MAX, 1]),
+        cand("ns/a", RowReason::NodeUnhealthy, "", &["t1"], &[0, 0]),
+    ];
+    weird[2].instance = i64::MAX;
+    weird[3].score = f64::INFINITY;
+    let settings = ArbiterSettings {
+        max_in_flight_migrations: u32::MAX,
+        max_migrations_per_hour: u32::MAX,
+        per_workload_cooldown_minutes: u32::MAX,
+        recent_placement_cooldown_minutes: u32::MAX,
+        per_node_cooldown_minutes: u32::MAX,
+        health_cooldown_floor_minutes: u32::MAX,
+        avoid_preemptible_targets: true,
+    };
+    for now in [
+        NOW,
+        Timestamp::from_unix_nanos(i64::MIN),
+        Timestamp::from_unix_nanos(i64::MAX),
+    ] {
+        let a = arbitrate(
+            &weird,
+            &snap,
+            &settings,
+            &Ledger::new(),
+            &Breaker::new(),
+            now,
+        );
+        assert_eq!(a.verdicts.len(), weird.len());
+        let a = arbitrate(
+            &weird,
+            &ClusterSnapshot::default(),
+            &ArbiterSettings::default(),
+            &Ledger::new(),
+            &Breaker::new(),
+            now,
+        );
+        assert!(a.admitted().is_empty());
+    }
+}

@@ -201,7 +201,7 @@ pub fn cand(
         executable: true,
         advisory_reason: None,
         surge_shaped: true,
-        footprint_gpus: pod_gpus.iter().sum(),
+        footprint_gpus: pod_gpus.iter().fold(0u32, |a, g| a.saturating_add(*g)),
         benefit: 0.0,
         cost: 0.0,
         score: 0.5,
