@@ -148,6 +148,21 @@ impl PolicySettings {
         }
     }
 
+    /// The same keys as `alfred-score` reads them, so the policy and the published
+    /// scores agree.
+    pub fn score_settings(&self) -> alfred_score::ScoreSettings {
+        alfred_score::ScoreSettings {
+            fragmentation_threshold: self.fragmentation_threshold,
+            size_ladder: self.size_ladder.clone(),
+            demand_blend_lambda: self.demand_blend_lambda,
+            size_prior: self.size_prior.clone(),
+            pending_urgency_tau_minutes: self.pending_urgency_tau_minutes,
+            avoid_spot_as_target: self.avoid_spot_as_target,
+            per_workload_cooldown_minutes: self.per_workload_cooldown_minutes,
+            omenative_migration_enabled: self.omenative_migration_enabled,
+        }
+    }
+
     /// Whether defragmentation may plan moves at `t` (§C.7).
     pub fn window_open(&self, t: Timestamp) -> bool {
         self.maintenance_windows.is_empty()

@@ -1,5 +1,6 @@
 //! Tests of both policies, built from small clusters (see [`crate::testkit`]).
 
+mod coverage;
 mod defrag;
 mod early;
 mod nodehealth;

@@ -40,7 +40,7 @@ pub(crate) fn example1() -> ClusterBuilder {
 }
 
 /// Example 1 with the pending pod in another namespace, so no move is an emergency.
-fn example1_no_emergency() -> ClusterBuilder {
+pub(crate) fn example1_no_emergency() -> ClusterBuilder {
     example1().with_pending("prod/big", |p| p.namespace = "other".into())
 }
 

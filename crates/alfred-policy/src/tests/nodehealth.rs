@@ -17,7 +17,7 @@ fn run(b: ClusterBuilder, s: &PolicySettings) -> NodeHealthOutput {
 }
 
 /// §D.6: g1 Unhealthy, g2 due for maintenance (`os-patching`).
-fn worked_example() -> ClusterBuilder {
+pub(crate) fn worked_example() -> ClusterBuilder {
     let g1_only = ModelInfo {
         backend: "PerNode".into(),
         allowed_nodes: Some(["g1".to_string()].into_iter().collect()),
