@@ -858,8 +858,8 @@ pub struct ActiveMigration {
     pub started_at: Option<Timestamp>,
 }
 
-/// A workload's migration state (§A.9).
-#[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize)]
+/// A workload's migration state (§A.9). The default is a valid, empty state.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct MigrationState {
     /// Well-formed request annotations, by UUID.
@@ -883,6 +883,20 @@ pub struct MigrationState {
     /// Why it is invalid.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub invalid_reason: Option<String>,
+}
+
+impl Default for MigrationState {
+    fn default() -> Self {
+        Self {
+            requests: Vec::new(),
+            malformed_requests: Vec::new(),
+            records: Vec::new(),
+            active: Vec::new(),
+            last_migration: None,
+            valid: true,
+            invalid_reason: None,
+        }
+    }
 }
 
 /// A PodGroup (`scheduling.x-k8s.io/v1alpha1`).
