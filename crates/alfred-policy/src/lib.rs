@@ -9,6 +9,29 @@
 //! [`defragmentation::evaluate_with`], [`nodehealth::evaluate_with`],
 //! [`early_tick::warrants_early_pass`]. They read [`PolicySettings`], the part of the
 //! configuration the policies use.
+//!
+//! # Choices and departures from the reference (for the README's "Differences from OME Alfred")
+//!
+//! * G.2: Instances inside their per-workload cooldown stay out of the repack, so a pool
+//!   whose only movable Instances cool down scores 0 (the reference repacks them).
+//! * G.12: a move off a preemptible node prices its benefit with the preemptible source(s)
+//!   counted as bins before and after the move (and uses the same bins for the emergency
+//!   test), so the ×1.25 boost is reachable with the default `avoidAsTarget: true`. Those
+//!   nodes stay out of the pool score and out of the targets.
+//! * G.7: pending pressure uses the pod's real GPU count (the scorer's arithmetic is
+//!   cross-checked against `alfred-score` by a property test).
+//! * 15.7: with no executor, steady OMENative Instances say `OMENativeUnavailable` rather
+//!   than `NonExecutableObservedFragmentation`; reasons earlier in the §C.2/§C.3 ladder
+//!   (model, surface disabled, cooldown, not movable, not steady, invalid observation) still
+//!   win, as seed 001 says "most" rows have `OMENativeUnavailable`.
+//! * Advice rows carry no hints (seed 001: "advice with no target nodes"); only executable
+//!   rows carry `hintTargetNodes` and `placementTargetNodes`.
+//! * The emergency's tenant lookup accepts the pod's `ome.io/inferenceservice` as `name`
+//!   (in the pod's namespace) or as `namespace/name`.
+//! * Every sort is completed with the remaining row fields (`fromNode`, advisory reason), so
+//!   the output is a total order even for rows the spec's keys leave tied.
+//! * `NodeMarker` carries what the reporter needs; record lifecycle and Node events are the
+//!   reporter's (alfred-engine.md §11.2–§11.3).
 
 mod common;
 pub mod defragmentation;
