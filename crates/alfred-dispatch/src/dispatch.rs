@@ -370,7 +370,12 @@ pub fn execute(
         let Some((c, Some(v))) = decisions.get(i) else {
             continue;
         };
-        if !v.admitted || !c.executable || c.mode != DeploymentMode::OMENative {
+        if !v.admitted
+            || !c.executable
+            || c.mode != DeploymentMode::OMENative
+            || !v.request_uuid.is_empty()
+            || v.dispatch_status != Some(DispatchStatus::Withheld)
+        {
             continue;
         }
         let c = c.clone();

@@ -88,10 +88,15 @@ impl DurableState {
             Err(e) => return unreadable(format!("state file is not strict JSON: {e}")),
         };
         if value.get("entries").is_some() {
+            let journal = JournalSlot::from_state_json(Some(text));
+            let verbatim = match &journal {
+                JournalSlot::Readable(_) => None,
+                _ => Some(text.to_owned()),
+            };
             return DurableState {
-                journal: JournalSlot::from_state_json(Some(text)),
+                journal,
                 node_records: BTreeMap::new(),
-                verbatim: None,
+                verbatim,
             };
         }
         let wire: StateWire = match serde_json::from_value(value) {

@@ -1,0 +1,613 @@
+//! Dispatch scenarios and multi-pass stories (alfred-engine.md §9, §13).
+
+mod common;
+
+use alfred_dispatch::journal::Phase;
+use alfred_dispatch::preflight::CAPTURE_PROBLEM_KIND;
+use alfred_dispatch::{DurableState, JournalSlot, SimulationOutcome};
+use alfred_model::config::Mode;
+use alfred_model::effect::Effect;
+use alfred_model::reason::{DispatchReason as D, RejectReason, SchedulingReason};
+use alfred_model::record::{DispatchStatus, Outcome};
+use alfred_model::snapshot::ObjectProblem;
+use common::*;
+
+#[test]
+fn execute_submits_one_request_and_serialises_the_rest() {
+    let mut w = World::execute();
+    let out = w.pass();
+    assert_eq!(writes(&out), ["journal", "journal", "request", "journal"]);
+    let r1 = row(&out, "w1");
+    assert_eq!(r1.outcome, Outcome::Submitted);
+    assert_eq!(r1.dispatch_reason, Some(D::RequestSubmitted));
+    assert_eq!(r1.request_uuid, uuid(1));
+    assert_eq!(reason(&out, "w2"), Some(D::SerialDispatchLimit));
+    let j = w.journal();
+    assert_eq!(j.entries.len(), 1);
+    assert_eq!(j.entries[0].phase, Phase::Submitted);
+    assert_eq!(j.entries[0].targets, vec!["b".to_string()]);
+    // The request annotation's payload is the journal's byte for byte.
+    let payload = out
+        .effects
+        .iter()
+        .find_map(|e| match e {
+            Effect::RequestMigration { payload, .. } => Some(payload.clone()),
+            _ => None,
+        })
+        .unwrap();
+    assert_eq!(payload, j.entries[0].payload);
+    assert!(
+        out.effects
+            .iter()
+            .any(|e| matches!(e, Effect::RecordEvent(ev) if ev.reason == "MigrationSubmitted"))
+    );
+}
+
+#[test]
+fn story_submitted_acknowledged_completed() {
+    let mut w = World::execute();
+    w.pass();
+    let id = uuid(1);
+    // Next pass: the annotation is seen; alfred's request is unresolved.
+    w.advance_minutes(1);
+    let out = w.pass();
+    assert_eq!(requests(&out), 0);
+    let r = out.record.recommendations.as_ref().unwrap();
+    let mine = r.iter().find(|x| x.request_uuid == id).unwrap();
+    assert_eq!(mine.dispatch_reason, Some(D::RequestAnnotationObserved));
+    assert_eq!(reason(&out, "w2"), Some(D::UnresolvedRequest));
+    // OMENative accepts it.
+    w.advance_minutes(1);
+    let started = w.now.minus(std::time::Duration::from_secs(30));
+    w.omenative(&id, "SurgePending", started, None);
+    let out = w.pass();
+    let mine = out
+        .record
+        .recommendations
+        .as_ref()
+        .unwrap()
+        .iter()
+        .find(|x| x.request_uuid == id)
+        .unwrap()
+        .clone();
+    assert_eq!(mine.outcome, Outcome::Acknowledged);
+    assert_eq!(mine.dispatch_reason, Some(D::UUIDStatusObserved));
+    assert_eq!(w.journal().entries[0].phase, Phase::Acknowledged);
+    // Completed.
+    w.advance_minutes(5);
+    w.omenative(
+        &id,
+        "Completed",
+        started,
+        Some(w.now.minus(std::time::Duration::from_secs(10))),
+    );
+    let out = w.pass();
+    let mine = out
+        .record
+        .recommendations
+        .as_ref()
+        .unwrap()
+        .iter()
+        .find(|x| x.request_uuid == id)
+        .unwrap()
+        .clone();
+    assert_eq!(mine.outcome, Outcome::Completed);
+    assert_eq!(w.journal().entries[0].phase, Phase::Completed);
+    assert!(w.journal().backoff_until.is_none());
+    // Source node a cools for perNodeCooldownMinutes after alfred's request ended.
+    assert_eq!(requests(&out), 0);
+    assert_eq!(reason(&out, "w2"), Some(D::NodeCooldown));
+    w.advance_minutes(11);
+    let out = w.pass();
+    assert_eq!(requests(&out), 1);
+    assert_eq!(row(&out, "w2").outcome, Outcome::Submitted);
+}
+
+#[test]
+fn story_stall_after_ack_timeout_then_backoff() {
+    let mut w = World::execute();
+    w.pass();
+    // The annotation vanishes without a status row (no IR controller).
+    for wl in &mut w.snap.workloads {
+        wl.migration.requests.clear();
+        wl.migration.active.clear();
+    }
+    w.advance_minutes(3);
+    let out = w.pass();
+    let j = w.journal();
+    assert_eq!(j.entries[0].phase, Phase::Stalled);
+    assert_eq!(j.entries[0].reason, Some(D::AcknowledgementTimeout));
+    assert!(j.backoff_until.is_some());
+    let mine = out
+        .record
+        .recommendations
+        .as_ref()
+        .unwrap()
+        .iter()
+        .find(|x| x.request_uuid == uuid(1))
+        .unwrap()
+        .clone();
+    assert_eq!(mine.outcome, Outcome::Stalled);
+    // A stalled entry stays unresolved: nothing else goes out.
+    assert_eq!(reason(&out, "w2"), Some(D::UnresolvedRequest));
+    w.advance_minutes(30);
+    let out = w.pass();
+    assert_eq!(requests(&out), 0);
+}
+
+#[test]
+fn story_failure_starts_the_backoff() {
+    let mut w = World::execute();
+    w.pass();
+    let id = uuid(1);
+    w.advance_minutes(1);
+    let started = w.now.minus(std::time::Duration::from_secs(20));
+    w.omenative(
+        &id,
+        "Failed",
+        started,
+        Some(w.now.minus(std::time::Duration::from_secs(5))),
+    );
+    let out = w.pass();
+    assert_eq!(w.journal().entries[0].phase, Phase::Failed);
+    assert_eq!(reason(&out, "w2"), Some(D::FailureBackoff));
+    assert!(
+        out.effects
+            .iter()
+            .any(|e| matches!(e, Effect::RecordEvent(ev) if ev.reason == "MigrationFailed"))
+    );
+    w.advance_minutes(6);
+    let out = w.pass();
+    assert_ne!(reason(&out, "w2"), Some(D::FailureBackoff));
+}
+
+#[test]
+fn story_failures_open_the_breaker_for_an_hour_and_a_new_leader_starts_afresh() {
+    let mut w = World::execute();
+    w.config.per_workload_cooldown_minutes = 1;
+    w.config.per_node_cooldown_minutes = 1;
+    w.config.max_migrations_per_hour = 100;
+    for k in 0..4 {
+        let out = w.pass();
+        assert_eq!(requests(&out), 1, "round {k}: {:?}", out.record);
+        let id = w.journal().entries.last().unwrap().uuid.clone();
+        w.advance_minutes(1);
+        let started = w.now.minus(std::time::Duration::from_secs(20));
+        w.omenative(
+            &id,
+            "Failed",
+            started,
+            Some(w.now.minus(std::time::Duration::from_secs(5))),
+        );
+        let _ = w.pass(); // observes the failure
+        w.advance_minutes(6); // backoff over
+        for wl in &mut w.snap.workloads {
+            wl.migration.last_migration = None;
+        }
+    }
+    let out = w.pass();
+    assert_eq!(
+        row(&out, "w1").reject_reason,
+        Some(RejectReason::CircuitBreakerOpen)
+    );
+    let saved = w.session.clone();
+    // A new leader: count afresh.
+    w.session = Default::default();
+    let out = w.pass();
+    assert_eq!(requests(&out), 1);
+    // The old leader's breaker closes after 60 minutes.
+    assert!(saved.breaker.is_open(w.now));
+    assert!(!saved.breaker.is_open(w.now.plus_minutes(61)));
+}
+
+#[test]
+fn a_migration_started_by_a_person_blocks_alfred() {
+    let mut w = World::execute();
+    let other = w
+        .snap
+        .workloads
+        .iter_mut()
+        .find(|x| x.name == "w2")
+        .unwrap();
+    other
+        .migration
+        .requests
+        .push(alfred_model::snapshot::MigrationRequestObserved {
+            uuid: uuid(99),
+            component: "engine".into(),
+            instance: 0,
+            from_node: "a".into(),
+            requested_by: "kubectl-ome".into(),
+            requested_at: Some(w.now),
+            ..Default::default()
+        });
+    w.stages.candidates.truncate(1);
+    let out = w.pass();
+    assert_eq!(requests(&out), 0);
+    assert_eq!(reason(&out, "w1"), Some(D::InFlightCap));
+}
+
+#[test]
+fn a_new_leader_picks_up_the_journal_without_a_duplicate_request() {
+    let mut w = World::execute();
+    w.pass();
+    let text = w.state.to_text();
+    let mut again = World::execute();
+    again.snap = w.snap.clone();
+    again.state = DurableState::from_text(&text);
+    again.next_uuid = 50;
+    again.advance_minutes(1);
+    let out = again.pass();
+    assert_eq!(requests(&out), 0);
+    assert_eq!(reason(&out, "w2"), Some(D::UnresolvedRequest));
+    assert_eq!(again.journal().entries.len(), 1);
+}
+
+#[test]
+fn corrupt_truncated_or_unknown_journals_stop_execution_and_are_kept() {
+    let good = World::execute();
+    let mut base = good;
+    base.pass();
+    let text = match &base.state.journal {
+        JournalSlot::Readable(j) => j.to_state_json().unwrap(),
+        _ => unreachable!(),
+    };
+    for bad in [
+        text[..text.len() / 2].to_string(),
+        text.replace("\"v1\",\"entries\"", "\"v9\",\"entries\""),
+        text.replace(
+            "{\"version\":\"v1\",",
+            "{\"version\":\"v1\",\"version\":\"v1\",",
+        ),
+        "not json".to_string(),
+    ] {
+        let mut w = World::execute();
+        w.state = DurableState {
+            journal: JournalSlot::from_state_json(Some(&bad)),
+            ..DurableState::default()
+        };
+        let out = w.pass();
+        assert_eq!(reason(&out, "w1"), Some(D::JournalUnavailable), "{bad}");
+        assert!(writes(&out).is_empty());
+        assert!(out.journal_error.is_some());
+        match &out.new_state.journal {
+            JournalSlot::Unreadable { text, .. } => assert_eq!(text, &bad),
+            other => panic!("{other:?}"),
+        }
+        // A whole state file that cannot be read is written back verbatim.
+        let st = DurableState::from_text(&bad);
+        assert_eq!(st.to_text(), bad);
+    }
+}
+
+#[test]
+fn recommend_only_with_v1_withholds_prepared_entries_and_writes_nothing() {
+    let mut w = World::execute();
+    w.config.mode = Mode::Execute;
+    w.runtime.migration_service_account = "ome-alfred".into();
+    // Leave a prepared entry behind: make the request fail to be written.
+    w.pass();
+    let mut j = w.journal();
+    j.entries[0].phase = Phase::Prepared;
+    j.entries[0].reason = Some(D::SubmissionPrepared);
+    j.entries[0].created_at = w.now;
+    j.entries[0].last_attempt = Some(w.now);
+    w.state.journal = JournalSlot::Readable(j.clone());
+    for wl in &mut w.snap.workloads {
+        wl.migration.requests.clear();
+        wl.migration.active.clear();
+    }
+    w.config.mode = Mode::RecommendOnly;
+    let out = w.pass();
+    assert!(writes(&out).is_empty());
+    let prepared = out
+        .record
+        .recommendations
+        .as_ref()
+        .unwrap()
+        .iter()
+        .find(|x| x.request_uuid == uuid(1))
+        .unwrap()
+        .clone();
+    assert_eq!(prepared.outcome, Outcome::Withheld);
+    assert_eq!(prepared.dispatch_reason, Some(D::ExecutionDisabled));
+    // New moves are advice with SimulationRecommendOnly and a Feasible prediction.
+    let r2 = row(&out, "w2");
+    assert_eq!(r2.outcome, Outcome::Advisory);
+    assert_eq!(
+        r2.advisory_reason,
+        Some(alfred_model::reason::AdvisoryReason::SimulationRecommendOnly)
+    );
+    assert_eq!(
+        r2.scheduling.as_ref().unwrap().reason,
+        SchedulingReason::PlacementFound
+    );
+    // Nothing appended (E20).
+    assert_eq!(w.journal(), j);
+    for e in &out.effects {
+        assert!(matches!(
+            e,
+            Effect::UpdateRecommendations { .. } | Effect::RecordEvent(_) | Effect::Metric(_)
+        ));
+    }
+}
+
+#[test]
+fn default_install_is_advice_with_one_omenative_unavailable_event() {
+    let mut w = World::execute();
+    w.runtime = Default::default();
+    w.config.mode = Mode::RecommendOnly;
+    for c in &mut w.stages.candidates {
+        advisory(c);
+    }
+    let out = w.pass();
+    assert_eq!(row(&out, "w1").outcome, Outcome::Advisory);
+    let ev = |o: &alfred_dispatch::PassOutput| {
+        o.effects
+            .iter()
+            .filter(|e| matches!(e, Effect::RecordEvent(ev) if ev.reason == "OMENativeUnavailable"))
+            .count()
+    };
+    assert_eq!(ev(&out), 1);
+    let out = w.pass();
+    assert_eq!(ev(&out), 0);
+    assert!(writes(&out).is_empty());
+    let sched = row(&out, "w1").scheduling.as_ref().unwrap();
+    assert_eq!(sched.reason, SchedulingReason::SimulationUnavailable);
+}
+
+#[test]
+fn prediction_budget_is_eight_per_pass() {
+    let mut w = World::execute();
+    w.config.mode = Mode::RecommendOnly;
+    let base = w.stages.candidates[0].clone();
+    w.stages.candidates = (0..10).map(|_| base.clone()).collect();
+    let out = w.pass();
+    let rows = out.record.recommendations.unwrap();
+    let exceeded = rows
+        .iter()
+        .filter(|r| {
+            r.scheduling.as_ref().unwrap().reason == SchedulingReason::SimulationBudgetExceeded
+        })
+        .count();
+    assert_eq!(exceeded, 2);
+    assert_eq!(w.sim.calls.len(), 8);
+}
+
+/// One scenario per pass-wide and per-move reason that the pure core can produce.
+#[test]
+fn every_reachable_dispatch_reason_has_a_scenario() {
+    let check = |name: &str, mut w: World, want: D| {
+        let out = w.pass();
+        let got = reason(&out, "w1");
+        assert_eq!(got, Some(want), "{name}: {:?}", out.record);
+        assert_eq!(requests(&out), 0, "{name}");
+    };
+    let mut w = World::execute();
+    w.guard.binding = None;
+    check("guard", w, D::GuardUnavailable);
+    let mut w = World::execute();
+    w.config_changed = true;
+    check("config", w, D::ConfigurationChanged);
+    let mut w = World::execute();
+    w.deadline = Some(w.now.minus(std::time::Duration::from_secs(1)));
+    check("deadline", w, D::DispatchDeadline);
+    let mut w = World::execute();
+    w.snap.observed_at = w.now.minus(std::time::Duration::from_secs(31));
+    check("stale", w, D::ObservationStale);
+    let mut w = World::execute();
+    w.state.journal = JournalSlot::Missing;
+    check("missing journal", w, D::JournalUnavailable);
+    let mut w = World::execute();
+    w.fresh_same = false;
+    w.fresh = None;
+    check("no fresh", w, D::ObservationUnavailable);
+    let mut w = World::execute();
+    w.stages.fresh_candidates = Some(vec![]);
+    w.fresh_same = false;
+    let mut f = w.snap.clone();
+    f.problems.push(ObjectProblem {
+        kind: "FreshMarker".into(),
+        ..Default::default()
+    });
+    w.fresh = Some(f);
+    check("policy", w, D::PolicyNoLongerEligible);
+    let mut w = World::execute();
+    w.fresh_same = false;
+    let mut f = w.snap.clone();
+    f.workloads[0].migration.malformed_requests.push(uuid(77));
+    w.fresh = Some(f);
+    check("arbiter reason", w, D::MalformedRequestPending);
+    let mut w = World::execute();
+    w.fresh_same = false;
+    let mut f = w.snap.clone();
+    f.problems.push(ObjectProblem {
+        kind: CAPTURE_PROBLEM_KIND.into(),
+        ..Default::default()
+    });
+    w.fresh = Some(f);
+    check("capture", w, D::SnapshotUnavailable);
+    let mut w = World::execute();
+    w.fresh_same = false;
+    let mut f = w.snap.clone();
+    f.workloads[1].settings.cooldown_invalid = true;
+    w.fresh = Some(f);
+    check("invalid cooldown", w, D::InvalidCooldown);
+    let mut w = World::execute();
+    w.fresh_same = false;
+    let mut f = w.snap.clone();
+    f.workloads[1]
+        .migration
+        .records
+        .push(alfred_model::snapshot::MigrationRecord {
+            uuid: uuid(55),
+            phase: "Weird".into(),
+            started_at: Some(w.now.minus(std::time::Duration::from_secs(60))),
+            ..Default::default()
+        });
+    w.fresh = Some(f);
+    check("state invalid", w, D::MigrationStateInvalid);
+    let mut w = World::execute();
+    w.config.max_migrations_per_hour = 1;
+    w.fresh_same = false;
+    let mut f = w.snap.clone();
+    f.workloads[1]
+        .migration
+        .records
+        .push(alfred_model::snapshot::MigrationRecord {
+            uuid: uuid(56),
+            phase: "Completed".into(),
+            trigger: "Manual".into(),
+            started_at: Some(w.now.minus(std::time::Duration::from_secs(600))),
+            completed_at: Some(w.now.minus(std::time::Duration::from_secs(300))),
+            ..Default::default()
+        });
+    w.fresh = Some(f);
+    check("hourly", w, D::HourlyCap);
+    let mut w = World::execute();
+    w.config.scheduling.profiles.clear();
+    check("source unsupported", w, D::SourceUnsupported);
+    let mut w = World::execute();
+    w.sim.fallback = Some(SimulationOutcome::of(SchedulingReason::NoFeasiblePlacement));
+    check("infeasible", w, D::SimulationNotFeasible);
+    let mut w = World::execute();
+    w.sim.fallback = Some(SimulationOutcome::feasible("s", w.now, &[("p", "a")]));
+    check("unsafe", w, D::PredictedTargetUnsafe);
+    let mut w = World::execute();
+    w.sim.fallback = Some(SimulationOutcome::feasible(
+        "s",
+        w.now.minus(std::time::Duration::from_secs(60)),
+        &[("p", "b")],
+    ));
+    check("sim stale", w, D::SimulationStale);
+    let mut w = World::execute();
+    w.no_uuids = true;
+    check("no uuid", w, D::InvalidRequest);
+    let mut w = World::execute();
+    w.snap.workloads[0].resource_version.clear();
+    check("owner", w, D::OwnerChanged);
+    let mut w = World::execute();
+    w.fresh_same = false;
+    let mut f = w.snap.clone();
+    f.workloads[0].uid = "isvc-replaced".into();
+    w.fresh = Some(f);
+    w.stages.candidates.truncate(1);
+    check("source changed", w, D::SourceChanged);
+}
+
+#[test]
+fn node_and_target_cooldowns_and_the_workload_cooldown() {
+    // A completed request that left node a 5 minutes ago cools a (source) and b (target).
+    let mut w = World::execute();
+    w.pass();
+    let id = uuid(1);
+    w.advance_minutes(1);
+    let started = w.now.minus(std::time::Duration::from_secs(20));
+    w.omenative(
+        &id,
+        "Completed",
+        started,
+        Some(w.now.minus(std::time::Duration::from_secs(5))),
+    );
+    w.snap.workloads[0].migration.last_migration = None;
+    w.stages.candidates = vec![candidate("w2", "a", &["c"], 0.3)];
+    let out = w.pass();
+    assert_eq!(reason(&out, "w2"), Some(D::NodeCooldown));
+    // Moves off another node onto the cooled target b.
+    let mut w2 = World::execute();
+    w2.state = w.state.clone();
+    w2.now = w.now;
+    w2.snap = w.snap.clone();
+    w2.snap.nodes.push(common::node("d", 8, 8));
+    w2.snap.normalize();
+    w2.snap.workloads[1].components[0].instances[0].nodes =
+        [("d".to_string(), 1)].into_iter().collect();
+    w2.stages.candidates = vec![candidate("w2", "d", &["b"], 0.3)];
+    let out = w2.pass();
+    assert_eq!(reason(&out, "w2"), Some(D::TargetCooldown));
+    // The workload itself is in its cooldown for alfred's own entry.
+    let mut w3 = World::execute();
+    w3.state = w.state.clone();
+    w3.now = w.now;
+    w3.snap = w.snap.clone();
+    w3.config.per_node_cooldown_minutes = 1;
+    w3.stages.candidates = vec![candidate("w1", "b", &["c"], 0.3)];
+    w3.snap.workloads[0].components[0].instances[0].nodes =
+        [("b".to_string(), 1)].into_iter().collect();
+    let out = w3.pass();
+    assert_eq!(reason(&out, "w1"), Some(D::Cooldown));
+}
+
+#[test]
+fn two_unresolved_entries_block_with_multiple_unresolved_requests() {
+    let mut w = World::execute();
+    w.pass();
+    let mut j = w.journal();
+    let mut e = j.entries[0].clone();
+    e.uuid = uuid(9);
+    j.entries.push(e);
+    w.state.journal = JournalSlot::Readable(j);
+    w.advance_minutes(1);
+    let out = w.pass();
+    assert_eq!(reason(&out, "w2"), Some(D::MultipleUnresolvedRequests));
+}
+
+#[test]
+fn a_prepared_entry_is_retried_under_its_own_uuid_or_withheld() {
+    let mut w = World::execute();
+    w.pass();
+    let mut j = w.journal();
+    j.entries[0].phase = Phase::Prepared;
+    j.entries[0].reason = Some(D::SubmissionPrepared);
+    for wl in &mut w.snap.workloads {
+        wl.migration.requests.clear();
+        wl.migration.active.clear();
+    }
+    // Retry succeeds with the same uuid and payload.
+    let mut ok = World::execute();
+    ok.snap = w.snap.clone();
+    ok.state.journal = JournalSlot::Readable(j.clone());
+    let out = ok.pass();
+    let req: Vec<_> = out
+        .effects
+        .iter()
+        .filter_map(|e| match e {
+            Effect::RequestMigration {
+                uuid: u, payload, ..
+            } => Some((u.clone(), payload.clone())),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(req, vec![(uuid(1), j.entries[0].payload.clone())]);
+    // A payload that does not decode.
+    let mut bad = World::execute();
+    bad.snap = w.snap.clone();
+    let mut jb = j.clone();
+    jb.entries[0].payload = "{\"schemaVersion\":\"v1\"}".into();
+    bad.state.journal = JournalSlot::Readable(jb);
+    let out = bad.pass();
+    assert_eq!(reason(&out, "w2"), Some(D::JournalPayloadInvalid));
+    // A fingerprint alfred cannot verify.
+    let mut fp = World::execute();
+    fp.snap = w.snap.clone();
+    let mut jf = j.clone();
+    jf.entries[0].source_fingerprint = "semantic-v1:abc".into();
+    fp.state.journal = JournalSlot::Readable(jf);
+    let out = fp.pass();
+    assert_eq!(reason(&out, "w2"), Some(D::SourceChanged));
+    assert_eq!(requests(&out), 0);
+}
+
+#[test]
+fn withheld_rows_keep_their_status_after_an_entry_merges() {
+    let mut w = World::execute();
+    let out = w.pass();
+    assert_eq!(
+        row(&out, "w1").dispatch_status,
+        Some(DispatchStatus::Submitted)
+    );
+    assert_eq!(
+        row(&out, "w2").dispatch_status,
+        Some(DispatchStatus::Withheld)
+    );
+}
