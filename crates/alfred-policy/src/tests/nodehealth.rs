@@ -400,3 +400,32 @@ fn health_markers_keep_conditions_and_suspect_until() {
     assert_eq!(out.node_markers[0].health.conditions.len(), 1);
     assert_eq!(out.node_markers[0].observed_at, crate::testkit::t0());
 }
+
+#[test]
+fn multi_pod_plans_place_every_pod_and_hints_stay_the_three_fullest() {
+    // G.13: the 4-GPU pod can only use t4, the fourth-fullest node; hints stay t1..t3.
+    let b = ClusterBuilder::new()
+        .node("g", "H100", 8)
+        .unhealthy("g")
+        .omenative("prod", "a", &[&[("g", 4), ("g", 2)]])
+        .node("t1", "H100", 8)
+        .occupant("x", "o1", "t1", 6)
+        .node("t2", "H100", 8)
+        .occupant("x", "o2", "t2", 5)
+        .node("t3", "H100", 8)
+        .occupant("x", "o3", "t3", 5)
+        .node("t4", "H100", 8)
+        .occupant("x", "o4", "t4", 4);
+    let out = run(b.clone(), &PolicySettings::default());
+    let a = &out.candidates[0];
+    assert!(a.executable, "{a:#?}");
+    assert_eq!(a.pod_gpus, vec![4, 2]);
+    assert_eq!(a.footprint_gpus, 6);
+    assert_eq!(a.hint_target_nodes, vec!["t1", "t2", "t3"]);
+    assert_eq!(a.placement_target_nodes, vec!["t1", "t2", "t3", "t4"]);
+    // Without t4 the 4-GPU pod fits nowhere: NoSurgeHeadroom, even though 7 GPUs are free.
+    let b = b.with_node("t4", |n| n.cordoned = true);
+    let out = run(b, &PolicySettings::default());
+    assert_eq!(out.candidates[0].advisory_reason, Some(A::NoSurgeHeadroom));
+    assert!(out.candidates[0].hint_target_nodes.is_empty());
+}
