@@ -1,0 +1,141 @@
+//! Property test: random candidate streams, cluster migrations and journal histories
+//! against the invariants of alfred-engine.md §13.
+
+mod common;
+
+use std::collections::BTreeSet;
+
+use alfred_dispatch::JournalSlot;
+use alfred_model::config::Mode;
+use alfred_model::effect::Effect;
+use common::*;
+use proptest::prelude::*;
+
+#[derive(Debug, Clone)]
+enum Step {
+    Pass,
+    Advance(i64),
+    Ome(u8),
+    PersonRequest,
+    PersonDone,
+    Mode(bool),
+    Candidates(Vec<(u8, u8, u8)>),
+    Unhealthy(u8),
+}
+
+fn step() -> impl Strategy<Value = Step> {
+    prop_oneof![
+        4 => Just(Step::Pass),
+        2 => (1i64..20).prop_map(Step::Advance),
+        2 => (0u8..4).prop_map(Step::Ome),
+        1 => Just(Step::PersonRequest),
+        1 => Just(Step::PersonDone),
+        1 => any::<bool>().prop_map(Step::Mode),
+        1 => proptest::collection::vec((0u8..2, 0u8..3, 0u8..3), 0..4).prop_map(Step::Candidates),
+        1 => (0u8..3).prop_map(Step::Unhealthy),
+    ]
+}
+
+const NODES: [&str; 3] = ["a", "b", "c"];
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(64))]
+    #[test]
+    fn dispatch_invariants_hold(steps in proptest::collection::vec(step(), 1..30)) {
+        let mut w = World::execute();
+        let mut written: BTreeSet<String> = BTreeSet::new();
+        for s in steps {
+            match s {
+                Step::Advance(m) => w.advance_minutes(m),
+                Step::Ome(k) => {
+                    let last = w.journal().entries.last().cloned();
+                    if let Some(e) = last {
+                        let started = w.now.minus(std::time::Duration::from_secs(10));
+                        let done = Some(w.now.minus(std::time::Duration::from_secs(1)));
+                        match k {
+                            0 => w.omenative(&e.uuid, "Accepted", started, None),
+                            1 => w.omenative(&e.uuid, "Completed", started, done),
+                            2 => w.omenative(&e.uuid, "Failed", started, done),
+                            _ => {}
+                        }
+                    }
+                }
+                Step::PersonRequest => {
+                    let now = w.now;
+                    w.snap.workloads[1].migration.requests.push(alfred_model::snapshot::MigrationRequestObserved {
+                        uuid: uuid(9000),
+                        component: "engine".into(),
+                        from_node: "a".into(),
+                        requested_at: Some(now),
+                        requested_by: "kubectl-ome".into(),
+                        ..Default::default()
+                    });
+                }
+                Step::PersonDone => {
+                    for wl in &mut w.snap.workloads {
+                        wl.migration.requests.retain(|r| r.uuid != uuid(9000));
+                    }
+                }
+                Step::Mode(exec) => {
+                    w.config.mode = if exec { Mode::Execute } else { Mode::RecommendOnly };
+                }
+                Step::Candidates(cs) => {
+                    w.stages.candidates = cs
+                        .iter()
+                        .map(|(wl, from, hint)| {
+                            let name = if *wl == 0 { "w1" } else { "w2" };
+                            let h = NODES[*hint as usize];
+                            candidate(name, "a", &[h], 0.1 + f64::from(*from))
+                        })
+                        .collect();
+                }
+                Step::Unhealthy(n) => {
+                    let name = NODES[n as usize];
+                    if let Some(node) = w.snap.nodes.iter_mut().find(|x| x.name == name) {
+                        node.health.state = alfred_model::snapshot::HealthState::Unhealthy;
+                    }
+                }
+                Step::Pass => {
+                    let busy_cluster = w.snap.workloads.iter().any(|x| {
+                        !x.migration.requests.is_empty()
+                            || x.migration.records.iter().any(|r| !r.is_terminal())
+                    });
+                    let unresolved_before = match &w.state.journal {
+                        JournalSlot::Readable(j) => j.unresolved().any(|e| e.phase != alfred_dispatch::Phase::Prepared),
+                        _ => false,
+                    };
+                    let mode = w.config.mode;
+                    let snap = w.snap.clone();
+                    let out = w.pass();
+                    let reqs: Vec<(String, String)> = out.effects.iter().filter_map(|e| match e {
+                        Effect::RequestMigration { uuid, name, .. } => Some((uuid.clone(), name.clone())),
+                        _ => None,
+                    }).collect();
+                    prop_assert!(reqs.len() <= 1, "more than one submission in a pass");
+                    if !reqs.is_empty() {
+                        prop_assert!(!busy_cluster, "submitted while a migration waits or runs");
+                        prop_assert!(!unresolved_before, "submitted while a request is unresolved");
+                        prop_assert_eq!(mode, Mode::Execute);
+                    }
+                    for (u, _) in &reqs {
+                        prop_assert!(written.insert(u.clone()), "request {} written twice", u);
+                        let j = w.journal();
+                        let e = j.entry(u).expect("entry for request");
+                        for t in &e.targets {
+                            let n = snap.node(t).expect("target node");
+                            prop_assert!(!n.unavailable() && n.ready, "move to excluded node {}", t);
+                        }
+                    }
+                    if mode == Mode::RecommendOnly {
+                        for e in &out.effects {
+                            let allowed = matches!(e, Effect::UpdateRecommendations { .. } | Effect::RecordEvent(_) | Effect::Metric(_));
+                            prop_assert!(allowed, "recommend-only write effect");
+                        }
+                    }
+                    let hour = w.journal().entries.iter().filter(|e| w.now.since(e.created_at).as_secs() <= 3600).count();
+                    prop_assert!(hour <= w.config.max_migrations_per_hour as usize);
+                }
+            }
+        }
+    }
+}
