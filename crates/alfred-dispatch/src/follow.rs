@@ -122,7 +122,7 @@ pub fn reconcile_entry(e: &mut Entry, snap: &ClusterSnapshot, now: Timestamp, ac
         e.reason = Some(DispatchReason::AcknowledgedStatusMissing);
         return;
     }
-    let malformed = w.migration.malformed_requests.iter().any(|u| *u == e.uuid);
+    let malformed = w.migration.malformed_requests.contains(&e.uuid);
     let observed = w.migration.requests.iter().find(|r| r.uuid == e.uuid);
     if malformed || observed.is_some() {
         let same = !malformed && observed.is_some_and(|r| annotation_matches(r, &e.payload));

@@ -68,6 +68,9 @@ pub trait Stages {
     fn arbitrate(&self, input: &ArbiterInput<'_>) -> Vec<(usize, Verdict)>;
 }
 
+/// An admission: first target, placement (node → GPUs), cooldown overridden.
+type Admission = (String, Vec<(String, u32)>, bool);
+
 /// The stand-in arbiter (see the module docs).
 #[derive(Debug, Clone, Copy, Default)]
 pub struct BasicArbiter;
@@ -199,7 +202,7 @@ impl BasicArbiter {
         admitted_workloads: &BTreeSet<String>,
         in_flight: usize,
         hourly: usize,
-    ) -> Result<(String, Vec<(String, u32)>, bool), RejectReason> {
+    ) -> Result<Admission, RejectReason> {
         if breaker_open {
             return Err(RejectReason::CircuitBreakerOpen);
         }
