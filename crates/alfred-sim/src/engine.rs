@@ -128,8 +128,39 @@ struct Constraint {
     explicit: bool,
 }
 
+/// A filter plugin the model evaluates (resolved once per cycle from the profile's names).
+#[derive(Debug, Clone, Copy)]
+enum Filter {
+    NodeUnschedulable,
+    TaintToleration,
+    NodeAffinity,
+    NodePorts,
+    NodeResourcesFit,
+    PodTopologySpread,
+    InterPodAffinity,
+    /// Volume and DRA filters (no-ops for supported pods), NodeName, OMEGangPack (enforced by
+    /// the gang driver).
+    Other,
+}
+
+impl Filter {
+    fn of(name: &str) -> Filter {
+        match name {
+            "NodeUnschedulable" => Filter::NodeUnschedulable,
+            "TaintToleration" => Filter::TaintToleration,
+            "NodeAffinity" => Filter::NodeAffinity,
+            "NodePorts" => Filter::NodePorts,
+            "NodeResourcesFit" => Filter::NodeResourcesFit,
+            "PodTopologySpread" => Filter::PodTopologySpread,
+            "InterPodAffinity" => Filter::InterPodAffinity,
+            _ => Filter::Other,
+        }
+    }
+}
+
 /// Per-cycle precomputation (PreFilter).
 struct Cycle {
+    filters: Vec<Filter>,
     constraints: Vec<Constraint>,
     /// Per hard constraint: counts per domain value, and min.
     spread_counts: Vec<(BTreeMap<String, i64>, i64, bool)>,
@@ -214,7 +245,7 @@ impl PreparedCluster {
             pod_group_members: BTreeMap::new(),
         };
         let mut pods: Vec<&Pod> = cluster.pods.iter().collect();
-        pods.sort_by_key(|p| p.key());
+        pods.sort_by_cached_key(|p| p.key());
         for p in pods {
             if !prepared.pod_keys.insert(p.key()) {
                 return Err(input_err("pod", p.key(), "duplicate pod"));
@@ -555,6 +586,12 @@ impl PreparedCluster {
             }
         }
         Cycle {
+            filters: profile
+                .filters
+                .iter()
+                .map(|f| Filter::of(f))
+                .filter(|f| !matches!(f, Filter::Other))
+                .collect(),
             constraints,
             spread_counts,
             forbidden,
@@ -574,9 +611,9 @@ impl PreparedCluster {
     /// Runs the enabled filters in profile order; the first failure decides.
     fn filter(&self, p: &PodInfo, n: usize, cy: &Cycle, profile: &Profile) -> Result<(), NodeFail> {
         let node = &self.nodes[n];
-        for f in &profile.filters {
-            let ok = match f.as_str() {
-                "NodeUnschedulable" => {
+        for f in &cy.filters {
+            let ok = match f {
+                Filter::NodeUnschedulable => {
                     !node.unschedulable
                         || p.tolerations.iter().any(|t| {
                             tolerates(
@@ -589,9 +626,9 @@ impl PreparedCluster {
                             )
                         })
                 }
-                "TaintToleration" => hard_taints_tolerated(&p.tolerations, node),
-                "NodeAffinity" => node_affinity_matches(p, profile.added_required(), node),
-                "NodePorts" => {
+                Filter::TaintToleration => hard_taints_tolerated(&p.tolerations, node),
+                Filter::NodeAffinity => node_affinity_matches(p, profile.added_required(), node),
+                Filter::NodePorts => {
                     let used = &self.state[n].ports;
                     if p.ports.iter().any(|(proto, ip, port)| {
                         used.iter().any(|(uproto, uip, uport)| {
@@ -604,13 +641,13 @@ impl PreparedCluster {
                     }
                     true
                 }
-                "NodeResourcesFit" => {
+                Filter::NodeResourcesFit => {
                     if !self.fits_resources(p, n, profile) {
                         return Err(NodeFail::Unschedulable);
                     }
                     true
                 }
-                "PodTopologySpread" => {
+                Filter::PodTopologySpread => {
                     let hard: Vec<&Constraint> = cy.constraints.iter().filter(|c| c.hard).collect();
                     for (c, (counts, min, self_match)) in hard.iter().zip(&cy.spread_counts) {
                         let Some(v) = node.labels.get(&c.key) else {
@@ -623,7 +660,7 @@ impl PreparedCluster {
                     }
                     true
                 }
-                "InterPodAffinity" => {
+                Filter::InterPodAffinity => {
                     for (k, v) in &cy.forbidden {
                         if node.labels.get(k) == Some(v) {
                             return Err(NodeFail::Unschedulable);
@@ -659,7 +696,7 @@ impl PreparedCluster {
                     }
                     true
                 }
-                _ => true,
+                Filter::Other => true,
             };
             if !ok {
                 return Err(NodeFail::Unresolvable);

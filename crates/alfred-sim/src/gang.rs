@@ -47,10 +47,22 @@ fn copies(l: &Res, free: &Res, slots: i64) -> i64 {
     c.max(0)
 }
 
-/// Room of one node for the remaining members (§9.4, E27).
-fn node_room(w: &PreparedCluster, members: &[&PodInfo], n: usize, per_node: i64) -> i64 {
-    let fitting: Vec<&&PodInfo> = members.iter().filter(|m| w.fits_member(m, n)).collect();
-    let Some(largest) = fitting.iter().max_by_key(|m| size_key(m)) else {
+/// Room of one node for the remaining members (§9.4, E27); `fits[m]` says whether member m
+/// fits the node on its own.
+fn node_room(
+    w: &PreparedCluster,
+    members: &[&PodInfo],
+    fits: &[bool],
+    n: usize,
+    per_node: i64,
+) -> i64 {
+    let Some(largest) = members
+        .iter()
+        .zip(fits)
+        .filter(|(_, f)| **f)
+        .map(|(m, _)| m)
+        .max_by_key(|m| size_key(m))
+    else {
         return 0;
     };
     let (free, slots) = w.free(n);
@@ -59,21 +71,12 @@ fn node_room(w: &PreparedCluster, members: &[&PodInfo], n: usize, per_node: i64)
 }
 
 /// Does every member get a slot (bipartite matching with node capacities)?
-fn all_members_match(
-    w: &PreparedCluster,
-    members: &[&PodInfo],
-    nodes: &[usize],
-    rooms: &[i64],
-) -> bool {
-    let edges: Vec<Vec<usize>> = members
-        .iter()
-        .map(|m| {
-            (0..nodes.len())
-                .filter(|&j| rooms[j] > 0 && w.fits_member(m, nodes[j]))
-                .collect()
-        })
+fn all_members_match(members: usize, fits: &[Vec<bool>], rooms: &[i64]) -> bool {
+    let nodes = rooms.len();
+    let edges: Vec<Vec<usize>> = (0..members)
+        .map(|m| (0..nodes).filter(|&j| rooms[j] > 0 && fits[j][m]).collect())
         .collect();
-    let mut assigned: Vec<Vec<usize>> = vec![Vec::new(); nodes.len()];
+    let mut assigned: Vec<Vec<usize>> = vec![Vec::new(); nodes];
     fn augment(
         m: usize,
         edges: &[Vec<usize>],
@@ -100,8 +103,8 @@ fn all_members_match(
         }
         false
     }
-    for m in 0..members.len() {
-        let mut seen = vec![false; nodes.len()];
+    for m in 0..members {
+        let mut seen = vec![false; nodes];
         if !augment(m, &edges, rooms, &mut assigned, &mut seen) {
             return false;
         }
@@ -114,11 +117,20 @@ fn domain_room(w: &PreparedCluster, members: &[&PodInfo], nodes: &[usize], per_n
     if members.is_empty() {
         return 0;
     }
+    let fits: Vec<Vec<bool>> = nodes
+        .iter()
+        .map(|&n| members.iter().map(|m| w.fits_member(m, n)).collect())
+        .collect();
     let rooms: Vec<i64> = nodes
         .iter()
-        .map(|&n| node_room(w, members, n, per_node))
+        .zip(&fits)
+        .map(|(&n, f)| node_room(w, members, f, n, per_node))
         .collect();
-    if all_members_match(w, members, nodes, &rooms) {
+    // Quick reject: not enough slots in total.
+    if rooms.iter().sum::<i64>() < members.len() as i64 {
+        return rooms.iter().sum();
+    }
+    if all_members_match(members.len(), &fits, &rooms) {
         rooms.iter().sum()
     } else {
         0

@@ -11,7 +11,8 @@ fn build() -> BuildInfo {
         package: "alfred-simulator".into(),
         version: "0.1.0".into(),
         source_revision: "0000000000000000000000000000000000000000".into(),
-        executable_sha256: "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855".into(),
+        executable_sha256: "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855"
+            .into(),
     }
 }
 
@@ -81,7 +82,10 @@ fn ome_chart_profile() {
     assert_eq!(p.score_weight("NodeResourcesFit"), Some(10));
     assert_eq!(p.score_weight("OMEGangPack"), Some(10));
     assert_eq!(p.score_weight("PodTopologySpread"), None);
-    assert!(p.has_filter("PodTopologySpread"), "DoNotSchedule filtering remains");
+    assert!(
+        p.has_filter("PodTopologySpread"),
+        "DoNotSchedule filtering remains"
+    );
     assert_eq!(p.fit.strategy, FitStrategy::MostAllocated);
     let g = p.gang.expect("gang args");
     assert!(g.standalone_domain_packing);
@@ -92,10 +96,14 @@ fn ome_chart_profile() {
 fn golden_print_profile() {
     let build = build();
     let default = printed_profile(&Profile::default_scheduler(), "kube-v135", &build).to_line();
-    let ome = printed_profile(&Profile::ome_scheduler_chart_default(), "ome-v135", &build).to_line();
+    let ome =
+        printed_profile(&Profile::ome_scheduler_chart_default(), "ome-v135", &build).to_line();
     let got = format!("{default}\n{ome}\n");
     let want = include_str!("golden/print-profile.txt");
-    assert_eq!(got, want, "regenerate tests/golden/print-profile.txt if the recipe changed on purpose");
+    assert_eq!(
+        got, want,
+        "regenerate tests/golden/print-profile.txt if the recipe changed on purpose"
+    );
 }
 
 #[test]
@@ -104,14 +112,35 @@ fn identity_is_stable_and_changes_with_config_or_build() {
     let a1 = printed_profile(&Profile::default_scheduler(), "kube-v135", &b);
     let a2 = printed_profile(&Profile::default_scheduler(), "kube-v135", &b);
     assert_eq!(a1, a2);
-    let edited = load_config(&format!("{HEAD}parallelism: 17\nprofiles:\n  - schedulerName: default-scheduler\n")).expect("config");
-    assert_ne!(printed_profile(&edited, "kube-v135", &b).identity.configuration_id, a1.identity.configuration_id);
+    let edited = load_config(&format!(
+        "{HEAD}parallelism: 17\nprofiles:\n  - schedulerName: default-scheduler\n"
+    ))
+    .expect("config");
+    assert_ne!(
+        printed_profile(&edited, "kube-v135", &b)
+            .identity
+            .configuration_id,
+        a1.identity.configuration_id
+    );
     let mut other_build = b.clone();
     other_build.executable_sha256.replace_range(0..1, "f");
-    assert_ne!(printed_profile(&Profile::default_scheduler(), "kube-v135", &other_build).identity.configuration_id, a1.identity.configuration_id);
+    assert_ne!(
+        printed_profile(&Profile::default_scheduler(), "kube-v135", &other_build)
+            .identity
+            .configuration_id,
+        a1.identity.configuration_id
+    );
     // An explicit default is the same configuration as an implicit one.
-    let explicit = load_config(&format!("{HEAD}parallelism: 16\nprofiles:\n  - schedulerName: default-scheduler\n")).expect("config");
-    assert_eq!(printed_profile(&explicit, "kube-v135", &b).identity.configuration_id, a1.identity.configuration_id);
+    let explicit = load_config(&format!(
+        "{HEAD}parallelism: 16\nprofiles:\n  - schedulerName: default-scheduler\n"
+    ))
+    .expect("config");
+    assert_eq!(
+        printed_profile(&explicit, "kube-v135", &b)
+            .identity
+            .configuration_id,
+        a1.identity.configuration_id
+    );
 }
 
 #[test]
@@ -124,25 +153,79 @@ fn json_configuration_is_accepted() {
 fn refusals_name_the_field_and_value() {
     let cases: &[(&str, &[&str])] = &[
         ("profiles:\n  - schedulerName: a\nbogus: 1\n", &["bogus"]),
-        ("profiles:\n  - schedulerName: a\n    plugins:\n      filter:\n        enabeld: []\n", &["enabeld"]),
-        ("extenders:\n  - urlPrefix: http://x\nprofiles:\n  - schedulerName: a\n", &["extenders"]),
-        ("clientConnection:\n  kubeconfig: /k\nprofiles:\n  - schedulerName: a\n", &["clientConnection.kubeconfig", "/k"]),
-        ("profiles:\n  - schedulerName: a\n  - schedulerName: b\n", &["profiles", "2 profiles"]),
+        (
+            "profiles:\n  - schedulerName: a\n    plugins:\n      filter:\n        enabeld: []\n",
+            &["enabeld"],
+        ),
+        (
+            "extenders:\n  - urlPrefix: http://x\nprofiles:\n  - schedulerName: a\n",
+            &["extenders"],
+        ),
+        (
+            "clientConnection:\n  kubeconfig: /k\nprofiles:\n  - schedulerName: a\n",
+            &["clientConnection.kubeconfig", "/k"],
+        ),
+        (
+            "profiles:\n  - schedulerName: a\n  - schedulerName: b\n",
+            &["profiles", "2 profiles"],
+        ),
         ("profiles: []\n", &["profiles", "0 profiles"]),
-        ("profiles:\n  - schedulerName: a\n    plugins:\n      multiPoint:\n        enabled:\n          - name: GangScheduling\n", &["GangScheduling"]),
-        ("profiles:\n  - schedulerName: a\n    plugins:\n      filter:\n        enabled:\n          - name: MyPlugin\n", &["MyPlugin"]),
-        ("profiles:\n  - schedulerName: a\n    plugins:\n      score:\n        enabled:\n          - name: ImageLocality\n            weight: 101\n", &["weight", "101"]),
-        ("profiles:\n  - schedulerName: a\n    pluginConfig:\n      - name: NodeResourcesFit\n        args:\n          scoringStrategy:\n            type: RequestedToCapacityRatio\n", &["scoringStrategy.type", "RequestedToCapacityRatio"]),
-        ("profiles:\n  - schedulerName: a\n    pluginConfig:\n      - name: NodeResourcesFit\n        args:\n          scoringStrategy:\n            resources:\n              - name: cpu\n                weight: 200\n", &["resources[0].weight", "200"]),
-        ("profiles:\n  - schedulerName: a\n    pluginConfig:\n      - name: NodeResourcesFit\n        args:\n          typo: 1\n", &["NodeResourcesFit", "typo"]),
-        ("profiles:\n  - schedulerName: a\n    pluginConfig:\n      - name: InterPodAffinity\n        args:\n          hardPodAffinityWeight: 101\n", &["hardPodAffinityWeight", "101"]),
-        ("profiles:\n  - schedulerName: a\n    pluginConfig:\n      - name: PodTopologySpread\n        args:\n          defaultingType: System\n          defaultConstraints:\n            - maxSkew: 1\n              topologyKey: zone\n              whenUnsatisfiable: DoNotSchedule\n", &["defaultConstraints"]),
-        ("percentageOfNodesToScore: 101\nprofiles:\n  - schedulerName: a\n", &["percentageOfNodesToScore", "101"]),
-        ("podInitialBackoffSeconds: 5\npodMaxBackoffSeconds: 2\nprofiles:\n  - schedulerName: a\n", &["podMaxBackoffSeconds", "2"]),
-        ("profiles:\n  - schedulerName: a\n    plugins:\n      multiPoint:\n        enabled:\n          - name: OMEGangPack\n", &["gcIntervalSeconds"]),
-        ("profiles:\n  - schedulerName: a\n    plugins:\n      multiPoint:\n        enabled:\n          - name: OMEGangPack\n    pluginConfig:\n      - name: OMEGangPack\n        args:\n          gcIntervalSeconds: 0\n", &["gcIntervalSeconds", "0"]),
-        ("profiles:\n  - schedulerName: a\n    plugins:\n      multiPoint:\n        enabled:\n          - name: OMEGangPack\n    pluginConfig:\n      - name: OMEGangPack\n        args:\n          gcIntervalSeconds: 60\n          topologyKey: \"bad key!\"\n", &["topologyKey", "bad key!"]),
-        ("profiles:\n  - schedulerName: a\n    pluginConfig:\n      - name: OMEGangPack\n        args:\n          gcIntervalSecs: 60\n", &["gcIntervalSecs"]),
+        (
+            "profiles:\n  - schedulerName: a\n    plugins:\n      multiPoint:\n        enabled:\n          - name: GangScheduling\n",
+            &["GangScheduling"],
+        ),
+        (
+            "profiles:\n  - schedulerName: a\n    plugins:\n      filter:\n        enabled:\n          - name: MyPlugin\n",
+            &["MyPlugin"],
+        ),
+        (
+            "profiles:\n  - schedulerName: a\n    plugins:\n      score:\n        enabled:\n          - name: ImageLocality\n            weight: 101\n",
+            &["weight", "101"],
+        ),
+        (
+            "profiles:\n  - schedulerName: a\n    pluginConfig:\n      - name: NodeResourcesFit\n        args:\n          scoringStrategy:\n            type: RequestedToCapacityRatio\n",
+            &["scoringStrategy.type", "RequestedToCapacityRatio"],
+        ),
+        (
+            "profiles:\n  - schedulerName: a\n    pluginConfig:\n      - name: NodeResourcesFit\n        args:\n          scoringStrategy:\n            resources:\n              - name: cpu\n                weight: 200\n",
+            &["resources[0].weight", "200"],
+        ),
+        (
+            "profiles:\n  - schedulerName: a\n    pluginConfig:\n      - name: NodeResourcesFit\n        args:\n          typo: 1\n",
+            &["NodeResourcesFit", "typo"],
+        ),
+        (
+            "profiles:\n  - schedulerName: a\n    pluginConfig:\n      - name: InterPodAffinity\n        args:\n          hardPodAffinityWeight: 101\n",
+            &["hardPodAffinityWeight", "101"],
+        ),
+        (
+            "profiles:\n  - schedulerName: a\n    pluginConfig:\n      - name: PodTopologySpread\n        args:\n          defaultingType: System\n          defaultConstraints:\n            - maxSkew: 1\n              topologyKey: zone\n              whenUnsatisfiable: DoNotSchedule\n",
+            &["defaultConstraints"],
+        ),
+        (
+            "percentageOfNodesToScore: 101\nprofiles:\n  - schedulerName: a\n",
+            &["percentageOfNodesToScore", "101"],
+        ),
+        (
+            "podInitialBackoffSeconds: 5\npodMaxBackoffSeconds: 2\nprofiles:\n  - schedulerName: a\n",
+            &["podMaxBackoffSeconds", "2"],
+        ),
+        (
+            "profiles:\n  - schedulerName: a\n    plugins:\n      multiPoint:\n        enabled:\n          - name: OMEGangPack\n",
+            &["gcIntervalSeconds"],
+        ),
+        (
+            "profiles:\n  - schedulerName: a\n    plugins:\n      multiPoint:\n        enabled:\n          - name: OMEGangPack\n    pluginConfig:\n      - name: OMEGangPack\n        args:\n          gcIntervalSeconds: 0\n",
+            &["gcIntervalSeconds", "0"],
+        ),
+        (
+            "profiles:\n  - schedulerName: a\n    plugins:\n      multiPoint:\n        enabled:\n          - name: OMEGangPack\n    pluginConfig:\n      - name: OMEGangPack\n        args:\n          gcIntervalSeconds: 60\n          topologyKey: \"bad key!\"\n",
+            &["topologyKey", "bad key!"],
+        ),
+        (
+            "profiles:\n  - schedulerName: a\n    pluginConfig:\n      - name: OMEGangPack\n        args:\n          gcIntervalSecs: 60\n",
+            &["gcIntervalSecs"],
+        ),
     ];
     for (body, needles) in cases {
         let msg = refused(&format!("{HEAD}{body}"));
@@ -159,16 +242,24 @@ fn partial_gang_pack_hooks_are_refused() {
         "        disabled:\n          - name: DefaultPreemption\n      permit:\n        disabled:\n          - name: OMEGangPack\n",
     );
     let msg = refused(&yaml);
-    assert!(msg.contains("profiles[0].plugins.permit") && msg.contains("OMEGangPack"), "{msg}");
+    assert!(
+        msg.contains("profiles[0].plugins.permit") && msg.contains("OMEGangPack"),
+        "{msg}"
+    );
 }
 
 #[test]
 fn wrong_api_version_kind_duplicates_and_syntax() {
     let e = load_config("apiVersion: kubescheduler.config.k8s.io/v1beta3\nkind: KubeSchedulerConfiguration\nprofiles: [{}]\n").unwrap_err();
     assert!(e.to_string().contains("v1beta3"), "{e}");
-    let e = load_config("apiVersion: kubescheduler.config.k8s.io/v1\nkind: Other\nprofiles: [{}]\n").unwrap_err();
+    let e =
+        load_config("apiVersion: kubescheduler.config.k8s.io/v1\nkind: Other\nprofiles: [{}]\n")
+            .unwrap_err();
     assert!(e.to_string().contains("Other"), "{e}");
-    let e = load_config(&format!("{HEAD}parallelism: 1\nparallelism: 2\nprofiles: [{{}}]\n")).unwrap_err();
+    let e = load_config(&format!(
+        "{HEAD}parallelism: 1\nparallelism: 2\nprofiles: [{{}}]\n"
+    ))
+    .unwrap_err();
     assert!(matches!(e, ConfigError::Syntax(_)), "{e}");
     let e = load_config("profiles: [").unwrap_err();
     assert!(matches!(e, ConfigError::Syntax(_)), "{e}");

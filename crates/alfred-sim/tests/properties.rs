@@ -21,13 +21,23 @@ struct Case {
 
 fn case() -> impl Strategy<Value = Case> {
     (
-        prop::collection::vec((2i64..=16, prop_oneof![Just(0i64), Just(4), Just(8)], prop::sample::select(vec!["A", "B", "C"])), 2..8),
+        prop::collection::vec(
+            (
+                2i64..=16,
+                prop_oneof![Just(0i64), Just(4), Just(8)],
+                prop::sample::select(vec!["A", "B", "C"]),
+            ),
+            2..8,
+        ),
         prop::collection::vec((0usize..8, 1i64..=8, 0i64..=4), 0..10),
         prop::collection::vec((1i64..=8, 0i64..=8), 1..4),
         any::<bool>(),
     )
         .prop_map(|(nodes, bound, reps, gang)| Case {
-            nodes: nodes.into_iter().map(|(c, g, d)| (c, g, d.to_string())).collect(),
+            nodes: nodes
+                .into_iter()
+                .map(|(c, g, d)| (c, g, d.to_string()))
+                .collect(),
             bound,
             reps,
             gang,
@@ -39,7 +49,15 @@ fn build(case: &Case) -> (alfred_sim::Cluster, Vec<Pod>) {
         .nodes
         .iter()
         .enumerate()
-        .map(|(i, (cpu, gpu, d))| node(&format!("n{i}"), &cpu.to_string(), "64Gi", *gpu, json!({"nvidia.com/gpu.clique": d})))
+        .map(|(i, (cpu, gpu, d))| {
+            node(
+                &format!("n{i}"),
+                &cpu.to_string(),
+                "64Gi",
+                *gpu,
+                json!({"nvidia.com/gpu.clique": d}),
+            )
+        })
         .collect();
     // Bind only pods that fit, so the snapshot itself is valid.
     let mut used: Vec<(i64, i64)> = vec![(0, 0); nodes.len()];
@@ -50,7 +68,10 @@ fn build(case: &Case) -> (alfred_sim::Cluster, Vec<Pod>) {
         if used[n].0 + cpu <= *ncpu && used[n].1 + gpu <= *ngpu {
             used[n].0 += cpu;
             used[n].1 += gpu;
-            let p = bound(pod("prod", &format!("b{i}"), &cpu.to_string(), "1Gi", *gpu), &format!("n{n}"));
+            let p = bound(
+                pod("prod", &format!("b{i}"), &cpu.to_string(), "1Gi", *gpu),
+                &format!("n{n}"),
+            );
             pods.push(if case.gang { ome(p) } else { p });
         }
     }
@@ -65,7 +86,12 @@ fn build(case: &Case) -> (alfred_sim::Cluster, Vec<Pod>) {
         })
         .collect();
     if case.gang {
-        c.pod_groups.push(pod_group("prod", "g1", reps.len() as i32, Some("nvidia.com/gpu.clique")));
+        c.pod_groups.push(pod_group(
+            "prod",
+            "g1",
+            reps.len() as i32,
+            Some("nvidia.com/gpu.clique"),
+        ));
     }
     (c, reps)
 }

@@ -72,12 +72,23 @@ fn s02_extended_resources() {
 #[test]
 fn s03_taints() {
     let taint = |n, key: &str, effect: &str| {
-        with_node(n, json!({"taints": [{"key": key, "value": "v", "effect": effect}]}))
+        with_node(
+            n,
+            json!({"taints": [{"key": key, "value": "v", "effect": effect}]}),
+        )
     };
     let c = cluster(
         vec![
-            taint(node("a", "8", "64Gi", 0, json!({})), "dedicated", "NoSchedule"),
-            taint(node("b", "8", "64Gi", 0, json!({})), "soft", "PreferNoSchedule"),
+            taint(
+                node("a", "8", "64Gi", 0, json!({})),
+                "dedicated",
+                "NoSchedule",
+            ),
+            taint(
+                node("b", "8", "64Gi", 0, json!({})),
+                "soft",
+                "PreferNoSchedule",
+            ),
             taint(node("c", "8", "64Gi", 0, json!({})), "k", "NoExecute"),
         ],
         vec![],
@@ -88,7 +99,10 @@ fn s03_taints() {
             {"key": "k", "operator": "Equal", "value": "v", "effect": "NoExecute", "tolerationSeconds": 300}
         ]}}),
     );
-    assert_eq!(nodes_of(&run(&default_profile(), &c, &[tolerant], &[])), ["c"]);
+    assert_eq!(
+        nodes_of(&run(&default_profile(), &c, &[tolerant], &[])),
+        ["c"]
+    );
     // Without the toleration only the PreferNoSchedule node remains.
     let plain = pod("default", "r", "1", "1Gi", 0);
     assert_eq!(nodes_of(&run(&default_profile(), &c, &[plain], &[])), ["b"]);
@@ -104,7 +118,12 @@ fn s04_cordon() {
         )],
         vec![],
     );
-    let o = run(&default_profile(), &c, &[pod("default", "r", "1", "1Gi", 0)], &[]);
+    let o = run(
+        &default_profile(),
+        &c,
+        &[pod("default", "r", "1", "1Gi", 0)],
+        &[],
+    );
     assert_eq!(o.decision, Decision::Infeasible);
     let tol = with(
         pod("default", "r", "1", "1Gi", 0),
@@ -139,7 +158,10 @@ fn s05_node_selection() {
             }}}
         }}),
     );
-    assert_eq!(nodes_of(&run(&default_profile(), &c, &[gt_lt], &[])), ["n5"]);
+    assert_eq!(
+        nodes_of(&run(&default_profile(), &c, &[gt_lt], &[])),
+        ["n5"]
+    );
     let by_name = with(
         pod("default", "r", "1", "1Gi", 0),
         json!({"spec": {"affinity": {"nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": {
@@ -148,7 +170,10 @@ fn s05_node_selection() {
             ]}]
         }}}}}),
     );
-    assert_eq!(nodes_of(&run(&default_profile(), &c, &[by_name], &[])), ["n7"]);
+    assert_eq!(
+        nodes_of(&run(&default_profile(), &c, &[by_name], &[])),
+        ["n7"]
+    );
 }
 
 fn anti_zone(p: alfred_sim::objects::Pod) -> alfred_sim::objects::Pod {
@@ -176,9 +201,15 @@ fn s06_anti_affinity_against_source() {
         )],
     );
     let plain = labels(pod("default", "r", "4", "8Gi", 0), json!({"app": "x"}));
-    assert_eq!(nodes_of(&run(&default_profile(), &c, &[plain.clone()], &["a1"])), ["a2"]);
+    assert_eq!(
+        nodes_of(&run(&default_profile(), &c, &[plain.clone()], &["a1"])),
+        ["a2"]
+    );
     let anti = anti_zone(plain);
-    assert_eq!(nodes_of(&run(&default_profile(), &c, &[anti], &["a1"])), ["b1"]);
+    assert_eq!(
+        nodes_of(&run(&default_profile(), &c, &[anti], &["a1"])),
+        ["b1"]
+    );
 }
 
 // 7. Required affinity that only the pod itself satisfies (first pod of a group).
@@ -188,9 +219,18 @@ fn s07_affinity_self_match() {
     let aff = json!({"spec": {"affinity": {"podAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": [
         {"labelSelector": {"matchLabels": {"app": "x"}}, "topologyKey": "kubernetes.io/hostname"}
     ]}}}});
-    let selfish = labels(with(pod("default", "r", "1", "1Gi", 0), aff.clone()), json!({"app": "x"}));
-    assert_eq!(nodes_of(&run(&default_profile(), &c, &[selfish], &[])), ["a"]);
-    let other = labels(with(pod("default", "r", "1", "1Gi", 0), aff), json!({"app": "y"}));
+    let selfish = labels(
+        with(pod("default", "r", "1", "1Gi", 0), aff.clone()),
+        json!({"app": "x"}),
+    );
+    assert_eq!(
+        nodes_of(&run(&default_profile(), &c, &[selfish], &[])),
+        ["a"]
+    );
+    let other = labels(
+        with(pod("default", "r", "1", "1Gi", 0), aff),
+        json!({"app": "y"}),
+    );
     let o = run(&default_profile(), &c, &[other], &[]);
     assert_eq!(o.decision, Decision::Infeasible);
 }
@@ -210,7 +250,12 @@ fn spread(p: alfred_sim::objects::Pod, extra: serde_json::Value) -> alfred_sim::
 // a Service changes only scores.
 #[test]
 fn s08_topology_spread() {
-    let web = |name: &str| labels(pod("default", name, "100m", "100Mi", 0), json!({"app": "web"}));
+    let web = |name: &str| {
+        labels(
+            pod("default", name, "100m", "100Mi", 0),
+            json!({"app": "web"}),
+        )
+    };
     let c = cluster(
         vec![
             node("n1", "8", "64Gi", 0, json!({"zone": "z1"})),
@@ -219,7 +264,15 @@ fn s08_topology_spread() {
         ],
         vec![bound(web("w1"), "n1"), bound(web("w2"), "n2")],
     );
-    assert_eq!(nodes_of(&run(&default_profile(), &c, &[spread(web("r"), json!({}))], &[])), ["n3"]);
+    assert_eq!(
+        nodes_of(&run(
+            &default_profile(),
+            &c,
+            &[spread(web("r"), json!({}))],
+            &[]
+        )),
+        ["n3"]
+    );
 
     let c = cluster(
         vec![
@@ -228,9 +281,26 @@ fn s08_topology_spread() {
         ],
         vec![bound(web("w1"), "n1"), bound(web("w2"), "n3")],
     );
-    assert_eq!(nodes_of(&run(&default_profile(), &c, &[spread(web("r"), json!({}))], &[])), ["n1"]);
-    let o = run(&default_profile(), &c, &[spread(web("r"), json!({"minDomains": 3}))], &[]);
-    assert_eq!(o.decision, Decision::Infeasible, "minDomains above the domain count → global min 0");
+    assert_eq!(
+        nodes_of(&run(
+            &default_profile(),
+            &c,
+            &[spread(web("r"), json!({}))],
+            &[]
+        )),
+        ["n1"]
+    );
+    let o = run(
+        &default_profile(),
+        &c,
+        &[spread(web("r"), json!({"minDomains": 3}))],
+        &[],
+    );
+    assert_eq!(
+        o.decision,
+        Decision::Infeasible,
+        "minDomains above the domain count → global min 0"
+    );
 
     // A tainted, empty zone counts as a domain under Ignore (default) but not under Honor.
     let mut nodes = c.nodes.clone();
@@ -242,22 +312,44 @@ fn s08_topology_spread() {
     let o = run(&default_profile(), &c, &[spread(web("r"), json!({}))], &[]);
     assert_eq!(o.decision, Decision::Infeasible);
     let honor = spread(web("r"), json!({"nodeTaintsPolicy": "Honor"}));
-    assert_eq!(nodes_of(&run(&default_profile(), &c, &[honor], &[])), ["n1"]);
+    assert_eq!(
+        nodes_of(&run(&default_profile(), &c, &[honor], &[])),
+        ["n1"]
+    );
 
     // System defaults (ScheduleAnyway) from a Service: scores only.
     let mut c = cluster(
         vec![
-            node("n1", "16", "64Gi", 0, json!({"topology.kubernetes.io/zone": "z1"})),
-            node("n2", "16", "64Gi", 0, json!({"topology.kubernetes.io/zone": "z1"})),
+            node(
+                "n1",
+                "16",
+                "64Gi",
+                0,
+                json!({"topology.kubernetes.io/zone": "z1"}),
+            ),
+            node(
+                "n2",
+                "16",
+                "64Gi",
+                0,
+                json!({"topology.kubernetes.io/zone": "z1"}),
+            ),
         ],
         vec![
-            bound(labels(pod("default", "w", "1", "4Gi", 0), json!({"app": "web"})), "n1"),
+            bound(
+                labels(pod("default", "w", "1", "4Gi", 0), json!({"app": "web"})),
+                "n1",
+            ),
             bound(pod("default", "other", "2", "8Gi", 0), "n2"),
         ],
     );
-    let rep = [labels(pod("default", "r", "1", "4Gi", 0), json!({"app": "web"}))];
+    let rep = [labels(
+        pod("default", "r", "1", "4Gi", 0),
+        json!({"app": "web"}),
+    )];
     assert_eq!(nodes_of(&run(&default_profile(), &c, &rep, &[])), ["n1"]);
-    c.selector_objects.push(service("default", "web", json!({"app": "web"})));
+    c.selector_objects
+        .push(service("default", "web", json!({"app": "web"})));
     assert_eq!(nodes_of(&run(&default_profile(), &c, &rep, &[])), ["n2"]);
 }
 
@@ -282,9 +374,15 @@ fn s09_host_ports() {
         ],
     );
     let specific = host_port(pod("default", "r", "1", "1Gi", 0), "10.0.0.2");
-    assert_eq!(nodes_of(&run(&default_profile(), &c, &[specific], &[])), ["a"]);
+    assert_eq!(
+        nodes_of(&run(&default_profile(), &c, &[specific], &[])),
+        ["a"]
+    );
     let wildcard = host_port(pod("default", "r", "1", "1Gi", 0), "");
-    assert_eq!(run(&default_profile(), &c, &[wildcard], &[]).decision, Decision::Infeasible);
+    assert_eq!(
+        run(&default_profile(), &c, &[wildcard], &[]).decision,
+        Decision::Infeasible
+    );
 }
 
 // 10. Identical nodes: the smallest name wins and the tie is reported.
@@ -297,9 +395,20 @@ fn s10_ties_go_to_the_smallest_name() {
         ],
         vec![],
     );
-    let o = run(&default_profile(), &c, &[pod("default", "r", "1", "1Gi", 0)], &[]);
+    let o = run(
+        &default_profile(),
+        &c,
+        &[pod("default", "r", "1", "1Gi", 0)],
+        &[],
+    );
     assert_eq!(nodes_of(&o), ["node-a"]);
-    assert_eq!(o.ties, vec![("default/r".to_string(), vec!["node-a".to_string(), "node-b".to_string()])]);
+    assert_eq!(
+        o.ties,
+        vec![(
+            "default/r".to_string(),
+            vec!["node-a".to_string(), "node-b".to_string()]
+        )]
+    );
 }
 
 // 11. Preemption could help → Unsupported; without preemption (OME profile) → Infeasible.
@@ -309,13 +418,25 @@ fn s11_preemption() {
         vec![node("a", "4", "16Gi", 0, json!({}))],
         vec![bound(pod("default", "low", "4", "8Gi", 0), "a")],
     );
-    let high = with(pod("default", "r", "2", "1Gi", 0), json!({"spec": {"priority": 1000}}));
+    let high = with(
+        pod("default", "r", "2", "1Gi", 0),
+        json!({"spec": {"priority": 1000}}),
+    );
     let o = run(&default_profile(), &c, &[high.clone()], &[]);
-    assert_eq!((o.decision, cause(&o)), (Decision::Unsupported, Cause::PreemptionMayApply));
+    assert_eq!(
+        (o.decision, cause(&o)),
+        (Decision::Unsupported, Cause::PreemptionMayApply)
+    );
     let never = with(high.clone(), json!({"spec": {"preemptionPolicy": "Never"}}));
-    assert_eq!(run(&default_profile(), &c, &[never], &[]).decision, Decision::Infeasible);
+    assert_eq!(
+        run(&default_profile(), &c, &[never], &[]).decision,
+        Decision::Infeasible
+    );
     let o = run(&ome_profile(), &c, &[ome(high)], &[]);
-    assert_eq!((o.decision, cause(&o)), (Decision::Infeasible, Cause::NoNodeFits));
+    assert_eq!(
+        (o.decision, cause(&o)),
+        (Decision::Infeasible, Cause::NoNodeFits)
+    );
 }
 
 /// Domain X: x1, x2; domain Y: y1, y2, y3 (8 GPUs each).
@@ -337,7 +458,8 @@ fn gang(size: usize, gpu: i64) -> Vec<alfred_sim::objects::Pod> {
 }
 
 fn with_pg(mut c: alfred_sim::Cluster, min: i32) -> alfred_sim::Cluster {
-    c.pod_groups.push(pod_group("prod", "g1", min, Some(CLIQUE)));
+    c.pod_groups
+        .push(pod_group("prod", "g1", min, Some(CLIQUE)));
     c
 }
 
@@ -361,14 +483,23 @@ fn s12_gang_best_fit() {
 
     let anti: Vec<_> = gang(4, 4).into_iter().map(anti_siblings).collect();
     let o = run_gang(&ome_profile(), &c, &anti, &[]);
-    assert_eq!((o.decision, cause(&o)), (Decision::Infeasible, Cause::NoDomainRoom));
+    assert_eq!(
+        (o.decision, cause(&o)),
+        (Decision::Infeasible, Cause::NoDomainRoom)
+    );
 
     let c3 = with_pg(cluster(gpu_domains(), vec![]), 3);
     let anti3: Vec<_> = gang(3, 4).into_iter().map(anti_siblings).collect();
-    assert_eq!(nodes_of(&run_gang(&ome_profile(), &c3, &anti3, &[])), ["y1", "y2", "y3"]);
+    assert_eq!(
+        nodes_of(&run_gang(&ome_profile(), &c3, &anti3, &[])),
+        ["y1", "y2", "y3"]
+    );
 
     let o = run_gang(&ome_profile(), &c, &gang(4, 8), &[]);
-    assert_eq!((o.decision, cause(&o)), (Decision::Infeasible, Cause::NoDomainRoom));
+    assert_eq!(
+        (o.decision, cause(&o)),
+        (Decision::Infeasible, Cause::NoDomainRoom)
+    );
 }
 
 // 13. A host-port conflict in the best-fit domain sends the gang to the next domain.
@@ -380,7 +511,10 @@ fn s13_gang_retries_another_domain() {
         .collect();
     let c = with_pg(cluster(gpu_domains(), blockers), 2);
     let members: Vec<_> = gang(2, 4).into_iter().map(|p| host_port(p, "")).collect();
-    assert_eq!(nodes_of(&run_gang(&ome_profile(), &c, &members, &[])), ["y1", "y2"]);
+    assert_eq!(
+        nodes_of(&run_gang(&ome_profile(), &c, &members, &[])),
+        ["y1", "y2"]
+    );
 }
 
 // 14. Worker → leader affinity: the leader is placed first; a mutual dependency is a cycle.
@@ -392,9 +526,15 @@ fn s14_gang_leader_first() {
             {"labelSelector": {"matchLabels": {"role": role}}, "topologyKey": CLIQUE}
         ]}}}})
     };
-    let leader = labels(member(pod("prod", "b-leader", "4", "32Gi", 8), "g1"), json!({"role": "leader"}));
+    let leader = labels(
+        member(pod("prod", "b-leader", "4", "32Gi", 8), "g1"),
+        json!({"role": "leader"}),
+    );
     let worker = with(
-        labels(member(pod("prod", "a-worker", "4", "32Gi", 8), "g1"), json!({"role": "worker"})),
+        labels(
+            member(pod("prod", "a-worker", "4", "32Gi", 8), "g1"),
+            json!({"role": "worker"}),
+        ),
         to("leader"),
     );
     let o = run_gang(&ome_profile(), &c, &[worker.clone(), leader.clone()], &[]);
@@ -402,7 +542,10 @@ fn s14_gang_leader_first() {
     assert_eq!(nodes_of(&o), ["x2", "x1"]);
     let cyclic_leader = with(leader, to("worker"));
     let o = run_gang(&ome_profile(), &c, &[worker, cyclic_leader], &[]);
-    assert_eq!((o.decision, cause(&o)), (Decision::Infeasible, Cause::GangSiblingCycle));
+    assert_eq!(
+        (o.decision, cause(&o)),
+        (Decision::Infeasible, Cause::GangSiblingCycle)
+    );
 }
 
 // 15. A DoNotSchedule spread that the best-fit domain would break: the next domain is used.
@@ -410,7 +553,10 @@ fn s14_gang_leader_first() {
 fn s15_gang_with_hard_spread() {
     let svc = |n: &str| {
         bound(
-            labels(pod("prod", &format!("svc-{n}"), "100m", "100Mi", 0), json!({"app": "svc"})),
+            labels(
+                pod("prod", &format!("svc-{n}"), "100m", "100Mi", 0),
+                json!({"app": "svc"}),
+            ),
             n,
         )
     };
@@ -437,22 +583,34 @@ fn s16_gang_preconditions() {
     let mut c = cluster(gpu_domains(), vec![]);
     c.pod_groups.push(pod_group("prod", "g1", 2, None));
     let o = run_gang(&ome_profile(), &c, &gang(2, 4), &[]);
-    assert_eq!((o.decision, cause(&o)), (Decision::Infeasible, Cause::GangTopologyKeyMissing));
+    assert_eq!(
+        (o.decision, cause(&o)),
+        (Decision::Infeasible, Cause::GangTopologyKeyMissing)
+    );
     // The scheduler's default topologyKey applies when the PodGroup has no annotation.
     let o = run_gang(&ome_profile_with_key(CLIQUE), &c, &gang(2, 4), &[]);
     assert_eq!(o.decision, Decision::Feasible);
 
     let missing = cluster(gpu_domains(), vec![]);
     let o = run_gang(&ome_profile(), &missing, &gang(2, 4), &[]);
-    assert_eq!((o.decision, cause(&o)), (Decision::Unsupported, Cause::GangPodGroupMissing));
+    assert_eq!(
+        (o.decision, cause(&o)),
+        (Decision::Unsupported, Cause::GangPodGroupMissing)
+    );
 
     let incomplete = with_pg(cluster(gpu_domains(), vec![]), 3);
     let o = run_gang(&ome_profile(), &incomplete, &gang(2, 4), &[]);
-    assert_eq!((o.decision, cause(&o)), (Decision::Unsupported, Cause::IncompleteGang));
+    assert_eq!(
+        (o.decision, cause(&o)),
+        (Decision::Unsupported, Cause::IncompleteGang)
+    );
 
     let zero = with_pg(cluster(gpu_domains(), vec![]), 0);
     let o = run_gang(&ome_profile(), &zero, &gang(2, 4), &[]);
-    assert_eq!((o.decision, cause(&o)), (Decision::Infeasible, Cause::GangMinMemberInvalid));
+    assert_eq!(
+        (o.decision, cause(&o)),
+        (Decision::Infeasible, Cause::GangMinMemberInvalid)
+    );
 }
 
 // 17. A standalone OME pod with topologyKey set packs into the partly used domain.
@@ -464,10 +622,20 @@ fn s17_standalone_domain_packing() {
         node("z1", "64", "512Gi", 8, json!({CLIQUE: "Z"})),
         node("z2", "64", "512Gi", 8, json!({CLIQUE: "Z"})),
     ];
-    let c = cluster(nodes, vec![bound(ome(pod("prod", "used", "4", "32Gi", 4)), "z1")]);
+    let c = cluster(
+        nodes,
+        vec![bound(ome(pod("prod", "used", "4", "32Gi", 4)), "z1")],
+    );
     let rep = [ome(pod("prod", "r", "4", "32Gi", 8))];
-    assert_eq!(nodes_of(&run(&ome_profile(), &c, &rep, &[])), ["a1"], "no key: no packing");
-    assert_eq!(nodes_of(&run(&ome_profile_with_key(CLIQUE), &c, &rep, &[])), ["z2"]);
+    assert_eq!(
+        nodes_of(&run(&ome_profile(), &c, &rep, &[])),
+        ["a1"],
+        "no key: no packing"
+    );
+    assert_eq!(
+        nodes_of(&run(&ome_profile_with_key(CLIQUE), &c, &rep, &[])),
+        ["z2"]
+    );
 }
 
 // 18. Inputs the model does not evaluate answer Unsupported with their cause.
@@ -477,19 +645,31 @@ fn s18_unsupported_inputs() {
     let c = cluster(vec![node("a", "8", "64Gi", 0, json!({}))], vec![]);
     let cases = [
         (
-            with(base(), json!({"spec": {"volumes": [{"name": "d", "persistentVolumeClaim": {"claimName": "x"}}]}})),
+            with(
+                base(),
+                json!({"spec": {"volumes": [{"name": "d", "persistentVolumeClaim": {"claimName": "x"}}]}}),
+            ),
             Cause::VolumeUnsupported,
         ),
         (
-            with(base(), json!({"spec": {"resourceClaims": [{"name": "gpu", "resourceClaimName": "c"}]}})),
+            with(
+                base(),
+                json!({"spec": {"resourceClaims": [{"name": "gpu", "resourceClaimName": "c"}]}}),
+            ),
             Cause::DynamicResourceUnsupported,
         ),
         (
-            with(base(), json!({"spec": {"schedulingGates": [{"name": "wait"}]}})),
+            with(
+                base(),
+                json!({"spec": {"schedulingGates": [{"name": "wait"}]}}),
+            ),
             Cause::SchedulingGated,
         ),
         (
-            with(base(), json!({"spec": {"tolerations": [{"key": "k", "operator": "Gt", "value": "1"}]}})),
+            with(
+                base(),
+                json!({"spec": {"tolerations": [{"key": "k", "operator": "Gt", "value": "1"}]}}),
+            ),
             Cause::UnknownSchedulingField,
         ),
         (
@@ -497,7 +677,10 @@ fn s18_unsupported_inputs() {
             Cause::UnknownSchedulingField,
         ),
         (
-            with(base(), json!({"spec": {"resources": {"requests": {"cpu": "1"}}}})),
+            with(
+                base(),
+                json!({"spec": {"resources": {"requests": {"cpu": "1"}}}}),
+            ),
             Cause::PodLevelResourcesUnsupported,
         ),
     ];
@@ -506,39 +689,85 @@ fn s18_unsupported_inputs() {
         assert_eq!((o.decision, cause(&o)), (Decision::Unsupported, want));
     }
     // Harmless volumes are fine.
-    let cm = with(base(), json!({"spec": {"volumes": [{"name": "cfg", "configMap": {"name": "x"}}]}}));
-    assert_eq!(run(&default_profile(), &c, &[cm], &[]).decision, Decision::Feasible);
+    let cm = with(
+        base(),
+        json!({"spec": {"volumes": [{"name": "cfg", "configMap": {"name": "x"}}]}}),
+    );
+    assert_eq!(
+        run(&default_profile(), &c, &[cm], &[]).decision,
+        Decision::Feasible
+    );
 
     let nominated = with(
         bound(pod("default", "n", "1", "1Gi", 0), "a"),
         json!({"status": {"nominatedNodeName": "a"}}),
     );
-    let o = run(&default_profile(), &cluster(c.nodes.clone(), vec![nominated]), &[base()], &[]);
-    assert_eq!((o.decision, cause(&o)), (Decision::Unsupported, Cause::NominatedPodUnsupported));
+    let o = run(
+        &default_profile(),
+        &cluster(c.nodes.clone(), vec![nominated]),
+        &[base()],
+        &[],
+    );
+    assert_eq!(
+        (o.decision, cause(&o)),
+        (Decision::Unsupported, Cause::NominatedPodUnsupported)
+    );
 
-    let foreign_pending = with(pod("default", "p", "1", "1Gi", 0), json!({"spec": {"schedulerName": "other"}}));
-    let o = run(&default_profile(), &cluster(c.nodes.clone(), vec![foreign_pending]), &[base()], &[]);
-    assert_eq!((o.decision, cause(&o)), (Decision::Unsupported, Cause::PendingDemandUnsupported));
+    let foreign_pending = with(
+        pod("default", "p", "1", "1Gi", 0),
+        json!({"spec": {"schedulerName": "other"}}),
+    );
+    let o = run(
+        &default_profile(),
+        &cluster(c.nodes.clone(), vec![foreign_pending]),
+        &[base()],
+        &[],
+    );
+    assert_eq!(
+        (o.decision, cause(&o)),
+        (Decision::Unsupported, Cause::PendingDemandUnsupported)
+    );
 }
 
 // Pods of another scheduler that are bound are plain occupancy (decision 14.2), and a pending
 // pod of the same scheduler competes first (14.3).
 #[test]
 fn other_schedulers_and_competitors() {
-    let nodes = vec![node("a", "8", "64Gi", 0, json!({})), node("b", "4", "64Gi", 0, json!({}))];
+    let nodes = vec![
+        node("a", "8", "64Gi", 0, json!({})),
+        node("b", "4", "64Gi", 0, json!({})),
+    ];
     let foreign = with(
         bound(member(pod("prod", "g-0", "6", "1Gi", 0), "other-gang"), "a"),
         json!({"spec": {"schedulerName": "ome-scheduler"}}),
     );
     let c = cluster(nodes.clone(), vec![foreign]);
-    assert_eq!(nodes_of(&run(&default_profile(), &c, &[pod("default", "r", "4", "1Gi", 0)], &[])), ["b"]);
+    assert_eq!(
+        nodes_of(&run(
+            &default_profile(),
+            &c,
+            &[pod("default", "r", "4", "1Gi", 0)],
+            &[]
+        )),
+        ["b"]
+    );
 
     let competitor = pod("default", "early", "6", "1Gi", 0);
     let c = cluster(nodes, vec![competitor]);
     // The competitor (placed first) takes a, the only node it fits.
-    let o = run(&default_profile(), &c, &[pod("default", "r", "8", "1Gi", 0)], &[]);
+    let o = run(
+        &default_profile(),
+        &c,
+        &[pod("default", "r", "8", "1Gi", 0)],
+        &[],
+    );
     assert_eq!(o.decision, Decision::Infeasible);
-    let o = run(&default_profile(), &c, &[pod("default", "r", "4", "1Gi", 0)], &[]);
+    let o = run(
+        &default_profile(),
+        &c,
+        &[pod("default", "r", "4", "1Gi", 0)],
+        &[],
+    );
     assert_eq!(nodes_of(&o), ["b"]);
 }
 
@@ -546,15 +775,27 @@ fn other_schedulers_and_competitors() {
 #[test]
 fn excluded_source_node_is_never_a_target() {
     let c = cluster(
-        vec![node("src", "64", "512Gi", 8, json!({})), node("dst", "8", "64Gi", 8, json!({}))],
+        vec![
+            node("src", "64", "512Gi", 8, json!({})),
+            node("dst", "8", "64Gi", 8, json!({})),
+        ],
         vec![bound(pod("default", "s", "1", "1Gi", 4), "src")],
     );
     let rep = [pod("default", "r", "1", "1Gi", 4)];
-    assert_eq!(nodes_of(&run(&default_profile(), &c, &rep, &["src"])), ["dst"]);
+    assert_eq!(
+        nodes_of(&run(&default_profile(), &c, &rep, &["src"])),
+        ["dst"]
+    );
     let big = [pod("default", "r", "1", "1Gi", 8)];
     let c2 = cluster(
-        vec![node("src", "64", "512Gi", 8, json!({})), node("dst", "8", "64Gi", 4, json!({}))],
+        vec![
+            node("src", "64", "512Gi", 8, json!({})),
+            node("dst", "8", "64Gi", 4, json!({})),
+        ],
         vec![bound(pod("default", "s", "1", "1Gi", 8), "src")],
     );
-    assert_eq!(run(&default_profile(), &c2, &big, &["src"]).decision, Decision::Infeasible);
+    assert_eq!(
+        run(&default_profile(), &c2, &big, &["src"]).decision,
+        Decision::Infeasible
+    );
 }

@@ -81,7 +81,12 @@ fn feasible_round_trip_with_exact_field_names() {
     let mut no_uid = v.clone();
     no_uid["replacementPods"][0]["metadata"]["uid"] = json!("");
     let line2 = encode_result(&eval(&p, &no_uid).expect("valid").result);
-    assert!(line2.contains(r#"{"pod":{"namespace":"prod","name":"chat-engine-3-new"},"nodeName":"gpu-b"}"#), "{line2}");
+    assert!(
+        line2.contains(
+            r#"{"pod":{"namespace":"prod","name":"chat-engine-3-new"},"nodeName":"gpu-b"}"#
+        ),
+        "{line2}"
+    );
     let keys: Vec<&str> = line.split('"').skip(1).step_by(2).take(4).collect();
     assert_eq!(keys, ["schemaVersion", "v1", "requestID", "req-1"]);
     let req = decode_request(v.to_string().as_bytes()).expect("req");
@@ -93,7 +98,8 @@ fn feasible_round_trip_with_exact_field_names() {
 fn infeasible_has_no_placements() {
     let p = Profile::default_scheduler();
     let mut v = request(&p);
-    v["replacementPods"][0]["spec"]["containers"][0]["resources"]["requests"]["nvidia.com/gpu"] = json!("8");
+    v["replacementPods"][0]["spec"]["containers"][0]["resources"]["requests"]["nvidia.com/gpu"] =
+        json!("8");
     let ev = eval(&p, &v).expect("valid");
     assert_eq!(ev.result.decision, Decision::Infeasible);
     assert!(ev.result.placements.is_none());
@@ -105,8 +111,14 @@ fn infeasible_has_no_placements() {
 fn decode_is_strict() {
     let p = Profile::default_scheduler();
     let v = request(&p);
-    assert!(matches!(decode_request(b" {}"), Err(RequestError::NotAnObject)));
-    assert!(matches!(decode_request(format!("{v} {{}}").as_bytes()), Err(RequestError::Decode(_))));
+    assert!(matches!(
+        decode_request(b" {}"),
+        Err(RequestError::NotAnObject)
+    ));
+    assert!(matches!(
+        decode_request(format!("{v} {{}}").as_bytes()),
+        Err(RequestError::Decode(_))
+    ));
     let mut extra = v.clone();
     extra["surprise"] = json!(1);
     let e = decode_request(extra.to_string().as_bytes()).unwrap_err();
@@ -119,29 +131,77 @@ fn decode_is_strict() {
 fn invalid_requests_name_the_field() {
     let p = Profile::default_scheduler();
     let cases: Vec<(Box<dyn Fn(&mut Value)>, &str)> = vec![
-        (Box::new(|v| v["schemaVersion"] = json!("v2")), "schemaVersion"),
+        (
+            Box::new(|v| v["schemaVersion"] = json!("v2")),
+            "schemaVersion",
+        ),
         (Box::new(|v| v["requestID"] = json!(" r")), "requestID"),
-        (Box::new(|v| v["snapshotTime"] = json!("yesterday")), "snapshotTime"),
-        (Box::new(|v| v["snapshotTime"] = json!("0001-01-01T00:00:00Z")), "snapshotTime"),
-        (Box::new(|v| v["profile"]["backend"] = json!("other")), "profile"),
-        (Box::new(|v| v["excludedNodes"] = json!([])), "source node must be in excludedNodes"),
-        (Box::new(|v| v["excludedNodes"] = json!(["gpu-a", "nope"])), "excludedNodes"),
-        (Box::new(|v| v["clusterObjects"][0] = json!({"apiVersion": "v1", "kind": "ConfigMap"})), "object kind not accepted"),
-        (Box::new(|v| v["sourcePods"][0]["metadata"]["labels"]["x"] = json!("y")), "identical"),
-        (Box::new(|v| v["replacementPods"][0]["spec"]["nodeName"] = json!("gpu-b")), "nodeName"),
-        (Box::new(|v| v["replacementPods"][0]["spec"]["schedulerName"] = json!("ome-scheduler")), "schedulerName"),
-        (Box::new(|v| v["replacementPods"] = json!([])), "replacementPods"),
+        (
+            Box::new(|v| v["snapshotTime"] = json!("yesterday")),
+            "snapshotTime",
+        ),
+        (
+            Box::new(|v| v["snapshotTime"] = json!("0001-01-01T00:00:00Z")),
+            "snapshotTime",
+        ),
+        (
+            Box::new(|v| v["profile"]["backend"] = json!("other")),
+            "profile",
+        ),
+        (
+            Box::new(|v| v["excludedNodes"] = json!([])),
+            "source node must be in excludedNodes",
+        ),
+        (
+            Box::new(|v| v["excludedNodes"] = json!(["gpu-a", "nope"])),
+            "excludedNodes",
+        ),
+        (
+            Box::new(|v| v["clusterObjects"][0] = json!({"apiVersion": "v1", "kind": "ConfigMap"})),
+            "object kind not accepted",
+        ),
+        (
+            Box::new(|v| v["sourcePods"][0]["metadata"]["labels"]["x"] = json!("y")),
+            "identical",
+        ),
+        (
+            Box::new(|v| v["replacementPods"][0]["spec"]["nodeName"] = json!("gpu-b")),
+            "nodeName",
+        ),
+        (
+            Box::new(|v| v["replacementPods"][0]["spec"]["schedulerName"] = json!("ome-scheduler")),
+            "schedulerName",
+        ),
+        (
+            Box::new(|v| v["replacementPods"] = json!([])),
+            "replacementPods",
+        ),
         (Box::new(|v| v["requireGang"] = json!(true)), "requireGang"),
-        (Box::new(|v| v["clusterObjects"][5]["spec"]["nodeName"] = json!("ghost")), "nodeName"),
-        (Box::new(|v| v["clusterObjects"][5]["metadata"]["namespace"] = json!("nowhere")), "Namespace not supplied"),
-        (Box::new(|v| v["clusterObjects"][5]["metadata"]["uid"] = json!("u-chat-engine-3")), "uid"),
-        (Box::new(|v| v["migrationFromNode"] = json!("gpu-a")), "kubernetes.io/hostname NotIn"),
+        (
+            Box::new(|v| v["clusterObjects"][5]["spec"]["nodeName"] = json!("ghost")),
+            "nodeName",
+        ),
+        (
+            Box::new(|v| v["clusterObjects"][5]["metadata"]["namespace"] = json!("nowhere")),
+            "Namespace not supplied",
+        ),
+        (
+            Box::new(|v| v["clusterObjects"][5]["metadata"]["uid"] = json!("u-chat-engine-3")),
+            "uid",
+        ),
+        (
+            Box::new(|v| v["migrationFromNode"] = json!("gpu-a")),
+            "kubernetes.io/hostname NotIn",
+        ),
     ];
     for (mutate, needle) in cases {
         let mut v = request(&p);
         mutate(&mut v);
         let e = eval(&p, &v).expect_err(needle);
-        assert!(e.to_string().contains(needle), "{e} should mention {needle}");
+        assert!(
+            e.to_string().contains(needle),
+            "{e} should mention {needle}"
+        );
     }
 }
 
@@ -167,7 +227,12 @@ fn result_revalidation() {
     assert!(validate_result(&req, &r).is_err());
     let mut r = good.clone();
     r.placements.as_mut().expect("placements")[0].node_name = "gpu-a".into();
-    assert!(validate_result(&req, &r).unwrap_err().to_string().contains("excluded"));
+    assert!(
+        validate_result(&req, &r)
+            .unwrap_err()
+            .to_string()
+            .contains("excluded")
+    );
     let mut r = good.clone();
     r.decision = Decision::Infeasible;
     assert!(validate_result(&req, &r).is_err());

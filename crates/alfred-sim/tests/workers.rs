@@ -39,9 +39,17 @@ fn err(text: &str) -> WorkersError {
 
 #[test]
 fn every_error_names_what_is_wrong() {
-    let e = err(&GOOD.replacen("\"gangScheduling\": false", "\"gangScheduling\": false, \"extra\": 1", 1));
+    let e = err(&GOOD.replacen(
+        "\"gangScheduling\": false",
+        "\"gangScheduling\": false, \"extra\": 1",
+        1,
+    ));
     assert!(e.to_string().contains("extra"), "{e}");
-    let e = err(&GOOD.replacen("\"backend\": \"kube-v135\"", "\"backend\": \"kube-v135\", \"zone\": \"x\"", 1));
+    let e = err(&GOOD.replacen(
+        "\"backend\": \"kube-v135\"",
+        "\"backend\": \"kube-v135\", \"zone\": \"x\"",
+        1,
+    ));
     assert!(e.to_string().contains("zone"), "{e}");
     let e = err(&GOOD.replacen("{\n  \"workers\"", "{\"version\": 1, \"workers\"", 1));
     assert!(e.to_string().contains("version"), "{e}");
@@ -49,9 +57,16 @@ fn every_error_names_what_is_wrong() {
     assert!(matches!(e, WorkersError::Decode(_)), "{e}");
     let e = err(&format!("{GOOD} {{}}"));
     assert!(e.to_string().contains("trailing"), "{e}");
-    let e = err(&GOOD.replace("sha256:bb", "sha256:aa").replace("ome-scheduler\", \"backend\": \"ome-v135", "default-scheduler\", \"backend\": \"kube-v135"));
+    let e = err(&GOOD.replace("sha256:bb", "sha256:aa").replace(
+        "ome-scheduler\", \"backend\": \"ome-v135",
+        "default-scheduler\", \"backend\": \"kube-v135",
+    ));
     match &e {
-        WorkersError::DuplicateIdentity { index, first, identity } => {
+        WorkersError::DuplicateIdentity {
+            index,
+            first,
+            identity,
+        } => {
             assert_eq!((*index, *first), (1, 0));
             assert_eq!(identity.scheduler_name, "default-scheduler");
         }
@@ -59,8 +74,15 @@ fn every_error_names_what_is_wrong() {
     }
     assert!(e.to_string().contains("repeats the identity"));
     let e = err(&GOOD.replacen("\"/alfred-simulator\"", "\"alfred-simulator\"", 1));
-    assert!(e.to_string().contains("binaryPath") && e.to_string().contains("alfred-simulator"), "{e}");
-    let e = err(&GOOD.replacen("\"/etc/alfred-simulation/default-scheduler.yaml\"", "\"etc/x.yaml\"", 1));
+    assert!(
+        e.to_string().contains("binaryPath") && e.to_string().contains("alfred-simulator"),
+        "{e}"
+    );
+    let e = err(&GOOD.replacen(
+        "\"/etc/alfred-simulation/default-scheduler.yaml\"",
+        "\"etc/x.yaml\"",
+        1,
+    ));
     assert!(e.to_string().contains("schedulerConfigPath"), "{e}");
     let e = err(&GOOD.replacen("\"kube-v135\"", "\" kube-v135\"", 1));
     assert!(e.to_string().contains("identity.backend"), "{e}");
@@ -73,7 +95,10 @@ fn every_error_names_what_is_wrong() {
         .collect();
     let e = err(&format!("{{\"workers\":[{}]}}", many.join(",")));
     assert!(matches!(e, WorkersError::TooMany { count: 33 }), "{e}");
-    assert!(matches!(err(&" ".repeat(1024 * 1024 + 1)), WorkersError::TooLarge));
+    assert!(matches!(
+        err(&" ".repeat(1024 * 1024 + 1)),
+        WorkersError::TooLarge
+    ));
 }
 
 #[test]
@@ -82,21 +107,41 @@ fn probe_results() {
     let entry = &f.workers[1];
     let ok = br#"{"identity":{"schedulerName":"ome-scheduler","backend":"ome-v135","schedulerVersion":"v1.35.4","configurationID":"sha256:bb"},"gangScheduling":true}"#;
     assert!(check_probe(entry, true, ok).is_ok());
-    assert_eq!(check_probe(entry, false, ok), Err(ProbeError::ExitedUnsuccessfully));
+    assert_eq!(
+        check_probe(entry, false, ok),
+        Err(ProbeError::ExitedUnsuccessfully)
+    );
     let other_id = String::from_utf8_lossy(ok).replace("sha256:bb", "sha256:cc");
     let e = check_probe(entry, true, other_id.as_bytes()).unwrap_err();
-    assert_eq!(e.to_string(), "worker profile identity does not match registry entry");
+    assert_eq!(
+        e.to_string(),
+        "worker profile identity does not match registry entry"
+    );
     let no_gang = String::from_utf8_lossy(ok).replace("true}", "false}");
     let e = check_probe(entry, true, no_gang.as_bytes()).unwrap_err();
-    assert_eq!(e.to_string(), "worker gang scheduling claim does not match registry entry");
+    assert_eq!(
+        e.to_string(),
+        "worker gang scheduling claim does not match registry entry"
+    );
     assert_eq!(
         check_probe(entry, false, b"").unwrap_err().to_string(),
         "scheduler worker exited unsuccessfully"
     );
-    assert!(matches!(check_probe(entry, true, b"not json"), Err(ProbeError::InvalidOutput(_))));
+    assert!(matches!(
+        check_probe(entry, true, b"not json"),
+        Err(ProbeError::InvalidOutput(_))
+    ));
     assert_eq!(
         probe_args(entry, "8s"),
-        ["--backend", "ome-v135", "--scheduler-config", "/etc/alfred-simulation/ome-scheduler.yaml", "--timeout", "8s", "--print-profile"]
+        [
+            "--backend",
+            "ome-v135",
+            "--scheduler-config",
+            "/etc/alfred-simulation/ome-scheduler.yaml",
+            "--timeout",
+            "8s",
+            "--print-profile"
+        ]
     );
     assert_eq!(evaluate_args(entry, "8s").len(), 6);
 }
