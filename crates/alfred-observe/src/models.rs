@@ -27,7 +27,7 @@ pub fn truncate_with_hash(x: &str, max: usize) -> String {
         }
         format!("{hex}-{}", &x[start..])
     } else {
-        hex[..max].to_owned()
+        hex[..max.min(hex.len())].to_owned()
     }
 }
 

@@ -230,3 +230,45 @@ fn duplicates_are_reported_and_input_order_does_not_matter() {
     assert_eq!(sa.problems.len(), 1);
     assert_eq!(sa.node("a").unwrap().allocated_gpus, 1);
 }
+
+/// Replaces every leaf of a fixture, one at a time, with values of the wrong type: loading
+/// either fails with an error or the snapshot builds (possibly with problems); nothing panics.
+#[test]
+fn no_single_field_corruption_panics() {
+    fn leaves(v: &serde_json::Value, path: String, out: &mut Vec<String>) {
+        match v {
+            serde_json::Value::Object(m) => {
+                for (k, c) in m {
+                    leaves(
+                        c,
+                        format!("{path}/{}", k.replace('~', "~0").replace('/', "~1")),
+                        out,
+                    );
+                }
+            }
+            serde_json::Value::Array(a) => {
+                for (i, c) in a.iter().enumerate() {
+                    leaves(c, format!("{path}/{i}"), out);
+                }
+            }
+            _ => out.push(path),
+        }
+    }
+    let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../fixtures/clusters");
+    for file in ["migration-in-flight.json"] {
+        let text = std::fs::read_to_string(root.join(file)).unwrap();
+        let doc: serde_json::Value = serde_json::from_str(&text).unwrap();
+        let mut paths = Vec::new();
+        leaves(&doc, String::new(), &mut paths);
+        for path in &paths {
+            for bad in [json!(-1), json!({"x": []})] {
+                let mut d = doc.clone();
+                *d.pointer_mut(path).unwrap() = bad;
+                let mut objects = ClusterObjects::default();
+                if objects.add_value(d).is_ok() {
+                    let _ = observe(&objects, &ObserveSettings::default(), now());
+                }
+            }
+        }
+    }
+}
