@@ -10,7 +10,20 @@ use alfred_model::reason::{DispatchReason, RowReason};
 use alfred_model::record::Candidate;
 use alfred_model::{ClusterSnapshot, Timestamp};
 
+use alfred_arbiter::{HOURLY_WINDOW, identity, started_migrations_within};
+
 use crate::journal::Journal;
+
+/// `(identity, createdAt)` of every journal entry: alfred's part of the hourly count, in
+/// the form [`started_migrations_within`] takes (the same as the derived ledger's
+/// `Ledger::created_at`).
+pub fn journal_created_at(journal: &Journal) -> Vec<(String, Timestamp)> {
+    journal
+        .entries
+        .iter()
+        .map(|e| (identity(&e.workload_uid, &e.uuid), e.created_at))
+        .collect()
+}
 
 /// Whether `node` was used (as source or target) by one of alfred's entries within
 /// `perNodeCooldownMinutes` of its `completedAt` (else `createdAt`), except `skip_uuid`.
@@ -38,10 +51,8 @@ pub fn check_budget(
     retry_uuid: Option<&str>,
     now: Timestamp,
 ) -> Result<(), DispatchReason> {
-    let hour = Duration::from_secs(3600);
     let mins = |m: u32| Duration::from_secs(u64::from(m) * 60);
     let mut active: BTreeSet<String> = BTreeSet::new();
-    let mut hourly: BTreeSet<String> = BTreeSet::new();
     let mut window = mins(config.per_workload_cooldown_minutes);
     for w in &snap.workloads {
         if w.settings.cooldown_invalid {
@@ -53,32 +64,24 @@ pub fn check_budget(
             window = mins(m);
         }
         for r in &w.migration.requests {
-            let id = format!("{}/{}", w.uid, r.uuid);
-            active.insert(id.clone());
-            hourly.insert(id);
+            active.insert(identity(&w.uid, &r.uuid));
         }
         for u in &w.migration.malformed_requests {
-            let id = format!("{}/{}", w.uid, u);
-            active.insert(id.clone());
-            hourly.insert(id);
+            active.insert(identity(&w.uid, u));
         }
         for r in &w.migration.records {
-            let Some(started) = r
-                .started_at
+            if r.started_at
                 .filter(|s| !r.uuid.is_empty() && *s != Timestamp::EPOCH && *s <= now)
-            else {
+                .is_none()
+            {
                 return Err(DispatchReason::MigrationStateInvalid);
-            };
-            let id = format!("{}/{}", w.uid, r.uuid);
+            }
             match r.phase.as_str() {
                 "Accepted" | "SurgePending" | "SurgeReady" | "Draining" => {
-                    active.insert(id.clone());
+                    active.insert(identity(&w.uid, &r.uuid));
                 }
                 "Completed" | "Failed" | "Relocated" => {}
                 _ => return Err(DispatchReason::MigrationStateInvalid),
-            }
-            if now.since(started) <= hour {
-                hourly.insert(id);
             }
         }
     }
@@ -87,15 +90,12 @@ pub fn check_budget(
     }
     let mut retry_id = None;
     for e in &journal.entries {
-        let id = format!("{}/{}", e.workload_uid, e.uuid);
+        let id = identity(&e.workload_uid, &e.uuid);
         if Some(e.uuid.as_str()) == retry_uuid {
             retry_id = Some(id.clone());
         }
         if e.is_unresolved() {
-            active.insert(id.clone());
-        }
-        if now.since(e.created_at) <= hour {
-            hourly.insert(id);
+            active.insert(id);
         }
         if Some(e.uuid.as_str()) != retry_uuid
             && e.workload.key() == candidate.workload
@@ -104,6 +104,12 @@ pub fn check_budget(
             return Err(DispatchReason::Cooldown);
         }
     }
+    // The hourly count is THE counting function the arbiter's `HourlyCap` uses
+    // (decision E4): migrations started in the last hour, whoever requested them, united
+    // by identity with alfred's journal entries by `createdAt`.
+    let mut hourly =
+        started_migrations_within(snap, &journal_created_at(journal), now, HOURLY_WINDOW);
+    // §9.7 step 6: the retried entry does not count against itself.
     if let Some(id) = retry_id {
         active.remove(&id);
         hourly.remove(&id);

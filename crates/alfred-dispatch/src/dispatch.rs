@@ -21,35 +21,9 @@ use crate::stages::Stages;
 /// verdict.
 pub type Decision = (Candidate, Option<Verdict>);
 
-/// The circuit breaker (decision 15.3): the last 10 terminal outcomes of alfred's own
-/// requests; with ≥ 4 held and more than half failed it opens for 60 minutes and the
-/// window clears. Not durable: a new leader starts with [`Breaker::default`].
-#[derive(Debug, Clone, PartialEq, Eq, Default)]
-pub struct Breaker {
-    outcomes: Vec<bool>,
-    open_until: Option<Timestamp>,
-}
-
-impl Breaker {
-    /// Records `completed` (true) or `failed` (false).
-    pub fn record_outcome(&mut self, success: bool, now: Timestamp) {
-        self.outcomes.push(success);
-        if self.outcomes.len() > 10 {
-            self.outcomes.remove(0);
-        }
-        let failures = self.outcomes.iter().filter(|s| !**s).count();
-        if self.outcomes.len() >= 4 && failures * 2 > self.outcomes.len() {
-            let until = now.plus_minutes(60);
-            self.open_until = Some(self.open_until.map_or(until, |u| u.max(until)));
-            self.outcomes.clear();
-        }
-    }
-
-    /// Open at `now`.
-    pub fn is_open(&self, now: Timestamp) -> bool {
-        self.open_until.is_some_and(|u| now < u)
-    }
-}
+/// The circuit breaker is `alfred-arbiter`'s (decision 15.3): not durable, kept in the
+/// [`crate::Session`]; a new leader starts with [`Breaker::default`].
+pub use alfred_arbiter::Breaker;
 
 /// The journal as the adapter found it.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -324,7 +298,7 @@ pub fn execute(
             config: ctx.config,
             runtime: ctx.runtime,
             journal: &journal,
-            breaker_open: breaker.is_open(ctx.now),
+            breaker: &*breaker,
             now: ctx.now,
         };
         let cand = entry_candidate(e);
@@ -362,7 +336,7 @@ pub fn execute(
         config: ctx.config,
         runtime: ctx.runtime,
         journal: &journal,
-        breaker_open: breaker.is_open(ctx.now),
+        breaker: &*breaker,
         now: ctx.now,
     };
     let mut submitted_at = None;

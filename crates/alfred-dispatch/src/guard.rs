@@ -56,6 +56,21 @@ pub struct GuardObservation {
     pub binding: Option<GuardBindingObservation>,
 }
 
+impl GuardObservation {
+    /// The guard as the chart installs it for alfred's service account
+    /// `system:serviceaccount:<namespace>:<service_account>`: a policy with the canonical
+    /// spec, type-checked at its generation, and the canonical binding; it passes
+    /// [`check_guard`] for that username.
+    ///
+    /// `alfred replay` runs offline and cannot read the two admission objects, so it
+    /// **assumes the chart-installed guard**: a replayed execute-mode pass behaves like a
+    /// pass on a cluster whose guard is present and unchanged (§9.8). A live pass must
+    /// never use this; it reads the objects.
+    pub fn assumed_installed(namespace: &str, service_account: &str) -> GuardObservation {
+        healthy_guard(&guard_username(namespace, service_account))
+    }
+}
+
 /// Why the guard check failed (all mean `GuardUnavailable`).
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum GuardError {
@@ -203,6 +218,9 @@ mod tests {
         assert_eq!(u, "system:serviceaccount:ome:ome-alfred");
         let ok = healthy_guard(&u);
         assert_eq!(check_guard(&ok, &u), Ok(()));
+        let assumed = GuardObservation::assumed_installed("ome", "ome-alfred");
+        assert_eq!(assumed, ok);
+        assert_eq!(check_guard(&assumed, &u), Ok(()));
         assert_eq!(
             check_guard(&ok, "system:serviceaccount:ome:other"),
             Err(GuardError::PolicyDiffers)

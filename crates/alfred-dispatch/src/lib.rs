@@ -42,6 +42,7 @@ pub mod dispatch;
 pub mod follow;
 pub mod guard;
 pub mod journal;
+pub mod ledger;
 pub mod pass;
 pub mod preflight;
 pub mod report;
@@ -56,5 +57,9 @@ pub use guard::GuardObservation;
 pub use journal::{Entry, Journal, JournalError, Phase};
 pub use pass::{DurableState, Explained, PassInput, PassOutput, Session, run_pass};
 pub use request::RequestPayload;
-pub use sim::{MoveSimulation, ScriptedSimulator, SimulationOutcome, Simulator};
-pub use stages::{BasicArbiter, PoolGauge, ScriptedStages, Stages};
+#[cfg(any(test, feature = "testkit"))]
+pub use sim::ScriptedSimulator;
+pub use sim::{MoveSimulation, SimulationOutcome, Simulator};
+#[cfg(any(test, feature = "testkit"))]
+pub use stages::ScriptedStages;
+pub use stages::{CoreStages, PoolGauge, Stages};

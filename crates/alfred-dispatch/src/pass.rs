@@ -273,7 +273,7 @@ pub fn run_pass(
         snapshot: snap,
         config: cfg,
         journal: &journal_for_arbiter,
-        breaker_open: session.breaker.is_open(input.now),
+        breaker: &session.breaker,
         now: input.now,
     });
     let order: Vec<usize> = verdicts.iter().map(|(i, _)| *i).collect();

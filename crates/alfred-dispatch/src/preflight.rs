@@ -17,6 +17,8 @@ use alfred_model::{ClusterSnapshot, Timestamp};
 use serde_json::json;
 use sha2::{Digest, Sha256};
 
+use alfred_arbiter::Breaker;
+
 use crate::budget::{check_budget, node_cooling};
 use crate::journal::{Entry, Journal};
 use crate::request::RequestPayload;
@@ -114,8 +116,8 @@ pub struct Recheck<'a> {
     pub runtime: &'a RuntimeOptions,
     /// The journal as it stands.
     pub journal: &'a Journal,
-    /// The breaker is open.
-    pub breaker_open: bool,
+    /// The session's circuit breaker.
+    pub breaker: &'a Breaker,
     /// Now.
     pub now: Timestamp,
 }
@@ -140,8 +142,9 @@ pub fn recheck(
     let proposed = ctx
         .stages
         .propose(fresh_snap, ctx.config, ctx.runtime, ctx.now);
+    let evacuating = alfred_arbiter::evacuating_nodes(&proposed);
     let fresh_c = proposed
-        .into_iter()
+        .iter()
         .find(|c| {
             c.executable
                 && c.mode == alfred_model::snapshot::DeploymentMode::OMENative
@@ -152,6 +155,7 @@ pub fn recheck(
                 && c.policy == candidate.policy
                 && c.reason == candidate.reason
         })
+        .cloned()
         .ok_or(DispatchReason::PolicyNoLongerEligible)?;
     // 3. The arbiter admits it alone on the fresh snapshot.
     let journal_for_arbiter = match existing {
@@ -163,18 +167,19 @@ pub fn recheck(
         None => ctx.journal.clone(),
     };
     let one = [fresh_c.clone()];
-    let verdicts = ctx.stages.arbitrate(&ArbiterInput {
-        candidates: &one,
-        snapshot: fresh_snap,
-        config: ctx.config,
-        journal: &journal_for_arbiter,
-        breaker_open: ctx.breaker_open,
-        now: ctx.now,
-    });
-    let verdict = verdicts
-        .into_iter()
-        .find(|(i, _)| *i == 0)
-        .map(|(_, v)| v)
+    let verdict = ctx
+        .stages
+        .arbitrate_one(
+            &ArbiterInput {
+                candidates: &one,
+                snapshot: fresh_snap,
+                config: ctx.config,
+                journal: &journal_for_arbiter,
+                breaker: ctx.breaker,
+                now: ctx.now,
+            },
+            &evacuating,
+        )
         .ok_or(DispatchReason::PolicyNoLongerEligible)?;
     if !verdict.admitted {
         return Err(verdict

@@ -1,9 +1,10 @@
 //! The scheduler simulation port (alfred-engine.md §7.2, §9.6 step 10; seed 002).
 //!
 //! The pass asks a [`Simulator`] where the replacement pods of one move would land. The
-//! simulation engineer's `alfred-sim` model implements it; [`ScriptedSimulator`] is the
-//! test double. A simulation is a claim about a copy of the cluster: it reserves nothing.
+//! simulation engineer's `alfred-sim` model implements it (`crate::ModelSimulator`);
+//! `ScriptedSimulator` is the test double (tests and the `testkit` feature only). A simulation is a claim about a copy of the cluster: it reserves nothing.
 
+#[cfg(any(test, feature = "testkit"))]
 use std::collections::BTreeMap;
 
 use alfred_model::reason::{SchedulingReason, SchedulingStatus};
@@ -120,6 +121,7 @@ pub trait Simulator {
     fn simulate(&mut self, request: &MoveSimulation<'_>) -> SimulationOutcome;
 }
 
+#[cfg(any(test, feature = "testkit"))]
 /// Test double: answers from a script keyed by `workload/component/instance`, else a
 /// default (Feasible onto the first hint, or the first non-excluded ready node with room);
 /// records every request it saw.
@@ -133,6 +135,7 @@ pub struct ScriptedSimulator {
     pub calls: Vec<(String, SimulationPurpose, String)>,
 }
 
+#[cfg(any(test, feature = "testkit"))]
 impl ScriptedSimulator {
     /// The script key of a move.
     pub fn key(workload: &str, component: ComponentKind, instance: u32) -> String {
@@ -140,6 +143,7 @@ impl ScriptedSimulator {
     }
 }
 
+#[cfg(any(test, feature = "testkit"))]
 impl Simulator for ScriptedSimulator {
     fn simulate(&mut self, r: &MoveSimulation<'_>) -> SimulationOutcome {
         let key = Self::key(&r.workload, r.component, r.instance);

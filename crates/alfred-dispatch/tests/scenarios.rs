@@ -94,11 +94,7 @@ fn story_submitted_acknowledged_completed() {
     assert_eq!(mine.outcome, Outcome::Completed);
     assert_eq!(w.journal().entries[0].phase, Phase::Completed);
     assert!(w.journal().backoff_until.is_none());
-    // Source node a cools for perNodeCooldownMinutes after alfred's request ended.
-    assert_eq!(requests(&out), 0);
-    assert_eq!(reason(&out, "w2"), Some(D::NodeCooldown));
-    w.advance_minutes(11);
-    let out = w.pass();
+    // w2 (source d) goes out once w1's request has ended: one at a time.
     assert_eq!(requests(&out), 1);
     assert_eq!(row(&out, "w2").outcome, Outcome::Submitted);
 }
@@ -510,32 +506,62 @@ fn node_and_target_cooldowns_and_the_workload_cooldown() {
         Some(w.now.minus(std::time::Duration::from_secs(5))),
     );
     w.snap.workloads[0].migration.last_migration = None;
-    w.stages.candidates = vec![candidate("w2", "a", &["c"], 0.3)];
+    // One pass follows the entry to completed (no new candidates).
+    w.stages.candidates.clear();
     let out = w.pass();
-    assert_eq!(reason(&out, "w2"), Some(D::NodeCooldown));
-    // Moves off another node onto the cooled target b.
+    assert_eq!(requests(&out), 0);
+    assert_eq!(w.journal().entries[0].phase, Phase::Completed);
+    // A move off the cooled source a: the arbiter refuses it at admission (decision
+    // 15.2: the ledger is the journal), reported as Cooldown.
+    let mut w1 = World::execute();
+    w1.state = w.state.clone();
+    w1.now = w.now;
+    w1.snap = w.snap.clone();
+    w1.next_uuid = 10;
+    w1.place("w2", "a");
+    w1.stages.candidates = vec![candidate("w2", "a", &["c"], 0.3)];
+    let out = w1.pass();
+    assert_eq!(row(&out, "w2").reject_reason, Some(RejectReason::Cooldown));
+    assert_eq!(requests(&out), 0);
+    // 11 minutes later a is no longer cooling.
+    w1.advance_minutes(11);
+    let out = w1.pass();
+    assert_eq!(requests(&out), 1, "{:?}", row(&out, "w2"));
+    // A move off d whose only target is the cooled target b: TargetNodeBusy.
     let mut w2 = World::execute();
     w2.state = w.state.clone();
     w2.now = w.now;
     w2.snap = w.snap.clone();
-    w2.snap.nodes.push(common::node("d", 8, 8));
-    w2.snap.normalize();
-    w2.snap.workloads[1].components[0].instances[0].nodes =
-        [("d".to_string(), 1)].into_iter().collect();
     w2.stages.candidates = vec![candidate("w2", "d", &["b"], 0.3)];
     let out = w2.pass();
+    assert_eq!(
+        row(&out, "w2").reject_reason,
+        Some(RejectReason::TargetNodeBusy)
+    );
+    // The arbiter admits it onto c, but the simulation lands on the cooled b: the
+    // dispatcher's predicted-target check says TargetCooldown.
+    let mut w2 = World::execute();
+    w2.state = w.state.clone();
+    w2.now = w.now;
+    w2.snap = w.snap.clone();
+    let mut c = candidate("w2", "d", &["c", "b"], 0.3);
+    c.placement_target_nodes = vec!["c".into(), "b".into()];
+    w2.stages.candidates = vec![c];
+    w2.sim.fallback = Some(SimulationOutcome::feasible("s", w2.now, &[("p", "b")]));
+    let out = w2.pass();
+    assert!(row(&out, "w2").reject_reason.is_none());
     assert_eq!(reason(&out, "w2"), Some(D::TargetCooldown));
-    // The workload itself is in its cooldown for alfred's own entry.
+    // The workload itself is in its cooldown after alfred's own entry ended (the
+    // ledger's last end of w1, even with the cluster's lastMigration cleared).
     let mut w3 = World::execute();
     w3.state = w.state.clone();
     w3.now = w.now;
     w3.snap = w.snap.clone();
     w3.config.per_node_cooldown_minutes = 1;
     w3.stages.candidates = vec![candidate("w1", "b", &["c"], 0.3)];
-    w3.snap.workloads[0].components[0].instances[0].nodes =
-        [("b".to_string(), 1)].into_iter().collect();
+    w3.place("w1", "b");
     let out = w3.pass();
-    assert_eq!(reason(&out, "w1"), Some(D::Cooldown));
+    assert_eq!(row(&out, "w1").reject_reason, Some(RejectReason::Cooldown));
 }
 
 #[test]

@@ -143,7 +143,8 @@ pub struct World {
 }
 
 impl World {
-    /// Execute mode, two workloads on node a, targets b and c.
+    /// Execute mode, w1 on node a and w2 on node d (independent sources, so the real
+    /// arbiter's node cooling after w1's request does not hold w2 back), targets b and c.
     pub fn execute() -> World {
         let mut config = Config::builtin();
         config.mode = Mode::Execute;
@@ -163,10 +164,15 @@ impl World {
             ..RuntimeOptions::default()
         };
         let (w1, p1) = workload("w1", "a");
-        let (w2, p2) = workload("w2", "a");
+        let (w2, p2) = workload("w2", "d");
         let mut snap = ClusterSnapshot {
             observed_at: Timestamp::from_unix_secs(T0 - 5),
-            nodes: vec![node("a", 8, 8), node("b", 8, 4), node("c", 8, 0)],
+            nodes: vec![
+                node("a", 8, 8),
+                node("b", 8, 4),
+                node("c", 8, 0),
+                node("d", 8, 8),
+            ],
             pods: vec![p1, p2],
             workloads: vec![w1, w2],
             ..ClusterSnapshot::default()
@@ -185,7 +191,7 @@ impl World {
             stages: ScriptedStages {
                 candidates: vec![
                     candidate("w1", "a", &["b", "c"], 0.5),
-                    candidate("w2", "a", &["c", "b"], 0.3),
+                    candidate("w2", "d", &["c", "b"], 0.3),
                 ],
                 fresh_candidates: None,
             },
@@ -320,6 +326,21 @@ impl World {
                 }
             }
         }
+    }
+
+    /// Moves workload `w`'s only pod (and its Instance) to `node`.
+    pub fn place(&mut self, w: &str, node: &str) {
+        for p in &mut self.snap.pods {
+            if p.name == format!("{w}-0") {
+                p.node = node.into();
+            }
+        }
+        for wl in &mut self.snap.workloads {
+            if wl.name == w {
+                wl.components[0].instances[0].nodes = [(node.to_string(), 1)].into_iter().collect();
+            }
+        }
+        self.snap.normalize();
     }
 
     pub fn advance_minutes(&mut self, m: i64) {
