@@ -1,1 +1,285 @@
-fn main() {}
+//! `alfred-twin`: runs the simulated cluster with one or more caretakers on the same
+//! arrivals and writes `summary.json`, `timeseries.csv`, SVG charts and the decision log.
+
+use std::io::Write;
+use std::path::PathBuf;
+use std::time::Instant;
+
+use alfred_model::config::Config;
+use alfred_twin::alfred::AlfredCaretaker;
+use alfred_twin::arrivals::{self, ArrivalOptions, Mode};
+use alfred_twin::caretakers::{Crude, Descheduler};
+use alfred_twin::engine::{self, Caretaker, MINUTE, NoCaretaker, RunResult, SimOptions};
+use alfred_twin::trace::{self, TraceNode};
+use alfred_twin::world::{Placement, World};
+use alfred_twin::report;
+use anyhow::{Context, Result, bail};
+use clap::Parser;
+
+/// A deterministic GPU-cluster twin driven by the Alibaba GPU trace, with alfred in the loop.
+#[derive(Debug, Parser)]
+#[command(name = "alfred-twin", version)]
+struct Cli {
+    /// GPU node list (openb_node_list_gpu_node.csv).
+    #[arg(long)]
+    nodes: Option<PathBuf>,
+    /// Instead of --nodes: one synthetic pool `COUNTxGPUS` (e.g. 200x8), pool `SYN`.
+    #[arg(long)]
+    synthetic_pool: Option<String>,
+    /// Pod list (openb_pod_list_*.csv).
+    #[arg(long)]
+    pods: PathBuf,
+    /// churn | fill | timed.
+    #[arg(long, default_value = "churn")]
+    mode: String,
+    /// spread (LeastAllocated) | binpack (MostAllocated).
+    #[arg(long, default_value = "spread")]
+    placement: String,
+    /// none | alfred | descheduler | crude; repeat to compare on the same arrivals.
+    #[arg(long = "caretaker", default_value = "none")]
+    caretakers: Vec<String>,
+    /// Simulated days.
+    #[arg(long, default_value_t = 14.0)]
+    days: f64,
+    /// Offered load (churn).
+    #[arg(long, default_value_t = 0.85)]
+    target_utilization: f64,
+    /// Mean lifetime in hours (churn).
+    #[arg(long, default_value_t = 6.0)]
+    mean_lifetime: f64,
+    /// Share of capacity asked (fill).
+    #[arg(long, default_value_t = 1.0)]
+    fill_to: f64,
+    /// Multiplier of the trace's times (timed).
+    #[arg(long, default_value_t = 1.0)]
+    time_scale: f64,
+    /// Seed.
+    #[arg(long, default_value_t = 1)]
+    seed: u64,
+    /// alfred configuration (YAML); mode is forced to execute.
+    #[arg(long)]
+    config: Option<PathBuf>,
+    /// Output directory.
+    #[arg(long, default_value = "twin-out")]
+    out: PathBuf,
+    /// Use only the first N tasks of the pod list.
+    #[arg(long)]
+    max_tasks: Option<usize>,
+    /// Warm-up hours excluded from the metrics (default: churn 2 × mean lifetime, capped at a
+    /// third of the run; otherwise 0).
+    #[arg(long)]
+    warmup_hours: Option<f64>,
+    /// Minutes from acknowledgement to a ready replacement.
+    #[arg(long, default_value_t = 3.0)]
+    ready_minutes: f64,
+    /// Seconds from a request to OMENative's acknowledgement.
+    #[arg(long, default_value_t = 10.0)]
+    ack_seconds: f64,
+    /// Ignore CPU and memory (GPUs are the only fit constraint).
+    #[arg(long)]
+    no_cpu_mem: bool,
+    /// Minutes between metric samples.
+    #[arg(long, default_value_t = 10.0)]
+    sample_minutes: f64,
+    /// Minutes between pool-score samples (alfred-score on the whole cluster; 0 = never).
+    #[arg(long, default_value_t = 60.0)]
+    score_minutes: f64,
+    /// Descheduler: GPU utilisation threshold.
+    #[arg(long, default_value_t = 0.5)]
+    desched_threshold: f64,
+    /// Descheduler: evictions per node per pass.
+    #[arg(long, default_value_t = 8)]
+    desched_per_node: usize,
+    /// Descheduler: evictions per pass.
+    #[arg(long, default_value_t = 10)]
+    desched_total: usize,
+    /// Crude defragmenter: moves per rolling hour.
+    #[arg(long, default_value_t = 10)]
+    crude_per_hour: usize,
+    /// Decision log: list every advice row (default: counted by reason).
+    #[arg(long)]
+    log_all_advice: bool,
+    /// No progress line.
+    #[arg(long)]
+    quiet: bool,
+}
+
+fn synthetic(spec: &str) -> Result<Vec<TraceNode>> {
+    let (n, g) = spec
+        .split_once('x')
+        .context("--synthetic-pool is COUNTxGPUS, e.g. 200x8")?;
+    let n: usize = n.parse().context("--synthetic-pool count")?;
+    let g: u32 = g.parse().context("--synthetic-pool GPUs")?;
+    Ok((0..n)
+        .map(|i| TraceNode {
+            name: format!("syn-node-{i:04}"),
+            cpu_milli: 1_000_000,
+            memory_mib: 8_388_608,
+            gpus: g,
+            model: "SYN".into(),
+        })
+        .collect())
+}
+
+fn main() -> Result<()> {
+    let cli = Cli::parse();
+    let mode = Mode::parse(&cli.mode).context("--mode must be churn, fill or timed")?;
+    let placement =
+        Placement::parse(&cli.placement).context("--placement must be spread or binpack")?;
+    let nodes = match (&cli.nodes, &cli.synthetic_pool) {
+        (_, Some(s)) => synthetic(s)?,
+        (Some(p), None) => trace::parse_nodes(
+            &std::fs::read_to_string(p).with_context(|| format!("read {}", p.display()))?,
+        )?,
+        (None, None) => bail!("--nodes or --synthetic-pool is required"),
+    };
+    let mut tasks = trace::parse_pods(
+        &std::fs::read_to_string(&cli.pods)
+            .with_context(|| format!("read {}", cli.pods.display()))?,
+    )?;
+    if let Some(m) = cli.max_tasks {
+        tasks.truncate(m);
+    }
+    if cli.synthetic_pool.is_some() {
+        for t in &mut tasks {
+            t.gpu_spec.clear();
+        }
+    }
+    let config = match &cli.config {
+        Some(p) => Config::from_yaml(
+            &std::fs::read_to_string(p).with_context(|| format!("read {}", p.display()))?,
+        )
+        .map_err(|e| anyhow::anyhow!("{}: {e}", p.display()))?,
+        None => Config::default(),
+    };
+    let world = World::new(&nodes, placement);
+    let horizon_ms = (cli.days * 86_400_000.0) as i64;
+    let lifetime_ms = cli.mean_lifetime * 3_600_000.0;
+    let arrivals = arrivals::generate(
+        &tasks,
+        world.total_gpus(),
+        &ArrivalOptions {
+            mode,
+            horizon_ms,
+            target_utilization: cli.target_utilization,
+            mean_lifetime_ms: lifetime_ms,
+            fill_to: cli.fill_to,
+            time_scale: cli.time_scale,
+            seed: cli.seed,
+        },
+    )?;
+    let warmup_ms = match cli.warmup_hours {
+        Some(h) => (h * 3_600_000.0) as i64,
+        None if mode == Mode::Churn => ((2.0 * lifetime_ms) as i64).min(horizon_ms / 3),
+        None => 0,
+    };
+    let opts = SimOptions {
+        horizon_ms,
+        mode,
+        warmup_ms,
+        sample_every_ms: (cli.sample_minutes * MINUTE as f64) as i64,
+        score_every_ms: (cli.score_minutes * MINUTE as f64) as i64,
+        ack_delay_ms: (cli.ack_seconds * 1000.0) as i64,
+        ready_ms: (cli.ready_minutes * MINUTE as f64) as i64,
+        cpu_mem: !cli.no_cpu_mem,
+    };
+    std::fs::create_dir_all(&cli.out)
+        .with_context(|| format!("create {}", cli.out.display()))?;
+    eprintln!(
+        "alfred-twin: {} nodes, {} GPUs, {} pools; {} trace tasks; {} arrivals over {} days ({}, {})",
+        world.nodes.len(),
+        world.total_gpus(),
+        world.pools.len(),
+        tasks.len(),
+        arrivals.len(),
+        cli.days,
+        mode.as_str(),
+        placement.as_str()
+    );
+    let mut results: Vec<(String, RunResult, f64, serde_json::Value)> = Vec::new();
+    for name in &cli.caretakers {
+        let start = Instant::now();
+        let mut alfred = None;
+        let mut boxed: Box<dyn Caretaker> = match name.as_str() {
+            "none" => Box::new(NoCaretaker),
+            "descheduler" => Box::new(Descheduler {
+                threshold: cli.desched_threshold,
+                per_node: cli.desched_per_node,
+                total: cli.desched_total,
+                ..Descheduler::default()
+            }),
+            "crude" => Box::new(Crude {
+                per_hour: cli.crude_per_hour,
+                ..Crude::default()
+            }),
+            "alfred" => {
+                let mut a = AlfredCaretaker::new(config.clone(), cli.seed);
+                a.all_advice = cli.log_all_advice;
+                alfred = Some(a);
+                Box::new(NoCaretaker)
+            }
+            other => bail!("unknown caretaker {other:?} (none, alfred, descheduler, crude)"),
+        };
+        let quiet = cli.quiet;
+        let mut progress = |f: f64| {
+            if !quiet {
+                eprint!(
+                    "\r  {name:<12} {:5.1}%  {:6.1}s",
+                    f * 100.0,
+                    start.elapsed().as_secs_f64()
+                );
+                let _ = std::io::stderr().flush();
+            }
+        };
+        let res = match alfred.as_mut() {
+            Some(a) => engine::run(&arrivals, &tasks, world.clone(), &opts, a, &mut progress),
+            None => engine::run(
+                &arrivals,
+                &tasks,
+                world.clone(),
+                &opts,
+                boxed.as_mut(),
+                &mut progress,
+            ),
+        };
+        let wall = start.elapsed().as_secs_f64();
+        if !cli.quiet {
+            eprintln!();
+        }
+        let mut extra = serde_json::json!({});
+        if let Some(a) = &alfred {
+            let path = cli.out.join(format!("decisions-{}.jsonl", cli.placement));
+            let mut text = a.log.join("\n");
+            if !text.is_empty() {
+                text.push('\n');
+            }
+            std::fs::write(&path, text).with_context(|| format!("write {}", path.display()))?;
+            extra = serde_json::json!({
+                "passes": a.passes,
+                "coreSeconds": (a.core_seconds * 1000.0).round() / 1000.0,
+                "decisionLog": path.file_name().map(|f| f.to_string_lossy().into_owned()),
+                "maxMigrationsPerHourConfigured": a.config().max_migrations_per_hour,
+            });
+        }
+        eprintln!(
+            "  {name:<12} done in {wall:.1}s: {} moves/evictions",
+            res.sim.moves_completed + res.sim.evictions
+        );
+        results.push((name.clone(), res, wall, extra));
+    }
+    let summaries: Vec<serde_json::Value> = results
+        .iter()
+        .map(|(n, r, w, e)| report::summary(n, r, *w, e.clone()))
+        .collect();
+    std::fs::write(
+        cli.out.join("summary.json"),
+        serde_json::to_string_pretty(&summaries)? + "\n",
+    )?;
+    let runs: Vec<(String, &RunResult)> = results.iter().map(|(n, r, _, _)| (n.clone(), r)).collect();
+    std::fs::write(cli.out.join("timeseries.csv"), report::timeseries_csv(&runs))?;
+    for (file, svg) in report::charts(&runs) {
+        std::fs::write(cli.out.join(file), svg)?;
+    }
+    println!("{}", serde_json::to_string_pretty(&summaries)?);
+    Ok(())
+}

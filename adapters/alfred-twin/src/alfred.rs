@@ -1,0 +1,426 @@
+//! The `alfred` caretaker: the real decision pass (`alfred_dispatch::run_pass`) in execute
+//! mode with `migration.apiVersion: v1`, with the dispatch crate's `CoreStages` (the real
+//! `alfred-score`, `alfred-policy`, `alfred-arbiter`), and the twin playing the cluster:
+//! the journal is kept as the pass returns it (every write succeeds), the guard objects are
+//! healthy, request effects become twin migrations, and the pre-submit simulation is
+//! answered by the twin's scheduler model. Decisions come from the core only.
+
+use std::cell::RefCell;
+
+use alfred_dispatch::guard::{guard_username, healthy_guard};
+use alfred_dispatch::sim::SimulationPurpose;
+use alfred_dispatch::{
+    CoreStages, DurableState, Journal, JournalSlot, MoveSimulation, PassInput, PoolGauge,
+    RequestPayload, Session, SimulationOutcome, Simulator, Stages, run_pass,
+};
+use alfred_model::config::{Config, MigrationApiVersion, Mode, RuntimeOptions};
+use alfred_model::effect::Effect;
+use alfred_model::reason::SchedulingReason;
+use alfred_model::ClusterSnapshot;
+
+use crate::decision_log::{
+    self, OUTCOME_CHECKPOINTS, PendingOutcome, PendingRef, RequestOutcome, SimulationRecord,
+};
+use crate::engine::{Action, Caretaker, MigPhase, Sim, TaskState, ts};
+use crate::rng::Rng;
+use crate::snapshot::{self, NAMESPACE};
+use crate::world::Request;
+
+/// Pool scores as the pass reports them (the dispatch crate's [`CoreStages`] scoring).
+pub fn pool_gauges(snapshot: &ClusterSnapshot, config: &Config) -> Vec<PoolGauge> {
+    CoreStages.score(snapshot, config)
+}
+
+/// The pre-submit simulation answered by the twin's scheduler model: the first hint that
+/// fits, else the scheduler's choice outside the excluded nodes.
+pub struct TwinSimulator<'a> {
+    sim: &'a Sim,
+    /// What was asked and answered.
+    pub records: RefCell<Vec<SimulationRecord>>,
+}
+
+impl Simulator for TwinSimulator<'_> {
+    fn simulate(&mut self, r: &MoveSimulation<'_>) -> SimulationOutcome {
+        let name = r.workload.rsplit('/').next().unwrap_or("");
+        let task = self.sim.task_index(name);
+        let world = &self.sim.world;
+        let excluded: Vec<usize> = r
+            .excluded_nodes
+            .iter()
+            .filter_map(|n| world.node_index(n))
+            .collect();
+        let outcome = match task.map(|t| self.sim.tasks[t].req) {
+            None => SimulationOutcome::of(SchedulingReason::NoFeasiblePlacement),
+            Some(req) => {
+                let req = Request { ..req };
+                let target = r
+                    .hint_nodes
+                    .iter()
+                    .filter_map(|h| world.node_index(h))
+                    .find(|&h| !excluded.contains(&h) && world.fits(h, &req))
+                    .or_else(|| world.choose(&req, &excluded));
+                match target {
+                    Some(n) => SimulationOutcome::feasible(
+                        "twin",
+                        r.snapshot.observed_at,
+                        &[("replacement-0", world.nodes[n].name.as_str())],
+                    ),
+                    None => SimulationOutcome::of(SchedulingReason::NoFeasiblePlacement),
+                }
+            }
+        };
+        self.records.borrow_mut().push(SimulationRecord {
+            request_id: r.request_id.clone(),
+            purpose: match r.purpose {
+                SimulationPurpose::Prediction => "prediction".into(),
+                SimulationPurpose::Execution => "execution".into(),
+            },
+            workload: r.workload.clone(),
+            from_node: r.from_node.clone(),
+            hint_nodes: r.hint_nodes.clone(),
+            scheduler_name: if r.profile.scheduler_name.is_empty() {
+                "default-scheduler".into()
+            } else {
+                r.profile.scheduler_name.clone()
+            },
+            configuration_id: if r.profile.configuration_id.is_empty() {
+                format!("alfred-twin/{}", world.placement.as_str())
+            } else {
+                r.profile.configuration_id.clone()
+            },
+            status: format!("{:?}", outcome.status),
+            placements: outcome
+                .placements
+                .iter()
+                .map(|p| p.node_name.clone())
+                .collect(),
+        });
+        outcome
+    }
+}
+
+struct OpenDecision {
+    id: String,
+    at: i64,
+    uuids: Vec<(String, String)>,
+    pools: Vec<String>,
+    pending: Vec<usize>,
+    next: usize,
+}
+
+/// The alfred caretaker.
+pub struct AlfredCaretaker {
+    config: Config,
+    runtime: RuntimeOptions,
+    state: DurableState,
+    session: Session,
+    rng: Rng,
+    decisions: u64,
+    open: Vec<OpenDecision>,
+    wakes: Vec<i64>,
+    /// Decision-log lines, in order.
+    pub log: Vec<String>,
+    /// Log every advice row in full.
+    pub all_advice: bool,
+    /// Write the decision log at all.
+    pub logging: bool,
+    /// Passes run.
+    pub passes: u64,
+    /// Time spent inside the core (s).
+    pub core_seconds: f64,
+    score_cache: Option<(i64, Vec<PoolGauge>)>,
+    dispatched_pools: Vec<(i64, String, String)>,
+}
+
+const ALFRED_NAMESPACE: &str = "alfred";
+const SERVICE_ACCOUNT: &str = "alfred-migrator";
+
+impl AlfredCaretaker {
+    /// A caretaker with this configuration (forced to execute mode, OMENative migration
+    /// on) and seed (for request UUIDs).
+    pub fn new(mut config: Config, seed: u64) -> AlfredCaretaker {
+        config.mode = Mode::Execute;
+        config.omenative_migration_enabled = true;
+        let runtime = RuntimeOptions {
+            migration_api_version: Some(MigrationApiVersion::V1),
+            migration_service_account: SERVICE_ACCOUNT.into(),
+            simulation_configured: true,
+            ..RuntimeOptions::default()
+        };
+        AlfredCaretaker {
+            config,
+            runtime,
+            state: DurableState {
+                journal: JournalSlot::Readable(Journal::empty()),
+                ..DurableState::default()
+            },
+            session: Session::default(),
+            rng: Rng::new(seed ^ 0xA1F4_ED00),
+            decisions: 0,
+            open: Vec::new(),
+            wakes: Vec::new(),
+            log: Vec::new(),
+            all_advice: false,
+            logging: true,
+            passes: 0,
+            core_seconds: 0.0,
+            score_cache: None,
+            dispatched_pools: Vec::new(),
+        }
+    }
+
+    /// The configuration in use.
+    pub fn config(&self) -> &Config {
+        &self.config
+    }
+
+    fn scores_now(&mut self, sim: &Sim, now: i64) -> Vec<PoolGauge> {
+        if let Some((t, s)) = &self.score_cache
+            && *t == now
+        {
+            return s.clone();
+        }
+        let snap = snapshot::build(sim, now, true);
+        let s = pool_gauges(&snap, &self.config);
+        self.score_cache = Some((now, s.clone()));
+        s
+    }
+}
+
+impl Caretaker for AlfredCaretaker {
+    fn name(&self) -> String {
+        "alfred".into()
+    }
+
+    fn interval_ms(&self) -> i64 {
+        i64::try_from(self.config.decision_loop_interval.as_millis())
+            .unwrap_or(300_000)
+            .max(1000)
+    }
+
+    fn pass(&mut self, sim: &Sim, now: i64) -> Vec<Action> {
+        self.passes += 1;
+        let started = std::time::Instant::now();
+        let snap = snapshot::build(sim, now, true);
+        let uuids: Vec<String> = (0..4).map(|_| self.rng.uuid()).collect();
+        let guard = healthy_guard(&guard_username(ALFRED_NAMESPACE, SERVICE_ACCOUNT));
+        let previous = self.state.node_records.clone();
+        let input = PassInput {
+            snapshot: &snap,
+            fresh_snapshot: Some(&snap),
+            config: &self.config,
+            runtime: &self.runtime,
+            namespace: ALFRED_NAMESPACE,
+            config_map_name: "alfred-config",
+            state: &self.state,
+            previous_node_records: &previous,
+            guard: &guard,
+            uuids: &uuids,
+            config_changed: false,
+            deadline: None,
+            now: ts(now),
+        };
+        let mut simulator = TwinSimulator {
+            sim,
+            records: RefCell::new(Vec::new()),
+        };
+        let out = run_pass(&input, &CoreStages, &self.session, &mut simulator);
+        self.core_seconds += started.elapsed().as_secs_f64();
+        self.state = out.new_state.clone();
+        self.session = out.session.clone();
+        self.score_cache = Some((now, out.pools.clone()));
+        let mut actions = Vec::new();
+        let mut dispatched = Vec::new();
+        let mut pools = Vec::new();
+        for e in &out.effects {
+            if let Effect::RequestMigration {
+                name,
+                payload,
+                uuid,
+                ..
+            } = e
+            {
+                let Some(task) = sim.task_index(name) else {
+                    continue;
+                };
+                let hints = RequestPayload::decode(payload)
+                    .map(|p| {
+                        p.hint_target_nodes
+                            .iter()
+                            .filter_map(|h| sim.world.node_index(h))
+                            .collect()
+                    })
+                    .unwrap_or_default();
+                if let Some(n) = sim.tasks[task].node {
+                    let pool = sim.world.pools[sim.world.nodes[n].pool].clone();
+                    if !pools.contains(&pool) {
+                        pools.push(pool);
+                    }
+                }
+                dispatched.push((uuid.clone(), format!("{NAMESPACE}/{name}")));
+                actions.push(Action::Migrate {
+                    task,
+                    uuid: uuid.clone(),
+                    payload: payload.clone(),
+                    hints,
+                });
+            }
+        }
+        if self.logging && decision_log::decided_something(&out.explain, &out.effects) {
+            self.decisions += 1;
+            let id = format!("{:06}-{}", self.decisions, &uuids[0][..8]);
+            // Pending pods of the pools the moves touched, oldest first (at most 10).
+            let mut pending: Vec<usize> = sim
+                .pending
+                .iter()
+                .copied()
+                .filter(|&t| {
+                    let r = sim.tasks[t].req;
+                    pools.iter().any(|p| {
+                        sim.world
+                            .pools
+                            .binary_search(p)
+                            .is_ok_and(|i| r.pools == 0 || r.pools & (1 << i) != 0)
+                    })
+                })
+                .collect();
+            pending.sort_by_key(|&t| (sim.tasks[t].arrived, t));
+            pending.truncate(10);
+            let refs: Vec<PendingRef> = pending
+                .iter()
+                .map(|&t| PendingRef {
+                    pod: format!(
+                        "{NAMESPACE}/{}",
+                        snapshot::pod_name(&sim.tasks[t].name, sim.tasks[t].incarnation)
+                    ),
+                    gpus: sim.tasks[t].req.gpus,
+                    pending_since: ts(sim.tasks[t]
+                        .evicted_at
+                        .unwrap_or(sim.tasks[t].arrived)),
+                })
+                .collect();
+            let line = decision_log::decision_line(
+                &id,
+                ts(now),
+                "execute",
+                &out.pools,
+                &out.explain,
+                &simulator.records.borrow(),
+                &out.effects,
+                &refs,
+                self.all_advice,
+            );
+            self.log.push(line.to_string());
+            if !dispatched.is_empty() {
+                for (uuid, w) in &dispatched {
+                    for p in &pools {
+                        self.dispatched_pools
+                            .push((now, p.clone(), format!("{id} {w} {uuid}")));
+                    }
+                }
+                for c in OUTCOME_CHECKPOINTS {
+                    self.wakes.push(now + c * 1000);
+                }
+                self.open.push(OpenDecision {
+                    id,
+                    at: now,
+                    uuids: dispatched,
+                    pools,
+                    pending,
+                    next: 0,
+                });
+            }
+        }
+        actions
+    }
+
+    fn wake_times(&mut self) -> Vec<i64> {
+        std::mem::take(&mut self.wakes)
+    }
+
+    fn wake(&mut self, sim: &Sim, now: i64) {
+        let due: Vec<usize> = (0..self.open.len())
+            .filter(|&i| {
+                let d = &self.open[i];
+                d.next < OUTCOME_CHECKPOINTS.len()
+                    && d.at + OUTCOME_CHECKPOINTS[d.next] * 1000 <= now
+            })
+            .collect();
+        if due.is_empty() {
+            return;
+        }
+        let pools_now = self.scores_now(sim, now);
+        let journal = match &self.state.journal {
+            JournalSlot::Readable(j) => Some(j.clone()),
+            _ => None,
+        };
+        for i in due {
+            let d = &self.open[i];
+            let after = OUTCOME_CHECKPOINTS[d.next];
+            let requests: Vec<RequestOutcome> = d
+                .uuids
+                .iter()
+                .map(|(uuid, w)| {
+                    let mig = sim.migrations.iter().rev().find(|m| &m.uuid == uuid);
+                    let phase = journal
+                        .as_ref()
+                        .and_then(|j| j.entry(uuid))
+                        .map(|e| e.phase.as_str().to_owned())
+                        .unwrap_or_else(|| "unknown".into());
+                    let completed = mig.is_some_and(|m| m.phase == MigPhase::Completed);
+                    RequestOutcome {
+                        uuid: uuid.clone(),
+                        workload: w.clone(),
+                        phase,
+                        completed,
+                        ready_after_seconds: mig
+                            .filter(|m| m.phase == MigPhase::Completed)
+                            .and_then(|m| m.ended.map(|e| (e - m.requested) as f64 / 1000.0)),
+                        target: mig
+                            .and_then(|m| m.target)
+                            .map(|n| sim.world.nodes[n].name.clone()),
+                    }
+                })
+                .collect();
+            let pending: Vec<PendingOutcome> = d
+                .pending
+                .iter()
+                .map(|&t| {
+                    let task = &sim.tasks[t];
+                    let placed = task.state != TaskState::Pending
+                        && task.first_placed.is_some_and(|p| p >= d.at || task.node.is_some());
+                    PendingOutcome {
+                        pod: format!("{NAMESPACE}/{}", task.name),
+                        placed: placed && task.node.is_some(),
+                        node: task.node.map(|n| sim.world.nodes[n].name.clone()),
+                        placed_after_seconds: if placed {
+                            task.first_placed.map(|p| (p - d.at).max(0) as f64 / 1000.0)
+                        } else {
+                            None
+                        },
+                    }
+                })
+                .collect();
+            let followed: Vec<String> = self
+                .dispatched_pools
+                .iter()
+                .filter(|(t, p, _)| *t > d.at && *t <= now && d.pools.contains(p))
+                .map(|(_, _, s)| s.clone())
+                .collect();
+            let line = decision_log::outcome_line(
+                &d.id,
+                ts(now),
+                after,
+                &requests,
+                &pools_now,
+                &pending,
+                &followed,
+            );
+            self.log.push(line.to_string());
+            self.open[i].next += 1;
+        }
+        self.open.retain(|d| d.next < OUTCOME_CHECKPOINTS.len());
+        let horizon = now - OUTCOME_CHECKPOINTS[OUTCOME_CHECKPOINTS.len() - 1] * 1000;
+        self.dispatched_pools.retain(|(t, _, _)| *t >= horizon);
+    }
+}

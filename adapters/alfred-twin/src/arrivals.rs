@@ -1,0 +1,217 @@
+//! The workload: arrivals generated from a pod list in one of three modes.
+//!
+//! * `churn` (default): Poisson arrivals of tasks drawn uniformly from the trace (its size
+//!   and shape mix), exponential lifetimes with mean `--mean-lifetime`; the rate is set so
+//!   that the offered load is `--target-utilization` of the cluster's GPUs:
+//!   `λ = U · capacity / (mean GPUs per task · mean lifetime)`.
+//! * `fill` (FGD paper style): tasks in trace order, sampled again from the start when the
+//!   list is exhausted, no departures, until the GPUs asked reach `--fill-to` of capacity;
+//!   arrivals are evenly spaced over the first 90% of the run.
+//! * `timed`: the trace's own `creation_time`/`deletion_time`, times `--time-scale`.
+//!
+//! Everything is drawn from the twin's PRNG: the same seed and input give the same arrivals,
+//! which every caretaker of a run shares.
+
+use anyhow::{Result, bail};
+
+use crate::rng::Rng;
+use crate::trace::TraceTask;
+
+/// Arrival mode.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Mode {
+    /// Poisson arrivals, exponential lifetimes.
+    Churn,
+    /// Trace order, no departures.
+    Fill,
+    /// Trace times.
+    Timed,
+}
+
+impl Mode {
+    /// CLI name.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Mode::Churn => "churn",
+            Mode::Fill => "fill",
+            Mode::Timed => "timed",
+        }
+    }
+    /// Parses the CLI name.
+    pub fn parse(s: &str) -> Option<Mode> {
+        match s {
+            "churn" => Some(Mode::Churn),
+            "fill" => Some(Mode::Fill),
+            "timed" => Some(Mode::Timed),
+            _ => None,
+        }
+    }
+}
+
+/// Options of the generator.
+#[derive(Debug, Clone)]
+pub struct ArrivalOptions {
+    /// Mode.
+    pub mode: Mode,
+    /// Length of the run (ms).
+    pub horizon_ms: i64,
+    /// Offered load in churn mode.
+    pub target_utilization: f64,
+    /// Mean lifetime in churn mode (ms).
+    pub mean_lifetime_ms: f64,
+    /// Share of capacity asked in fill mode.
+    pub fill_to: f64,
+    /// Multiplier of trace times in timed mode.
+    pub time_scale: f64,
+    /// Seed.
+    pub seed: u64,
+}
+
+/// One arriving task (a single-pod OMENative InferenceService).
+#[derive(Debug, Clone, PartialEq)]
+pub struct Arrival {
+    /// When (ms from the start).
+    pub at: i64,
+    /// Index of the trace task it copies.
+    pub task: usize,
+    /// How long it lives once placed... or rather from arrival (ms); `None` = forever.
+    pub lifetime: Option<i64>,
+}
+
+/// Generates the arrivals (sorted by time).
+pub fn generate(tasks: &[TraceTask], capacity_gpus: u64, o: &ArrivalOptions) -> Result<Vec<Arrival>> {
+    if tasks.is_empty() {
+        bail!("no GPU task to draw from");
+    }
+    let mut rng = Rng::new(o.seed);
+    let mut out = Vec::new();
+    match o.mode {
+        Mode::Churn => {
+            let mean_gpus =
+                tasks.iter().map(|t| f64::from(t.gpus)).sum::<f64>() / tasks.len() as f64;
+            let rate = o.target_utilization * capacity_gpus as f64 / (mean_gpus * o.mean_lifetime_ms);
+            if !(rate > 0.0) {
+                bail!("arrival rate is not positive");
+            }
+            let mut t = 0.0;
+            loop {
+                t += rng.exp(1.0 / rate);
+                if t >= o.horizon_ms as f64 {
+                    break;
+                }
+                let task = rng.index(tasks.len());
+                let life = rng.exp(o.mean_lifetime_ms).max(1000.0);
+                out.push(Arrival {
+                    at: t as i64,
+                    task,
+                    lifetime: Some(life as i64),
+                });
+            }
+        }
+        Mode::Fill => {
+            let goal = o.fill_to * capacity_gpus as f64;
+            let mut asked = 0.0;
+            let mut picks = Vec::new();
+            let mut i = 0;
+            while asked < goal {
+                picks.push(i % tasks.len());
+                asked += f64::from(tasks[i % tasks.len()].gpus);
+                i += 1;
+            }
+            let span = o.horizon_ms as f64 * 0.9;
+            let step = span / picks.len().max(1) as f64;
+            for (k, task) in picks.into_iter().enumerate() {
+                out.push(Arrival {
+                    at: (k as f64 * step) as i64,
+                    task,
+                    lifetime: None,
+                });
+            }
+        }
+        Mode::Timed => {
+            let start = tasks.iter().filter_map(|t| t.creation).min();
+            let Some(start) = start else {
+                bail!("timed mode needs creation_time/deletion_time columns in the pod list");
+            };
+            for (i, t) in tasks.iter().enumerate() {
+                let (Some(c), Some(d)) = (t.creation, t.deletion) else {
+                    continue;
+                };
+                let at = ((c - start) as f64 * 1000.0 * o.time_scale) as i64;
+                if at >= o.horizon_ms {
+                    continue;
+                }
+                let life = (((d - c).max(1)) as f64 * 1000.0 * o.time_scale) as i64;
+                out.push(Arrival {
+                    at,
+                    task: i,
+                    lifetime: Some(life.max(1)),
+                });
+            }
+            out.sort_by_key(|a| (a.at, a.task));
+        }
+    }
+    Ok(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn task(gpus: u32, c: Option<i64>, d: Option<i64>) -> TraceTask {
+        TraceTask {
+            name: format!("p{gpus}"),
+            cpu_milli: 1000,
+            memory_mib: 1024,
+            gpus,
+            gpu_spec: vec![],
+            creation: c,
+            deletion: d,
+        }
+    }
+
+    fn opts(mode: Mode) -> ArrivalOptions {
+        ArrivalOptions {
+            mode,
+            horizon_ms: 10 * 24 * 3_600_000,
+            target_utilization: 0.5,
+            mean_lifetime_ms: 3_600_000.0,
+            fill_to: 1.0,
+            time_scale: 1.0,
+            seed: 1,
+        }
+    }
+
+    #[test]
+    fn churn_rate_matches_target_load() {
+        let tasks = [task(1, None, None), task(3, None, None)];
+        let a = generate(&tasks, 100, &opts(Mode::Churn)).unwrap();
+        // λ = 0.5 · 100 / (2 · 1h) = 25/h over 240 h = 6000.
+        assert!((a.len() as f64 - 6000.0).abs() < 300.0, "{}", a.len());
+        let mean_life = a.iter().map(|x| x.lifetime.unwrap() as f64).sum::<f64>() / a.len() as f64;
+        assert!((mean_life / 3_600_000.0 - 1.0).abs() < 0.05, "{mean_life}");
+        assert!(a.windows(2).all(|w| w[0].at <= w[1].at));
+        assert_eq!(a, generate(&tasks, 100, &opts(Mode::Churn)).unwrap(), "deterministic");
+    }
+
+    #[test]
+    fn fill_cycles_in_trace_order_until_capacity() {
+        let tasks = [task(1, None, None), task(8, None, None)];
+        let a = generate(&tasks, 20, &opts(Mode::Fill)).unwrap();
+        let order: Vec<usize> = a.iter().map(|x| x.task).collect();
+        assert_eq!(order, vec![0, 1, 0, 1, 0, 1]); // 19 < 20 after five, 27 after six
+        assert!(a.iter().all(|x| x.lifetime.is_none()));
+    }
+
+    #[test]
+    fn timed_uses_trace_times() {
+        let tasks = [task(1, Some(100), Some(160)), task(2, Some(10), Some(20)), task(1, None, None)];
+        let mut o = opts(Mode::Timed);
+        o.time_scale = 2.0;
+        let a = generate(&tasks, 10, &o).unwrap();
+        assert_eq!(a.len(), 2);
+        assert_eq!((a[0].task, a[0].at, a[0].lifetime), (1, 0, Some(20_000)));
+        assert_eq!((a[1].task, a[1].at, a[1].lifetime), (0, 180_000, Some(120_000)));
+        assert!(generate(&[task(1, None, None)], 10, &o).is_err());
+    }
+}

@@ -1,0 +1,655 @@
+//! The discrete-event simulation: arrivals, placement by the scheduler model, pending pods
+//! retried on every change, departures, caretaker passes, surge migrations as OMENative
+//! performs them, evictions, and the metrics.
+//!
+//! Time is integer milliseconds from the start of the run; events at the same instant run
+//! in the order they were scheduled, so a run is a pure function of its inputs and seed.
+
+use std::cmp::Reverse;
+use std::collections::BinaryHeap;
+
+use alfred_model::Timestamp;
+
+use crate::arrivals::{Arrival, Mode};
+use crate::trace::TraceTask;
+use crate::world::{Request, World};
+
+/// The instant the simulation starts at: Monday 2026-11-30 00:00:00 UTC.
+pub const T0_UNIX_SECS: i64 = 1_795_996_800;
+
+/// Simulation time (ms) → [`Timestamp`].
+pub fn ts(ms: i64) -> Timestamp {
+    Timestamp::from_unix_nanos(T0_UNIX_SECS * 1_000_000_000 + ms * 1_000_000)
+}
+
+/// Minutes.
+pub const MINUTE: i64 = 60_000;
+
+/// Options of one run.
+#[derive(Debug, Clone)]
+pub struct SimOptions {
+    /// End of the run (ms).
+    pub horizon_ms: i64,
+    /// Arrival mode (for the report).
+    pub mode: Mode,
+    /// Metrics ignore what happens before this (churn: the cluster starts empty).
+    pub warmup_ms: i64,
+    /// Time between metric samples.
+    pub sample_every_ms: i64,
+    /// Time between pool-score samples (alfred-score on the whole cluster).
+    pub score_every_ms: i64,
+    /// OMENative acknowledges a request after this long.
+    pub ack_delay_ms: i64,
+    /// A replacement (or a re-placed evicted pod) serves this long after it is placed.
+    pub ready_ms: i64,
+    /// CPU and memory are a fit constraint.
+    pub cpu_mem: bool,
+}
+
+/// Where a task is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum TaskState {
+    /// Waiting for a node.
+    Pending,
+    /// On a node.
+    Running,
+    /// Left.
+    Gone,
+}
+
+/// One task: a single-pod OMENative InferenceService.
+#[derive(Debug, Clone)]
+pub struct Task {
+    /// `t<id>` (InferenceService name).
+    pub name: String,
+    /// Index of the trace task.
+    pub trace: usize,
+    /// What its pod asks.
+    pub req: Request,
+    /// When it arrived.
+    pub arrived: i64,
+    /// State.
+    pub state: TaskState,
+    /// Node (while running).
+    pub node: Option<usize>,
+    /// When its current pod started (placement or the last move).
+    pub started: i64,
+    /// First placement.
+    pub first_placed: Option<i64>,
+    /// When it is due to leave.
+    pub depart_at: Option<i64>,
+    /// Its lifetime ended while a move ran: it leaves when the move ends.
+    pub depart_pending: bool,
+    /// The migration in progress, if any.
+    pub migration: Option<usize>,
+    /// Every migration it had.
+    pub migrations: Vec<usize>,
+    /// Evicted and not yet re-placed: since when.
+    pub evicted_at: Option<i64>,
+    /// Pod incarnation (bumped by each move).
+    pub incarnation: u32,
+}
+
+/// Phase of a migration.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum MigPhase {
+    /// Annotation written, not acknowledged yet.
+    Requested,
+    /// Replacement placed, not ready yet.
+    Surge,
+    /// Done.
+    Completed,
+    /// Nothing fitted.
+    Failed,
+}
+
+impl MigPhase {
+    /// OMENative's status phase string.
+    pub fn as_status(self) -> &'static str {
+        match self {
+            MigPhase::Requested => "Requested",
+            MigPhase::Surge => "SurgePending",
+            MigPhase::Completed => "Completed",
+            MigPhase::Failed => "Failed",
+        }
+    }
+}
+
+/// One surge migration.
+#[derive(Debug, Clone)]
+pub struct Migration {
+    /// Request UUID.
+    pub uuid: String,
+    /// Task.
+    pub task: usize,
+    /// Node left.
+    pub from: usize,
+    /// Preferred targets.
+    pub hints: Vec<usize>,
+    /// The annotation value (alfred) or empty.
+    pub payload: String,
+    /// When requested.
+    pub requested: i64,
+    /// When acknowledged (the surge started).
+    pub started: Option<i64>,
+    /// Where the replacement went.
+    pub target: Option<usize>,
+    /// When it ended.
+    pub ended: Option<i64>,
+    /// Phase.
+    pub phase: MigPhase,
+}
+
+/// What a caretaker asks the twin to do.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Action {
+    /// Move a task by surge (OMENative's migration).
+    Migrate {
+        /// Task.
+        task: usize,
+        /// Request UUID.
+        uuid: String,
+        /// Annotation value.
+        payload: String,
+        /// Preferred targets (node indices), ranked.
+        hints: Vec<usize>,
+    },
+    /// Evict a task's pod (the scheduler re-places it).
+    Evict {
+        /// Task.
+        task: usize,
+    },
+}
+
+/// A caretaker: runs a pass on a schedule and asks for actions.
+pub trait Caretaker {
+    /// Name for the report.
+    fn name(&self) -> String;
+    /// Time between passes (ms); 0 = never.
+    fn interval_ms(&self) -> i64;
+    /// One pass.
+    fn pass(&mut self, sim: &Sim, now: i64) -> Vec<Action>;
+    /// Extra instants the caretaker wants to be woken at (drained after each pass).
+    fn wake_times(&mut self) -> Vec<i64> {
+        Vec::new()
+    }
+    /// A wake-up.
+    fn wake(&mut self, _sim: &Sim, _now: i64) {}
+    /// The end of the run.
+    fn finish(&mut self, _sim: &Sim, _now: i64) {}
+}
+
+/// The no-op caretaker.
+#[derive(Debug, Default)]
+pub struct NoCaretaker;
+
+impl Caretaker for NoCaretaker {
+    fn name(&self) -> String {
+        "none".into()
+    }
+    fn interval_ms(&self) -> i64 {
+        0
+    }
+    fn pass(&mut self, _: &Sim, _: i64) -> Vec<Action> {
+        Vec::new()
+    }
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+enum Ev {
+    Arrival(usize),
+    Depart(usize),
+    Pass,
+    Sample,
+    Score,
+    MigAck(usize),
+    MigReady(usize),
+    Wake,
+}
+
+/// One metric sample.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Sample {
+    /// Time (ms).
+    pub t: i64,
+    /// Allocated / total GPUs.
+    pub allocation_rate: f64,
+    /// Stranded GPUs per pool.
+    pub stranded: Vec<u64>,
+    /// Pending tasks.
+    pub pending: usize,
+    /// GPUs they ask.
+    pub pending_gpus: u64,
+    /// Moves and evictions so far.
+    pub moves: u64,
+    /// GPUs asked by arrivals so far / capacity.
+    pub arrived_share: f64,
+}
+
+/// Pool scores at one instant.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ScoreSample {
+    /// Time (ms).
+    pub t: i64,
+    /// Per pool (in [`World::pools`] order).
+    pub scores: Vec<f64>,
+}
+
+/// The whole simulated state a caretaker can read.
+#[derive(Debug, Clone)]
+pub struct Sim {
+    /// Nodes.
+    pub world: World,
+    /// Trace tasks (shapes).
+    pub trace: Vec<TraceTask>,
+    /// Tasks created so far.
+    pub tasks: Vec<Task>,
+    /// Migrations so far.
+    pub migrations: Vec<Migration>,
+    /// Pending tasks, in queue order.
+    pub pending: Vec<usize>,
+    /// Running tasks per node.
+    pub on_node: Vec<Vec<usize>>,
+    /// Options.
+    pub opts: SimOptions,
+    /// Migrations requested (time), evictions (time).
+    pub move_times: Vec<i64>,
+    /// Migrations completed.
+    pub moves_completed: u64,
+    /// Migrations failed.
+    pub moves_failed: u64,
+    /// Evictions.
+    pub evictions: u64,
+    /// Downtime of evicted pods (ms).
+    pub disruption_ms: i64,
+    /// Samples.
+    pub samples: Vec<Sample>,
+    /// Pool-score samples.
+    pub score_samples: Vec<ScoreSample>,
+    /// GPUs asked by arrivals so far.
+    pub arrived_gpus: u64,
+    /// Capacity.
+    pub capacity: u64,
+    /// Surge pods per node (migration indices), for the snapshot.
+    pub surge_on_node: Vec<Vec<usize>>,
+}
+
+impl Sim {
+    /// Now as a [`Timestamp`].
+    pub fn task_index(&self, name: &str) -> Option<usize> {
+        let id: usize = name.strip_prefix('t')?.parse().ok()?;
+        (id < self.tasks.len()).then_some(id)
+    }
+
+    fn place(&mut self, task: usize, node: usize, now: i64) {
+        let req = self.tasks[task].req;
+        self.world.bind(node, &req);
+        self.on_node[node].push(task);
+        let t = &mut self.tasks[task];
+        t.state = TaskState::Running;
+        t.node = Some(node);
+        t.started = now;
+        if t.first_placed.is_none() {
+            t.first_placed = Some(now);
+        }
+        if let Some(e) = t.evicted_at.take() {
+            self.disruption_ms += now - e + self.opts.ready_ms;
+        }
+    }
+
+    fn unplace(&mut self, task: usize) -> Option<usize> {
+        let node = self.tasks[task].node.take()?;
+        let req = self.tasks[task].req;
+        self.world.release(node, &req);
+        self.on_node[node].retain(|&x| x != task);
+        Some(node)
+    }
+
+    /// Tries the pending queue after `node` gained room (`None`: any node).
+    fn retry(&mut self, node: Option<usize>, now: i64) {
+        if self.pending.is_empty() {
+            return;
+        }
+        let mut placed_any = false;
+        let queue = std::mem::take(&mut self.pending);
+        let mut keep = Vec::with_capacity(queue.len());
+        for task in queue {
+            let req = self.tasks[task].req;
+            let candidate = match node {
+                Some(n) => self.world.fits(n, &req),
+                None => true,
+            };
+            let choice = if candidate { self.world.choose(&req, &[]) } else { None };
+            match choice {
+                Some(n) => {
+                    self.place(task, n, now);
+                    placed_any = true;
+                }
+                None => keep.push(task),
+            }
+        }
+        self.pending = keep;
+        let _ = placed_any;
+    }
+
+    fn depart(&mut self, task: usize, now: i64) {
+        match self.tasks[task].state {
+            TaskState::Gone => {}
+            TaskState::Pending => {
+                self.pending.retain(|&x| x != task);
+                if let Some(e) = self.tasks[task].evicted_at.take() {
+                    self.disruption_ms += now - e;
+                }
+                self.tasks[task].state = TaskState::Gone;
+            }
+            TaskState::Running => {
+                if self.tasks[task].migration.is_some() {
+                    self.tasks[task].depart_pending = true;
+                    return;
+                }
+                let node = self.unplace(task);
+                self.tasks[task].state = TaskState::Gone;
+                self.retry(node, now);
+            }
+        }
+    }
+
+    fn end_migration(&mut self, m: usize, phase: MigPhase, now: i64) {
+        let task = self.migrations[m].task;
+        self.migrations[m].phase = phase;
+        self.migrations[m].ended = Some(now);
+        self.tasks[task].migration = None;
+        let mut freed = None;
+        if phase == MigPhase::Completed {
+            let target = self.migrations[m].target.unwrap_or(0);
+            self.surge_on_node[target].retain(|&x| x != m);
+            // The surge pod becomes the Instance's pod; the original goes.
+            let req = self.tasks[task].req;
+            self.world.release(target, &req);
+            freed = self.unplace(task);
+            self.place(task, target, now);
+            self.tasks[task].incarnation += 1;
+            self.moves_completed += 1;
+        } else {
+            self.moves_failed += 1;
+        }
+        if self.tasks[task].depart_pending {
+            self.tasks[task].depart_pending = false;
+            self.depart(task, now);
+        }
+        if let Some(n) = freed {
+            self.retry(Some(n), now);
+        }
+    }
+
+    fn sample(&mut self, now: i64) {
+        let total = self.world.total_gpus().max(1);
+        self.samples.push(Sample {
+            t: now,
+            allocation_rate: self.world.allocated_gpus() as f64 / total as f64,
+            stranded: self.world.stranded(),
+            pending: self.pending.len(),
+            pending_gpus: self
+                .pending
+                .iter()
+                .map(|&t| u64::from(self.tasks[t].req.gpus))
+                .sum(),
+            moves: self.moves_completed + self.evictions,
+            arrived_share: self.arrived_gpus as f64 / total as f64,
+        });
+    }
+
+    /// Size bucket of a task's GPU count ("1", "2", "4", "8").
+    pub fn size_key(gpus: u32) -> &'static str {
+        match gpus {
+            0 | 1 => "1",
+            2 | 3 => "2",
+            4..=7 => "4",
+            _ => "8",
+        }
+    }
+}
+
+/// What a run measured.
+#[derive(Debug, Clone)]
+pub struct RunResult {
+    /// The final state (tasks, migrations, samples).
+    pub sim: Sim,
+    /// Simulated end (ms).
+    pub end: i64,
+}
+
+/// Runs the simulation with one caretaker; `progress` is called with the simulated share
+/// done (0..1) now and then.
+pub fn run(
+    arrivals: &[Arrival],
+    trace: &[TraceTask],
+    world: World,
+    opts: &SimOptions,
+    caretaker: &mut dyn Caretaker,
+    progress: &mut dyn FnMut(f64),
+) -> RunResult {
+    let n_nodes = world.nodes.len();
+    let capacity = world.total_gpus();
+    let mut sim = Sim {
+        world,
+        trace: trace.to_vec(),
+        tasks: Vec::with_capacity(arrivals.len()),
+        migrations: Vec::new(),
+        pending: Vec::new(),
+        on_node: vec![Vec::new(); n_nodes],
+        opts: opts.clone(),
+        move_times: Vec::new(),
+        moves_completed: 0,
+        moves_failed: 0,
+        evictions: 0,
+        disruption_ms: 0,
+        samples: Vec::new(),
+        score_samples: Vec::new(),
+        arrived_gpus: 0,
+        capacity,
+        surge_on_node: vec![Vec::new(); n_nodes],
+    };
+    let mut heap: BinaryHeap<Reverse<(i64, u64, Ev)>> = BinaryHeap::new();
+    let mut seq = 0u64;
+    let mut push = |heap: &mut BinaryHeap<Reverse<(i64, u64, Ev)>>, t: i64, e: Ev| {
+        seq += 1;
+        heap.push(Reverse((t, seq, e)));
+    };
+    // Arrivals are fed lazily (they are sorted) to keep the heap small.
+    let mut next_arrival = 0usize;
+    let interval = caretaker.interval_ms();
+    if interval > 0 {
+        push(&mut heap, interval, Ev::Pass);
+    }
+    push(&mut heap, 0, Ev::Sample);
+    if opts.score_every_ms > 0 {
+        push(&mut heap, opts.score_every_ms, Ev::Score);
+    }
+    let mut last_progress = 0i64;
+    let end = opts.horizon_ms;
+    loop {
+        let next_heap = heap.peek().map(|Reverse((t, _, _))| *t);
+        let next_arr = arrivals.get(next_arrival).map(|a| a.at);
+        let (now, ev) = match (next_heap, next_arr) {
+            (None, None) => break,
+            (Some(h), Some(a)) if a < h => {
+                next_arrival += 1;
+                (a, Ev::Arrival(next_arrival - 1))
+            }
+            (None, Some(a)) => {
+                next_arrival += 1;
+                (a, Ev::Arrival(next_arrival - 1))
+            }
+            (Some(_), _) => {
+                let Some(Reverse((t, _, e))) = heap.pop() else {
+                    break;
+                };
+                (t, e)
+            }
+        };
+        if now > end {
+            break;
+        }
+        if now - last_progress > 6 * 3_600_000 {
+            last_progress = now;
+            progress(now as f64 / end.max(1) as f64);
+        }
+        match ev {
+            Ev::Arrival(i) => {
+                let a = &arrivals[i];
+                let tt = &trace[a.task];
+                let req = Request {
+                    gpus: tt.gpus,
+                    cpu: if opts.cpu_mem { tt.cpu_milli } else { 0 },
+                    mem: if opts.cpu_mem { tt.memory_mib } else { 0 },
+                    pools: sim.world.pool_mask(&tt.gpu_spec),
+                };
+                let id = sim.tasks.len();
+                sim.arrived_gpus += u64::from(req.gpus);
+                sim.tasks.push(Task {
+                    name: format!("t{id:06}"),
+                    trace: a.task,
+                    req,
+                    arrived: now,
+                    state: TaskState::Pending,
+                    node: None,
+                    started: now,
+                    first_placed: None,
+                    depart_at: a.lifetime.map(|l| now + l),
+                    depart_pending: false,
+                    migration: None,
+                    migrations: Vec::new(),
+                    evicted_at: None,
+                    incarnation: 1,
+                });
+                match sim.world.choose(&req, &[]) {
+                    Some(n) => sim.place(id, n, now),
+                    None => sim.pending.push(id),
+                }
+                if let Some(d) = sim.tasks[id].depart_at {
+                    push(&mut heap, d, Ev::Depart(id));
+                }
+            }
+            Ev::Depart(task) => sim.depart(task, now),
+            Ev::Sample => {
+                sim.sample(now);
+                push(&mut heap, now + opts.sample_every_ms, Ev::Sample);
+            }
+            Ev::Score => {
+                let snap = crate::snapshot::build(&sim, now, true);
+                let score = alfred_score::score(&snap, &alfred_model::config::Config::default());
+                let mut scores = vec![0.0; sim.world.pools.len()];
+                for p in score.pools {
+                    if let Ok(i) = sim.world.pools.binary_search(&p.pool) {
+                        scores[i] = p.score;
+                    }
+                }
+                sim.score_samples.push(ScoreSample { t: now, scores });
+                push(&mut heap, now + opts.score_every_ms, Ev::Score);
+            }
+            Ev::Pass => {
+                let actions = caretaker.pass(&sim, now);
+                for a in actions {
+                    match a {
+                        Action::Migrate {
+                            task,
+                            uuid,
+                            payload,
+                            hints,
+                        } => {
+                            let t = &sim.tasks[task];
+                            if t.state != TaskState::Running || t.migration.is_some() {
+                                continue;
+                            }
+                            let m = sim.migrations.len();
+                            sim.migrations.push(Migration {
+                                uuid,
+                                task,
+                                from: t.node.unwrap_or(0),
+                                hints,
+                                payload,
+                                requested: now,
+                                started: None,
+                                target: None,
+                                ended: None,
+                                phase: MigPhase::Requested,
+                            });
+                            sim.tasks[task].migration = Some(m);
+                            sim.tasks[task].migrations.push(m);
+                            sim.move_times.push(now);
+                            push(&mut heap, now + opts.ack_delay_ms, Ev::MigAck(m));
+                        }
+                        Action::Evict { task } => {
+                            let t = &sim.tasks[task];
+                            if t.state != TaskState::Running || t.migration.is_some() {
+                                continue;
+                            }
+                            let node = sim.unplace(task);
+                            sim.evictions += 1;
+                            sim.move_times.push(now);
+                            let t = &mut sim.tasks[task];
+                            t.state = TaskState::Pending;
+                            t.evicted_at = Some(now);
+                            t.incarnation += 1;
+                            sim.pending.push(task);
+                            // The scheduler re-places it at once if it can.
+                            let req = sim.tasks[task].req;
+                            let excluded: Vec<usize> = node.into_iter().collect();
+                            let choice = sim
+                                .world
+                                .choose(&req, &excluded)
+                                .or_else(|| sim.world.choose(&req, &[]));
+                            if let Some(n) = choice {
+                                sim.pending.retain(|&x| x != task);
+                                sim.place(task, n, now);
+                            }
+                            sim.retry(node, now);
+                        }
+                    }
+                }
+                for w in caretaker.wake_times() {
+                    if w > now {
+                        push(&mut heap, w, Ev::Wake);
+                    }
+                }
+                push(&mut heap, now + interval, Ev::Pass);
+            }
+            Ev::Wake => caretaker.wake(&sim, now),
+            Ev::MigAck(m) => {
+                let mig = &sim.migrations[m];
+                let req = sim.tasks[mig.task].req;
+                let from = mig.from;
+                // OMENative places the surge pod, preferring the hints in order.
+                let target = mig
+                    .hints
+                    .iter()
+                    .copied()
+                    .find(|&h| h != from && sim.world.fits(h, &req))
+                    .or_else(|| sim.world.choose(&req, &[from]));
+                sim.migrations[m].started = Some(now);
+                match target {
+                    Some(n) => {
+                        sim.world.bind(n, &req);
+                        sim.surge_on_node[n].push(m);
+                        sim.migrations[m].target = Some(n);
+                        sim.migrations[m].phase = MigPhase::Surge;
+                        push(&mut heap, now + opts.ready_ms, Ev::MigReady(m));
+                    }
+                    None => sim.end_migration(m, MigPhase::Failed, now),
+                }
+            }
+            Ev::MigReady(m) => sim.end_migration(m, MigPhase::Completed, now),
+        }
+    }
+    // Evicted pods still waiting count their downtime to the end.
+    for t in &sim.tasks {
+        if let Some(e) = t.evicted_at {
+            sim.disruption_ms += end - e;
+        }
+    }
+    sim.sample(end);
+    caretaker.finish(&sim, end);
+    progress(1.0);
+    RunResult { sim, end }
+}

@@ -1,0 +1,387 @@
+//! The simulated cluster's nodes and the scheduler model used to place arriving pods.
+//!
+//! Placement reproduces, for the twin's single-pod GPU case, the scoring of `alfred-sim`'s
+//! model of the kube-scheduler default profile with one documented change: the
+//! `NodeResourcesFit` scoring resources are `cpu`, `memory` and `nvidia.com/gpu` (weight 1
+//! each) — [`profile_yaml`] is the exact KubeSchedulerConfiguration. `spread` uses the
+//! `LeastAllocated` strategy (the default's), `binpack` uses `MostAllocated`.
+//!
+//! Score of a feasible node = `NodeResourcesFit` + `NodeResourcesBalancedAllocation`
+//! (the other default scorers give every node of the twin the same value: no taints,
+//! affinities, topology constraints, ports or images). Ties go to the smallest node name,
+//! as in `alfred-sim` (decision 14.9). Pods without CPU/memory requests use the scheduler's
+//! non-zero defaults (100m, 200Mi) for `NodeResourcesFit`. The agreement with `alfred-sim`
+//! is tested on small clusters (`tests/sim_agreement.rs`).
+//!
+//! Calling `alfred-sim` per arrival would mean converting the whole cluster to Kubernetes
+//! objects for each of ~270k pods; this module does the same arithmetic on integers.
+
+use crate::trace::TraceNode;
+
+/// `NodeResourcesFit` strategy.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Placement {
+    /// `LeastAllocated` (the default profile's): spreads.
+    Spread,
+    /// `MostAllocated`: packs.
+    Binpack,
+}
+
+impl Placement {
+    /// CLI name.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Placement::Spread => "spread",
+            Placement::Binpack => "binpack",
+        }
+    }
+
+    /// Parses the CLI name.
+    pub fn parse(s: &str) -> Option<Placement> {
+        match s {
+            "spread" => Some(Placement::Spread),
+            "binpack" => Some(Placement::Binpack),
+            _ => None,
+        }
+    }
+}
+
+/// The KubeSchedulerConfiguration the twin's placement implements.
+pub fn profile_yaml(p: Placement) -> String {
+    let strategy = match p {
+        Placement::Spread => "LeastAllocated",
+        Placement::Binpack => "MostAllocated",
+    };
+    format!(
+        "apiVersion: kubescheduler.config.k8s.io/v1
+kind: KubeSchedulerConfiguration
+profiles:
+  - schedulerName: default-scheduler
+    pluginConfig:
+      - name: NodeResourcesFit
+        args:
+          scoringStrategy:
+            type: {strategy}
+            resources:
+              - name: cpu
+                weight: 1
+              - name: memory
+                weight: 1
+              - name: nvidia.com/gpu
+                weight: 1
+"
+    )
+}
+
+const MAX_NODE_SCORE: i64 = 100;
+/// The scheduler's non-zero CPU default (millicores).
+pub const NZ_CPU: i64 = 100;
+/// The scheduler's non-zero memory default (MiB).
+pub const NZ_MEM: i64 = 200;
+
+/// What one pod asks for.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct Request {
+    /// GPUs.
+    pub gpus: u32,
+    /// CPU request (millicores; 0 = none).
+    pub cpu: i64,
+    /// Memory request (MiB; 0 = none).
+    pub mem: i64,
+    /// Allowed pools as a bit mask over [`World::pools`]; 0 = any.
+    pub pools: u64,
+}
+
+impl Request {
+    fn nz_cpu(&self) -> i64 {
+        if self.cpu == 0 { NZ_CPU } else { self.cpu }
+    }
+    fn nz_mem(&self) -> i64 {
+        if self.mem == 0 { NZ_MEM } else { self.mem }
+    }
+}
+
+/// One node's accounting.
+#[derive(Debug, Clone, PartialEq)]
+pub struct NodeState {
+    /// Name.
+    pub name: String,
+    /// Index into [`World::pools`].
+    pub pool: usize,
+    /// Allocatable GPUs.
+    pub gpus: u32,
+    /// Free GPUs.
+    pub free_gpus: u32,
+    /// Allocatable CPU (millicores).
+    pub cpu: i64,
+    /// Allocatable memory (MiB).
+    pub mem: i64,
+    /// Requested CPU.
+    pub req_cpu: i64,
+    /// Requested memory.
+    pub req_mem: i64,
+    /// Requested CPU with non-zero defaults.
+    pub nz_cpu: i64,
+    /// Requested memory with non-zero defaults.
+    pub nz_mem: i64,
+    /// Pods bound here (task ids; surge pods too).
+    pub pods: u32,
+}
+
+/// The cluster.
+#[derive(Debug, Clone)]
+pub struct World {
+    /// Nodes sorted by name.
+    pub nodes: Vec<NodeState>,
+    /// Pool names, sorted.
+    pub pools: Vec<String>,
+    /// Largest node size per pool (the "node-size request" of stranded GPUs).
+    pub pool_node_size: Vec<u32>,
+    /// Placement strategy.
+    pub placement: Placement,
+}
+
+impl World {
+    /// Builds the cluster from trace nodes.
+    pub fn new(trace: &[TraceNode], placement: Placement) -> World {
+        let mut pools: Vec<String> = trace.iter().map(|n| n.model.clone()).collect();
+        pools.sort();
+        pools.dedup();
+        let mut nodes: Vec<NodeState> = trace
+            .iter()
+            .map(|n| NodeState {
+                name: n.name.clone(),
+                pool: pools.binary_search(&n.model).unwrap_or(0),
+                gpus: n.gpus,
+                free_gpus: n.gpus,
+                cpu: n.cpu_milli,
+                mem: n.memory_mib,
+                req_cpu: 0,
+                req_mem: 0,
+                nz_cpu: 0,
+                nz_mem: 0,
+                pods: 0,
+            })
+            .collect();
+        nodes.sort_by(|a, b| a.name.cmp(&b.name));
+        let mut pool_node_size = vec![0u32; pools.len()];
+        for n in &nodes {
+            pool_node_size[n.pool] = pool_node_size[n.pool].max(n.gpus);
+        }
+        World {
+            nodes,
+            pools,
+            pool_node_size,
+            placement,
+        }
+    }
+
+    /// Bit mask of pool names (unknown names are ignored; no known name → no pool).
+    pub fn pool_mask(&self, names: &[String]) -> u64 {
+        if names.is_empty() {
+            return 0;
+        }
+        let mut m = 0u64;
+        for n in names {
+            if let Ok(i) = self.pools.binary_search(n) {
+                m |= 1 << i;
+            }
+        }
+        if m == 0 { u64::MAX << 63 } else { m }
+    }
+
+    /// Total GPUs.
+    pub fn total_gpus(&self) -> u64 {
+        self.nodes.iter().map(|n| u64::from(n.gpus)).sum()
+    }
+
+    /// Allocated GPUs.
+    pub fn allocated_gpus(&self) -> u64 {
+        self.nodes
+            .iter()
+            .map(|n| u64::from(n.gpus - n.free_gpus))
+            .sum()
+    }
+
+    /// Whether `r` fits on node `i`.
+    pub fn fits(&self, i: usize, r: &Request) -> bool {
+        let n = &self.nodes[i];
+        (r.pools == 0 || r.pools & (1 << n.pool) != 0)
+            && n.free_gpus >= r.gpus
+            && n.req_cpu + r.cpu <= n.cpu
+            && n.req_mem + r.mem <= n.mem
+    }
+
+    /// The scheduler's score of node `i` for `r` (assumed feasible).
+    pub fn score(&self, i: usize, r: &Request) -> i64 {
+        let n = &self.nodes[i];
+        let fit_one = |used: i64, alloc: i64| -> Option<i64> {
+            if alloc == 0 {
+                return None;
+            }
+            Some(match self.placement {
+                Placement::Spread => {
+                    if used > alloc {
+                        0
+                    } else {
+                        (alloc - used) * MAX_NODE_SCORE / alloc
+                    }
+                }
+                Placement::Binpack => used.min(alloc) * MAX_NODE_SCORE / alloc,
+            })
+        };
+        let mut sum = 0;
+        let mut w = 0;
+        for s in [
+            fit_one(n.nz_cpu + r.nz_cpu(), n.cpu),
+            fit_one(n.nz_mem + r.nz_mem(), n.mem),
+            if r.gpus == 0 {
+                None
+            } else {
+                fit_one(
+                    i64::from(n.gpus - n.free_gpus) + i64::from(r.gpus),
+                    i64::from(n.gpus),
+                )
+            },
+        ]
+        .into_iter()
+        .flatten()
+        {
+            sum += s;
+            w += 1;
+        }
+        let fit = if w == 0 { 0 } else { sum / w };
+        let balanced = if r.cpu == 0 && r.mem == 0 {
+            0
+        } else {
+            let mut fr = Vec::with_capacity(2);
+            if n.cpu > 0 {
+                fr.push(((n.req_cpu + r.cpu) as f64 / n.cpu as f64).min(1.0));
+            }
+            if n.mem > 0 {
+                fr.push(((n.req_mem + r.mem) as f64 / n.mem as f64).min(1.0));
+            }
+            let std = if fr.len() == 2 {
+                (fr[0] - fr[1]).abs() / 2.0
+            } else {
+                0.0
+            };
+            ((1.0 - std) * MAX_NODE_SCORE as f64) as i64
+        };
+        fit + balanced
+    }
+
+    /// The node the scheduler picks for `r`, skipping `excluded` nodes; `None` when
+    /// nothing fits.
+    pub fn choose(&self, r: &Request, excluded: &[usize]) -> Option<usize> {
+        let mut best: Option<(usize, i64)> = None;
+        for i in 0..self.nodes.len() {
+            if !self.fits(i, r) || excluded.contains(&i) {
+                continue;
+            }
+            let s = self.score(i, r);
+            if best.is_none_or(|(_, b)| s > b) {
+                best = Some((i, s));
+            }
+        }
+        best.map(|(i, _)| i)
+    }
+
+    /// Binds `r` to node `i`.
+    pub fn bind(&mut self, i: usize, r: &Request) {
+        let n = &mut self.nodes[i];
+        n.free_gpus -= r.gpus;
+        n.req_cpu += r.cpu;
+        n.req_mem += r.mem;
+        n.nz_cpu += r.nz_cpu();
+        n.nz_mem += r.nz_mem();
+        n.pods += 1;
+    }
+
+    /// Releases `r` from node `i`.
+    pub fn release(&mut self, i: usize, r: &Request) {
+        let n = &mut self.nodes[i];
+        n.free_gpus += r.gpus;
+        n.req_cpu -= r.cpu;
+        n.req_mem -= r.mem;
+        n.nz_cpu -= r.nz_cpu();
+        n.nz_mem -= r.nz_mem();
+        n.pods -= 1;
+    }
+
+    /// Node index by name.
+    pub fn node_index(&self, name: &str) -> Option<usize> {
+        self.nodes.binary_search_by(|n| n.name.as_str().cmp(name)).ok()
+    }
+
+    /// Stranded GPUs per pool: free GPUs on nodes whose free count is below the pool's
+    /// node size (a request of the pool's node size cannot use them).
+    pub fn stranded(&self) -> Vec<u64> {
+        let mut out = vec![0u64; self.pools.len()];
+        for n in &self.nodes {
+            if n.free_gpus > 0 && n.free_gpus < self.pool_node_size[n.pool] {
+                out[n.pool] += u64::from(n.free_gpus);
+            }
+        }
+        out
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn tn(name: &str, gpus: u32, model: &str) -> TraceNode {
+        TraceNode {
+            name: name.into(),
+            cpu_milli: 64000,
+            memory_mib: 262144,
+            gpus,
+            model: model.into(),
+        }
+    }
+
+    #[test]
+    fn spread_spreads_and_binpack_packs() {
+        let nodes = [tn("a", 8, "G"), tn("b", 8, "G")];
+        let r = Request {
+            gpus: 1,
+            cpu: 1000,
+            mem: 1024,
+            pools: 0,
+        };
+        for (p, second) in [(Placement::Spread, 1), (Placement::Binpack, 0)] {
+            let mut w = World::new(&nodes, p);
+            let first = w.choose(&r, &[]).unwrap();
+            assert_eq!(first, 0, "tie goes to the smallest name");
+            w.bind(first, &r);
+            assert_eq!(w.choose(&r, &[]), Some(second), "{p:?}");
+        }
+    }
+
+    #[test]
+    fn pools_cpu_and_stranded() {
+        let nodes = [tn("a", 8, "G"), tn("b", 2, "T")];
+        let mut w = World::new(&nodes, Placement::Spread);
+        let only_t = w.pool_mask(&["T".to_owned()]);
+        let r = Request {
+            gpus: 1,
+            cpu: 0,
+            mem: 0,
+            pools: only_t,
+        };
+        assert_eq!(w.choose(&r, &[]), Some(1));
+        let big_cpu = Request {
+            gpus: 1,
+            cpu: 100_000,
+            mem: 0,
+            pools: 0,
+        };
+        assert_eq!(w.choose(&big_cpu, &[]), None);
+        w.bind(0, &Request { gpus: 3, ..Request::default() });
+        w.bind(1, &Request { gpus: 1, ..Request::default() });
+        assert_eq!(w.stranded(), vec![5, 1]);
+        assert_eq!(w.allocated_gpus(), 4);
+        assert_eq!(w.pool_mask(&["nope".to_owned()]) & 0b11, 0);
+    }
+}
