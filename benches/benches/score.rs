@@ -1,7 +1,7 @@
 //! Scoring every pool at S/M/L/XL, next to a plain sequential read of as many bytes as the
 //! snapshot's node and pod arrays hold (inline + heap): the memory-bandwidth floor.
 //!
-//! `cargo bench -p alfred-benches --bench score` (add `-- S` etc. to pick sizes).
+//! `cargo bench -p alfred-benches --bench score` (`ALFRED_BENCH_SIZES=S,M` picks sizes).
 //! Besides criterion's report, each size prints one line:
 //! `size nodes pods bytes/node bytes/pod score_ms floor_ms ratio`.
 
@@ -47,10 +47,10 @@ fn median(runs: usize, mut f: impl FnMut()) -> Duration {
 }
 
 fn bench_score(c: &mut Criterion) {
-    let filter: Vec<String> = std::env::args()
-        .skip(1)
-        .filter(|a| !a.starts_with('-'))
-        .collect();
+    // `ALFRED_BENCH_SIZES=S,M` limits the sizes (default: all four).
+    let filter: Vec<String> = std::env::var("ALFRED_BENCH_SIZES")
+        .map(|v| v.split(',').map(|x| x.trim().to_string()).collect())
+        .unwrap_or_default();
     let settings = ScoreSettings::default();
     let mut lines = Vec::new();
     for (name, nodes, pods) in SIZES {

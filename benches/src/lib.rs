@@ -441,7 +441,10 @@ pub fn generate_cluster(nodes: usize, pods: usize, seed: u64) -> ClusterSnapshot
     }
     let mut snap = b.snap;
     snap.normalize();
-    snap
+    // Re-allocate in list order, as a snapshot builder does: the API server lists objects
+    // sorted by namespace/name, so the builder's strings lie in that order on the heap.
+    // (Sorting moved the structs but left their strings where generation put them.)
+    snap.clone()
 }
 
 /// Approximate memory of a snapshot's node and pod arrays: `(node_bytes, pod_bytes)`, each

@@ -6,21 +6,27 @@ use std::cmp::Ordering;
 
 use alfred_model::snapshot::Pod;
 
-const EMPTY: u64 = 0;
-
 /// Node name → index, as an open-addressing table with a fixed hash (no `HashMap`: the
 /// table is only probed, never iterated, so no output can depend on hash order). The names
-/// are copied into one contiguous arena so a probe touches two small, cache-resident arrays
-/// rather than the node structs.
+/// are copied into one contiguous arena and each slot carries the name's place in it, so a
+/// probe touches one table slot and one arena range rather than the node structs.
 ///
 /// With duplicate names the first one in input order wins (Kubernetes names are unique).
 pub(crate) struct NameIndex {
-    /// `(hash high 32 bits) << 32 | (index + 1)`, 0 = empty.
-    table: Vec<u64>,
+    table: Vec<Slot>,
     mask: usize,
     arena: Vec<u8>,
-    /// Start offset of each name in `arena`; `offsets[i + 1]` is its end.
-    offsets: Vec<usize>,
+}
+
+#[derive(Clone, Copy, Default)]
+struct Slot {
+    /// High 32 bits of the hash.
+    tag: u32,
+    /// Node index + 1; 0 = empty.
+    index: u32,
+    /// The name's range in the arena.
+    start: u32,
+    len: u32,
 }
 
 impl NameIndex {
@@ -28,25 +34,34 @@ impl NameIndex {
         let n = names.len();
         let size = (n * 2).next_power_of_two().max(16);
         let mut index = NameIndex {
-            table: vec![EMPTY; size],
+            table: vec![Slot::default(); size],
             mask: size - 1,
             arena: Vec::new(),
-            offsets: Vec::with_capacity(n + 1),
         };
-        index.offsets.push(0);
         for (i, name) in names.enumerate() {
-            index.arena.extend_from_slice(name.as_bytes());
-            index.offsets.push(index.arena.len());
+            let (Ok(start), Ok(len), Ok(idx)) = (
+                u32::try_from(index.arena.len()),
+                u32::try_from(name.len()),
+                u32::try_from(i + 1),
+            ) else {
+                break; // beyond 4 GiB of names: not a cluster this index serves
+            };
             let h = hash(name.as_bytes());
-            let tag = (h >> 32) << 32;
+            let tag = (h >> 32) as u32;
             let mut slot = (h as usize) & index.mask;
             loop {
                 let entry = index.table[slot];
-                if entry == EMPTY {
-                    index.table[slot] = tag | (i as u64 + 1);
+                if entry.index == 0 {
+                    index.arena.extend_from_slice(name.as_bytes());
+                    index.table[slot] = Slot {
+                        tag,
+                        index: idx,
+                        start,
+                        len,
+                    };
                     break;
                 }
-                if entry & !0xFFFF_FFFF == tag && index.name(entry) == name.as_bytes() {
+                if entry.tag == tag && index.name(entry) == name.as_bytes() {
                     break; // duplicate: keep the first
                 }
                 slot = (slot + 1) & index.mask;
@@ -55,22 +70,25 @@ impl NameIndex {
         index
     }
 
-    fn name(&self, entry: u64) -> &[u8] {
-        let i = ((entry & 0xFFFF_FFFF) - 1) as usize;
-        &self.arena[self.offsets[i]..self.offsets[i + 1]]
+    #[inline]
+    fn name(&self, s: Slot) -> &[u8] {
+        let start = s.start as usize;
+        self.arena
+            .get(start..start + s.len as usize)
+            .unwrap_or_default()
     }
 
     pub(crate) fn get(&self, name: &str) -> Option<usize> {
         let h = hash(name.as_bytes());
-        let tag = (h >> 32) << 32;
+        let tag = (h >> 32) as u32;
         let mut slot = (h as usize) & self.mask;
         loop {
             let entry = self.table[slot];
-            if entry == EMPTY {
+            if entry.index == 0 {
                 return None;
             }
-            if entry & !0xFFFF_FFFF == tag && self.name(entry) == name.as_bytes() {
-                return Some(((entry & 0xFFFF_FFFF) - 1) as usize);
+            if entry.tag == tag && entry.len as usize == name.len() && self.name(entry) == name.as_bytes() {
+                return Some(entry.index as usize - 1);
             }
             slot = (slot + 1) & self.mask;
         }
@@ -101,13 +119,18 @@ fn hash(bytes: &[u8]) -> u64 {
 }
 
 /// Finds bound pods by `namespace/name` key. The snapshot keeps `pods` sorted by
-/// `(namespace, name)`; when it is not (a hand-built snapshot), a sorted permutation is
-/// built once. Lookups gallop from the previous hit, so keys that arrive roughly in pod
-/// order (the usual case: workloads are sorted and pods are named after them) cost
-/// O(log distance) instead of O(log n).
+/// `(namespace, name)`, and lookups gallop from the previous hit, so keys that arrive
+/// roughly in pod order (the usual case: workloads are sorted and pods are named after
+/// them) cost O(log distance) instead of O(log n).
+///
+/// Sortedness is verified lazily: a hit is always exact (the key is compared), so only a
+/// miss can be caused by an unsorted list. On the first miss the list is checked once
+/// (O(n)); if it is not sorted, a sorted permutation is built and the lookup retried, so
+/// the answers never depend on the input order.
 pub(crate) struct PodFinder<'s> {
     pods: &'s [Pod],
     perm: Option<Vec<u32>>,
+    verified: bool,
     hint: usize,
 }
 
@@ -120,23 +143,42 @@ fn cmp_pod(p: &Pod, ns: &str, name: &str) -> Ordering {
 
 impl<'s> PodFinder<'s> {
     pub(crate) fn new(pods: &'s [Pod]) -> Self {
+        PodFinder {
+            pods,
+            perm: None,
+            verified: false,
+            hint: 0,
+        }
+    }
+
+    /// Checks the order once; builds the sorted permutation when needed.
+    fn verify(&mut self) {
+        self.verified = true;
+        let pods = self.pods;
         let sorted = pods
             .windows(2)
             .all(|w| cmp_pod(&w[0], &w[1].namespace, &w[1].name) != Ordering::Greater);
-        let perm = if sorted {
-            None
-        } else {
+        if !sorted {
             let mut perm: Vec<u32> = (0..pods.len() as u32).collect();
             perm.sort_by(|a, b| {
                 let (pa, pb) = (&pods[*a as usize], &pods[*b as usize]);
                 cmp_pod(pa, &pb.namespace, &pb.name).then(a.cmp(b))
             });
-            Some(perm)
-        };
-        PodFinder {
-            pods,
-            perm,
-            hint: 0,
+            self.perm = Some(perm);
+            self.hint = 0;
+        }
+    }
+
+    /// The index (into the snapshot's `pods`) of the pod with this `namespace/name` key.
+    pub(crate) fn find(&mut self, key: &str) -> Option<usize> {
+        let (ns, name) = key.split_once('/')?;
+        match self.search(ns, name) {
+            Some(i) => Some(i),
+            None if !self.verified => {
+                self.verify();
+                self.search(ns, name)
+            }
+            None => None,
         }
     }
 
@@ -166,9 +208,7 @@ impl<'s> PodFinder<'s> {
         lo
     }
 
-    /// The index (into the snapshot's `pods`) of the pod with this `namespace/name` key.
-    pub(crate) fn find(&mut self, key: &str) -> Option<usize> {
-        let (ns, name) = key.split_once('/')?;
+    fn search(&mut self, ns: &str, name: &str) -> Option<usize> {
         let n = self.pods.len();
         if n == 0 {
             return None;

@@ -314,13 +314,17 @@ pub fn analyze<'s>(snapshot: &'s ClusterSnapshot, settings: &ScoreSettings) -> A
         for c in &w.components {
             let c_ok = w_ok && c.mode == DeploymentMode::OMENative && component_block(c).is_none();
             for inst in &c.instances {
-                let single = if inst.nodes.len() == 1 {
-                    inst.nodes.keys().next().and_then(|n| index.get(n))
-                } else {
-                    None
-                };
+                // A single-node Instance (the usual case) resolves its node once.
+                let mut single: Option<(&str, usize)> = None;
                 let movable_pool = if c_ok && instance_block(c, inst).is_none() {
-                    instance_pool(inst, single)
+                    if inst.nodes.len() == 1 {
+                        single = inst
+                            .nodes
+                            .keys()
+                            .next()
+                            .and_then(|n| index.get(n).map(|i| (n.as_str(), i)));
+                    }
+                    instance_pool(inst, single.map(|(_, i)| i))
                 } else {
                     NONE
                 };
@@ -333,7 +337,7 @@ pub fn analyze<'s>(snapshot: &'s ClusterSnapshot, settings: &ScoreSettings) -> A
                         continue;
                     }
                     let ni = match single {
-                        Some(i) if nodes[i].name == pod.node => Some(i),
+                        Some((name, i)) if name == pod.node => Some(i),
                         _ => index.get(&pod.node),
                     };
                     let Some(ni) = ni else {
