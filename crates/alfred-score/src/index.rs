@@ -87,7 +87,10 @@ impl NameIndex {
             if entry.index == 0 {
                 return None;
             }
-            if entry.tag == tag && entry.len as usize == name.len() && self.name(entry) == name.as_bytes() {
+            if entry.tag == tag
+                && entry.len as usize == name.len()
+                && self.name(entry) == name.as_bytes()
+            {
                 return Some(entry.index as usize - 1);
             }
             slot = (slot + 1) & self.mask;
