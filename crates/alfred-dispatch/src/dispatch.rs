@@ -236,7 +236,6 @@ pub fn execute(
             return out;
         }
     };
-    let execute_mode = ctx.config.mode == Mode::Execute;
     let follow = crate::follow::reconcile(
         &journal,
         ctx.snapshot,
@@ -244,9 +243,11 @@ pub fn execute(
         ctx.runtime.migration_ack_timeout,
         ctx.runtime.migration_failure_backoff,
     );
-    // Recommend-only writes nothing (E20 and the write invariant): the follow-up shows in
-    // the rows, the stored journal stays as it is.
-    let mut journal = if follow.changed && execute_mode {
+    // E20 / alfred-engine.md §13 item 1: with the executor available the journal is
+    // reconciled in both modes. Recommend-only follows and updates the entries execute
+    // mode created (a `WriteJournal` effect) but never appends one and never writes a
+    // request annotation.
+    let mut journal = if follow.changed {
         if let Err(e) = write(&follow.journal, &mut out.effects) {
             out.journal_error = Some(e);
             withhold_all(&mut decisions, DispatchReason::JournalUnavailable);
@@ -266,9 +267,7 @@ pub fn execute(
         }
     }
     let unresolved: Vec<Entry> = follow.journal.unresolved().cloned().collect();
-    if execute_mode {
-        out.journal = JournalSlot::Readable(journal.clone());
-    }
+    out.journal = JournalSlot::Readable(journal.clone());
     if unresolved.len() > 1 {
         withhold_all(&mut decisions, DispatchReason::MultipleUnresolvedRequests);
         out.decisions = decisions;

@@ -101,6 +101,7 @@ proptest! {
                     });
                     let mode = w.config.mode;
                     let snap = w.snap.clone();
+                    let before: BTreeSet<String> = w.journal().entries.iter().map(|e| e.uuid.clone()).collect();
                     let out = w.pass();
                     let reqs: Vec<(String, String)> = out.effects.iter().filter_map(|e| match e {
                         Effect::RequestMigration { uuid, name, .. } => Some((uuid.clone(), name.clone())),
@@ -125,10 +126,14 @@ proptest! {
                         }
                     }
                     if mode == Mode::RecommendOnly {
+                        // E20: recommend-only may update the journal's existing entries
+                        // but never appends one and never writes anything else.
                         for e in &out.effects {
-                            let allowed = matches!(e, Effect::UpdateRecommendations { .. } | Effect::RecordEvent(_) | Effect::Metric(_));
+                            let allowed = matches!(e, Effect::UpdateRecommendations { .. } | Effect::RecordEvent(_) | Effect::Metric(_) | Effect::WriteJournal { .. });
                             prop_assert!(allowed, "recommend-only write effect");
                         }
+                        let after: BTreeSet<String> = w.journal().entries.iter().map(|e| e.uuid.clone()).collect();
+                        prop_assert!(after.is_subset(&before), "recommend-only appended an entry");
                     }
                     let hour = w.journal().entries.iter().filter(|e| w.now.since(e.created_at).as_secs() <= 3600).count();
                     prop_assert!(hour <= w.config.max_migrations_per_hour as usize);

@@ -329,6 +329,59 @@ fn recommend_only_with_v1_withholds_prepared_entries_and_writes_nothing() {
 }
 
 #[test]
+fn recommend_only_with_v1_follows_execute_mode_entries_to_completion() {
+    // E20 / alfred-engine.md §13 item 1: an entry created in execute mode is followed
+    // and updated after a switch to recommend-only; nothing is appended, no annotation.
+    let mut w = World::execute();
+    w.pass();
+    let id = uuid(1);
+    assert_eq!(w.journal().entries[0].phase, Phase::Submitted);
+    w.config.mode = Mode::RecommendOnly;
+    w.advance_minutes(1);
+    let started = w.now.minus(std::time::Duration::from_secs(30));
+    w.omenative(
+        &id,
+        "Completed",
+        started,
+        Some(w.now.minus(std::time::Duration::from_secs(5))),
+    );
+    let out = w.pass();
+    assert_eq!(writes(&out), ["journal"]);
+    assert_eq!(requests(&out), 0);
+    let j = w.journal();
+    assert_eq!(j.entries.len(), 1);
+    assert_eq!(j.entries[0].uuid, id);
+    assert_eq!(j.entries[0].phase, Phase::Completed);
+    assert!(j.entries[0].completed_at.is_some());
+    // The written document is the journal the pass keeps.
+    let written = out
+        .effects
+        .iter()
+        .find_map(|e| match e {
+            Effect::WriteJournal { state_json } => Some(state_json.clone()),
+            _ => None,
+        })
+        .unwrap();
+    assert_eq!(written, j.to_state_json().unwrap());
+    let mine = out
+        .record
+        .recommendations
+        .as_ref()
+        .unwrap()
+        .iter()
+        .find(|x| x.request_uuid == id)
+        .unwrap()
+        .clone();
+    assert_eq!(mine.outcome, Outcome::Completed);
+    // w2 stays advice in recommend-only; the next pass writes nothing (no change).
+    assert_eq!(row(&out, "w2").outcome, Outcome::Advisory);
+    w.advance_minutes(1);
+    let out = w.pass();
+    assert!(writes(&out).is_empty());
+    assert_eq!(w.journal(), j);
+}
+
+#[test]
 fn default_install_is_advice_with_one_omenative_unavailable_event() {
     let mut w = World::execute();
     w.runtime = Default::default();
