@@ -79,9 +79,15 @@ pub struct MoveInput<'a> {
     pub require_gang: bool,
 }
 
+/// Index of a resource no node offers.
+const NO_RES: usize = usize::MAX;
+
 #[derive(Debug, Clone, Default)]
 struct NodeState {
-    requested: Res,
+    /// Allocatable per resource index.
+    alloc: Vec<i64>,
+    /// Requested per resource index.
+    requested: Vec<i64>,
     nz_cpu: i64,
     nz_mem: i64,
     count: i64,
@@ -92,6 +98,8 @@ struct NodeState {
 /// A cluster converted once, against which many moves can be simulated.
 #[derive(Debug, Clone)]
 pub struct PreparedCluster {
+    /// Resource names offered by some node, indexed.
+    res_index: BTreeMap<String, usize>,
     nodes: Vec<NodeInfo>,
     node_index: BTreeMap<String, usize>,
     pods: Vec<PodInfo>,
@@ -230,8 +238,30 @@ impl PreparedCluster {
                 ));
             }
         }
+        let mut res_index = BTreeMap::new();
+        for n in &nodes {
+            for r in n.alloc.keys() {
+                let next = res_index.len();
+                res_index.entry(r.clone()).or_insert(next);
+            }
+        }
+        let state = nodes
+            .iter()
+            .map(|n| {
+                let mut alloc = vec![0; res_index.len()];
+                for (r, v) in &n.alloc {
+                    alloc[res_index[r]] = *v;
+                }
+                NodeState {
+                    requested: vec![0; alloc.len()],
+                    alloc,
+                    ..Default::default()
+                }
+            })
+            .collect();
         let mut prepared = PreparedCluster {
-            state: vec![NodeState::default(); nodes.len()],
+            res_index,
+            state,
             nodes,
             node_index,
             pods: Vec::new(),
@@ -315,11 +345,29 @@ impl PreparedCluster {
         Ok(prepared)
     }
 
-    fn add_pod(&mut self, info: PodInfo, n: usize) -> usize {
+    /// Resolves a pod's requests against the resource table.
+    fn index(&self, p: &mut PodInfo) {
+        p.req_v = p
+            .requests
+            .iter()
+            .map(|(r, v)| (self.res_index.get(r).copied().unwrap_or(NO_RES), *v))
+            .collect();
+    }
+
+    fn res(&self, name: &str) -> usize {
+        self.res_index.get(name).copied().unwrap_or(NO_RES)
+    }
+
+    fn add_pod(&mut self, mut info: PodInfo, n: usize) -> usize {
+        if info.req_v.len() != info.requests.len() {
+            self.index(&mut info);
+        }
         let id = self.pods.len();
         let s = &mut self.state[n];
-        for (k, v) in &info.requests {
-            *s.requested.entry(k.clone()).or_insert(0) += v;
+        for (i, v) in &info.req_v {
+            if *i != NO_RES {
+                s.requested[*i] += v;
+            }
         }
         s.nz_cpu += info.nz_cpu;
         s.nz_mem += info.nz_mem;
@@ -336,9 +384,9 @@ impl PreparedCluster {
         let id = self.pods.len();
         if let Some(Some(n)) = self.pod_node.pop() {
             let s = &mut self.state[n];
-            for (k, v) in &info.requests {
-                if let Some(e) = s.requested.get_mut(k) {
-                    *e -= v;
+            for (i, v) in &info.req_v {
+                if *i != NO_RES {
+                    s.requested[*i] -= v;
                 }
             }
             s.nz_cpu -= info.nz_cpu;
@@ -374,20 +422,22 @@ impl PreparedCluster {
         if p.requests_nothing() {
             return true;
         }
-        p.requests.iter().all(|(r, req)| {
-            if *req == 0 {
+        p.requests.keys().zip(&p.req_v).all(|(r, &(i, req))| {
+            if req == 0 {
                 return true;
             }
-            if is_extended(r)
+            let free = if i == NO_RES {
+                0
+            } else {
+                s.alloc[i] - s.requested[i]
+            };
+            if req <= free {
+                return true;
+            }
+            is_extended(r)
                 && (profile.fit.ignored_resources.contains(r)
                     || r.split_once('/')
                         .is_some_and(|(g, _)| profile.fit.ignored_groups.contains(g)))
-            {
-                return true;
-            }
-            let alloc = node.alloc.get(r).copied().unwrap_or(0);
-            let used = s.requested.get(r).copied().unwrap_or(0);
-            *req <= alloc - used
         })
     }
 
@@ -404,12 +454,9 @@ impl PreparedCluster {
         if s.count + 1 > node.max_pods {
             return false;
         }
-        p.requests.iter().all(|(r, req)| {
-            *req == 0
-                || *req
-                    <= node.alloc.get(r).copied().unwrap_or(0)
-                        - s.requested.get(r).copied().unwrap_or(0)
-        })
+        p.req_v
+            .iter()
+            .all(|&(i, req)| req == 0 || (i != NO_RES && req <= s.alloc[i] - s.requested[i]))
     }
 
     fn eligible_for_spread(
@@ -800,7 +847,6 @@ impl PreparedCluster {
         feasible
             .iter()
             .map(|&n| {
-                let node = &self.nodes[n];
                 let s = &self.state[n];
                 let (mut sum, mut wsum) = (0i64, 0i64);
                 for (r, w) in &profile.fit.resources {
@@ -808,14 +854,15 @@ impl PreparedCluster {
                     if is_scalar(r) && pr == 0 {
                         continue;
                     }
-                    let alloc = node.alloc.get(r).copied().unwrap_or(0);
+                    let i = self.res(r);
+                    let alloc = if i == NO_RES { 0 } else { s.alloc[i] };
                     if alloc == 0 {
                         continue;
                     }
                     let used = match r.as_str() {
                         "cpu" => s.nz_cpu,
                         "memory" => s.nz_mem,
-                        _ => s.requested.get(r).copied().unwrap_or(0),
+                        _ => s.requested[i],
                     } + pr;
                     let sr = match profile.fit.strategy {
                         FitStrategy::LeastAllocated => {
@@ -852,7 +899,6 @@ impl PreparedCluster {
             feasible
                 .iter()
                 .map(|&n| {
-                    let node = &self.nodes[n];
                     let s = &self.state[n];
                     let mut fractions = Vec::new();
                     for (r, _) in &profile.balanced_resources {
@@ -860,11 +906,12 @@ impl PreparedCluster {
                         if is_scalar(r) && pr == 0 {
                             continue;
                         }
-                        let alloc = node.alloc.get(r).copied().unwrap_or(0);
+                        let i = self.res(r);
+                        let alloc = if i == NO_RES { 0 } else { s.alloc[i] };
                         if alloc == 0 {
                             continue;
                         }
-                        let used = s.requested.get(r).copied().unwrap_or(0) + pr;
+                        let used = s.requested[i] + pr;
                         fractions.push((used as f64 / alloc as f64).min(1.0));
                     }
                     let std = match fractions.len() {
@@ -1280,7 +1327,10 @@ impl PreparedCluster {
         let mut infos = Vec::new();
         for p in input.replacement_pods {
             match pod_info(p, &self.ns_labels, true) {
-                Ok(i) => infos.push(i),
+                Ok(mut i) => {
+                    self.index(&mut i);
+                    infos.push(i);
+                }
                 Err(f) => return Ok(Outcome::failed(f)),
             }
         }
@@ -1308,7 +1358,10 @@ impl PreparedCluster {
                 )));
             }
             let info = match pod_info(c, &self.ns_labels, true) {
-                Ok(i) => i,
+                Ok(mut i) => {
+                    self.index(&mut i);
+                    i
+                }
                 Err(f) => return Ok(Outcome::failed(f)),
             };
             if let Ok((n, _)) = self.schedule_one(&info, None, &BTreeSet::new(), profile, true) {
@@ -1397,14 +1450,21 @@ impl PreparedCluster {
     pub(crate) fn fits_member(&self, p: &PodInfo, n: usize) -> bool {
         self.member_fits(p, n)
     }
-    pub(crate) fn free(&self, n: usize) -> (Res, i64) {
-        let node = &self.nodes[n];
+    /// How many copies of a pod's requests fit the node's free resources and pod slots.
+    pub(crate) fn copies_fitting(&self, p: &PodInfo, n: usize) -> i64 {
         let s = &self.state[n];
-        let mut free = Res::new();
-        for (r, a) in &node.alloc {
-            free.insert(r.clone(), a - s.requested.get(r).copied().unwrap_or(0));
+        let mut c = self.nodes[n].max_pods - s.count;
+        for &(i, req) in &p.req_v {
+            if req > 0 {
+                let free = if i == NO_RES {
+                    0
+                } else {
+                    s.alloc[i] - s.requested[i]
+                };
+                c = c.min(free / req);
+            }
         }
-        (free, node.max_pods - s.count)
+        c.max(0)
     }
     pub(crate) fn pods_len(&self) -> usize {
         self.pods.len()

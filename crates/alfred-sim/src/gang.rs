@@ -5,7 +5,7 @@ use std::collections::{BTreeMap, BTreeSet};
 
 use crate::config::Profile;
 use crate::engine::{Outcome, PreparedCluster};
-use crate::model::{PodInfo, Res};
+use crate::model::PodInfo;
 use crate::outcome::{Cause, Failure};
 
 fn fail(cause: Cause, detail: impl Into<String>) -> Outcome {
@@ -36,17 +36,6 @@ fn size_key(p: &PodInfo) -> (i64, i64, i64) {
     (gpu, get("cpu"), get("memory"))
 }
 
-/// How many copies of `l` fit into `free` with `slots` pod slots.
-fn copies(l: &Res, free: &Res, slots: i64) -> i64 {
-    let mut c = slots;
-    for (r, req) in l {
-        if *req > 0 {
-            c = c.min(free.get(r).copied().unwrap_or(0) / req);
-        }
-    }
-    c.max(0)
-}
-
 /// Room of one node for the remaining members (§9.4, E27); `fits[m]` says whether member m
 /// fits the node on its own.
 fn node_room(
@@ -65,9 +54,7 @@ fn node_room(
     else {
         return 0;
     };
-    let (free, slots) = w.free(n);
-    let c = copies(&largest.requests, &free, slots);
-    c.min(per_node).max(1)
+    w.copies_fitting(largest, n).min(per_node).max(1)
 }
 
 /// Does every member get a slot (bipartite matching with node capacities)?

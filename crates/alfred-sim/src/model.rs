@@ -8,7 +8,7 @@ use crate::objects::{
     PodAffinityTerm, PreferredSchedulingTerm, Taint, Toleration, TopologySpreadConstraint, Unknown,
 };
 use crate::outcome::{Cause, Failure};
-use crate::quantity::parse_resource;
+use crate::quantity::parse_resource_with;
 
 /// Resource amounts in scheduler units (cpu in milli-cores, others in whole units).
 pub type Res = BTreeMap<String, i64>;
@@ -151,6 +151,9 @@ pub struct PodInfo {
     pub priority: i32,
     pub preempt_never: bool,
     pub requests: Res,
+    /// `requests` as (resource index, amount) against a [`crate::PreparedCluster`]'s resource
+    /// table, in `requests` order; `usize::MAX` for a resource no node offers.
+    pub req_v: Vec<(usize, i64)>,
     pub nz_cpu: i64,
     pub nz_mem: i64,
     /// `(protocol, hostIP, port)`.
@@ -191,20 +194,43 @@ impl PodInfo {
     }
 }
 
-fn unknown_field(path: &str, unknown: &Unknown) -> Result<(), Failure> {
+fn unknown_field(path: impl AsPath, unknown: &Unknown) -> Result<(), Failure> {
     match unknown.keys().next() {
         None => Ok(()),
         Some(k) => Err(Failure::new(
             Cause::UnknownSchedulingField,
-            format!("unknown field {path}.{k}"),
+            format!("unknown field {}.{k}", path.path()),
         )),
+    }
+}
+
+/// A field path, built only when an error needs it.
+trait AsPath {
+    fn path(self) -> String;
+}
+
+impl AsPath for &str {
+    fn path(self) -> String {
+        self.to_string()
+    }
+}
+
+impl AsPath for &String {
+    fn path(self) -> String {
+        self.clone()
+    }
+}
+
+impl<F: FnOnce() -> String> AsPath for F {
+    fn path(self) -> String {
+        self()
     }
 }
 
 fn check_selector(path: &str, s: &LabelSelector) -> Result<(), Failure> {
     unknown_field(path, &s.unknown)?;
     for (i, e) in s.match_expressions.iter().enumerate() {
-        unknown_field(&format!("{path}.matchExpressions[{i}]"), &e.unknown)?;
+        unknown_field(|| format!("{path}.matchExpressions[{i}]"), &e.unknown)?;
         if !matches!(
             e.operator.as_str(),
             "In" | "NotIn" | "Exists" | "DoesNotExist"
@@ -319,12 +345,12 @@ pub fn node_info(node: &Node) -> Result<NodeInfo, Failure> {
         }
     }
     for (i, t) in node.spec.taints.iter().enumerate() {
-        unknown_field(&format!("node {name} spec.taints[{i}]"), &t.unknown)?;
+        unknown_field(|| format!("node {name} spec.taints[{i}]"), &t.unknown)?;
     }
     let mut alloc = Res::new();
     let mut max_pods = 0;
     for (r, q) in &node.status.allocatable {
-        let v = parse_resource(r, q, &format!("node {name} status.allocatable[{r}]"))
+        let v = parse_resource_with(r, q, || format!("node {name} status.allocatable[{r}]"))
             .map_err(|e| Failure::new(Cause::UnknownSchedulingField, e.to_string()))?;
         if r == "pods" {
             max_pods = v;
@@ -365,8 +391,9 @@ fn container_requests(c: &Container, pod: &str) -> Result<(Res, bool, bool), Fai
         }
         // A limit without a request takes the limit as the request (API defaulting).
         for (name, q) in r.limits.iter().chain(&r.requests) {
-            let v = parse_resource(name, q, &format!("pod {pod} container {} {name}", c.name))
-                .map_err(|e| Failure::new(Cause::UnknownSchedulingField, e.to_string()))?;
+            let v =
+                parse_resource_with(name, q, || format!("pod {pod} container {} {name}", c.name))
+                    .map_err(|e| Failure::new(Cause::UnknownSchedulingField, e.to_string()))?;
             out.insert(name.clone(), v);
         }
         has_cpu = out.contains_key("cpu");
@@ -427,7 +454,7 @@ fn pod_requests(pod: &Pod) -> Result<(Res, i64, i64), Failure> {
     nz_cpu = nz_cpu.max(nz_init_cpu);
     nz_mem = nz_mem.max(nz_init_mem);
     for (r, q) in &pod.spec.overhead {
-        let v = parse_resource(r, q, &format!("pod {key} spec.overhead[{r}]"))
+        let v = parse_resource_with(r, q, || format!("pod {key} spec.overhead[{r}]"))
             .map_err(|e| Failure::new(Cause::UnknownSchedulingField, e.to_string()))?;
         *sum.entry(r.clone()).or_insert(0) += v;
         if r == "cpu" {
@@ -564,7 +591,7 @@ pub fn pod_info(
         }
     }
     for (i, t) in spec.tolerations.iter().enumerate() {
-        unknown_field(&format!("pod {key} spec.tolerations[{i}]"), &t.unknown)?;
+        unknown_field(|| format!("pod {key} spec.tolerations[{i}]"), &t.unknown)?;
         if !matches!(t.operator.as_str(), "" | "Equal" | "Exists") {
             return Err(Failure::new(
                 Cause::UnknownSchedulingField,
@@ -621,7 +648,7 @@ pub fn pod_info(
     let (mut aff_req, mut aff_pref, mut anti_req, mut anti_pref) =
         (Vec::new(), Vec::new(), Vec::new(), Vec::new());
     if let Some(a) = &spec.affinity {
-        unknown_field(&format!("pod {key} spec.affinity"), &a.unknown)?;
+        unknown_field(|| format!("pod {key} spec.affinity"), &a.unknown)?;
         if let Some(na) = &a.node_affinity {
             let p = format!("pod {key} spec.affinity.nodeAffinity");
             unknown_field(&p, &na.unknown)?;
@@ -691,6 +718,7 @@ pub fn pod_info(
         priority: spec.priority.unwrap_or(0),
         preempt_never: spec.preemption_policy.as_deref() == Some("Never"),
         requests,
+        req_v: Vec::new(),
         nz_cpu,
         nz_mem,
         ports,

@@ -94,8 +94,18 @@ fn parse_milli(text: &str) -> Result<i128, &'static str> {
 /// Parses a quantity into scheduler units for the resource `resource`.
 /// `cpu` → milli-cores; everything else → whole units rounded up. Negative → error.
 pub fn parse_resource(resource: &str, text: &str, field: &str) -> Result<i64, QuantityError> {
+    parse_resource_with(resource, text, || field.to_string())
+}
+
+/// As [`parse_resource`], building the field path only on error.
+pub fn parse_resource_with(
+    resource: &str,
+    text: &str,
+    field: impl FnOnce() -> String,
+) -> Result<i64, QuantityError> {
+    let field = std::cell::Cell::new(Some(field));
     let err = |why| QuantityError {
-        field: field.to_string(),
+        field: field.take().map(|f| f()).unwrap_or_default(),
         value: text.to_string(),
         why,
     };
