@@ -1,0 +1,490 @@
+//! Applies a pass's effects to the cluster (decisions E1, E2, E21; alfred-engine.md §9.3,
+//! §9.9, §11.2, §11.3; ome-objects.md §7).
+//!
+//! * Every write is checked against the [`LeaderGate`] just before it is sent: a lost lease
+//!   stops writes at once (decision 15.6); the remaining effects are skipped.
+//! * `UpdateRecommendations`: GET (uncached), set/delete the keys, PUT with the read
+//!   `resourceVersion`; a 409 re-reads and retries (at most [`CONFLICT_RETRIES`] times); other
+//!   keys are preserved. A missing ConfigMap is logged once and skipped. Never server-side apply.
+//! * `RecordEvent`: a core v1 Event (see [`super::events`]).
+//! * `RequestMigration`: GET the InferenceService (the annotation already holding the identical
+//!   payload counts as done), then one JSON Patch: `test /metadata/uid`,
+//!   `test /metadata/resourceVersion`, `add /metadata/annotations {}` only when absent, `add` the
+//!   one annotation.
+//! * `WriteJournal`: PUT of `alfred-dispatch-state` with the `resourceVersion` last read; a
+//!   conflict is not retried (the next pass re-reads the journal).
+//! * `Metric`: applied locally.
+//!
+//! A failed journal write or migration request stops the remaining writes of the pass (the
+//! journal makes the next pass pick up from whatever landed). A failed Event or
+//! recommendations write is counted and logged, and the pass goes on. A 403 is reported
+//! (`alfred_effect_writes_total{outcome="forbidden"}` + an error log) and never retried.
+//! Every request is bounded by [`REQUEST_TIMEOUT`].
+
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use alfred_model::effect::Effect;
+use k8s_openapi::api::core::v1::{ConfigMap, Event};
+use kube::Client;
+use kube::api::{
+    Api, ApiResource, DynamicObject, GroupVersionKind, Patch, PatchParams, PostParams,
+};
+use serde_json::{Value, json};
+
+use super::events::{self, EventMemory, EventWrite};
+use super::leader::LeaderGate;
+use super::metrics::Metrics;
+
+/// Conflict retries of the recommendations read-modify-write.
+pub const CONFLICT_RETRIES: usize = 5;
+/// Bound on every API request.
+pub const REQUEST_TIMEOUT: Duration = Duration::from_secs(10);
+/// The journal ConfigMap (fixed name) and its key.
+pub const JOURNAL_CONFIG_MAP: &str = "alfred-dispatch-state";
+/// The journal key.
+pub const JOURNAL_KEY: &str = "state.json";
+
+/// How one write ended.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Outcome {
+    /// The server accepted it (or it was already in place).
+    Applied,
+    /// A precondition failed (409, or 422 from a JSON Patch `test`).
+    Conflict,
+    /// RBAC refused it (403).
+    Forbidden,
+    /// The object is missing (404).
+    NotFound,
+    /// Anything else: 5xx, timeouts, transport errors.
+    Error(String),
+    /// Not sent: this process is not the leader, or an earlier write failed.
+    Skipped,
+}
+
+impl Outcome {
+    /// The metric label.
+    pub fn label(&self) -> &'static str {
+        match self {
+            Outcome::Applied => "applied",
+            Outcome::Conflict => "conflict",
+            Outcome::Forbidden => "forbidden",
+            Outcome::NotFound => "not_found",
+            Outcome::Error(_) => "error",
+            Outcome::Skipped => "skipped",
+        }
+    }
+}
+
+/// The label of an effect.
+pub fn effect_label(e: &Effect) -> &'static str {
+    match e {
+        Effect::UpdateRecommendations { .. } => "update_recommendations",
+        Effect::RecordEvent(_) => "record_event",
+        Effect::RequestMigration { .. } => "request_migration",
+        Effect::WriteJournal { .. } => "write_journal",
+        Effect::Metric(_) => "metric",
+    }
+}
+
+fn classify(e: &kube::Error) -> Outcome {
+    match e {
+        kube::Error::Api(s) => match s.code {
+            409 | 422 => Outcome::Conflict,
+            403 => Outcome::Forbidden,
+            404 => Outcome::NotFound,
+            _ => Outcome::Error(format!("{} {}: {}", s.code, s.reason, s.message)),
+        },
+        other => Outcome::Error(other.to_string()),
+    }
+}
+
+async fn bounded<T>(
+    f: impl std::future::Future<Output = Result<T, kube::Error>>,
+) -> Result<T, Outcome> {
+    match tokio::time::timeout(REQUEST_TIMEOUT, f).await {
+        Ok(Ok(v)) => Ok(v),
+        Ok(Err(e)) => Err(classify(&e)),
+        Err(_) => Err(Outcome::Error("request timed out".to_owned())),
+    }
+}
+
+/// The InferenceService API resource.
+pub fn isvc_resource() -> ApiResource {
+    ApiResource::from_gvk_with_plural(
+        &GroupVersionKind::gvk("ome.io", "v1beta1", "InferenceService"),
+        "inferenceservices",
+    )
+}
+
+/// Escapes a JSON Pointer token: `~` → `~0` first, then `/` → `~1`.
+pub fn escape_pointer(token: &str) -> String {
+    token.replace('~', "~0").replace('/', "~1")
+}
+
+/// The JSON Patch of a migration request (ome-objects.md §7.1).
+pub fn migration_patch(
+    uid: &str,
+    resource_version: &str,
+    has_annotations: bool,
+    annotation: &str,
+    payload: &str,
+) -> Value {
+    let mut ops = vec![
+        json!({"op": "test", "path": "/metadata/uid", "value": uid}),
+        json!({"op": "test", "path": "/metadata/resourceVersion", "value": resource_version}),
+    ];
+    if !has_annotations {
+        ops.push(json!({"op": "add", "path": "/metadata/annotations", "value": {}}));
+    }
+    ops.push(json!({
+        "op": "add",
+        "path": format!("/metadata/annotations/{}", escape_pointer(annotation)),
+        "value": payload,
+    }));
+    Value::Array(ops)
+}
+
+/// The result of applying one pass's effects, in order (fed back to the next pass).
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct ApplyReport {
+    /// (effect label, outcome) for every write.
+    pub writes: Vec<(&'static str, Outcome)>,
+}
+
+/// Applies effects for this process.
+pub struct Applier {
+    client: Client,
+    namespace: String,
+    gate: LeaderGate,
+    metrics: Arc<Metrics>,
+    events: Mutex<EventMemory>,
+    journal: Mutex<Option<ConfigMap>>,
+    missing_recommendations_logged: Mutex<bool>,
+}
+
+impl Applier {
+    /// An applier writing in `namespace` (alfred's) while `gate` is open.
+    pub fn new(
+        client: Client,
+        namespace: &str,
+        gate: LeaderGate,
+        metrics: Arc<Metrics>,
+    ) -> Applier {
+        Applier {
+            client,
+            namespace: namespace.to_owned(),
+            gate,
+            metrics,
+            events: Mutex::new(EventMemory::default()),
+            journal: Mutex::new(None),
+            missing_recommendations_logged: Mutex::new(false),
+        }
+    }
+
+    fn count(&self, effect: &'static str, outcome: &Outcome) {
+        self.metrics.inc(
+            "alfred_effect_writes_total",
+            &[("effect", effect), ("outcome", outcome.label())],
+            1,
+        );
+        match outcome {
+            Outcome::Applied | Outcome::Skipped => {}
+            Outcome::Forbidden => tracing::error!(
+                effect,
+                outcome = outcome.label(),
+                "write refused by the API server (RBAC); not retried"
+            ),
+            Outcome::Error(e) => {
+                tracing::warn!(effect, outcome = outcome.label(), error = %e, "write failed")
+            }
+            other => tracing::warn!(effect, outcome = other.label(), "write failed"),
+        }
+    }
+
+    /// Reads the journal (`alfred-dispatch-state`, key `state.json`) uncached and remembers its
+    /// `resourceVersion` for the next journal write. `Ok(None)`: the ConfigMap or the key is
+    /// missing.
+    pub async fn read_journal(&self) -> Result<Option<String>, Outcome> {
+        let api: Api<ConfigMap> = Api::namespaced(self.client.clone(), &self.namespace);
+        match bounded(api.get(JOURNAL_CONFIG_MAP)).await {
+            Ok(cm) => {
+                let text = cm.data.as_ref().and_then(|d| d.get(JOURNAL_KEY)).cloned();
+                *lock(&self.journal) = Some(cm);
+                Ok(text)
+            }
+            Err(Outcome::NotFound) => {
+                *lock(&self.journal) = None;
+                Ok(None)
+            }
+            Err(o) => {
+                *lock(&self.journal) = None;
+                Err(o)
+            }
+        }
+    }
+
+    /// Applies `effects` in order.
+    pub async fn apply_all(&self, effects: &[Effect]) -> ApplyReport {
+        let mut report = ApplyReport::default();
+        let mut stopped = false;
+        for e in effects {
+            if let Effect::Metric(m) = e {
+                if let Err(why) = self.metrics.apply(m) {
+                    tracing::warn!(error = %why, "metric effect ignored");
+                }
+                continue;
+            }
+            let label = effect_label(e);
+            if stopped || !self.gate.is_leader() {
+                if !stopped {
+                    tracing::warn!("not the leader (lease lost); stopping writes");
+                }
+                stopped = true;
+                self.count(label, &Outcome::Skipped);
+                report.writes.push((label, Outcome::Skipped));
+                continue;
+            }
+            let outcome = self.apply_one(e).await;
+            self.count(label, &outcome);
+            let critical = matches!(
+                e,
+                Effect::WriteJournal { .. } | Effect::RequestMigration { .. }
+            );
+            if critical && outcome != Outcome::Applied {
+                tracing::warn!(
+                    effect = label,
+                    "dispatch write failed; the rest of this pass's writes are skipped"
+                );
+                stopped = true;
+            }
+            report.writes.push((label, outcome));
+        }
+        report
+    }
+
+    /// Applies one write (no gate check; [`Self::apply_all`] does it).
+    pub async fn apply_one(&self, e: &Effect) -> Outcome {
+        match e {
+            Effect::UpdateRecommendations {
+                config_map,
+                set,
+                delete,
+            } => self.update_recommendations(config_map, set, delete).await,
+            Effect::RecordEvent(ev) => {
+                let r = events::reference(ev);
+                self.record_event(&r, events::type_str(ev.event_type), &ev.reason, &ev.message)
+                    .await
+            }
+            Effect::RequestMigration {
+                namespace,
+                name,
+                uid,
+                resource_version,
+                annotation,
+                payload,
+                uuid: _,
+            } => {
+                self.request_migration(namespace, name, uid, resource_version, annotation, payload)
+                    .await
+            }
+            Effect::WriteJournal { state_json } => self.write_journal(state_json).await,
+            Effect::Metric(_) => Outcome::Applied,
+        }
+    }
+
+    async fn update_recommendations(
+        &self,
+        name: &str,
+        set: &std::collections::BTreeMap<String, String>,
+        delete: &[String],
+    ) -> Outcome {
+        let api: Api<ConfigMap> = Api::namespaced(self.client.clone(), &self.namespace);
+        for attempt in 0..=CONFLICT_RETRIES {
+            let mut cm = match bounded(api.get(name)).await {
+                Ok(cm) => {
+                    *lock(&self.missing_recommendations_logged) = false;
+                    cm
+                }
+                Err(Outcome::NotFound) => {
+                    let mut logged = lock(&self.missing_recommendations_logged);
+                    if !*logged {
+                        tracing::warn!(
+                            configmap = name,
+                            "recommendations ConfigMap missing; record disabled (the chart pre-creates it)"
+                        );
+                        *logged = true;
+                    }
+                    return Outcome::NotFound;
+                }
+                Err(o) => return o,
+            };
+            let data = cm.data.get_or_insert_with(Default::default);
+            for k in delete {
+                data.remove(k);
+            }
+            for (k, v) in set {
+                data.insert(k.clone(), v.clone());
+            }
+            cm.metadata.managed_fields = None;
+            match bounded(api.replace(name, &PostParams::default(), &cm)).await {
+                Ok(_) => return Outcome::Applied,
+                Err(Outcome::Conflict) if attempt < CONFLICT_RETRIES => {
+                    tracing::info!(
+                        configmap = name,
+                        attempt,
+                        "recommendations write conflict; re-reading"
+                    );
+                    continue;
+                }
+                Err(o) => return o,
+            }
+        }
+        Outcome::Conflict
+    }
+
+    /// Records one Event (every replica may call this for its own `PolicyReloadFailed`; the
+    /// leader gate is the caller's business).
+    pub async fn record_event(
+        &self,
+        involved: &k8s_openapi::api::core::v1::ObjectReference,
+        event_type: &str,
+        reason: &str,
+        message: &str,
+    ) -> Outcome {
+        let now = jiff::Timestamp::now();
+        let write = lock(&self.events).plan(involved, event_type, reason, message, now);
+        let outcome = match &write {
+            EventWrite::Create(ev) => {
+                let api: Api<Event> = Api::namespaced(
+                    self.client.clone(),
+                    ev.metadata.namespace.as_deref().unwrap_or("default"),
+                );
+                bounded(api.create(&PostParams::default(), ev))
+                    .await
+                    .map(|_| ())
+            }
+            EventWrite::Repeat {
+                namespace,
+                name,
+                patch,
+            } => {
+                let api: Api<Event> = Api::namespaced(self.client.clone(), namespace);
+                let r = bounded(api.patch(name, &PatchParams::default(), &Patch::Merge(patch)))
+                    .await
+                    .map(|_| ());
+                if r == Err(Outcome::NotFound) {
+                    // The Event expired on the server: start over with a new one.
+                    lock(&self.events).forget(involved, event_type, reason, message);
+                    return Box::pin(self.record_event(involved, event_type, reason, message))
+                        .await;
+                }
+                r
+            }
+        };
+        match outcome {
+            Ok(()) => {
+                lock(&self.events).remember(involved, event_type, reason, message, &write);
+                Outcome::Applied
+            }
+            Err(o) => o,
+        }
+    }
+
+    async fn request_migration(
+        &self,
+        namespace: &str,
+        name: &str,
+        uid: &str,
+        resource_version: &str,
+        annotation: &str,
+        payload: &str,
+    ) -> Outcome {
+        let api: Api<DynamicObject> =
+            Api::namespaced_with(self.client.clone(), namespace, &isvc_resource());
+        let current = match bounded(api.get(name)).await {
+            Ok(o) => o,
+            Err(o) => return o,
+        };
+        let annotations = current.metadata.annotations.as_ref();
+        if let Some(existing) = annotations.and_then(|a| a.get(annotation)) {
+            if existing == payload {
+                return Outcome::Applied;
+            }
+            tracing::error!(
+                isvc = %format!("{namespace}/{name}"),
+                annotation,
+                "the request annotation exists with a different payload"
+            );
+            return Outcome::Conflict;
+        }
+        let patch = migration_patch(
+            uid,
+            resource_version,
+            annotations.is_some(),
+            annotation,
+            payload,
+        );
+        let patch: json_patch::Patch = match serde_json::from_value(patch) {
+            Ok(p) => p,
+            Err(e) => return Outcome::Error(format!("cannot build the JSON Patch: {e}")),
+        };
+        match bounded(api.patch(name, &PatchParams::default(), &Patch::<()>::Json(patch))).await {
+            Ok(_) => Outcome::Applied,
+            Err(o) => o,
+        }
+    }
+
+    async fn write_journal(&self, state_json: &str) -> Outcome {
+        let Some(mut cm) = lock(&self.journal).clone() else {
+            return Outcome::NotFound;
+        };
+        cm.data
+            .get_or_insert_with(Default::default)
+            .insert(JOURNAL_KEY.to_owned(), state_json.to_owned());
+        cm.metadata.managed_fields = None;
+        let api: Api<ConfigMap> = Api::namespaced(self.client.clone(), &self.namespace);
+        match bounded(api.replace(JOURNAL_CONFIG_MAP, &PostParams::default(), &cm)).await {
+            Ok(written) => {
+                *lock(&self.journal) = Some(written);
+                Outcome::Applied
+            }
+            Err(o) => {
+                // Forget the version: the next pass re-reads before writing again.
+                *lock(&self.journal) = None;
+                o
+            }
+        }
+    }
+}
+
+fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn pointer_escaping_and_the_documented_patch() {
+        assert_eq!(escape_pointer("a~b/c"), "a~0b~1c");
+        let p = migration_patch(
+            "8c1d6f52-3b7e-4f0a-9d24-61e5a0c7b913",
+            "48213377",
+            true,
+            "ome.io/migration-request-v1-6f1c2d3e-8a4b-4c5d-9e6f-0a1b2c3d4e5f",
+            "{}",
+        );
+        assert_eq!(
+            p[2]["path"],
+            "/metadata/annotations/ome.io~1migration-request-v1-6f1c2d3e-8a4b-4c5d-9e6f-0a1b2c3d4e5f"
+        );
+        assert_eq!(p.as_array().unwrap().len(), 3);
+        let p = migration_patch("u", "1", false, "k", "v");
+        assert_eq!(
+            p[2],
+            json!({"op": "add", "path": "/metadata/annotations", "value": {}})
+        );
+    }
+}

@@ -1,0 +1,207 @@
+//! The decision loop (alfred-engine.md §5.1): leader only, one pass on becoming leader, then
+//! every `decisionLoopInterval` and early on early-tick signals. Passes never overlap and are
+//! never interrupted; a lost lease ends the term at once (writes are gated per write by the
+//! applier) and the loop waits for the next term.
+
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use alfred_model::config::RuntimeOptions;
+use kube::Client;
+use kube::api::{Api, ApiResource, DynamicObject, GroupVersionKind};
+use serde_json::Value;
+use tokio::sync::mpsc;
+
+use super::apply::{Applier, ApplyReport};
+use super::config::ConfigStore;
+use super::ids::uuid_v4;
+use super::leader::LeaderGate;
+use super::metrics::Metrics;
+use super::observe::{Observer, now};
+use super::pass::{DecisionPass, PassInput, UUIDS_PER_PASS, default_pass};
+
+/// The guard's name (policy and binding).
+pub const GUARD_NAME: &str = "ome-alfred-migration-writes";
+
+/// Everything the loop needs.
+pub struct Decider {
+    /// API client (uncached reads: journal, guard).
+    pub client: Client,
+    /// alfred's namespace.
+    pub namespace: String,
+    /// Flags.
+    pub runtime: RuntimeOptions,
+    /// Config store.
+    pub config: Arc<ConfigStore>,
+    /// The observation loop.
+    pub observer: Arc<Observer>,
+    /// The leader gate.
+    pub gate: LeaderGate,
+    /// The applier.
+    pub applier: Arc<Applier>,
+    /// Metrics.
+    pub metrics: Arc<Metrics>,
+}
+
+enum Wake {
+    Timer,
+    Early,
+    Lost,
+}
+
+impl Decider {
+    /// Runs forever.
+    pub async fn run(self, mut early: mpsc::Receiver<()>) {
+        let mut leader_rx = self.gate.subscribe();
+        loop {
+            // Wait for a term.
+            while !*leader_rx.borrow_and_update() {
+                if leader_rx.changed().await.is_err() {
+                    return;
+                }
+            }
+            tracing::info!("became leader; running decision passes");
+            // Signals from before the term are covered by the first pass.
+            while early.try_recv().is_ok() {}
+            let mut pass = default_pass();
+            let mut last_apply = ApplyReport::default();
+            self.one_pass(&mut *pass, false, &mut last_apply).await;
+            let (cfg, _) = self.config.current();
+            let mut deadline = tokio::time::Instant::now() + cfg.decision_loop_interval;
+            loop {
+                let wake = tokio::select! {
+                    biased;
+                    r = leader_rx.changed() => {
+                        if r.is_err() || !*leader_rx.borrow_and_update() { Wake::Lost } else { continue }
+                    }
+                    _ = tokio::time::sleep_until(deadline) => Wake::Timer,
+                    Some(()) = early.recv() => Wake::Early,
+                };
+                match wake {
+                    Wake::Lost => {
+                        tracing::warn!("lost the lease: writes stopped; campaigning again");
+                        break;
+                    }
+                    Wake::Timer => {
+                        let fresh = early.try_recv().is_ok();
+                        self.one_pass(&mut *pass, fresh, &mut last_apply).await;
+                        let (cfg, _) = self.config.current();
+                        deadline = tokio::time::Instant::now() + cfg.decision_loop_interval;
+                    }
+                    Wake::Early => {
+                        let regular_due = tokio::time::Instant::now() >= deadline;
+                        self.one_pass(&mut *pass, true, &mut last_apply).await;
+                        if regular_due || tokio::time::Instant::now() >= deadline {
+                            let (cfg, _) = self.config.current();
+                            deadline = tokio::time::Instant::now() + cfg.decision_loop_interval;
+                        }
+                    }
+                }
+            }
+        }
+    }
+
+    async fn read_guard(&self) -> (Option<Value>, Option<Value>) {
+        let read = |kind: &str, plural: &str| {
+            let ar = ApiResource::from_gvk_with_plural(
+                &GroupVersionKind::gvk("admissionregistration.k8s.io", "v1", kind),
+                plural,
+            );
+            let api: Api<DynamicObject> = Api::all_with(self.client.clone(), &ar);
+            async move {
+                match tokio::time::timeout(Duration::from_secs(10), api.get(GUARD_NAME)).await {
+                    Ok(Ok(o)) => serde_json::to_value(o).ok(),
+                    _ => None,
+                }
+            }
+        };
+        let policy = read("ValidatingAdmissionPolicy", "validatingadmissionpolicies").await;
+        let binding = read(
+            "ValidatingAdmissionPolicyBinding",
+            "validatingadmissionpolicybindings",
+        )
+        .await;
+        (policy, binding)
+    }
+
+    async fn one_pass(
+        &self,
+        pass: &mut dyn DecisionPass,
+        fresh: bool,
+        last_apply: &mut ApplyReport,
+    ) {
+        let started = Instant::now();
+        let (config, _) = self.config.current();
+        let snapshot = if fresh {
+            match self.observer.observe_once().await {
+                Ok(s) => s,
+                Err(e) => {
+                    tracing::warn!(error = %e, "snapshot refresh failed; skipping decision pass");
+                    return;
+                }
+            }
+        } else {
+            match self.observer.latest() {
+                Some(s) => s,
+                None => {
+                    tracing::debug!("no snapshot yet; skipping decision pass");
+                    return;
+                }
+            }
+        };
+        // No pass on a snapshot the observation loop stopped refreshing (failing watches).
+        let max_age = config.observation_loop_interval * 2 + Duration::from_secs(10);
+        let age = now().since(snapshot.observed_at);
+        if age > max_age {
+            tracing::warn!(
+                age_secs = age.as_secs(),
+                "latest snapshot is stale; skipping decision pass"
+            );
+            return;
+        }
+        // A new leader reads the journal before it writes anything (every pass does).
+        let (journal, journal_unreadable) = if self.runtime.executor_available() {
+            match self.applier.read_journal().await {
+                Ok(j) => (j, false),
+                Err(o) => {
+                    tracing::warn!(outcome = o.label(), "cannot read the dispatch journal");
+                    (None, true)
+                }
+            }
+        } else {
+            (None, false)
+        };
+        let (guard_policy, guard_binding) = if self.runtime.executor_available() {
+            self.read_guard().await
+        } else {
+            (None, None)
+        };
+        let input = PassInput {
+            snapshot,
+            config,
+            runtime: self.runtime.clone(),
+            namespace: self.namespace.clone(),
+            journal,
+            journal_unreadable,
+            guard_policy,
+            guard_binding,
+            now: now(),
+            uuids: (0..UUIDS_PER_PASS).map(|_| uuid_v4()).collect(),
+            last_apply: std::mem::take(last_apply),
+        };
+        let output = tokio::task::block_in_place(|| pass.run(&input));
+        if !self.gate.is_leader() {
+            tracing::warn!("lease lost during the pass; its effects are dropped");
+            return;
+        }
+        *last_apply = self.applier.apply_all(&output.effects).await;
+        self.metrics
+            .decision_duration
+            .observe(started.elapsed().as_secs_f64());
+        tracing::info!(
+            effects = output.effects.len(),
+            writes = last_apply.writes.len(),
+            "decision pass"
+        );
+    }
+}

@@ -1,0 +1,431 @@
+//! `alfred run`: the Kubernetes adapter (alfred-engine.md §2, §4, §5, §11, §12).
+//!
+//! Every replica watches the cluster (`watch`), builds a snapshot with the pure observe
+//! function every `observationLoopInterval` and publishes the cluster gauges (`observe`),
+//! reloads `alfred-config` (`config`) and serves `/metrics`, `/healthz`, `/readyz` (`http`).
+//! The holder of the Lease `alfred.ome.io` (`leader`) runs the decision passes (`decide`,
+//! through the seam in `pass`) and applies their effects (`apply`, `events`) while, and only
+//! while, it holds the lease.
+//!
+//! Kubernetes types stay inside this crate; the adapter holds no policy logic.
+
+pub mod apply;
+pub mod config;
+pub mod decide;
+pub mod early;
+pub mod events;
+pub mod http;
+pub mod ids;
+pub mod leader;
+pub mod metrics;
+pub mod observe;
+pub mod pass;
+pub mod strip;
+pub mod watch;
+pub mod workers;
+
+#[cfg(test)]
+mod transcript_tests;
+
+use std::process::ExitCode;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+
+use alfred_model::config::{RuntimeFlags, RuntimeOptions};
+use futures::StreamExt;
+use k8s_openapi::api::core::v1::{ConfigMap, ObjectReference};
+use kube::Client;
+use kube::api::Api;
+use kube::runtime::WatchStreamExt;
+use kube::runtime::watcher::{self, Event};
+use tokio::sync::mpsc;
+
+use self::apply::Applier;
+use self::config::{ConfigStore, Reload, ReloadTracker};
+use self::decide::Decider;
+use self::http::HttpState;
+use self::leader::LeaderGate;
+use self::metrics::Metrics;
+use self::observe::Observer;
+use self::watch::Caches;
+
+/// Flags of `alfred run` (alfred-engine.md §2.1).
+#[derive(Debug, Clone, clap::Args)]
+pub struct RunArgs {
+    /// Address of `/metrics` (also serves `/healthz` and `/readyz`).
+    #[arg(long, default_value = ":8080")]
+    pub metrics_bind_address: String,
+    /// Address of `/healthz` and `/readyz`.
+    #[arg(long, default_value = ":8081")]
+    pub health_probe_bind_address: String,
+    /// Elect a leader through the Lease `alfred.ome.io` (`--leader-elect=false` to disable).
+    #[arg(long, default_value_t = true, num_args = 0..=1, default_missing_value = "true", action = clap::ArgAction::Set)]
+    pub leader_elect: bool,
+    /// Namespace of alfred's ConfigMaps, journal and Lease [default: $POD_NAMESPACE, else ome].
+    #[arg(long)]
+    pub namespace: Option<String>,
+    /// The configuration ConfigMap.
+    #[arg(long, default_value = "alfred-config")]
+    pub config_name: String,
+    /// The key of the configuration document in it.
+    #[arg(long, default_value = "config.yaml")]
+    pub config_key: String,
+    /// Absolute path of `workers.json` (empty: no prediction).
+    #[arg(long, default_value = "")]
+    pub simulation_workers: String,
+    /// Whole-process limit per simulation, in (0, 1m].
+    #[arg(long, default_value = "10s")]
+    pub simulation_timeout: String,
+    /// `""` or `v1`.
+    #[arg(long, default_value = "")]
+    pub migration_api_version: String,
+    /// alfred's ServiceAccount (required with `v1`).
+    #[arg(long, default_value = "")]
+    pub migration_service_account: String,
+    /// In (0, 1h].
+    #[arg(long, default_value = "2m")]
+    pub migration_ack_timeout: String,
+    /// In (0, 1h].
+    #[arg(long, default_value = "5m")]
+    pub migration_failure_backoff: String,
+    /// A kubeconfig file [default: $KUBECONFIG, ~/.kube/config, else in-cluster].
+    #[arg(long)]
+    pub kubeconfig: Option<std::path::PathBuf>,
+    /// Write every snapshot as JSON to this file (debugging and tests).
+    #[arg(long, hide = true)]
+    pub dump_snapshot: Option<std::path::PathBuf>,
+}
+
+impl RunArgs {
+    /// The pass-shaping flags.
+    pub fn runtime_flags(&self) -> RuntimeFlags {
+        RuntimeFlags {
+            migration_api_version: self.migration_api_version.clone(),
+            migration_service_account: self.migration_service_account.clone(),
+            leader_elect: self.leader_elect,
+            migration_ack_timeout: self.migration_ack_timeout.clone(),
+            migration_failure_backoff: self.migration_failure_backoff.clone(),
+            simulation_timeout: self.simulation_timeout.clone(),
+            simulation_workers: self.simulation_workers.clone(),
+        }
+    }
+
+    /// `--namespace`, else `$POD_NAMESPACE`, else `ome`.
+    pub fn effective_namespace(&self) -> String {
+        self.namespace
+            .clone()
+            .filter(|n| !n.is_empty())
+            .or_else(|| {
+                std::env::var("POD_NAMESPACE")
+                    .ok()
+                    .filter(|n| !n.is_empty())
+            })
+            .unwrap_or_else(|| "ome".to_owned())
+    }
+}
+
+/// `$POD_NAME`, else the hostname, else `unknown`.
+pub fn pod_name() -> String {
+    std::env::var("POD_NAME")
+        .ok()
+        .filter(|n| !n.is_empty())
+        .or_else(|| std::env::var("HOSTNAME").ok().filter(|n| !n.is_empty()))
+        .or_else(|| {
+            std::fs::read_to_string("/etc/hostname")
+                .ok()
+                .map(|s| s.trim().to_owned())
+                .filter(|n| !n.is_empty())
+        })
+        .unwrap_or_else(|| "unknown".to_owned())
+}
+
+fn init_logging() {
+    let filter = tracing_subscriber::EnvFilter::try_from_default_env()
+        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info"));
+    let _ = tracing_subscriber::fmt()
+        .json()
+        .with_env_filter(filter)
+        .with_writer(std::io::stderr)
+        .try_init();
+}
+
+/// Entry point of `alfred run`. Exit status 1 on every startup failure (§2.2).
+pub fn main(args: RunArgs) -> ExitCode {
+    init_logging();
+    let options = match RuntimeOptions::from_flags(&args.runtime_flags()) {
+        Ok(o) => o,
+        Err(e) => {
+            tracing::error!(error = %e, "invalid startup configuration");
+            eprintln!("{e}");
+            return ExitCode::FAILURE;
+        }
+    };
+    let runtime = match tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+    {
+        Ok(r) => r,
+        Err(e) => {
+            tracing::error!(error = %e, "cannot start the async runtime");
+            return ExitCode::FAILURE;
+        }
+    };
+    match runtime.block_on(run(args, options)) {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            tracing::error!(error = %e, "alfred stopped");
+            eprintln!("{e}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+async fn client(args: &RunArgs) -> Result<Client, String> {
+    let config = match &args.kubeconfig {
+        Some(path) => {
+            let kc = kube::config::Kubeconfig::read_from(path)
+                .map_err(|e| format!("unable to load kubeconfig {}: {e}", path.display()))?;
+            kube::Config::from_custom_kubeconfig(kc, &kube::config::KubeConfigOptions::default())
+                .await
+                .map_err(|e| format!("unable to load kubeconfig {}: {e}", path.display()))?
+        }
+        None => kube::Config::infer()
+            .await
+            .map_err(|e| format!("unable to load a kubeconfig or the in-cluster config: {e}"))?,
+    };
+    Client::try_from(config).map_err(|e| format!("unable to create a Kubernetes client: {e}"))
+}
+
+async fn bind(address: &str) -> Result<tokio::net::TcpListener, String> {
+    tokio::net::TcpListener::bind(http::bind_address(address))
+        .await
+        .map_err(|e| format!("unable to listen on {address}: {e}"))
+}
+
+async fn run(args: RunArgs, options: RuntimeOptions) -> Result<(), String> {
+    let namespace = args.effective_namespace();
+    let pod = pod_name();
+    let metrics = Arc::new(Metrics::new());
+    for outcome in ["success", "failure"] {
+        metrics.touch("alfred_policy_reload_total", &[("outcome", outcome)]);
+    }
+    metrics.set("alfred_leader_status", &[("pod", &pod)], 0.0);
+    metrics.set("alfred_circuit_breaker_state", &[], 0.0);
+    metrics.set(
+        "alfred_omenative_unavailable",
+        &[],
+        if options.executor_available() {
+            0.0
+        } else {
+            1.0
+        },
+    );
+
+    // HTTP first, so /healthz answers while the workers are probed; /readyz waits for them.
+    let ready = Arc::new(AtomicBool::new(false));
+    let state = HttpState {
+        metrics: metrics.clone(),
+        ready: ready.clone(),
+    };
+    let mut addresses = vec![args.metrics_bind_address.clone()];
+    if args.health_probe_bind_address != args.metrics_bind_address
+        && !args.health_probe_bind_address.is_empty()
+        && args.health_probe_bind_address != "0"
+    {
+        addresses.push(args.health_probe_bind_address.clone());
+    }
+    for address in addresses {
+        let listener = bind(&address).await?;
+        let router = http::router(state.clone());
+        tracing::info!(address = %address, "serving /metrics, /healthz, /readyz");
+        tokio::spawn(async move {
+            if let Err(e) = axum::serve(listener, router).await {
+                tracing::error!(error = %e, "HTTP server stopped");
+            }
+        });
+    }
+
+    let client = client(&args).await?;
+
+    if !args.simulation_workers.is_empty() {
+        match workers::load_and_probe(&args.simulation_workers, options.simulation_timeout).await {
+            Ok(file) => tracing::info!(workers = file.workers.len(), "simulation workers loaded"),
+            Err(e) => {
+                let msg = format!("unable to configure recommendation simulation: {e}");
+                tracing::error!("{msg}");
+                return Err(msg);
+            }
+        }
+    }
+    ready.store(true, Ordering::SeqCst);
+
+    let gate = if options.leader_elect {
+        LeaderGate::new()
+    } else {
+        metrics.set("alfred_leader_status", &[("pod", &pod)], 1.0);
+        LeaderGate::always_leader()
+    };
+    let applier = Arc::new(Applier::new(
+        client.clone(),
+        &namespace,
+        gate.clone(),
+        metrics.clone(),
+    ));
+    let config = Arc::new(ConfigStore::new());
+    tokio::spawn(watch_config(
+        client.clone(),
+        namespace.clone(),
+        args.config_name.clone(),
+        args.config_key.clone(),
+        config.clone(),
+        metrics.clone(),
+        applier.clone(),
+    ));
+
+    let (early_tx, early_rx) = mpsc::channel(1);
+    let caches = Arc::new(Caches::start(&client, config.clone(), early_tx));
+    let observer = Arc::new(Observer::new(
+        caches,
+        config.clone(),
+        options.clone(),
+        metrics.clone(),
+        args.dump_snapshot.clone(),
+    ));
+    tokio::spawn(observer.clone().run());
+    let decider = Decider {
+        client: client.clone(),
+        namespace: namespace.clone(),
+        runtime: options.clone(),
+        config,
+        observer,
+        gate: gate.clone(),
+        applier,
+        metrics: metrics.clone(),
+    };
+    tokio::spawn(decider.run(early_rx));
+
+    let election = async {
+        if !options.leader_elect {
+            return std::future::pending::<Result<(), String>>().await;
+        }
+        let identity = leader::identity(&pod);
+        tracing::info!(identity = %identity, lease = leader::LEASE_NAME, "campaigning for the lease");
+        let m = metrics.clone();
+        let p = pod.clone();
+        gate.run(client.clone(), &namespace, &identity, move |held| {
+            m.set(
+                "alfred_leader_status",
+                &[("pod", &p)],
+                if held { 1.0 } else { 0.0 },
+            );
+            if held {
+                tracing::info!("acquired the lease");
+            } else {
+                tracing::warn!("not the leader");
+            }
+        })
+        .await
+        .map_err(|e| format!("leader election failed: {e}"))
+    };
+    tokio::select! {
+        r = election => r,
+        _ = shutdown_signal() => {
+            tracing::info!("shutting down");
+            Ok(())
+        }
+    }
+}
+
+async fn shutdown_signal() {
+    let term = async {
+        match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
+            Ok(mut s) => {
+                s.recv().await;
+            }
+            Err(_) => std::future::pending::<()>().await,
+        }
+    };
+    tokio::select! {
+        _ = tokio::signal::ctrl_c() => {}
+        _ = term => {}
+    }
+}
+
+/// Every replica follows `<namespace>/<name>` and reloads `key` (§3.7).
+async fn watch_config(
+    client: Client,
+    namespace: String,
+    name: String,
+    key: String,
+    store: Arc<ConfigStore>,
+    metrics: Arc<Metrics>,
+    applier: Arc<Applier>,
+) {
+    let api: Api<ConfigMap> = Api::namespaced(client, &namespace);
+    let cfg = watcher::Config::default().fields(&format!("metadata.name={name}"));
+    let mut stream = watcher::watcher(api, cfg).default_backoff().boxed();
+    let mut tracker = ReloadTracker::default();
+    let mut listed_any = false;
+    while let Some(event) = stream.next().await {
+        match event {
+            Ok(Event::Init) => listed_any = false,
+            Ok(Event::InitApply(cm)) | Ok(Event::Apply(cm)) => {
+                listed_any = true;
+                let text = cm
+                    .data
+                    .as_ref()
+                    .and_then(|d| d.get(&key))
+                    .map(String::as_str);
+                match tracker.observe(&namespace, &name, &key, text) {
+                    Reload::Unchanged => {}
+                    Reload::Loaded(c) => {
+                        let mode = format!("{:?}", c.mode);
+                        store.swap(*c);
+                        metrics.inc("alfred_policy_reload_total", &[("outcome", "success")], 1);
+                        tracing::info!(mode = %mode, "config reloaded");
+                    }
+                    Reload::Failed(message) => {
+                        metrics.inc("alfred_policy_reload_total", &[("outcome", "failure")], 1);
+                        tracing::warn!(error = %message, "config reload failed; keeping last-known-good");
+                        let involved = ObjectReference {
+                            api_version: Some("v1".to_owned()),
+                            kind: Some("ConfigMap".to_owned()),
+                            namespace: Some(namespace.clone()),
+                            name: Some(name.clone()),
+                            uid: cm.metadata.uid.clone(),
+                            resource_version: cm.metadata.resource_version.clone(),
+                            ..ObjectReference::default()
+                        };
+                        let outcome = applier
+                            .record_event(&involved, "Warning", "PolicyReloadFailed", &message)
+                            .await;
+                        if outcome != apply::Outcome::Applied {
+                            tracing::warn!(
+                                outcome = outcome.label(),
+                                "cannot record PolicyReloadFailed"
+                            );
+                        }
+                    }
+                }
+                store.mark_initialised();
+            }
+            Ok(Event::InitDone) => {
+                if !listed_any && !store.initialised() {
+                    tracing::warn!(
+                        configmap = %format!("{namespace}/{name}"),
+                        "configuration ConfigMap not found; using the built-in defaults"
+                    );
+                }
+                store.mark_initialised();
+            }
+            Ok(Event::Delete(_)) => {
+                tracing::warn!(
+                    configmap = %format!("{namespace}/{name}"),
+                    "configuration ConfigMap deleted; keeping the current configuration"
+                );
+            }
+            Err(e) => tracing::warn!(error = %e, "config watch failed; retrying"),
+        }
+    }
+}

@@ -1,0 +1,240 @@
+//! The observation loop (alfred-engine.md §4): every replica, every
+//! `observationLoopInterval`, builds the snapshot from the caches with the pure
+//! `alfred_observe::observe`, publishes it as "latest" and republishes the cluster gauges.
+//! A refresh (early passes) is the same pass, serialized with the periodic one.
+
+use std::collections::BTreeMap;
+use std::sync::{Arc, RwLock};
+use std::time::Instant;
+
+use alfred_model::config::{Config, RuntimeOptions};
+use alfred_model::effect::{Effect, MetricChange, MetricUpdate};
+use alfred_model::{ClusterSnapshot, Timestamp};
+use alfred_observe::{ObserveSettings, observe};
+use tokio::sync::Mutex;
+
+use super::config::ConfigStore;
+use super::metrics::Metrics;
+use super::watch::Caches;
+
+/// Now, as alfred's timestamp.
+pub fn now() -> Timestamp {
+    let nanos = jiff::Timestamp::now().as_nanosecond();
+    Timestamp::from_unix_nanos(i64::try_from(nanos).unwrap_or(i64::MAX))
+}
+
+fn gauge(name: &str, labels: &[(&str, &str)], v: f64) -> Effect {
+    Effect::Metric(MetricUpdate {
+        name: name.to_owned(),
+        labels: labels
+            .iter()
+            .map(|(k, v)| ((*k).to_owned(), (*v).to_owned()))
+            .collect(),
+        change: MetricChange::Set(v),
+    })
+}
+
+/// The cluster gauges of §11.4 from a snapshot and its pool scores.
+pub fn cluster_gauges(snap: &ClusterSnapshot, config: &Config) -> Vec<Effect> {
+    let scores = alfred_score::score(snap, config);
+    let mut fx = vec![gauge(
+        "alfred_cluster_fragmentation_score",
+        &[],
+        scores.score,
+    )];
+    for p in &scores.pools {
+        for s in &p.per_size {
+            fx.push(gauge(
+                "alfred_fragmentation_observed",
+                &[("pool", &p.pool), ("size", &s.size.to_string())],
+                s.frag,
+            ));
+        }
+        fx.push(gauge(
+            "alfred_fragmentation_reclaimable",
+            &[("pool", &p.pool)],
+            p.reclaimable,
+        ));
+        fx.push(gauge(
+            "alfred_pending_pressure",
+            &[("pool", &p.pool)],
+            p.pending_pressure,
+        ));
+    }
+    let mut headroom: BTreeMap<&str, u32> = BTreeMap::new();
+    for n in snap.nodes.iter().filter(|n| n.total_gpus > 0) {
+        for (status, v) in [
+            ("total", n.total_gpus),
+            ("allocated", n.allocated_gpus),
+            ("free", n.free_gpus),
+            ("contiguous_max", n.free_gpus),
+        ] {
+            fx.push(gauge(
+                "alfred_gpu_capacity",
+                &[("node", &n.name), ("status", status)],
+                f64::from(v),
+            ));
+        }
+        if let Some(pool) = n.pool.as_deref() {
+            let e = headroom.entry(pool).or_insert(0);
+            if !n.unavailable() {
+                *e = (*e).max(n.free_gpus);
+            }
+        }
+    }
+    for (pool, v) in headroom {
+        fx.push(gauge(
+            "alfred_surge_headroom_gpus",
+            &[("pool", pool)],
+            f64::from(v),
+        ));
+    }
+    fx.push(gauge(
+        "alfred_pending_pod_count",
+        &[],
+        snap.pending_pods.len() as f64,
+    ));
+    let mut by_size: BTreeMap<u32, u32> = BTreeMap::new();
+    for p in &snap.pending_pods {
+        *by_size.entry(p.gpus_needed).or_insert(0) += 1;
+    }
+    for (size, n) in by_size {
+        fx.push(gauge(
+            "alfred_pending_pod_gpu_requirements",
+            &[("size", &size.to_string())],
+            f64::from(n),
+        ));
+    }
+    fx
+}
+
+/// The observation loop's state.
+pub struct Observer {
+    caches: Arc<Caches>,
+    config: Arc<ConfigStore>,
+    runtime: RuntimeOptions,
+    metrics: Arc<Metrics>,
+    latest: RwLock<Option<Arc<ClusterSnapshot>>>,
+    serial: Mutex<()>,
+    /// Optional path the latest snapshot is written to (JSON) after every observation.
+    dump: Option<std::path::PathBuf>,
+}
+
+impl Observer {
+    /// A new observer.
+    pub fn new(
+        caches: Arc<Caches>,
+        config: Arc<ConfigStore>,
+        runtime: RuntimeOptions,
+        metrics: Arc<Metrics>,
+        dump: Option<std::path::PathBuf>,
+    ) -> Observer {
+        Observer {
+            caches,
+            config,
+            runtime,
+            metrics,
+            latest: RwLock::new(None),
+            serial: Mutex::new(()),
+            dump,
+        }
+    }
+
+    /// The latest snapshot.
+    pub fn latest(&self) -> Option<Arc<ClusterSnapshot>> {
+        self.latest
+            .read()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .clone()
+    }
+
+    /// One observation pass (periodic or refresh).
+    pub async fn observe_once(&self) -> Result<Arc<ClusterSnapshot>, String> {
+        let _serial = self.serial.lock().await;
+        let started = Instant::now();
+        let (config, _) = self.config.current();
+        let executor = self.runtime.executor_available();
+        self.metrics.set(
+            "alfred_omenative_unavailable",
+            &[],
+            if executor { 0.0 } else { 1.0 },
+        );
+        let objects = self
+            .caches
+            .objects()
+            .map_err(|e| format!("build snapshot: {e}"))?;
+        let cfg = config.clone();
+        let (snapshot, gauges) = tokio::task::spawn_blocking(move || {
+            let settings = ObserveSettings::from_config(&cfg, executor);
+            let snapshot = observe(&objects, &settings, now()).snapshot;
+            drop(objects);
+            let gauges = cluster_gauges(&snapshot, &cfg);
+            (snapshot, gauges)
+        })
+        .await
+        .map_err(|e| format!("build snapshot: {e}"))?;
+        let snapshot = Arc::new(snapshot);
+        *self
+            .latest
+            .write()
+            .unwrap_or_else(std::sync::PoisonError::into_inner) = Some(snapshot.clone());
+        self.metrics.reset_cluster_gauges();
+        for g in &gauges {
+            if let Effect::Metric(m) = g
+                && let Err(e) = self.metrics.apply(m)
+            {
+                tracing::warn!(error = %e, "gauge ignored");
+            }
+        }
+        self.metrics
+            .observation_duration
+            .observe(started.elapsed().as_secs_f64());
+        if let Some(path) = &self.dump {
+            match serde_json::to_vec(&*snapshot) {
+                Ok(bytes) => {
+                    let tmp = path.with_extension("tmp");
+                    if std::fs::write(&tmp, bytes)
+                        .and_then(|()| std::fs::rename(&tmp, path))
+                        .is_err()
+                    {
+                        tracing::warn!(path = %path.display(), "cannot write the snapshot dump");
+                    }
+                }
+                Err(e) => tracing::warn!(error = %e, "cannot encode the snapshot"),
+            }
+        }
+        tracing::debug!(
+            nodes = snapshot.nodes.len(),
+            workloads = snapshot.workloads.len(),
+            problems = snapshot.problems.len(),
+            "observation pass"
+        );
+        Ok(snapshot)
+    }
+
+    /// Runs forever: one pass now, then one every `observationLoopInterval` (re-read each time).
+    pub async fn run(self: Arc<Self>) {
+        let mut first = true;
+        loop {
+            if let Err(e) = self.observe_once().await {
+                if first {
+                    tracing::info!(error = %e, "initial observation pass failed");
+                } else {
+                    tracing::warn!(error = %e, "observation pass failed");
+                }
+            }
+            first = false;
+            let (config, _) = self.config.current();
+            let wait = if self.latest().is_none() {
+                // Caches still syncing: try again soon so the first snapshot is not a whole
+                // interval late.
+                config
+                    .observation_loop_interval
+                    .min(std::time::Duration::from_secs(1))
+            } else {
+                config.observation_loop_interval
+            };
+            tokio::time::sleep(wait).await;
+        }
+    }
+}
