@@ -535,8 +535,8 @@ fn resolve_term(
     })
 }
 
-/// Converts a pod, checking the support matrix. `replacement` enables the checks that only
-/// matter for a pod that must be scheduled.
+/// Converts a pod, checking the support matrix. `to_schedule` enables the checks (and keeps
+/// the fields) that only matter for a pod that must be scheduled.
 pub fn pod_info(
     pod: &Pod,
     namespaces: &BTreeMap<String, BTreeMap<String, String>>,
@@ -705,7 +705,7 @@ pub fn pod_info(
     }
     let mut images = Vec::new();
     for c in spec.init_containers.iter().chain(&spec.containers) {
-        if !c.image.is_empty() {
+        if to_schedule && !c.image.is_empty() {
             images.push(normalize_image(&c.image));
         }
     }
@@ -722,16 +722,33 @@ pub fn pod_info(
         nz_cpu,
         nz_mem,
         ports,
-        node_selector: spec.node_selector.clone(),
-        required_node,
-        preferred_node,
+        // Bound pods only need what other pods' filters and scores read about them.
+        node_selector: if to_schedule {
+            spec.node_selector.clone()
+        } else {
+            BTreeMap::new()
+        },
+        required_node: required_node.filter(|_| to_schedule),
+        preferred_node: if to_schedule {
+            preferred_node
+        } else {
+            Vec::new()
+        },
         aff_req,
         aff_pref,
         anti_req,
         anti_pref,
-        tolerations: spec.tolerations.clone(),
-        spread: spec.topology_spread_constraints.clone(),
-        images,
+        tolerations: if to_schedule {
+            spec.tolerations.clone()
+        } else {
+            Vec::new()
+        },
+        spread: if to_schedule {
+            spec.topology_spread_constraints.clone()
+        } else {
+            Vec::new()
+        },
+        images: if to_schedule { images } else { Vec::new() },
         pod_group: pod
             .metadata
             .labels
