@@ -108,3 +108,137 @@ pub fn ledger_of(journal: &Journal, snapshot: &ClusterSnapshot) -> Ledger {
     }
     ledger
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::journal::{Phase, WorkloadRef};
+    use alfred_model::Timestamp;
+    use alfred_model::snapshot::{
+        Component, ComponentKind, DeploymentMode, Instance, Pod, Workload,
+    };
+
+    fn snapshot(pods: &[(&str, &str, u32)]) -> ClusterSnapshot {
+        let keys: Vec<String> = pods.iter().map(|(n, _, _)| format!("ns/{n}")).collect();
+        let mut s = ClusterSnapshot {
+            pods: pods
+                .iter()
+                .map(|(n, node, g)| Pod {
+                    namespace: "ns".into(),
+                    name: (*n).into(),
+                    node: (*node).into(),
+                    gpus: *g,
+                    ..Pod::default()
+                })
+                .collect(),
+            workloads: vec![Workload {
+                namespace: "ns".into(),
+                name: "w".into(),
+                uid: "isvc-w".into(),
+                components: vec![Component {
+                    kind: ComponentKind::Engine,
+                    mode: DeploymentMode::OMENative,
+                    replica: None,
+                    observation_invalid: None,
+                    instances: vec![Instance {
+                        index: 0,
+                        pods: keys.clone(),
+                        ..Instance::default()
+                    }],
+                    pods: keys,
+                    scheduler_name: String::new(),
+                    topology_key: String::new(),
+                }],
+                ..Workload::default()
+            }],
+            ..ClusterSnapshot::default()
+        };
+        s.normalize();
+        s
+    }
+
+    fn entry(targets: &[&str], phase: Phase) -> Entry {
+        let at = Timestamp::from_unix_secs(1_790_000_000);
+        Entry {
+            uuid: "00000000-0000-4000-8000-000000000001".into(),
+            workload: WorkloadRef {
+                namespace: "ns".into(),
+                name: "w".into(),
+            },
+            workload_uid: "isvc-w".into(),
+            ir_name: "w-engine".into(),
+            ir_uid: "ir-w".into(),
+            component: ComponentKind::Engine,
+            instance: 0,
+            from_node: "a".into(),
+            targets: targets.iter().map(|t| t.to_string()).collect(),
+            payload: "not a payload".into(),
+            source_fingerprint: String::new(),
+            created_at: at,
+            last_attempt: None,
+            acknowledged_at: None,
+            completed_at: phase.is_terminal().then(|| at.plus_minutes(3)),
+            phase,
+            reason: None,
+        }
+    }
+
+    fn claims(v: &[NodeClaim]) -> Vec<(&str, u32)> {
+        v.iter().map(|c| (c.node.as_str(), c.gpus)).collect()
+    }
+
+    #[test]
+    fn claims_are_the_gpus_still_to_land_spread_over_the_targets() {
+        let one = snapshot(&[("p0", "a", 4)]);
+        assert_eq!(
+            claims(&derived_claims(&entry(&["b"], Phase::Submitted), &one)),
+            [("b", 4)]
+        );
+        let two = snapshot(&[("p0", "a", 4), ("p1", "a", 2)]);
+        assert_eq!(
+            claims(&derived_claims(&entry(&["b", "c"], Phase::Submitted), &two)),
+            [("b", 4), ("c", 4)]
+        );
+        assert_eq!(
+            claims(&derived_claims(&entry(&["b"], Phase::Submitted), &two)),
+            [("b", 6)]
+        );
+        // A replacement already running on its target is in the node's allocation.
+        let landed = snapshot(&[("p0", "a", 4), ("p0-new", "b", 4)]);
+        assert_eq!(
+            claims(&derived_claims(&entry(&["b"], Phase::Submitted), &landed)),
+            [("b", 4)]
+        );
+        let done = snapshot(&[("p0-new", "b", 4)]);
+        assert!(derived_claims(&entry(&["b"], Phase::Submitted), &done).is_empty());
+        assert!(derived_claims(&entry(&[], Phase::Submitted), &one).is_empty());
+        assert!(
+            derived_claims(
+                &entry(&["b"], Phase::Submitted),
+                &ClusterSnapshot::default()
+            )
+            .is_empty()
+        );
+    }
+
+    #[test]
+    fn records_follow_the_entries() {
+        let s = snapshot(&[("p0", "a", 4)]);
+        let live = record_of(&entry(&["b"], Phase::Stalled), &s);
+        assert_eq!(live.absorbed_at, None);
+        assert_eq!(live.reason, RowReason::Fragmentation);
+        assert_eq!(
+            live.identity(),
+            "isvc-w/00000000-0000-4000-8000-000000000001"
+        );
+        let e = entry(&["b"], Phase::Failed);
+        let ended = record_of(&e, &s);
+        assert_eq!(ended.absorbed_at, e.completed_at);
+        let mut j = Journal::empty();
+        j.entries.push(e);
+        let ledger = ledger_of(&j, &s);
+        assert_eq!(ledger.records().len(), 1);
+        assert!(ledger.claims(&s).is_empty());
+        assert_eq!(ledger.last_end("ns/w"), ended.absorbed_at);
+    }
+}

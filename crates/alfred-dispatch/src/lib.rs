@@ -43,6 +43,7 @@ pub mod follow;
 pub mod guard;
 pub mod journal;
 pub mod ledger;
+pub mod model_sim;
 pub mod pass;
 pub mod preflight;
 pub mod report;
@@ -55,6 +56,7 @@ mod strict_json;
 pub use dispatch::{Breaker, JournalSlot};
 pub use guard::GuardObservation;
 pub use journal::{Entry, Journal, JournalError, Phase};
+pub use model_sim::{ModelProfiles, ModelSimulator};
 pub use pass::{DurableState, Explained, PassInput, PassOutput, Session, run_pass};
 pub use request::RequestPayload;
 #[cfg(any(test, feature = "testkit"))]

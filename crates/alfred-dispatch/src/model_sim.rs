@@ -1,0 +1,730 @@
+//! [`ModelSimulator`]: the in-process [`Simulator`] backed by `alfred-sim`, the model of
+//! kube-scheduler v1.35.4 and OMEGangPack (decision E10). `alfred replay
+//! --simulate-in-process` and tests use it; a live alfred talks to simulation workers.
+//!
+//! # How a move becomes a model request (alfred-engine.md §7.2, §9.6; seed 002)
+//!
+//! * **Cluster copy.** Every node of the snapshot (`labels`, `taints`, `cordoned` →
+//!   `unschedulable`, `allocatable`), every bound, non-terminal pod (requests, node
+//!   selector, affinity, tolerations, spread constraints, priority) and the pending pods
+//!   (placed before the replacements by the model, decision 14.3), the namespaces seen, and
+//!   the PodGroups. The **source pods still occupy their nodes** (surge-first).
+//!   Gaps the snapshot leaves are filled conservatively and documented here: a node
+//!   without `kubernetes.io/hostname` gets it (= its name); a node whose `allocatable`
+//!   lacks its GPU resource gets `total_gpus`; a node without `pods` gets the kubelet
+//!   default 110; a node that is not Ready gets the `node.kubernetes.io/not-ready:NoSchedule`
+//!   taint the node lifecycle controller would add; a pod whose requests name no GPU
+//!   resource but that holds GPUs requests them under its node's GPU resource.
+//! * **Replacement pods.** One pod per runner slot from the InferenceReplica's runner
+//!   templates (`ReplicaState.runners[].template`, `size` pods each, in runner order);
+//!   when there are no templates (or one cannot be read as a pod template), copies of the
+//!   Instance's source pods, unbound. A template naming no scheduler uses the component's
+//!   (decision E24). Names are `<ir>-<instance>-alfred-replacement-<k>`.
+//! * **Excluded nodes.** `MoveSimulation::excluded_nodes` as the caller set it: every
+//!   source node for predictions, only `from_node` for execution (decision 14.4).
+//! * **Hints.** A soft preference: a preferred node-affinity term of weight 50 on
+//!   `kubernetes.io/hostname In hints` added to every replacement pod.
+//! * **Profile.** The request's scheduler name must be one of the profiles given to
+//!   [`ModelSimulator::new`] (the configuration's `scheduling.profiles` plus the built-in
+//!   `default-scheduler` and `ome-scheduler` identities), else
+//!   `Unavailable/ProfileNotConfigured`. A profile with gang scheduling runs alfred-sim's
+//!   OME scheduler profile (OMEGangPack), any other its default profile, each under the
+//!   request's scheduler name. A move that requires a gang on a profile without gang
+//!   scheduling is `Unsupported/GangUnsupported` without running the model. The
+//!   `configurationID` is not compared in-process (the model *is* the configuration).
+//!
+//! Results map one to one: `Feasible` → `Feasible/PlacementFound` with one placement per
+//! replacement pod; `Infeasible` → `Infeasible/NoFeasiblePlacement`; `Unsupported` →
+//! `Unsupported/Unsupported`; a structurally invalid input → `Unavailable/WorkerFailed`.
+//! The snapshot ID is `model-<observedAt RFC 3339>`, its time the snapshot's.
+
+use std::collections::{BTreeMap, BTreeSet};
+
+use alfred_model::ClusterSnapshot;
+use alfred_model::config::{Config, SchedulingProfile};
+use alfred_model::reason::SchedulingReason;
+use alfred_model::record::{Placement, PodName};
+use alfred_model::snapshot::{self as snap, PodPhase};
+use alfred_sim::objects::{
+    Affinity, Container, Namespace, NodeAffinity, NodeSelectorRequirement, NodeSelectorTerm,
+    ObjectMeta, OwnerReference, Pod, PodGroup, PodGroupSpec, PodSpec, PodStatus,
+    PreferredSchedulingTerm, ResourceRequirements, Taint, Toleration, TopologySpreadConstraint,
+};
+use alfred_sim::{Cluster, Decision, MoveInput, PreparedCluster, Profile};
+use serde_json::Value;
+
+use crate::sim::{MoveSimulation, SimulationOutcome, Simulator};
+
+/// The hostname label the hints prefer.
+const HOSTNAME_LABEL: &str = "kubernetes.io/hostname";
+/// The weight of the hint preference (§9.6).
+pub const HINT_WEIGHT: i32 = 50;
+/// The kubelet's default `maxPods`, for nodes whose allocatable omits `pods`.
+const DEFAULT_MAX_PODS: i64 = 110;
+/// The built-in OME scheduler name alfred-sim models with OMEGangPack.
+pub const OME_SCHEDULER_NAME: &str = "ome-scheduler";
+
+/// The profiles a [`ModelSimulator`] answers for: scheduler name → gang scheduling.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ModelProfiles {
+    /// Scheduler name → whether the profile schedules gangs.
+    pub gang_by_scheduler: BTreeMap<String, bool>,
+}
+
+impl ModelProfiles {
+    /// Only the built-in identities alfred-sim exposes: `default-scheduler` (no gangs) and
+    /// `ome-scheduler` (OMEGangPack).
+    pub fn builtin() -> Self {
+        let mut gang_by_scheduler = BTreeMap::new();
+        gang_by_scheduler.insert(
+            alfred_sim::DEFAULT_SCHEDULER_NAME.to_owned(),
+            Profile::default_scheduler().gang_scheduling,
+        );
+        gang_by_scheduler.insert(
+            OME_SCHEDULER_NAME.to_owned(),
+            Profile::ome_scheduler_chart_default().gang_scheduling,
+        );
+        ModelProfiles { gang_by_scheduler }
+    }
+}
+
+impl From<&BTreeMap<String, SchedulingProfile>> for ModelProfiles {
+    /// The built-in identities plus `scheduling.profiles` (a configured profile wins).
+    fn from(profiles: &BTreeMap<String, SchedulingProfile>) -> Self {
+        let mut out = ModelProfiles::builtin();
+        for (name, p) in profiles {
+            out.gang_by_scheduler
+                .insert(name.clone(), p.gang_scheduling);
+        }
+        out
+    }
+}
+
+impl From<&Config> for ModelProfiles {
+    fn from(config: &Config) -> Self {
+        ModelProfiles::from(&config.scheduling.profiles)
+    }
+}
+
+/// The in-process simulator (see the module docs). Deterministic; holds no cluster state
+/// between calls.
+#[derive(Debug, Clone)]
+pub struct ModelSimulator {
+    profiles: ModelProfiles,
+    default_profile: Profile,
+    gang_profile: Profile,
+}
+
+impl ModelSimulator {
+    /// A simulator for `profiles`: a [`Config`] (its `scheduling.profiles`), the profiles
+    /// map itself, or [`ModelProfiles`]; the built-in identities are always included.
+    pub fn new(profiles: impl Into<ModelProfiles>) -> Self {
+        ModelSimulator {
+            profiles: profiles.into(),
+            default_profile: Profile::default_scheduler(),
+            gang_profile: Profile::ome_scheduler_chart_default(),
+        }
+    }
+
+    /// The profiles answered for.
+    pub fn profiles(&self) -> &ModelProfiles {
+        &self.profiles
+    }
+}
+
+impl Simulator for ModelSimulator {
+    fn simulate(&mut self, r: &MoveSimulation<'_>) -> SimulationOutcome {
+        let scheduler = if r.profile.scheduler_name.is_empty() {
+            alfred_sim::DEFAULT_SCHEDULER_NAME
+        } else {
+            r.profile.scheduler_name.as_str()
+        };
+        let Some(&gang) = self.profiles.gang_by_scheduler.get(scheduler) else {
+            return stamped(r, SchedulingReason::ProfileNotConfigured);
+        };
+        if r.require_gang && !gang {
+            return stamped(r, SchedulingReason::GangUnsupported);
+        }
+        let mut profile = if gang {
+            self.gang_profile.clone()
+        } else {
+            self.default_profile.clone()
+        };
+        profile.scheduler_name = scheduler.to_owned();
+        let Some(replacements) = replacement_pods(r, scheduler) else {
+            return stamped(r, SchedulingReason::InputUnsupported);
+        };
+        let Some(cluster) = cluster_of(r.snapshot) else {
+            return stamped(r, SchedulingReason::Unsupported);
+        };
+        let excluded: BTreeSet<String> = r.excluded_nodes.iter().cloned().collect();
+        let input = MoveInput {
+            replacement_pods: &replacements,
+            excluded_nodes: &excluded,
+            require_gang: r.require_gang,
+        };
+        let outcome = match PreparedCluster::new(&cluster, scheduler)
+            .and_then(|mut pc| pc.simulate(&profile, &input, &mut || false))
+        {
+            Ok(o) => o,
+            Err(_) => return stamped(r, SchedulingReason::WorkerFailed),
+        };
+        match outcome.decision {
+            Decision::Feasible => {
+                let mut out = stamped(r, SchedulingReason::PlacementFound);
+                out.placements = outcome
+                    .placements
+                    .into_iter()
+                    .map(|p| Placement {
+                        pod: PodName {
+                            namespace: p.namespace,
+                            name: p.name,
+                            uid: p.uid,
+                        },
+                        node_name: p.node_name,
+                    })
+                    .collect();
+                if out.placements.is_empty() {
+                    return stamped(r, SchedulingReason::InvalidResponse);
+                }
+                out
+            }
+            Decision::Infeasible => stamped(r, SchedulingReason::NoFeasiblePlacement),
+            Decision::Unsupported => stamped(r, SchedulingReason::Unsupported),
+        }
+    }
+}
+
+/// An answer for `r` with `reason` and the snapshot's identity.
+fn stamped(r: &MoveSimulation<'_>, reason: SchedulingReason) -> SimulationOutcome {
+    let at = r.snapshot.observed_at;
+    SimulationOutcome {
+        status: reason.status(),
+        reason,
+        snapshot_id: format!("model-{}", at.to_rfc3339()),
+        snapshot_time: Some(at),
+        placements: Vec::new(),
+    }
+}
+
+/// A resource quantity as the API writes it: CPU in millicores, the rest in units.
+fn quantity(resource: &str, v: i64) -> String {
+    if resource == "cpu" {
+        format!("{v}m")
+    } else {
+        v.to_string()
+    }
+}
+
+fn is_gpu(resource: &str) -> bool {
+    alfred_sim::is_gpu_resource(resource)
+}
+
+fn from_json<T: serde::de::DeserializeOwned + Default>(v: &Value) -> Option<T> {
+    if v.is_null() {
+        return Some(T::default());
+    }
+    serde_json::from_value(v.clone()).ok()
+}
+
+fn node_of(n: &snap::Node) -> alfred_sim::objects::Node {
+    let mut labels = n.labels.clone();
+    labels
+        .entry(HOSTNAME_LABEL.to_owned())
+        .or_insert_with(|| n.name.clone());
+    let mut allocatable: BTreeMap<String, String> = n
+        .allocatable
+        .iter()
+        .map(|(k, v)| (k.clone(), quantity(k, *v)))
+        .collect();
+    if !n.gpu_resource.is_empty() && n.total_gpus > 0 {
+        allocatable
+            .entry(n.gpu_resource.clone())
+            .or_insert_with(|| n.total_gpus.to_string());
+    }
+    allocatable
+        .entry("pods".to_owned())
+        .or_insert_with(|| DEFAULT_MAX_PODS.to_string());
+    let mut taints: Vec<Taint> = n
+        .taints
+        .iter()
+        .map(|t| Taint {
+            key: t.key.clone(),
+            value: t.value.clone(),
+            effect: t.effect.clone(),
+            ..Taint::default()
+        })
+        .collect();
+    if !n.ready
+        && !taints
+            .iter()
+            .any(|t| t.key == "node.kubernetes.io/not-ready")
+    {
+        taints.push(Taint {
+            key: "node.kubernetes.io/not-ready".into(),
+            effect: "NoSchedule".into(),
+            ..Taint::default()
+        });
+    }
+    alfred_sim::objects::Node {
+        metadata: ObjectMeta {
+            name: n.name.clone(),
+            uid: n.uid.clone(),
+            labels,
+            ..ObjectMeta::default()
+        },
+        spec: alfred_sim::objects::NodeSpec {
+            unschedulable: n.cordoned,
+            taints,
+            ..Default::default()
+        },
+        status: alfred_sim::objects::NodeStatus {
+            allocatable,
+            ..Default::default()
+        },
+    }
+}
+
+/// The pod spec parts of a snapshot pod's scheduling inputs; `None` when one cannot be
+/// read as its Kubernetes type.
+fn spec_of(s: &snap::PodScheduling, gpus: u32, gpu_resource: &str) -> Option<PodSpec> {
+    let affinity: Option<Affinity> = if s.affinity.is_null() {
+        None
+    } else {
+        Some(from_json(&s.affinity)?)
+    };
+    let tolerations: Vec<Toleration> = s
+        .tolerations
+        .iter()
+        .map(from_json)
+        .collect::<Option<Vec<_>>>()?;
+    let spread: Vec<TopologySpreadConstraint> = s
+        .topology_spread_constraints
+        .iter()
+        .map(from_json)
+        .collect::<Option<Vec<_>>>()?;
+    let mut requests: BTreeMap<String, String> = s
+        .requests
+        .iter()
+        .map(|(k, v)| (k.clone(), quantity(k, *v)))
+        .collect();
+    if gpus > 0 && !s.requests.keys().any(|k| is_gpu(k)) {
+        let name = if gpu_resource.is_empty() {
+            "nvidia.com/gpu"
+        } else {
+            gpu_resource
+        };
+        requests.insert(name.to_owned(), gpus.to_string());
+    }
+    Some(PodSpec {
+        scheduler_name: s.scheduler_name.clone(),
+        node_selector: s.node_selector.clone(),
+        affinity,
+        tolerations,
+        topology_spread_constraints: spread,
+        containers: vec![Container {
+            name: "main".into(),
+            resources: Some(ResourceRequirements {
+                requests,
+                ..ResourceRequirements::default()
+            }),
+            ..Container::default()
+        }],
+        priority: s.priority,
+        ..PodSpec::default()
+    })
+}
+
+fn pod_of(p: &snap::Pod, gpu_resource: &str) -> Option<Pod> {
+    let mut spec = spec_of(&p.scheduling, p.gpus, gpu_resource)?;
+    spec.node_name = p.node.clone();
+    Some(Pod {
+        metadata: ObjectMeta {
+            name: p.name.clone(),
+            namespace: p.namespace.clone(),
+            uid: p.uid.clone(),
+            labels: p.labels.clone(),
+            owner_references: p
+                .controller
+                .iter()
+                .map(|o| OwnerReference {
+                    api_version: o.api_version.clone(),
+                    kind: o.kind.clone(),
+                    name: o.name.clone(),
+                    uid: o.uid.clone(),
+                    controller: Some(true),
+                })
+                .collect(),
+            ..ObjectMeta::default()
+        },
+        spec,
+        status: PodStatus {
+            phase: match p.phase {
+                PodPhase::Pending => "Pending",
+                PodPhase::Running => "Running",
+                PodPhase::Succeeded => "Succeeded",
+                PodPhase::Failed => "Failed",
+                PodPhase::Unknown => "Unknown",
+            }
+            .into(),
+            ..PodStatus::default()
+        },
+    })
+}
+
+/// The cluster copy (module docs); `None` when a pod's scheduling inputs cannot be read.
+fn cluster_of(s: &ClusterSnapshot) -> Option<Cluster> {
+    let gpu_of: BTreeMap<&str, &str> = s
+        .nodes
+        .iter()
+        .map(|n| (n.name.as_str(), n.gpu_resource.as_str()))
+        .collect();
+    let mut namespaces: BTreeSet<String> = BTreeSet::new();
+    let mut pods = Vec::new();
+    for p in &s.pods {
+        if p.node.is_empty() || matches!(p.phase, PodPhase::Succeeded | PodPhase::Failed) {
+            continue;
+        }
+        namespaces.insert(p.namespace.clone());
+        let gpu = gpu_of.get(p.node.as_str()).copied().unwrap_or("");
+        pods.push(pod_of(p, gpu)?);
+    }
+    for p in &s.pending_pods {
+        namespaces.insert(p.namespace.clone());
+        let spec = spec_of(&p.scheduling, p.gpus_needed, "")?;
+        pods.push(Pod {
+            metadata: ObjectMeta {
+                name: p.name.clone(),
+                namespace: p.namespace.clone(),
+                labels: p.labels.clone(),
+                ..ObjectMeta::default()
+            },
+            spec,
+            status: PodStatus {
+                phase: "Pending".into(),
+                ..PodStatus::default()
+            },
+        });
+    }
+    for w in &s.workloads {
+        namespaces.insert(w.namespace.clone());
+    }
+    Some(Cluster {
+        nodes: s.nodes.iter().map(node_of).collect(),
+        pods,
+        namespaces: namespaces
+            .into_iter()
+            .map(|name| Namespace {
+                metadata: ObjectMeta {
+                    name,
+                    ..ObjectMeta::default()
+                },
+            })
+            .collect(),
+        selector_objects: Vec::new(),
+        pod_groups: s
+            .pod_groups
+            .iter()
+            .map(|g| PodGroup {
+                metadata: ObjectMeta {
+                    name: g.name.clone(),
+                    namespace: g.namespace.clone(),
+                    ..ObjectMeta::default()
+                },
+                spec: PodGroupSpec {
+                    min_member: i32::try_from(g.min_member).unwrap_or(i32::MAX),
+                    schedule_timeout_seconds: None,
+                },
+            })
+            .collect(),
+    })
+}
+
+/// The replacement pods of the move (module docs); `None` when the Instance is not in
+/// the snapshot or yields no pod.
+fn replacement_pods(r: &MoveSimulation<'_>, scheduler: &str) -> Option<Vec<Pod>> {
+    let (ns, name) = r.workload.split_once('/')?;
+    let w = r.snapshot.workload(ns, name)?;
+    let comp = w.component(r.component)?;
+    let inst = comp.instances.iter().find(|i| i.index == r.instance)?;
+    let ir_name = comp
+        .replica
+        .as_ref()
+        .map(|ir| ir.name.clone())
+        .unwrap_or_else(|| name.to_owned());
+    let from_templates: Option<Vec<Pod>> = comp.replica.as_ref().and_then(|ir| {
+        if ir.runners.is_empty() {
+            return None;
+        }
+        let mut out = Vec::new();
+        for runner in &ir.runners {
+            let pod: Pod = serde_json::from_value(runner.template.clone()).ok()?;
+            for _ in 0..runner.size {
+                out.push(pod.clone());
+            }
+        }
+        Some(out)
+    });
+    let mut pods = match from_templates {
+        Some(p) if !p.is_empty() => p,
+        _ => {
+            let mut out = Vec::new();
+            for key in &inst.pods {
+                let p = r.snapshot.pod_by_key(key)?;
+                let gpu = r
+                    .snapshot
+                    .node(&p.node)
+                    .map(|n| n.gpu_resource.as_str())
+                    .unwrap_or("");
+                out.push(pod_of(p, gpu)?);
+            }
+            out
+        }
+    };
+    if pods.is_empty() {
+        return None;
+    }
+    let hints: Vec<String> = r
+        .hint_nodes
+        .iter()
+        .filter(|h| !r.excluded_nodes.contains(h))
+        .cloned()
+        .collect();
+    for (k, pod) in pods.iter_mut().enumerate() {
+        pod.metadata.namespace = ns.to_owned();
+        pod.metadata.name = format!("{ir_name}-{}-alfred-replacement-{k}", r.instance);
+        pod.metadata.uid = format!("{}-replacement-{k}", r.request_id);
+        pod.spec.node_name.clear();
+        pod.status = PodStatus {
+            phase: "Pending".into(),
+            ..PodStatus::default()
+        };
+        if pod.spec.scheduler_name.is_empty() {
+            pod.spec.scheduler_name = if comp.scheduler_name.is_empty() {
+                scheduler.to_owned()
+            } else {
+                comp.scheduler_name.clone()
+            };
+        }
+        if !hints.is_empty() {
+            let term = PreferredSchedulingTerm {
+                weight: HINT_WEIGHT,
+                preference: NodeSelectorTerm {
+                    match_expressions: vec![NodeSelectorRequirement {
+                        key: HOSTNAME_LABEL.into(),
+                        operator: "In".into(),
+                        values: hints.clone(),
+                        ..NodeSelectorRequirement::default()
+                    }],
+                    ..NodeSelectorTerm::default()
+                },
+                ..PreferredSchedulingTerm::default()
+            };
+            let affinity = pod.spec.affinity.get_or_insert_with(Affinity::default);
+            affinity
+                .node_affinity
+                .get_or_insert_with(NodeAffinity::default)
+                .preferred_during_scheduling_ignored_during_execution
+                .push(term);
+        }
+    }
+    Some(pods)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::sim::{ProfileIdentity, SimulationPurpose};
+    use alfred_model::Timestamp;
+    use alfred_model::reason::SchedulingStatus;
+    use alfred_model::snapshot::{
+        Component, ComponentKind, DeploymentMode, Instance, Node, Pod as SPod, ReplicaState,
+        Runner, Workload,
+    };
+    use serde_json::json;
+
+    fn node(name: &str, total: u32, alloc: u32) -> Node {
+        Node {
+            name: name.into(),
+            uid: format!("uid-{name}"),
+            gpu_resource: "nvidia.com/gpu".into(),
+            total_gpus: total,
+            allocated_gpus: alloc,
+            free_gpus: total - alloc,
+            ready: true,
+            ..Node::default()
+        }
+    }
+
+    fn filler(name: &str, node: &str, gpus: u32) -> SPod {
+        SPod {
+            namespace: "other".into(),
+            name: name.into(),
+            uid: format!("uid-{name}"),
+            node: node.into(),
+            gpus,
+            phase: PodPhase::Running,
+            ready: true,
+            ..SPod::default()
+        }
+    }
+
+    /// w1 (4 GPUs) on a; b and c have `free_b` / `free_c` of 8 free.
+    fn cluster(free_b: u32, free_c: u32, templates: bool) -> ClusterSnapshot {
+        let mut pods = vec![filler("w1-0", "a", 4), filler("fill-a", "a", 4)];
+        pods[0].namespace = "ns".into();
+        if free_b < 8 {
+            pods.push(filler("fill-b", "b", 8 - free_b));
+        }
+        if free_c < 8 {
+            pods.push(filler("fill-c", "c", 8 - free_c));
+        }
+        let runners = if templates {
+            vec![Runner {
+                name: "default".into(),
+                size: 1,
+                template: json!({"metadata": {"labels": {"app": "w1"}}, "spec": {"containers": [
+                    {"name": "engine", "image": "x", "resources": {"requests": {"nvidia.com/gpu": "4"}}}
+                ]}}),
+            }]
+        } else {
+            vec![]
+        };
+        let mut s = ClusterSnapshot {
+            observed_at: Timestamp::from_unix_secs(1_790_000_000),
+            nodes: vec![
+                node("a", 8, 8),
+                node("b", 8, 8 - free_b),
+                node("c", 8, 8 - free_c),
+            ],
+            pods,
+            workloads: vec![Workload {
+                namespace: "ns".into(),
+                name: "w1".into(),
+                uid: "isvc-w1".into(),
+                components: vec![Component {
+                    kind: ComponentKind::Engine,
+                    mode: DeploymentMode::OMENative,
+                    replica: Some(ReplicaState {
+                        name: "w1-engine".into(),
+                        runners,
+                        ..ReplicaState::default()
+                    }),
+                    observation_invalid: None,
+                    instances: vec![Instance {
+                        index: 0,
+                        pods: vec!["ns/w1-0".into()],
+                        total_gpus: 4,
+                        ..Instance::default()
+                    }],
+                    pods: vec!["ns/w1-0".into()],
+                    scheduler_name: String::new(),
+                    topology_key: String::new(),
+                }],
+                ..Workload::default()
+            }],
+            ..ClusterSnapshot::default()
+        };
+        s.normalize();
+        s
+    }
+
+    fn request<'a>(s: &'a ClusterSnapshot, hints: &[&str], gang: bool) -> MoveSimulation<'a> {
+        MoveSimulation {
+            request_id: "preflight".into(),
+            purpose: SimulationPurpose::Execution,
+            snapshot: s,
+            workload: "ns/w1".into(),
+            component: ComponentKind::Engine,
+            instance: 0,
+            from_node: "a".into(),
+            excluded_nodes: vec!["a".into()],
+            hint_nodes: hints.iter().map(|h| h.to_string()).collect(),
+            profile: ProfileIdentity {
+                scheduler_name: "default-scheduler".into(),
+                ..ProfileIdentity::default()
+            },
+            require_gang: gang,
+        }
+    }
+
+    #[test]
+    fn a_move_that_fits_lands_on_the_hint_node() {
+        let mut sim = ModelSimulator::new(&Config::builtin());
+        for templates in [true, false] {
+            let s = cluster(8, 8, templates);
+            // Without a hint the tie goes to the smallest name, b; the hint prefers c.
+            let out = sim.simulate(&request(&s, &[], false));
+            assert_eq!(out.status, SchedulingStatus::Feasible, "{out:?}");
+            assert_eq!(out.placements[0].node_name, "b");
+            let out = sim.simulate(&request(&s, &["c"], false));
+            assert_eq!(out.status, SchedulingStatus::Feasible, "{out:?}");
+            assert_eq!(out.reason, SchedulingReason::PlacementFound);
+            assert_eq!(out.placements.len(), 1);
+            assert_eq!(out.placements[0].node_name, "c");
+            assert_eq!(out.placements[0].pod.namespace, "ns");
+            assert_eq!(out.snapshot_time, Some(s.observed_at));
+        }
+    }
+
+    #[test]
+    fn the_excluded_source_node_is_never_used() {
+        let mut sim = ModelSimulator::new(&Config::builtin());
+        // Only a (the source) would have room if its pod were gone: surge-first, excluded.
+        let mut s = cluster(0, 0, true);
+        s.pods.retain(|p| p.name != "fill-a");
+        s.nodes[0].allocated_gpus = 4;
+        s.nodes[0].free_gpus = 4;
+        let out = sim.simulate(&request(&s, &["a"], false));
+        assert_eq!(out.status, SchedulingStatus::Infeasible, "{out:?}");
+    }
+
+    #[test]
+    fn a_full_cluster_is_infeasible() {
+        let mut sim = ModelSimulator::new(&Config::builtin());
+        let s = cluster(2, 3, true);
+        let out = sim.simulate(&request(&s, &["b", "c"], false));
+        assert_eq!(out.status, SchedulingStatus::Infeasible, "{out:?}");
+        assert_eq!(out.reason, SchedulingReason::NoFeasiblePlacement);
+        assert!(out.placements.is_empty());
+    }
+
+    #[test]
+    fn a_gang_on_a_non_gang_profile_is_unsupported() {
+        let mut sim = ModelSimulator::new(&Config::builtin());
+        let s = cluster(8, 8, true);
+        let out = sim.simulate(&request(&s, &["c"], true));
+        assert_eq!(out.status, SchedulingStatus::Unsupported);
+        assert_eq!(out.reason, SchedulingReason::GangUnsupported);
+    }
+
+    #[test]
+    fn an_unknown_scheduler_is_not_configured() {
+        let mut sim = ModelSimulator::new(&Config::builtin());
+        let s = cluster(8, 8, true);
+        let mut r = request(&s, &["c"], false);
+        r.profile.scheduler_name = "volcano".into();
+        let out = sim.simulate(&r);
+        assert_eq!(out.reason, SchedulingReason::ProfileNotConfigured);
+        assert_eq!(out.status, SchedulingStatus::Unavailable);
+        // Configured profiles join the built-in identities.
+        let mut cfg = Config::builtin();
+        cfg.scheduling.profiles.insert(
+            "volcano".into(),
+            SchedulingProfile {
+                backend: "model".into(),
+                scheduler_version: "v1.35.4".into(),
+                configuration_id: "sha256:x".into(),
+                gang_scheduling: false,
+            },
+        );
+        let mut sim = ModelSimulator::new(&cfg);
+        assert!(
+            sim.profiles()
+                .gang_by_scheduler
+                .contains_key("ome-scheduler")
+        );
+        let out = sim.simulate(&r);
+        assert_eq!(out.status, SchedulingStatus::Feasible, "{out:?}");
+    }
+}
