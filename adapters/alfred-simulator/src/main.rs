@@ -10,8 +10,8 @@ use std::process::ExitCode;
 use std::time::{Duration, Instant};
 
 use alfred_sim::identity::BuildInfo;
-use alfred_sim::workers::{MAX_FILE_BYTES, parse_timeout};
 use alfred_sim::wire::MAX_REQUEST_BYTES;
+use alfred_sim::workers::{MAX_FILE_BYTES, parse_timeout};
 use alfred_sim::{Profile, decode_request, encode_result, evaluate, load_config, printed_profile};
 use clap::Parser;
 
@@ -45,13 +45,16 @@ fn build_info() -> Result<BuildInfo, String> {
     Ok(BuildInfo {
         package: env!("CARGO_PKG_NAME").to_string(),
         version: env!("CARGO_PKG_VERSION").to_string(),
-        source_revision: option_env!("ALFRED_SOURCE_REVISION").unwrap_or("").to_string(),
+        source_revision: option_env!("ALFRED_SOURCE_REVISION")
+            .unwrap_or("")
+            .to_string(),
         executable_sha256: alfred_sim::sha256_hex(&bytes),
     })
 }
 
 fn read_config(path: &str) -> Result<Profile, String> {
-    let file = std::fs::File::open(path).map_err(|e| format!("cannot read scheduler config {path}: {e}"))?;
+    let file = std::fs::File::open(path)
+        .map_err(|e| format!("cannot read scheduler config {path}: {e}"))?;
     let mut text = String::new();
     file.take(MAX_FILE_BYTES as u64 + 1)
         .read_to_string(&mut text)
@@ -78,7 +81,13 @@ fn main() -> ExitCode {
         }
     };
     if cli.backend.is_empty() || cli.backend.trim() != cli.backend {
-        return fail(2, format!("invalid --backend {:?}: must be non-empty and unpadded", cli.backend));
+        return fail(
+            2,
+            format!(
+                "invalid --backend {:?}: must be non-empty and unpadded",
+                cli.backend
+            ),
+        );
     }
     if cli.scheduler_config.is_empty() {
         return fail(2, "--scheduler-config must not be empty");
@@ -100,7 +109,10 @@ fn main() -> ExitCode {
     let printed = printed_profile(&profile, &cli.backend, &build);
     if cli.print_profile {
         let mut out = std::io::stdout().lock();
-        if writeln!(out, "{}", printed.to_line()).and_then(|()| out.flush()).is_err() {
+        if writeln!(out, "{}", printed.to_line())
+            .and_then(|()| out.flush())
+            .is_err()
+        {
             return fail(1, "cannot write profile");
         }
         return ExitCode::SUCCESS;

@@ -118,6 +118,9 @@ pub struct PreparedCluster {
     pod_group_members: BTreeMap<String, usize>,
 }
 
+/// Per-node filter failures of one cycle.
+type NodeFailures = Vec<(usize, NodeFail)>;
+
 #[derive(Debug, Clone)]
 enum NodeFail {
     /// Resolvable by preemption.
@@ -1192,7 +1195,7 @@ impl PreparedCluster {
         excluded: &BTreeSet<usize>,
         profile: &Profile,
         allow_packing: bool,
-    ) -> Result<(usize, Vec<usize>), Vec<(usize, NodeFail)>> {
+    ) -> Result<(usize, Vec<usize>), NodeFailures> {
         let cy = self.pre_filter(p, profile);
         let all: Vec<usize>;
         let candidates = match candidates {

@@ -186,7 +186,7 @@ pub fn evaluate_args(entry: &WorkerEntry, timeout: &str) -> Vec<String> {
 
 /// Formats a duration in milliseconds as a Go duration string the worker accepts.
 pub fn go_duration_ms(ms: u64) -> String {
-    if ms % 1000 == 0 {
+    if ms.is_multiple_of(1000) {
         format!("{}s", ms / 1000)
     } else {
         format!("{}.{:03}s", ms / 1000, ms % 1000)

@@ -168,7 +168,7 @@ fn inter_pod_affinity_scores() {
         nodes_of(&run(
             &only_score("InterPodAffinity"),
             &c,
-            &[web.clone()],
+            std::slice::from_ref(&web),
             &[]
         )),
         ["b"]
@@ -236,7 +236,7 @@ fn pod_count_and_container_request_rules() {
         json!({"spec": {"initContainers": [{"name": "s", "restartPolicy": "Always", "resources": {"requests": {"cpu": "1"}}}]}}),
     );
     assert_eq!(
-        run(&default_profile(), &c, &[sidecar.clone()], &[]).decision,
+        run(&default_profile(), &c, std::slice::from_ref(&sidecar), &[]).decision,
         Decision::Feasible
     );
     let overhead = with(sidecar, json!({"spec": {"overhead": {"cpu": "100m"}}}));

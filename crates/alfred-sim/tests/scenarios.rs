@@ -202,7 +202,12 @@ fn s06_anti_affinity_against_source() {
     );
     let plain = labels(pod("default", "r", "4", "8Gi", 0), json!({"app": "x"}));
     assert_eq!(
-        nodes_of(&run(&default_profile(), &c, &[plain.clone()], &["a1"])),
+        nodes_of(&run(
+            &default_profile(),
+            &c,
+            std::slice::from_ref(&plain),
+            &["a1"]
+        )),
         ["a2"]
     );
     let anti = anti_zone(plain);
@@ -422,7 +427,7 @@ fn s11_preemption() {
         pod("default", "r", "2", "1Gi", 0),
         json!({"spec": {"priority": 1000}}),
     );
-    let o = run(&default_profile(), &c, &[high.clone()], &[]);
+    let o = run(&default_profile(), &c, std::slice::from_ref(&high), &[]);
     assert_eq!(
         (o.decision, cause(&o)),
         (Decision::Unsupported, Cause::PreemptionMayApply)

@@ -130,7 +130,8 @@ fn decode_is_strict() {
 #[test]
 fn invalid_requests_name_the_field() {
     let p = Profile::default_scheduler();
-    let cases: Vec<(Box<dyn Fn(&mut Value)>, &str)> = vec![
+    type Mutation = Box<dyn Fn(&mut Value)>;
+    let cases: Vec<(Mutation, &str)> = vec![
         (
             Box::new(|v| v["schemaVersion"] = json!("v2")),
             "schemaVersion",
