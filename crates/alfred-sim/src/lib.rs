@@ -37,7 +37,8 @@ pub use outcome::{Cause, Decision, Failure, SchedulingReason, SchedulingStatus, 
 pub use plugins::SCHEDULER_VERSION;
 pub use wire::{
     Evaluation, Placement, PodRef, RequestError, SimulationRequest, SimulationResult,
-    decode_request, decode_result, encode_result, evaluate, validate_result,
+    cluster_from_objects, cluster_objects, decode_request, decode_result, encode_request,
+    encode_result, evaluate, validate_result,
 };
 pub use workers::{ProbeError, WorkerEntry, WorkersError, WorkersFile, check_probe, parse_workers};
 

@@ -128,6 +128,58 @@ pub fn decode_request(bytes: &[u8]) -> Result<SimulationRequest, RequestError> {
     serde_json::from_slice(bytes).map_err(|e| RequestError::Decode(e.to_string()))
 }
 
+/// Compact JSON of a request (what goes on the worker's stdin).
+pub fn encode_request(request: &SimulationRequest) -> Vec<u8> {
+    serde_json::to_vec(request).unwrap_or_default()
+}
+
+fn tagged<T: Serialize>(api_version: &str, kind: &str, object: &T) -> Value {
+    let mut v = serde_json::to_value(object).unwrap_or(Value::Null);
+    if let Value::Object(m) = &mut v {
+        m.insert("apiVersion".into(), Value::String(api_version.into()));
+        m.insert("kind".into(), Value::String(kind.into()));
+    }
+    v
+}
+
+/// The `clusterObjects` of a request for a [`Cluster`] (the inverse of
+/// [`cluster_from_objects`]).
+pub fn cluster_objects(cluster: &Cluster) -> Vec<Value> {
+    let mut out = Vec::new();
+    out.extend(
+        cluster
+            .namespaces
+            .iter()
+            .map(|n| tagged("v1", "Namespace", n)),
+    );
+    out.extend(cluster.nodes.iter().map(|n| tagged("v1", "Node", n)));
+    out.extend(cluster.pods.iter().map(|p| tagged("v1", "Pod", p)));
+    for o in &cluster.selector_objects {
+        let (api, map_form) = match o.kind.as_str() {
+            "Service" | "ReplicationController" => ("v1", true),
+            _ => ("apps/v1", false),
+        };
+        let selector = match (&o.selector, map_form) {
+            (None, _) => Value::Null,
+            (Some(s), true) => serde_json::to_value(&s.match_labels).unwrap_or(Value::Null),
+            (Some(s), false) => serde_json::to_value(s).unwrap_or(Value::Null),
+        };
+        out.push(serde_json::json!({
+            "apiVersion": api,
+            "kind": o.kind,
+            "metadata": o.metadata,
+            "spec": {"selector": selector},
+        }));
+    }
+    out.extend(
+        cluster
+            .pod_groups
+            .iter()
+            .map(|g| tagged("scheduling.x-k8s.io/v1alpha1", "PodGroup", g)),
+    );
+    out
+}
+
 /// Compact JSON of a result, with the trailing newline.
 pub fn encode_result(result: &SimulationResult) -> String {
     let mut s = serde_json::to_string(result).unwrap_or_default();
@@ -181,8 +233,8 @@ pub fn is_rfc3339(s: &str) -> bool {
         || (rest.len() == 6
             && (rest.starts_with('+') || rest.starts_with('-'))
             && rest.as_bytes()[3] == b':'
-            && rest[1..3].bytes().all(|c| c.is_ascii_digit())
-            && rest[4..6].bytes().all(|c| c.is_ascii_digit()));
+            && rest.as_bytes()[1..3].iter().all(u8::is_ascii_digit)
+            && rest.as_bytes()[4..6].iter().all(u8::is_ascii_digit));
     zone_ok && &s[0..4] != "0000" && !s.starts_with("0001-01-01T00:00:00")
 }
 
@@ -467,7 +519,13 @@ impl Evaluation {
             None
         } else {
             let mut s = parts.join("; ");
-            s.truncate(4096);
+            if s.len() > 4096 {
+                let mut cut = 4096;
+                while !s.is_char_boundary(cut) {
+                    cut -= 1;
+                }
+                s.truncate(cut);
+            }
             Some(s)
         }
     }

@@ -161,3 +161,21 @@ proptest! {
         }
     }
 }
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 256, ..ProptestConfig::default() })]
+
+    /// Bad input is an error, never a panic.
+    #[test]
+    fn garbage_never_panics(text in ".{0,64}", bytes in prop::collection::vec(any::<u8>(), 0..256)) {
+        let _ = alfred_sim::quantity::parse_resource("cpu", &text, "f");
+        let _ = alfred_sim::wire::is_rfc3339(&text);
+        let _ = alfred_sim::workers::parse_timeout(&text);
+        let _ = alfred_sim::load_config(&text);
+        let _ = alfred_sim::decode_request(&bytes);
+        let _ = alfred_sim::parse_workers(&bytes);
+        let lossy = String::from_utf8_lossy(&bytes);
+        let _ = alfred_sim::load_config(&lossy);
+        prop_assert!(alfred_sim::quantity::parse_resource("cpu", "-1", "f").is_err());
+    }
+}

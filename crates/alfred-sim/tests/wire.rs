@@ -241,3 +241,37 @@ fn result_revalidation() {
     r.placements = None;
     assert!(validate_result(&req, &r).is_err());
 }
+
+#[test]
+fn typed_cluster_round_trips_through_cluster_objects() {
+    let p = Profile::default_scheduler();
+    let v = request(&p);
+    let req = decode_request(v.to_string().as_bytes()).expect("req");
+    let mut cluster = alfred_sim::cluster_from_objects(&req.cluster_objects).expect("cluster");
+    cluster
+        .selector_objects
+        .push(alfred_sim::objects::SelectorObject {
+            kind: "Service".into(),
+            metadata: serde_json::from_value(json!({"namespace": "prod", "name": "chat"}))
+                .expect("meta"),
+            selector: Some(
+                serde_json::from_value(json!({"matchLabels": {"app": "chat"}})).expect("sel"),
+            ),
+        });
+    let objects = alfred_sim::cluster_objects(&cluster);
+    assert_eq!(
+        alfred_sim::cluster_from_objects(&objects).expect("again"),
+        cluster
+    );
+    let mut again = req.clone();
+    again.cluster_objects = objects;
+    let bytes = alfred_sim::encode_request(&again);
+    assert_eq!(decode_request(&bytes).expect("decode"), again);
+    assert_eq!(
+        evaluate(&p, &identity(&p), &again, &mut || false)
+            .expect("eval")
+            .result
+            .decision,
+        Decision::Feasible
+    );
+}
