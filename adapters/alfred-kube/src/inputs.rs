@@ -1,0 +1,201 @@
+//! Reading `alfred replay` inputs: files or directories holding what
+//! `kubectl get … -o json|yaml` prints, or an alfred snapshot JSON.
+//!
+//! Every failure names the file, and where the object is known, the object and the
+//! field, so a user can go straight to the problem. Nothing here interprets objects:
+//! that is `alfred-observe`'s job.
+
+use std::fmt;
+use std::path::{Path, PathBuf};
+
+use alfred_model::ClusterSnapshot;
+use alfred_observe::ClusterObjects;
+
+/// What the inputs held.
+#[derive(Debug)]
+pub enum Inputs {
+    /// Kubernetes objects, to be observed into a snapshot.
+    Objects(Box<ClusterObjects>),
+    /// A ready-made alfred snapshot (`observedAt`, `nodes`, … at the top level).
+    Snapshot(Box<ClusterSnapshot>),
+}
+
+/// A replay input that could not be read.
+#[derive(Debug)]
+pub struct InputError {
+    /// The file at fault.
+    pub path: PathBuf,
+    /// What is wrong (names the object and field where known).
+    pub message: String,
+}
+
+impl fmt::Display for InputError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}: {}", self.path.display(), self.message)
+    }
+}
+
+impl std::error::Error for InputError {}
+
+fn err(path: &Path, message: impl Into<String>) -> InputError {
+    InputError {
+        path: path.to_path_buf(),
+        message: message.into(),
+    }
+}
+
+/// Expands directories (their `*.json`, `*.yaml`, `*.yml` files, sorted by name, not
+/// recursively) and keeps files as given.
+pub fn expand(paths: &[PathBuf]) -> Result<Vec<PathBuf>, InputError> {
+    let mut files = Vec::new();
+    for path in paths {
+        let meta = std::fs::metadata(path).map_err(|e| err(path, format!("cannot read: {e}")))?;
+        if meta.is_dir() {
+            let mut found: Vec<PathBuf> = std::fs::read_dir(path)
+                .map_err(|e| err(path, format!("cannot list directory: {e}")))?
+                .filter_map(|entry| entry.ok().map(|e| e.path()))
+                .filter(|p| {
+                    p.is_file()
+                        && matches!(
+                            p.extension().and_then(|e| e.to_str()),
+                            Some("json" | "yaml" | "yml")
+                        )
+                })
+                .collect();
+            found.sort();
+            if found.is_empty() {
+                return Err(err(path, "directory holds no .json, .yaml or .yml file"));
+            }
+            files.extend(found);
+        } else {
+            files.push(path.clone());
+        }
+    }
+    if files.is_empty() {
+        return Err(err(Path::new("-"), "no input given"));
+    }
+    Ok(files)
+}
+
+/// Whether a JSON text is an alfred snapshot rather than Kubernetes objects.
+fn looks_like_snapshot(value: &serde_json::Value) -> bool {
+    value
+        .as_object()
+        .is_some_and(|o| o.contains_key("observedAt") && !o.contains_key("kind"))
+}
+
+/// Reads every input file. A snapshot must come alone; objects from several files merge.
+pub fn load(paths: &[PathBuf]) -> Result<Inputs, InputError> {
+    let files = expand(paths)?;
+    let mut objects = ClusterObjects::default();
+    let mut snapshot: Option<(PathBuf, ClusterSnapshot)> = None;
+    for file in &files {
+        let text =
+            std::fs::read_to_string(file).map_err(|e| err(file, format!("cannot read: {e}")))?;
+        let trimmed = text.trim_start();
+        if trimmed.starts_with('{') {
+            let value: serde_json::Value = serde_json::from_str(&text)
+                .map_err(|e| err(file, format!("malformed JSON: {e}")))?;
+            if looks_like_snapshot(&value) {
+                let mut snap: ClusterSnapshot = serde_json::from_value(value)
+                    .map_err(|e| err(file, format!("alfred snapshot: {e}")))?;
+                snap.normalize();
+                if snapshot.is_some() || !files.len().eq(&1) {
+                    return Err(err(file, "an alfred snapshot must be the only input"));
+                }
+                snapshot = Some((file.clone(), snap));
+                continue;
+            }
+            let mut part = ClusterObjects::default();
+            part.add_value(value)
+                .map_err(|e| err(file, e.to_string()))?;
+            objects.extend(part);
+        } else {
+            let part =
+                ClusterObjects::from_documents(&text).map_err(|e| err(file, e.to_string()))?;
+            objects.extend(part);
+        }
+    }
+    Ok(match snapshot {
+        Some((_, s)) => Inputs::Snapshot(Box::new(s)),
+        None => Inputs::Objects(Box::new(objects)),
+    })
+}
+
+/// Writes `bytes` to `path` atomically: a temporary file in the same directory, synced,
+/// then renamed over the target, so a crash leaves the old file or the new one.
+pub fn write_atomically(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
+    use std::io::Write;
+    let dir = path
+        .parent()
+        .filter(|p| !p.as_os_str().is_empty())
+        .unwrap_or(Path::new("."));
+    let name = path
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_else(|| "state".into());
+    let tmp = dir.join(format!(".{name}.tmp-{}", std::process::id()));
+    {
+        let mut f = std::fs::File::create(&tmp)?;
+        f.write_all(bytes)?;
+        f.sync_all()?;
+    }
+    std::fs::rename(&tmp, path)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn temp_dir(tag: &str) -> PathBuf {
+        let d = std::env::temp_dir().join(format!("alfred-inputs-{tag}-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&d);
+        std::fs::create_dir_all(&d).unwrap();
+        d
+    }
+
+    #[test]
+    fn malformed_json_names_the_file() {
+        let d = temp_dir("malformed");
+        let f = d.join("bad.json");
+        std::fs::write(&f, "{\"kind\": \"List\", ").unwrap();
+        let e = load(std::slice::from_ref(&f)).unwrap_err();
+        assert_eq!(e.path, f);
+        assert!(e.to_string().contains("malformed JSON"), "{e}");
+    }
+
+    #[test]
+    fn directories_expand_to_sorted_manifests() {
+        let d = temp_dir("expand");
+        std::fs::write(d.join("b.yaml"), "").unwrap();
+        std::fs::write(d.join("a.json"), "{}").unwrap();
+        std::fs::write(d.join("notes.txt"), "x").unwrap();
+        let files = expand(std::slice::from_ref(&d)).unwrap();
+        let names: Vec<_> = files
+            .iter()
+            .map(|f| f.file_name().unwrap().to_string_lossy().into_owned())
+            .collect();
+        assert_eq!(names, ["a.json", "b.yaml"]);
+    }
+
+    #[test]
+    fn snapshot_json_is_recognised() {
+        let d = temp_dir("snap");
+        let f = d.join("snap.json");
+        std::fs::write(&f, r#"{"observedAt":"2026-11-29T08:00:00Z","nodes":[]}"#).unwrap();
+        assert!(matches!(
+            load(std::slice::from_ref(&f)).unwrap(),
+            Inputs::Snapshot(_)
+        ));
+    }
+
+    #[test]
+    fn atomic_write_replaces_the_file() {
+        let d = temp_dir("atomic");
+        let f = d.join("state.json");
+        write_atomically(&f, b"one").unwrap();
+        write_atomically(&f, b"two").unwrap();
+        assert_eq!(std::fs::read_to_string(&f).unwrap(), "two");
+        assert_eq!(std::fs::read_dir(&d).unwrap().count(), 1);
+    }
+}

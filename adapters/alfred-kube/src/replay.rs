@@ -1,0 +1,373 @@
+//! `alfred replay`: one decision pass over a recorded cluster, offline.
+//!
+//! The adapter's only jobs here are reading files, building the snapshot with the pure
+//! `observe`, running the pure pass and printing; with `--state FILE` the durable state
+//! (journal, node records) is read before and written back after, atomically, so a
+//! sequence of replays behaves like a sequence of passes of successive leaders.
+//!
+//! Deterministic: the same inputs and `--now` give byte-identical output. The UUIDs a
+//! pass may need are derived from the inputs and `now` (see [`replay_uuids`]), not drawn
+//! at random.
+
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use alfred_dispatch::{DurableState, GuardObservation, PassInput, PassOutput, Session};
+use alfred_model::config::{Config, RuntimeFlags, RuntimeOptions};
+use alfred_model::{ClusterSnapshot, Timestamp};
+use alfred_observe::ObserveSettings;
+use serde_json::{Value, json};
+use sha2::{Digest, Sha256};
+
+use crate::inputs::{self, Inputs};
+use crate::{EXIT_BAD_INPUT, table};
+
+/// Output format.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum Format {
+    /// kubectl-style tables.
+    Table,
+    /// `{"record", "nodes", "pools", "effects"}` as JSON.
+    Json,
+}
+
+/// Flags of `alfred replay`.
+#[derive(Debug, clap::Args)]
+pub struct ReplayArgs {
+    /// Files or directories of `kubectl get -o json|yaml` output, or one alfred snapshot JSON.
+    #[arg(required = true)]
+    pub inputs: Vec<PathBuf>,
+    /// alfred config (`config.yaml` of the alfred-config ConfigMap); built-in defaults without it.
+    #[arg(long)]
+    pub config: Option<PathBuf>,
+    /// Durable state file (journal + node records): read when it exists, written back after.
+    #[arg(long)]
+    pub state: Option<PathBuf>,
+    /// The instant of the pass (RFC 3339). Default: the snapshot's `observedAt` for a
+    /// snapshot input, the clock otherwise.
+    #[arg(long)]
+    pub now: Option<String>,
+    /// Output format.
+    #[arg(long, value_enum, default_value = "table")]
+    pub format: Format,
+    /// Also print every candidate and its verdict.
+    #[arg(long)]
+    pub explain: bool,
+    /// `--migration-api-version` of `alfred run` (`v1` enables the executor).
+    #[arg(long, default_value = "")]
+    pub migration_api_version: String,
+    /// `--migration-service-account` of `alfred run` (the migration guard's username).
+    #[arg(long, default_value = "ome-alfred")]
+    pub migration_service_account: String,
+    /// `--migration-ack-timeout` of `alfred run`.
+    #[arg(long, default_value = "2m")]
+    pub migration_ack_timeout: String,
+    /// `--migration-failure-backoff` of `alfred run`.
+    #[arg(long, default_value = "5m")]
+    pub migration_failure_backoff: String,
+    /// `--simulation-timeout` of `alfred run`.
+    #[arg(long, default_value = "10s")]
+    pub simulation_timeout: String,
+    /// `workers.json` of simulation workers, run as child processes as `alfred run` does.
+    #[arg(long)]
+    pub simulation_workers: Option<PathBuf>,
+    /// Simulate with the scheduler model in-process, for both built-in profiles.
+    #[arg(long, conflicts_with = "simulation_workers")]
+    pub simulate_in_process: bool,
+    /// alfred's namespace (events on the config ConfigMap name it).
+    #[arg(long, default_value = "ome")]
+    pub namespace: String,
+    /// Name of the alfred config ConfigMap.
+    #[arg(long, default_value = "alfred-config")]
+    pub config_name: String,
+}
+
+/// A replay failure: bad input (exit 2) or anything else (exit 1).
+enum Failure {
+    BadInput(String),
+    Other(String),
+}
+
+/// Entry point.
+pub fn main(args: ReplayArgs) -> ExitCode {
+    match run(&args) {
+        Ok(text) => {
+            print!("{text}");
+            ExitCode::SUCCESS
+        }
+        Err(Failure::BadInput(m)) => {
+            eprintln!("alfred replay: {m}");
+            ExitCode::from(EXIT_BAD_INPUT)
+        }
+        Err(Failure::Other(m)) => {
+            eprintln!("alfred replay: {m}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+fn run(args: &ReplayArgs) -> Result<String, Failure> {
+    let config = match &args.config {
+        Some(path) => crate::load_config(path).map_err(Failure::BadInput)?,
+        None => Config::builtin(),
+    };
+    let simulation_configured = args.simulation_workers.is_some() || args.simulate_in_process;
+    let flags = RuntimeFlags {
+        migration_api_version: args.migration_api_version.clone(),
+        migration_service_account: args.migration_service_account.clone(),
+        leader_elect: true,
+        migration_ack_timeout: args.migration_ack_timeout.clone(),
+        migration_failure_backoff: args.migration_failure_backoff.clone(),
+        simulation_timeout: args.simulation_timeout.clone(),
+        simulation_workers: if simulation_configured {
+            "configured".into()
+        } else {
+            String::new()
+        },
+    };
+    let runtime =
+        RuntimeOptions::from_flags(&flags).map_err(|e| Failure::BadInput(e.to_string()))?;
+
+    let loaded = inputs::load(&args.inputs).map_err(|e| Failure::BadInput(e.to_string()))?;
+    let explicit_now = match &args.now {
+        Some(text) => Some(
+            Timestamp::parse_rfc3339(text).map_err(|e| Failure::BadInput(format!("--now: {e}")))?,
+        ),
+        None => None,
+    };
+    let snapshot = match loaded {
+        Inputs::Snapshot(mut snap) => {
+            snap.executor.available = runtime.executor_available();
+            *snap
+        }
+        Inputs::Objects(objects) => {
+            let now = explicit_now.unwrap_or_else(wall_clock);
+            let settings = ObserveSettings::from_config(&config, runtime.executor_available());
+            alfred_observe::observe(&objects, &settings, now).snapshot
+        }
+    };
+    let now = explicit_now.unwrap_or(snapshot.observed_at);
+
+    let state = match &args.state {
+        Some(path) if path.exists() => {
+            let text = std::fs::read_to_string(path)
+                .map_err(|e| Failure::BadInput(format!("{}: cannot read: {e}", path.display())))?;
+            DurableState::from_text(&text)
+        }
+        _ => DurableState::default(),
+    };
+
+    let input_digest = digest(&snapshot, &config, now);
+    let uuids = replay_uuids(&input_digest, 4);
+    let guard =
+        GuardObservation::assumed_installed(&args.namespace, &args.migration_service_account);
+    let mut simulator = crate::simulation::for_replay(
+        args.simulation_workers.as_deref(),
+        args.simulate_in_process,
+        &config,
+    )
+    .map_err(Failure::BadInput)?;
+    let stages = alfred_dispatch::CoreStages;
+    let previous = state.node_records.clone();
+    let input = PassInput {
+        snapshot: &snapshot,
+        fresh_snapshot: Some(&snapshot),
+        config: &config,
+        runtime: &runtime,
+        namespace: &args.namespace,
+        config_map_name: &args.config_name,
+        state: &state,
+        previous_node_records: &previous,
+        guard: &guard,
+        uuids: &uuids,
+        config_changed: false,
+        deadline: None,
+        now,
+    };
+    let output =
+        alfred_dispatch::run_pass(&input, &stages, &Session::default(), simulator.as_mut());
+
+    if let Some(path) = &args.state {
+        inputs::write_atomically(path, output.new_state.to_text().as_bytes())
+            .map_err(|e| Failure::Other(format!("{}: cannot write state: {e}", path.display())))?;
+    }
+    let pools = alfred_score::score(&snapshot, &config);
+    let pools_json: Vec<Value> = pools
+        .pools
+        .iter()
+        .map(|p| serde_json::to_value(p).unwrap_or(Value::Null))
+        .collect();
+    Ok(match args.format {
+        Format::Json => render_json(&output, &snapshot, pools_json, args.explain),
+        Format::Table => render_table(&output, &snapshot, &pools_json, args.explain),
+    })
+}
+
+fn wall_clock() -> Timestamp {
+    let d = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap_or_default();
+    Timestamp::from_unix_nanos(i64::try_from(d.as_nanos()).unwrap_or(i64::MAX))
+}
+
+/// SHA-256 over the canonical JSON of the pass's inputs.
+fn digest(snapshot: &ClusterSnapshot, config: &Config, now: Timestamp) -> [u8; 32] {
+    let mut h = Sha256::new();
+    h.update(serde_json::to_vec(snapshot).unwrap_or_default());
+    h.update(config.to_effective_json().as_bytes());
+    h.update(now.to_rfc3339().as_bytes());
+    h.finalize().into()
+}
+
+/// `count` RFC 4122 version-4-shaped UUIDs derived from the input digest, so a replay is
+/// reproducible (a live `alfred run` draws them at random instead).
+pub fn replay_uuids(seed: &[u8; 32], count: usize) -> Vec<String> {
+    (0..count)
+        .map(|i| {
+            let mut h = Sha256::new();
+            h.update(seed);
+            h.update((i as u64).to_be_bytes());
+            let d: [u8; 32] = h.finalize().into();
+            let mut b = [0u8; 16];
+            b.copy_from_slice(&d[..16]);
+            b[6] = (b[6] & 0x0f) | 0x40;
+            b[8] = (b[8] & 0x3f) | 0x80;
+            let hex: String = b.iter().map(|x| format!("{x:02x}")).collect();
+            format!(
+                "{}-{}-{}-{}-{}",
+                &hex[0..8],
+                &hex[8..12],
+                &hex[12..16],
+                &hex[16..20],
+                &hex[20..32]
+            )
+        })
+        .collect()
+}
+
+fn node_records_json(output: &PassOutput) -> Value {
+    let mut nodes = serde_json::Map::new();
+    for (name, record) in &output.node_records {
+        nodes.insert(
+            format!("node.{name}"),
+            serde_json::to_value(record).unwrap_or(Value::Null),
+        );
+    }
+    Value::Object(nodes)
+}
+
+fn render_json(
+    output: &PassOutput,
+    snapshot: &ClusterSnapshot,
+    pools: Vec<Value>,
+    explain: bool,
+) -> String {
+    let mut doc = json!({
+        "record": output.record,
+        "nodes": node_records_json(output),
+        "pools": pools,
+        "effects": output.effects,
+    });
+    if !snapshot.problems.is_empty() {
+        doc["problems"] = serde_json::to_value(&snapshot.problems).unwrap_or(Value::Null);
+    }
+    if explain {
+        doc["explain"] = serde_json::to_value(&output.explain).unwrap_or(Value::Null);
+    }
+    let mut text = serde_json::to_string_pretty(&doc).unwrap_or_default();
+    text.push('\n');
+    text
+}
+
+fn render_table(
+    output: &PassOutput,
+    snapshot: &ClusterSnapshot,
+    pools: &[Value],
+    explain: bool,
+) -> String {
+    let mut out = String::new();
+    let rows = output.record.recommendations.clone().unwrap_or_default();
+    out.push_str(&format!(
+        "Decision pass at {} ({})\n\n",
+        output.record.timestamp,
+        output.record.mode.as_str()
+    ));
+    out.push_str(&table::rows_table(&rows));
+    out.push('\n');
+    out.push_str(&table::pools_table(pools));
+    if !output.node_records.is_empty() {
+        out.push('\n');
+        for (name, r) in &output.node_records {
+            let maint = if r.maintenance.requested {
+                format!(", maintenance: {}", r.maintenance.triggers.join(","))
+            } else {
+                String::new()
+            };
+            out.push_str(&format!("node {name}: {}{maint}\n", r.state.as_str()));
+        }
+    }
+    let writes = output.effects.iter().filter(|e| e.is_write()).count();
+    out.push_str(&format!(
+        "\n{} effects ({} writes)\n",
+        output.effects.len(),
+        writes
+    ));
+    for p in &snapshot.problems {
+        let who = if p.namespace.is_empty() {
+            p.name.clone()
+        } else {
+            format!("{}/{}", p.namespace, p.name)
+        };
+        out.push_str(&format!(
+            "problem: {} {who}: {}: {}\n",
+            p.kind, p.field, p.message
+        ));
+    }
+    if explain {
+        out.push('\n');
+        for e in &output.explain {
+            let c = &e.candidate;
+            let verdict = match &e.verdict {
+                None => "advice".to_owned(),
+                Some(v) if v.admitted => format!("admitted target={}", v.target),
+                Some(v) => format!(
+                    "rejected {}",
+                    v.reject_reason.map(|r| r.to_string()).unwrap_or_default()
+                ),
+            };
+            out.push_str(&format!(
+                "candidate {} {} {} {} from={} score={:.3} benefit={:.3} cost={:.3}: {verdict}\n",
+                c.policy.as_str(),
+                c.workload,
+                c.component.as_str(),
+                c.instance,
+                c.from_node,
+                c.score,
+                c.benefit,
+                c.cost
+            ));
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn replay_uuids_are_canonical_v4_and_reproducible() {
+        let a = replay_uuids(&[7; 32], 3);
+        assert_eq!(a, replay_uuids(&[7; 32], 3));
+        assert_ne!(a[0], a[1]);
+        for u in &a {
+            assert_eq!(u.len(), 36);
+            assert_eq!(&u[14..15], "4");
+            assert!(matches!(&u[19..20], "8" | "9" | "a" | "b"), "{u}");
+            assert!(
+                u.chars()
+                    .all(|c| c == '-' || c.is_ascii_hexdigit() && !c.is_ascii_uppercase())
+            );
+        }
+    }
+}

@@ -1,0 +1,222 @@
+//! `alfred replay` on every recorded cluster in `fixtures/clusters/`, both formats,
+//! snapshotted with insta, plus the documented error exits.
+//!
+//! Each fixture replays at `--now 2026-11-29T08:00:00Z` (the fixtures' time base is
+//! 07:00) with `fixtures/configs/<name>.yaml` when it exists, else the built-in config.
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+const NOW: &str = "2026-11-29T08:00:00Z";
+
+fn repo() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../..")
+}
+
+fn alfred(args: &[&str]) -> (i32, String, String) {
+    let out = Command::new(env!("CARGO_BIN_EXE_alfred"))
+        .args(args)
+        .current_dir(repo())
+        .output()
+        .expect("run alfred");
+    (
+        out.status.code().unwrap_or(-1),
+        String::from_utf8_lossy(&out.stdout).into_owned(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
+}
+
+fn fixture_args(path: &Path) -> Vec<String> {
+    let stem = path.file_stem().unwrap().to_string_lossy().into_owned();
+    let mut args = vec![
+        "replay".to_owned(),
+        path.to_string_lossy().into_owned(),
+        "--now".into(),
+        NOW.into(),
+    ];
+    let config = repo().join("fixtures/configs").join(format!("{stem}.yaml"));
+    if config.exists() {
+        args.push("--config".into());
+        args.push(config.to_string_lossy().into_owned());
+    }
+    args
+}
+
+#[test]
+fn every_fixture_replays_in_json() {
+    insta::glob!("../../../fixtures/clusters", "*.json", |path| {
+        let mut args = fixture_args(path);
+        args.extend(["--format".into(), "json".into()]);
+        let refs: Vec<&str> = args.iter().map(String::as_str).collect();
+        let (code, stdout, stderr) = alfred(&refs);
+        assert_eq!(code, 0, "{stderr}");
+        let value: serde_json::Value = serde_json::from_str(&stdout).expect("replay prints JSON");
+        assert!(value["record"]["timestamp"].is_string());
+        insta::assert_json_snapshot!(value);
+    });
+}
+
+#[test]
+fn every_fixture_replays_as_a_table() {
+    insta::glob!("../../../fixtures/clusters", "*.json", |path| {
+        let args = fixture_args(path);
+        let refs: Vec<&str> = args.iter().map(String::as_str).collect();
+        let (code, stdout, stderr) = alfred(&refs);
+        assert_eq!(code, 0, "{stderr}");
+        assert!(stdout.contains("POOL"), "{stdout}");
+        insta::assert_snapshot!(stdout);
+    });
+}
+
+#[test]
+fn main_job_with_executor_and_in_process_simulation() {
+    let (code, stdout, stderr) = alfred(&[
+        "replay",
+        "fixtures/clusters/ten-node-spread.json",
+        "--now",
+        NOW,
+        "--migration-api-version",
+        "v1",
+        "--simulate-in-process",
+        "--format",
+        "json",
+        "--explain",
+    ]);
+    assert_eq!(code, 0, "{stderr}");
+    let value: serde_json::Value = serde_json::from_str(&stdout).unwrap();
+    insta::assert_json_snapshot!(value);
+}
+
+#[test]
+fn replay_is_byte_for_byte_deterministic() {
+    let args = [
+        "replay",
+        "fixtures/clusters/ten-node-spread.json",
+        "--now",
+        NOW,
+        "--format",
+        "json",
+        "--migration-api-version",
+        "v1",
+        "--simulate-in-process",
+    ];
+    let (a, first, _) = alfred(&args);
+    let (b, second, _) = alfred(&args);
+    assert_eq!((a, b), (0, 0));
+    assert_eq!(first, second);
+}
+
+#[test]
+fn malformed_json_exits_2_naming_the_file() {
+    let dir = std::env::temp_dir().join(format!("alfred-replay-bad-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let file = dir.join("broken.json");
+    std::fs::write(&file, "{\"kind\": \"List\", \"items\": [").unwrap();
+    let (code, _, stderr) = alfred(&["replay", file.to_str().unwrap(), "--now", NOW]);
+    assert_eq!(code, 2);
+    assert!(stderr.contains("broken.json"), "{stderr}");
+    assert_eq!(stderr.lines().count(), 1, "{stderr}");
+}
+
+#[test]
+fn node_without_status_is_reported_not_fatal() {
+    let dir = std::env::temp_dir().join(format!("alfred-replay-nostatus-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let file = dir.join("node.json");
+    std::fs::write(&file, r#"{"apiVersion":"v1","kind":"List","items":[{"apiVersion":"v1","kind":"Node","metadata":{"name":"gpu-1"}}]}"#).unwrap();
+    let (code, stdout, stderr) = alfred(&[
+        "replay",
+        file.to_str().unwrap(),
+        "--now",
+        NOW,
+        "--format",
+        "json",
+    ]);
+    assert_eq!(code, 0, "{stderr}");
+    let value: serde_json::Value = serde_json::from_str(&stdout).unwrap();
+    let problems = value["problems"].as_array().expect("problems listed");
+    assert!(
+        problems
+            .iter()
+            .any(|p| p["kind"] == "Node" && p["name"] == "gpu-1"),
+        "{stdout}"
+    );
+}
+
+#[test]
+fn bad_config_exits_2_naming_the_key() {
+    let dir = std::env::temp_dir().join(format!("alfred-replay-cfg-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let cfg = dir.join("config.yaml");
+    std::fs::write(
+        &cfg,
+        "schemaVersion: 1\npolicies:\n  defragmentation:\n    fragmentationThreshold: 1.5\n",
+    )
+    .unwrap();
+    let (code, _, stderr) = alfred(&[
+        "replay",
+        "fixtures/clusters/two-pools.json",
+        "--config",
+        cfg.to_str().unwrap(),
+        "--now",
+        NOW,
+    ]);
+    assert_eq!(code, 2);
+    assert!(
+        stderr.contains("policies.defragmentation.fragmentationThreshold: 1.5 is outside [0, 1]"),
+        "{stderr}"
+    );
+    let unknown = dir.join("unknown.yaml");
+    std::fs::write(&unknown, "schemaVersion: 1\nmaxInflight: 3\n").unwrap();
+    let (code, _, stderr) = alfred(&["config", "check", unknown.to_str().unwrap()]);
+    assert_eq!(code, 2);
+    assert!(stderr.contains("maxInflight"), "{stderr}");
+}
+
+#[test]
+fn config_check_prints_the_effective_config() {
+    let (code, stdout, stderr) = alfred(&[
+        "config",
+        "check",
+        "fixtures/configs/maintenance-label.yaml",
+        "--print-effective",
+    ]);
+    assert_eq!(code, 0, "{stderr}");
+    assert!(stdout.contains("fragmentationThreshold"), "{stdout}");
+    assert!(stdout.contains("os-patching"), "{stdout}");
+}
+
+#[test]
+fn state_file_carries_the_journal_between_replays() {
+    let dir = std::env::temp_dir().join(format!("alfred-replay-state-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    let state = dir.join("state.json");
+    let (code, _, stderr) = alfred(&[
+        "replay",
+        "fixtures/clusters/ten-node-spread.json",
+        "--now",
+        NOW,
+        "--state",
+        state.to_str().unwrap(),
+    ]);
+    assert_eq!(code, 0, "{stderr}");
+    let text = std::fs::read_to_string(&state).expect("state written");
+    let value: serde_json::Value = serde_json::from_str(&text).expect("state is JSON");
+    assert!(value.get("version").is_some(), "{text}");
+    // A corrupt state file is never rewritten: execution stops, the bytes stay.
+    std::fs::write(&state, "{\"version\":\"v1\",\"entries\":[").unwrap();
+    let (code, _, stderr) = alfred(&[
+        "replay",
+        "fixtures/clusters/ten-node-spread.json",
+        "--now",
+        NOW,
+        "--state",
+        state.to_str().unwrap(),
+    ]);
+    assert_eq!(code, 0, "{stderr}");
+    assert_eq!(
+        std::fs::read_to_string(&state).unwrap(),
+        "{\"version\":\"v1\",\"entries\":["
+    );
+}
