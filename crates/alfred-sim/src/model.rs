@@ -421,7 +421,30 @@ fn pod_requests(pod: &Pod) -> Result<(Res, i64, i64), Failure> {
     let mut sum = Res::new();
     let (mut nz_cpu, mut nz_mem) = (0i64, 0i64);
     for c in &pod.spec.containers {
-        let (r, has_cpu, has_mem) = container_requests(c, &key)?;
+        let (mut r, mut has_cpu, mut has_mem) = container_requests(c, &key)?;
+        // An in-place resize in flight: per resource, the max of spec, allocated and actual.
+        if let Some(st) = pod
+            .status
+            .container_statuses
+            .iter()
+            .find(|s| s.name == c.name)
+        {
+            let actual = st.resources.as_ref().map(|r| &r.requests);
+            for (name, q) in st
+                .allocated_resources
+                .iter()
+                .chain(actual.into_iter().flatten())
+            {
+                let v = parse_resource_with(name, q, || {
+                    format!("pod {key} status.containerStatuses[{}] {name}", c.name)
+                })
+                .map_err(|e| Failure::new(Cause::UnknownSchedulingField, e.to_string()))?;
+                let e = r.entry(name.clone()).or_insert(0);
+                *e = (*e).max(v);
+                has_cpu |= name == "cpu";
+                has_mem |= name == "memory";
+            }
+        }
         nz_cpu += if has_cpu { r["cpu"] } else { DEFAULT_MILLI_CPU };
         nz_mem += if has_mem { r["memory"] } else { DEFAULT_MEMORY };
         add_into(&mut sum, &r);

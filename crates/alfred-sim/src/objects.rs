@@ -248,6 +248,20 @@ pub struct PodStatus {
     pub nominated_node_name: String,
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub resource_claim_statuses: Vec<Value>,
+    /// Read for in-place resizes in flight (allocated or actual resources above the spec).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub container_statuses: Vec<ContainerStatus>,
+}
+
+/// A container status: only the resources an in-place resize may hold.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", default)]
+pub struct ContainerStatus {
+    pub name: String,
+    #[serde(skip_serializing_if = "BTreeMap::is_empty")]
+    pub allocated_resources: BTreeMap<String, String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub resources: Option<ResourceRequirements>,
 }
 
 /// `affinity`.

@@ -300,3 +300,26 @@ fn namespace_selector_in_anti_affinity() {
         ["a"]
     );
 }
+
+#[test]
+fn in_place_resize_in_flight_counts_the_larger_amount() {
+    // Spec says 1 cpu, but the kubelet still holds 3 allocated: only 1 cpu is left on a 4-cpu node.
+    let resizing = with(
+        bound(pod("default", "x", "1", "1Gi", 0), "a"),
+        json!({"status": {"containerStatuses": [{"name": "c", "allocatedResources": {"cpu": "3"}}]}}),
+    );
+    let c = cluster(vec![node("a", "4", "8Gi", 0, json!({}))], vec![resizing]);
+    let rep = [pod("default", "r", "2", "1Gi", 0)];
+    assert_eq!(
+        run(&default_profile(), &c, &rep, &[]).decision,
+        Decision::Infeasible
+    );
+    let c = cluster(
+        vec![node("a", "4", "8Gi", 0, json!({}))],
+        vec![bound(pod("default", "x", "1", "1Gi", 0), "a")],
+    );
+    assert_eq!(
+        run(&default_profile(), &c, &rep, &[]).decision,
+        Decision::Feasible
+    );
+}
