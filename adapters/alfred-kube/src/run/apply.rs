@@ -224,6 +224,29 @@ impl Applier {
         }
     }
 
+    /// The `node.*` records stored in the recommendations ConfigMap (uncached read; empty
+    /// when it is missing or unreadable).
+    pub async fn read_node_records(
+        &self,
+        name: &str,
+    ) -> std::collections::BTreeMap<String, String> {
+        let api: Api<ConfigMap> = Api::namespaced(self.client.clone(), &self.namespace);
+        match bounded(api.get(name)).await {
+            Ok(cm) => cm
+                .data
+                .unwrap_or_default()
+                .into_iter()
+                .filter(|(k, _)| k.starts_with("node.") || k.starts_with("node-hash."))
+                .collect(),
+            Err(o) => {
+                if o != Outcome::NotFound {
+                    tracing::warn!(outcome = o.label(), "cannot read the stored node records");
+                }
+                Default::default()
+            }
+        }
+    }
+
     /// Applies `effects` in order.
     pub async fn apply_all(&self, effects: &[Effect]) -> ApplyReport {
         let mut report = ApplyReport::default();

@@ -29,6 +29,8 @@ pub struct Decider {
     pub client: Client,
     /// alfred's namespace.
     pub namespace: String,
+    /// `--config-name`.
+    pub config_name: String,
     /// Flags.
     pub runtime: RuntimeOptions,
     /// Config store.
@@ -131,7 +133,7 @@ impl Decider {
         last_apply: &mut ApplyReport,
     ) {
         let started = Instant::now();
-        let (config, _) = self.config.current();
+        let (config, generation) = self.config.current();
         let snapshot = if fresh {
             match self.observer.observe_once().await {
                 Ok(s) => s,
@@ -160,45 +162,71 @@ impl Decider {
             return;
         }
         // A new leader reads the journal before it writes anything (every pass does).
-        let (journal, journal_unreadable) = if self.runtime.executor_available() {
+        let (journal, journal_error) = if self.runtime.executor_available() {
             match self.applier.read_journal().await {
-                Ok(j) => (j, false),
+                Ok(j) => (j, None),
                 Err(o) => {
                     tracing::warn!(outcome = o.label(), "cannot read the dispatch journal");
-                    (None, true)
+                    (
+                        None,
+                        Some(format!(
+                            "read {}: {}",
+                            super::apply::JOURNAL_CONFIG_MAP,
+                            o.label()
+                        )),
+                    )
                 }
             }
         } else {
-            (None, false)
+            (None, None)
         };
         let (guard_policy, guard_binding) = if self.runtime.executor_available() {
             self.read_guard().await
         } else {
             (None, None)
         };
+        let stored_records = if config.recommendations_config_map_enabled {
+            self.applier
+                .read_node_records(&config.recommendations_config_map_name)
+                .await
+        } else {
+            Default::default()
+        };
+        let fresh = if self.runtime.executor_available() && config.is_execute() {
+            self.observer.observe_once().await.ok()
+        } else {
+            Some(snapshot.clone())
+        };
         let input = PassInput {
             snapshot,
+            fresh,
+            config_changed: self.config.generation() != generation,
             config,
             runtime: self.runtime.clone(),
             namespace: self.namespace.clone(),
+            config_map_name: self.config_name.clone(),
             journal,
-            journal_unreadable,
+            journal_error,
+            stored_records,
             guard_policy,
             guard_binding,
             now: now(),
             uuids: (0..UUIDS_PER_PASS).map(|_| uuid_v4()).collect(),
-            last_apply: std::mem::take(last_apply),
         };
         let output = tokio::task::block_in_place(|| pass.run(&input));
         if !self.gate.is_leader() {
             tracing::warn!("lease lost during the pass; its effects are dropped");
             return;
         }
+        if let Some(e) = &output.journal_error {
+            tracing::warn!(error = %e, "dispatch journal unavailable");
+        }
         *last_apply = self.applier.apply_all(&output.effects).await;
         self.metrics
             .decision_duration
             .observe(started.elapsed().as_secs_f64());
         tracing::info!(
+            rows = output.rows,
             effects = output.effects.len(),
             writes = last_apply.writes.len(),
             "decision pass"

@@ -296,6 +296,7 @@ async fn run(args: RunArgs, options: RuntimeOptions) -> Result<(), String> {
     let decider = Decider {
         client: client.clone(),
         namespace: namespace.clone(),
+        config_name: args.config_name.clone(),
         runtime: options.clone(),
         config,
         observer,

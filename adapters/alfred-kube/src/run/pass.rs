@@ -1,40 +1,53 @@
-//! The seam to the pure decision pass (`alfred-dispatch`).
+//! The seam to the pure decision pass (`alfred_dispatch::run_pass`).
 //!
 //! The adapter gathers the inputs (snapshot, configuration, flags, the journal text, the
-//! guard objects, `now`, fresh UUIDs, the previous pass's write outcomes), calls
-//! [`DecisionPass::run`] on a blocking thread, and applies the effects it returns. Nothing
-//! here decides anything.
-//!
-//! `alfred-dispatch` does not export its pass entry point yet; [`PendingPass`] stands in
-//! (it returns no effects and says so once in the log). Wiring the real pass is a change of
-//! [`default_pass`] only.
+//! stored node records, the guard objects, `now`, fresh UUIDs), calls [`DecisionPass::run`]
+//! on a blocking-capable thread, and applies the effects it returns. Nothing here decides
+//! anything: this module only converts what was read into the pass's input types.
 
+use std::collections::BTreeMap;
 use std::sync::Arc;
+use std::time::Duration;
 
+use alfred_dispatch::guard::{GuardBindingObservation, GuardPolicyObservation};
+use alfred_dispatch::{
+    CoreStages, DurableState, GuardObservation, JournalSlot, MoveSimulation, Session,
+    SimulationOutcome, Simulator,
+};
 use alfred_model::config::{Config, RuntimeOptions};
 use alfred_model::effect::Effect;
+use alfred_model::reason::SchedulingReason;
+use alfred_model::record::NodeRecord;
 use alfred_model::{ClusterSnapshot, Timestamp};
 use serde_json::Value;
 
-use super::apply::ApplyReport;
-
 /// UUIDs handed to every pass (a pass writes at most one request).
 pub const UUIDS_PER_PASS: usize = 4;
+/// The dispatch deadline after a pass begins (alfred-engine.md §9).
+pub const DISPATCH_DEADLINE: Duration = Duration::from_secs(30);
 
 /// Everything one pass reads.
 pub struct PassInput {
     /// The snapshot the pass decides on (latest cached, or freshly built for early passes).
     pub snapshot: Arc<ClusterSnapshot>,
+    /// A fresh snapshot for the execute-mode re-check (`None`: could not be built).
+    pub fresh: Option<Arc<ClusterSnapshot>>,
     /// The configuration the pass started with.
     pub config: Arc<Config>,
+    /// A newer configuration arrived while the inputs were gathered.
+    pub config_changed: bool,
     /// The validated flags.
     pub runtime: RuntimeOptions,
     /// alfred's namespace.
     pub namespace: String,
+    /// `--config-name`.
+    pub config_map_name: String,
     /// `state.json` of `alfred-dispatch-state` as just read (`None`: not there / not read).
     pub journal: Option<String>,
-    /// Whether reading the journal failed (as opposed to it being absent).
-    pub journal_unreadable: bool,
+    /// Why reading the journal failed (as opposed to it being absent).
+    pub journal_error: Option<String>,
+    /// The `node.*` keys of the recommendations ConfigMap as read (key → value).
+    pub stored_records: BTreeMap<String, String>,
     /// The ValidatingAdmissionPolicy `ome-alfred-migration-writes` as read (`None`: missing).
     pub guard_policy: Option<Value>,
     /// Its binding.
@@ -43,8 +56,6 @@ pub struct PassInput {
     pub now: Timestamp,
     /// Fresh version 4 UUIDs.
     pub uuids: Vec<String>,
-    /// What happened to the previous pass's writes.
-    pub last_apply: ApplyReport,
 }
 
 /// What one pass returns.
@@ -52,33 +63,194 @@ pub struct PassInput {
 pub struct PassOutput {
     /// Effects to apply, in order.
     pub effects: Vec<Effect>,
+    /// Rows in the record (for the log).
+    pub rows: usize,
+    /// Why the journal could not be used (for the log).
+    pub journal_error: Option<String>,
 }
 
-/// A decision pass with its in-memory state (ledger, breaker); one per leadership term.
+/// A decision pass with its in-memory state (breaker, report flags, last node records); one
+/// per leadership term.
 pub trait DecisionPass: Send {
     /// Runs one pass.
     fn run(&mut self, input: &PassInput) -> PassOutput;
 }
 
-/// Stand-in until `alfred-dispatch` exports its pass.
-#[derive(Default)]
-pub struct PendingPass {
-    warned: bool,
+/// The simulator a pass uses.
+///
+/// Worker processes (`--simulation-workers`) are not wired into the pass yet: the pass gets
+/// [`NoWorkers`], so a recommend-only pass predicts nothing and an execute-mode re-check
+/// withholds (`SimulationNotFeasible`).
+pub fn simulator(_config: &Config) -> Box<dyn Simulator> {
+    Box::new(NoWorkers)
 }
 
-impl DecisionPass for PendingPass {
-    fn run(&mut self, _input: &PassInput) -> PassOutput {
-        if !self.warned {
-            tracing::warn!(
-                "decision pass not wired yet (alfred-dispatch has no pass entry point): no recommendations are written"
-            );
-            self.warned = true;
-        }
-        PassOutput::default()
+/// No simulation workers available to the pass.
+pub struct NoWorkers;
+
+impl Simulator for NoWorkers {
+    fn simulate(&mut self, _request: &MoveSimulation<'_>) -> SimulationOutcome {
+        SimulationOutcome::of(SchedulingReason::WorkerFailed)
     }
 }
 
-/// The pass a new leader starts with (a fresh, empty ledger: alfred-engine.md §12).
+/// The guard objects as the pass reads them (§9.8).
+pub fn guard_observation(policy: Option<&Value>, binding: Option<&Value>) -> GuardObservation {
+    let deleting = |v: &Value| {
+        v.pointer("/metadata/deletionTimestamp")
+            .is_some_and(|t| !t.is_null())
+    };
+    GuardObservation {
+        policy: policy.map(|p| GuardPolicyObservation {
+            deleting: deleting(p),
+            spec: p.get("spec").cloned().unwrap_or(Value::Null),
+            generation: p
+                .pointer("/metadata/generation")
+                .and_then(Value::as_i64)
+                .unwrap_or(0),
+            observed_generation: p
+                .pointer("/status/observedGeneration")
+                .and_then(Value::as_i64)
+                .unwrap_or(0),
+            type_checked: p
+                .pointer("/status/typeChecking")
+                .is_some_and(|t| !t.is_null()),
+            expression_warnings: p
+                .pointer("/status/typeChecking/expressionWarnings")
+                .and_then(Value::as_array)
+                .map_or(0, Vec::len),
+        }),
+        binding: binding.map(|b| GuardBindingObservation {
+            deleting: deleting(b),
+            spec: b.get("spec").cloned().unwrap_or(Value::Null),
+        }),
+    }
+}
+
+/// The stored node records (`node.<name>` keys; hashed keys cannot name their node and are
+/// left to the pass's stale-key cleanup).
+pub fn node_records(stored: &BTreeMap<String, String>) -> BTreeMap<String, NodeRecord> {
+    stored
+        .iter()
+        .filter_map(|(k, v)| {
+            let name = k.strip_prefix("node.")?;
+            let record: NodeRecord = serde_json::from_str(v).ok()?;
+            Some((name.to_owned(), record))
+        })
+        .collect()
+}
+
+/// The real pass: `alfred_dispatch::run_pass` with the core stages.
+#[derive(Default)]
+pub struct AlfredPass {
+    session: Session,
+    previous: Option<BTreeMap<String, NodeRecord>>,
+}
+
+impl DecisionPass for AlfredPass {
+    fn run(&mut self, input: &PassInput) -> PassOutput {
+        let journal = match (&input.journal, &input.journal_error) {
+            (_, Some(error)) => JournalSlot::Unreadable {
+                text: String::new(),
+                error: error.clone(),
+            },
+            (text, None) => JournalSlot::from_state_json(text.as_deref()),
+        };
+        let state = DurableState {
+            journal,
+            node_records: node_records(&input.stored_records),
+            verbatim: None,
+        };
+        let previous = self
+            .previous
+            .clone()
+            .unwrap_or_else(|| state.node_records.clone());
+        let guard = guard_observation(input.guard_policy.as_ref(), input.guard_binding.as_ref());
+        let mut sim = simulator(&input.config);
+        let out = alfred_dispatch::run_pass(
+            &alfred_dispatch::PassInput {
+                snapshot: &input.snapshot,
+                fresh_snapshot: input.fresh.as_deref(),
+                config: &input.config,
+                runtime: &input.runtime,
+                namespace: &input.namespace,
+                config_map_name: &input.config_map_name,
+                state: &state,
+                previous_node_records: &previous,
+                guard: &guard,
+                uuids: &input.uuids,
+                config_changed: input.config_changed,
+                deadline: Some(input.now.plus(DISPATCH_DEADLINE)),
+                now: input.now,
+            },
+            &CoreStages,
+            &self.session,
+            &mut *sim,
+        );
+        self.session = out.session;
+        self.previous = Some(out.node_records);
+        PassOutput {
+            effects: out.effects,
+            rows: out.record.recommendations.as_ref().map_or(0, Vec::len),
+            journal_error: out.journal_error,
+        }
+    }
+}
+
+/// The pass a new leader starts with (a fresh session: alfred-engine.md §12).
 pub fn default_pass() -> Box<dyn DecisionPass> {
-    Box::new(PendingPass::default())
+    Box::new(AlfredPass::default())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn guard_objects_are_read_field_by_field() {
+        let policy = serde_json::json!({
+            "metadata": {"generation": 2},
+            "spec": {"failurePolicy": "Fail"},
+            "status": {"observedGeneration": 2, "typeChecking": {"expressionWarnings": [{}]}}
+        });
+        let binding = serde_json::json!({"metadata": {"deletionTimestamp": "2026-01-01T00:00:00Z"}, "spec": {}});
+        let g = guard_observation(Some(&policy), Some(&binding));
+        let p = g.policy.unwrap();
+        assert_eq!((p.generation, p.observed_generation), (2, 2));
+        assert!(p.type_checked);
+        assert_eq!(p.expression_warnings, 1);
+        assert!(!p.deleting);
+        assert!(g.binding.unwrap().deleting);
+        assert_eq!(guard_observation(None, None), GuardObservation::default());
+    }
+
+    #[test]
+    fn a_recommend_only_pass_on_an_empty_cluster_writes_the_record() {
+        let mut pass = AlfredPass::default();
+        let out = pass.run(&PassInput {
+            snapshot: Arc::new(ClusterSnapshot::default()),
+            fresh: None,
+            config: Arc::new(Config::builtin()),
+            config_changed: false,
+            runtime: RuntimeOptions::default(),
+            namespace: "ome".into(),
+            config_map_name: "alfred-config".into(),
+            journal: None,
+            journal_error: None,
+            stored_records: BTreeMap::new(),
+            guard_policy: None,
+            guard_binding: None,
+            now: Timestamp::from_unix_secs(1_790_000_000),
+            uuids: vec!["6f1c2d3e-8a4b-4c5d-9e6f-0a1b2c3d4e5f".into()],
+        });
+        assert!(out.effects.iter().any(|e| matches!(
+            e,
+            Effect::UpdateRecommendations { config_map, .. } if config_map == "alfred-recommendations"
+        )));
+        assert!(
+            !out.effects
+                .iter()
+                .any(|e| matches!(e, Effect::RequestMigration { .. }))
+        );
+    }
 }

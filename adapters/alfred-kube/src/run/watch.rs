@@ -330,12 +330,4 @@ impl Caches {
             unrecognised: Vec::new(),
         })
     }
-
-    /// Whether every required kind has listed once.
-    pub fn synced(&self) -> bool {
-        self.nodes.health.synced()
-            && self.pods.health.synced()
-            && self.isvcs.health.synced()
-            && self.irs.health.synced()
-    }
 }

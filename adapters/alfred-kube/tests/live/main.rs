@@ -1,0 +1,348 @@
+//! `alfred run` against a real kube-apiserver (v1.20.2, `cargo xtask apiserver start`).
+//!
+//! Ignored in plain runs; run them with
+//!
+//! ```text
+//! cargo xtask apiserver start
+//! eval "$(cargo xtask apiserver status | sed 's/^/export /')"
+//! cargo test -p alfred-kube --test live -- --ignored --test-threads 1
+//! ```
+//!
+//! (`.ci/run`'s `apiserver` step does the same with nextest.) Without
+//! `ALFRED_APISERVER_KUBECONFIG` each test prints a notice and passes. alfred runs with
+//! `alfred.kubeconfig`, the ServiceAccount user `system:serviceaccount:ome:ome-alfred` bound
+//! only by the shipped RBAC (`deploy/rbac.yaml`); the tests set up with the admin kubeconfig.
+
+mod harness;
+
+use std::time::Duration;
+
+use alfred_model::ClusterSnapshot;
+use alfred_model::config::Config;
+use alfred_observe::{ClusterObjects, ObserveSettings, observe};
+use k8s_openapi::api::core::v1::Event;
+use kube::Client;
+use kube::api::{Api, ListParams};
+use serde_json::json;
+
+use harness::*;
+
+/// Fast loops so the tests take seconds.
+const FAST: &str = "schemaVersion: 1\nobservationLoopInterval: 1s\ndecisionLoopInterval: 2s\n";
+
+struct Setup {
+    admin: Client,
+    alfred_kubeconfig: std::path::PathBuf,
+    _lock: SerialLock,
+}
+
+async fn setup(config_yaml: &str, fixtures: &[&str]) -> Option<Setup> {
+    let (admin_path, alfred_kubeconfig) = kubeconfigs()?;
+    let lock = SerialLock::acquire();
+    let admin = client(&admin_path).await;
+    install_crds(&admin).await;
+    install_rbac(&admin).await;
+    unload_all(&admin).await;
+    reset(&admin, config_yaml).await;
+    for f in fixtures {
+        load_fixture(&admin, f).await;
+    }
+    Some(Setup {
+        admin,
+        alfred_kubeconfig,
+        _lock: lock,
+    })
+}
+
+fn leader_series(a: &Alfred) -> String {
+    format!("alfred_leader_status{{pod=\"{}\"}}", a.pod)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "needs the test API server: cargo xtask apiserver start"]
+async fn the_snapshot_from_real_watches_equals_the_offline_observe_of_the_same_objects() {
+    let Some(s) = setup(FAST, &["ten-node-spread.json", "deployment-modes.json"]).await else {
+        return;
+    };
+    let alfred = Alfred::start(&s.alfred_kubeconfig, "alfred-snap", &[]);
+    let config = Config::from_yaml(FAST).unwrap();
+    let settings = ObserveSettings::from_config(&config, false);
+    eventually(Duration::from_secs(60), "a live snapshot equal to the offline one", async || {
+        let text = std::fs::read_to_string(&alfred.dump).ok()?;
+        let live: ClusterSnapshot = serde_json::from_str(&text).ok()?;
+        if live.nodes.len() < 16 {
+            return None;
+        }
+        let objects =
+            ClusterObjects::from_list_json(&read_back(&s.admin).await.to_string()).unwrap();
+        let offline = observe(&objects, &settings, live.observed_at).snapshot;
+        if offline == live {
+            Some(())
+        } else {
+            eprintln!(
+                "not equal yet: live {} nodes / {} workloads / {} problems, offline {} / {} / {}",
+                live.nodes.len(),
+                live.workloads.len(),
+                live.problems.len(),
+                offline.nodes.len(),
+                offline.workloads.len(),
+                offline.problems.len()
+            );
+            None
+        }
+    })
+    .await;
+    // Every replica publishes the cluster gauges.
+    let m = alfred.metrics();
+    assert!(
+        m.contains("alfred_gpu_capacity{node=\"gpu-h100-01\",status=\"total\"} 8"),
+        "{m}"
+    );
+    assert!(m.contains("alfred_cluster_fragmentation_score"), "{m}");
+    assert_eq!(sample(&m, "alfred_omenative_unavailable"), Some(1.0));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "needs the test API server: cargo xtask apiserver start"]
+async fn two_processes_elect_exactly_one_leader_that_alone_writes_and_fails_over() {
+    let Some(s) = setup(FAST, &["ten-node-spread.json"]).await else {
+        return;
+    };
+    let mut a = Alfred::start(&s.alfred_kubeconfig, "alfred-a", &[]);
+    let mut b = Alfred::start(&s.alfred_kubeconfig, "alfred-b", &[]);
+    let (leader, follower) = eventually(Duration::from_secs(60), "one leader", async || {
+        let la = a.sample(&leader_series(&a))?;
+        let lb = b.sample(&leader_series(&b))?;
+        match (la, lb) {
+            (1.0, 0.0) => Some(("a", "b")),
+            (0.0, 1.0) => Some(("b", "a")),
+            _ => None,
+        }
+    })
+    .await;
+    let (l, f) = if leader == "a" { (&a, &b) } else { (&b, &a) };
+    let writes =
+        "alfred_effect_writes_total{effect=\"update_recommendations\",outcome=\"applied\"}";
+    eventually(Duration::from_secs(30), "the leader's record", async || {
+        let data = config_map_data(&s.admin, "alfred-recommendations").await;
+        data.get("last-cycle.json").cloned()
+    })
+    .await;
+    eventually(
+        Duration::from_secs(10),
+        "the leader's write counter",
+        async || l.sample(writes).filter(|v| *v >= 1.0),
+    )
+    .await;
+    tokio::time::sleep(Duration::from_secs(3)).await;
+    assert_eq!(
+        f.sample(writes),
+        None,
+        "the follower wrote: {}",
+        f.metrics()
+    );
+    assert_eq!(f.sample(&leader_series(f)), Some(0.0));
+    let lease: Api<k8s_openapi::api::coordination::v1::Lease> =
+        Api::namespaced(s.admin.clone(), NS);
+    let holder = lease
+        .get("alfred.ome.io")
+        .await
+        .unwrap()
+        .spec
+        .unwrap()
+        .holder_identity
+        .unwrap();
+    assert!(holder.starts_with(&format!("{}_", l.pod)), "{holder}");
+
+    // Kill the leader: the other one takes over once the lease lapses (15 s) and writes.
+    let _ = follower;
+    if leader == "a" {
+        a.kill();
+    } else {
+        b.kill();
+    }
+    let survivor = if leader == "a" { &b } else { &a };
+    eventually(
+        Duration::from_secs(45),
+        "the survivor to lead",
+        async || {
+            survivor
+                .sample(&leader_series(survivor))
+                .filter(|v| *v == 1.0)
+        },
+    )
+    .await;
+    eventually(
+        Duration::from_secs(15),
+        "the survivor's first write",
+        async || survivor.sample(writes).filter(|v| *v >= 1.0),
+    )
+    .await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "needs the test API server: cargo xtask apiserver start"]
+async fn recommend_only_writes_the_record_and_no_annotation() {
+    let Some(s) = setup(FAST, &["ten-node-spread.json"]).await else {
+        return;
+    };
+    let alfred = Alfred::start(&s.alfred_kubeconfig, "alfred-ro", &[]);
+    let record = eventually(Duration::from_secs(60), "last-cycle.json", async || {
+        config_map_data(&s.admin, "alfred-recommendations")
+            .await
+            .get("last-cycle.json")
+            .cloned()
+    })
+    .await;
+    let record: serde_json::Value = serde_json::from_str(&record).unwrap();
+    assert_eq!(record["mode"], "recommend-only");
+    // A few more passes.
+    tokio::time::sleep(Duration::from_secs(5)).await;
+    let (ar, _) = resource("ome.io/v1beta1", "InferenceService");
+    let isvcs: Api<kube::api::DynamicObject> = Api::all_with(s.admin.clone(), &ar);
+    for i in isvcs.list(&ListParams::default()).await.unwrap().items {
+        for k in i.metadata.annotations.unwrap_or_default().keys() {
+            assert!(
+                !k.starts_with("ome.io/migration-request-v1-"),
+                "recommend-only wrote {k}"
+            );
+        }
+    }
+    assert!(alfred.log().contains("decision pass"), "{}", alfred.log());
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "needs the test API server: cargo xtask apiserver start"]
+async fn an_invalid_config_is_rejected_with_an_event_and_the_last_good_one_stays() {
+    let Some(s) = setup(FAST, &[]).await else {
+        return;
+    };
+    let alfred = Alfred::start(&s.alfred_kubeconfig, "alfred-cfg", &[]);
+    let ok = "alfred_policy_reload_total{outcome=\"success\"}";
+    let failed = "alfred_policy_reload_total{outcome=\"failure\"}";
+    eventually(Duration::from_secs(30), "the first load", async || {
+        alfred.sample(ok).filter(|v| *v == 1.0)
+    })
+    .await;
+    set_config(&s.admin, "schemaVersion: 1\nmode: sideways\n").await;
+    eventually(Duration::from_secs(30), "the rejection", async || {
+        alfred.sample(failed).filter(|v| *v == 1.0)
+    })
+    .await;
+    let events: Api<Event> = Api::namespaced(s.admin.clone(), NS);
+    let cm: Api<k8s_openapi::api::core::v1::ConfigMap> = Api::namespaced(s.admin.clone(), NS);
+    let uid = cm.get("alfred-config").await.unwrap().metadata.uid;
+    let ev = eventually(Duration::from_secs(10), "PolicyReloadFailed", async || {
+        events
+            .list(&ListParams::default())
+            .await
+            .ok()?
+            .items
+            .into_iter()
+            .find(|e| e.reason.as_deref() == Some("PolicyReloadFailed"))
+    })
+    .await;
+    assert_eq!(ev.type_.as_deref(), Some("Warning"));
+    assert_eq!(ev.involved_object.name.as_deref(), Some("alfred-config"));
+    assert_eq!(ev.involved_object.uid, uid);
+    assert_eq!(
+        ev.source.and_then(|s| s.component).as_deref(),
+        Some("alfred")
+    );
+    assert!(
+        ev.message
+            .unwrap_or_default()
+            .starts_with("alfred-config rejected, keeping last-known-good: "),
+    );
+    // The last good configuration (1 s observations) still runs.
+    let count = |a: &Alfred| a.sample("alfred_observation_loop_duration_seconds_count");
+    let before = count(&alfred).unwrap_or(0.0);
+    tokio::time::sleep(Duration::from_secs(4)).await;
+    assert!(count(&alfred).unwrap_or(0.0) >= before + 2.0);
+    assert_eq!(alfred.sample(ok), Some(1.0));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "needs the test API server: cargo xtask apiserver start"]
+async fn a_recommendations_write_racing_another_writer_is_retried_and_keeps_its_keys() {
+    let Some(s) = setup(FAST, &["ten-node-spread.json"]).await else {
+        return;
+    };
+    let alfred = Alfred::start(&s.alfred_kubeconfig, "alfred-race", &[]);
+    // Another writer updates its own key in a tight loop.
+    let admin = s.admin.clone();
+    let racer = tokio::spawn(async move {
+        let cms: Api<k8s_openapi::api::core::v1::ConfigMap> = Api::namespaced(admin, NS);
+        for i in 0..400u32 {
+            if let Ok(mut cm) = cms.get("alfred-recommendations").await {
+                cm.data
+                    .get_or_insert_with(Default::default)
+                    .insert("someone-else".into(), i.to_string());
+                let _ = cms
+                    .replace("alfred-recommendations", &Default::default(), &cm)
+                    .await;
+            }
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+    });
+    eventually(Duration::from_secs(60), "several applied writes", async || {
+        alfred
+            .sample("alfred_effect_writes_total{effect=\"update_recommendations\",outcome=\"applied\"}")
+            .filter(|v| *v >= 3.0)
+    })
+    .await;
+    racer.abort();
+    let data = config_map_data(&s.admin, "alfred-recommendations").await;
+    assert!(data.contains_key("last-cycle.json"));
+    assert!(data.contains_key("someone-else"));
+    eprintln!(
+        "conflicts seen and retried: {}",
+        alfred
+            .log()
+            .matches("recommendations write conflict")
+            .count()
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "needs the test API server: cargo xtask apiserver start"]
+async fn a_write_outside_the_shipped_rbac_is_refused_reported_and_not_retried_in_a_loop() {
+    // The record goes to a ConfigMap the Role does not let alfred update.
+    let cfg = format!("{FAST}recommendationsConfigMapName: other-recommendations\n");
+    let Some(s) = setup(&cfg, &["ten-node-spread.json"]).await else {
+        return;
+    };
+    harness::apply(
+        &s.admin,
+        &json!({"apiVersion": "v1", "kind": "ConfigMap",
+                "metadata": {"name": "other-recommendations", "namespace": NS}}),
+    )
+    .await;
+    let alfred = Alfred::start(&s.alfred_kubeconfig, "alfred-rbac", &[]);
+    let forbidden =
+        "alfred_effect_writes_total{effect=\"update_recommendations\",outcome=\"forbidden\"}";
+    eventually(Duration::from_secs(60), "a refused write", async || {
+        alfred.sample(forbidden).filter(|v| *v >= 1.0)
+    })
+    .await;
+    tokio::time::sleep(Duration::from_secs(6)).await;
+    let passes = alfred
+        .sample("alfred_decision_loop_duration_seconds_count")
+        .unwrap_or(0.0);
+    let refused = alfred.sample(forbidden).unwrap_or(0.0);
+    // At most one attempt per pass: never a retry loop.
+    assert!(
+        refused <= passes + 1.0,
+        "{refused} refusals in {passes} passes"
+    );
+    assert!(
+        alfred
+            .log()
+            .contains("write refused by the API server (RBAC); not retried")
+    );
+    assert!(
+        !config_map_data(&s.admin, "other-recommendations")
+            .await
+            .contains_key("last-cycle.json")
+    );
+}
