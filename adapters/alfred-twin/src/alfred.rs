@@ -13,10 +13,10 @@ use alfred_dispatch::{
     CoreStages, DurableState, Journal, JournalSlot, MoveSimulation, PassInput, PoolGauge,
     RequestPayload, Session, SimulationOutcome, Simulator, Stages, run_pass,
 };
+use alfred_model::ClusterSnapshot;
 use alfred_model::config::{Config, MigrationApiVersion, Mode, RuntimeOptions};
 use alfred_model::effect::Effect;
 use alfred_model::reason::SchedulingReason;
-use alfred_model::ClusterSnapshot;
 
 use crate::decision_log::{
     self, OUTCOME_CHECKPOINTS, PendingOutcome, PendingRef, RequestOutcome, SimulationRecord,
@@ -294,9 +294,7 @@ impl Caretaker for AlfredCaretaker {
                         snapshot::pod_name(&sim.tasks[t].name, sim.tasks[t].incarnation)
                     ),
                     gpus: sim.tasks[t].req.gpus,
-                    pending_since: ts(sim.tasks[t]
-                        .evicted_at
-                        .unwrap_or(sim.tasks[t].arrived)),
+                    pending_since: ts(sim.tasks[t].evicted_at.unwrap_or(sim.tasks[t].arrived)),
                 })
                 .collect();
             let line = decision_log::decision_line(
@@ -388,7 +386,9 @@ impl Caretaker for AlfredCaretaker {
                 .map(|&t| {
                     let task = &sim.tasks[t];
                     let placed = task.state != TaskState::Pending
-                        && task.first_placed.is_some_and(|p| p >= d.at || task.node.is_some());
+                        && task
+                            .first_placed
+                            .is_some_and(|p| p >= d.at || task.node.is_some());
                     PendingOutcome {
                         pod: format!("{NAMESPACE}/{}", task.name),
                         placed: placed && task.node.is_some(),

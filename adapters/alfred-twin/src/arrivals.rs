@@ -74,12 +74,16 @@ pub struct Arrival {
     pub at: i64,
     /// Index of the trace task it copies.
     pub task: usize,
-    /// How long it lives once placed... or rather from arrival (ms); `None` = forever.
+    /// How long it runs once first placed (ms); `None` = forever.
     pub lifetime: Option<i64>,
 }
 
 /// Generates the arrivals (sorted by time).
-pub fn generate(tasks: &[TraceTask], capacity_gpus: u64, o: &ArrivalOptions) -> Result<Vec<Arrival>> {
+pub fn generate(
+    tasks: &[TraceTask],
+    capacity_gpus: u64,
+    o: &ArrivalOptions,
+) -> Result<Vec<Arrival>> {
     if tasks.is_empty() {
         bail!("no GPU task to draw from");
     }
@@ -89,7 +93,8 @@ pub fn generate(tasks: &[TraceTask], capacity_gpus: u64, o: &ArrivalOptions) -> 
         Mode::Churn => {
             let mean_gpus =
                 tasks.iter().map(|t| f64::from(t.gpus)).sum::<f64>() / tasks.len() as f64;
-            let rate = o.target_utilization * capacity_gpus as f64 / (mean_gpus * o.mean_lifetime_ms);
+            let rate =
+                o.target_utilization * capacity_gpus as f64 / (mean_gpus * o.mean_lifetime_ms);
             if !(rate > 0.0) {
                 bail!("arrival rate is not positive");
             }
@@ -191,7 +196,11 @@ mod tests {
         let mean_life = a.iter().map(|x| x.lifetime.unwrap() as f64).sum::<f64>() / a.len() as f64;
         assert!((mean_life / 3_600_000.0 - 1.0).abs() < 0.05, "{mean_life}");
         assert!(a.windows(2).all(|w| w[0].at <= w[1].at));
-        assert_eq!(a, generate(&tasks, 100, &opts(Mode::Churn)).unwrap(), "deterministic");
+        assert_eq!(
+            a,
+            generate(&tasks, 100, &opts(Mode::Churn)).unwrap(),
+            "deterministic"
+        );
     }
 
     #[test]
@@ -205,13 +214,20 @@ mod tests {
 
     #[test]
     fn timed_uses_trace_times() {
-        let tasks = [task(1, Some(100), Some(160)), task(2, Some(10), Some(20)), task(1, None, None)];
+        let tasks = [
+            task(1, Some(100), Some(160)),
+            task(2, Some(10), Some(20)),
+            task(1, None, None),
+        ];
         let mut o = opts(Mode::Timed);
         o.time_scale = 2.0;
         let a = generate(&tasks, 10, &o).unwrap();
         assert_eq!(a.len(), 2);
         assert_eq!((a[0].task, a[0].at, a[0].lifetime), (1, 0, Some(20_000)));
-        assert_eq!((a[1].task, a[1].at, a[1].lifetime), (0, 180_000, Some(120_000)));
+        assert_eq!(
+            (a[1].task, a[1].at, a[1].lifetime),
+            (0, 180_000, Some(120_000))
+        );
         assert!(generate(&[task(1, None, None)], 10, &o).is_err());
     }
 }

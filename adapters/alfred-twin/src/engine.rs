@@ -76,7 +76,9 @@ pub struct Task {
     pub started: i64,
     /// First placement.
     pub first_placed: Option<i64>,
-    /// When it is due to leave.
+    /// How long it runs once first placed (ms); `None` = forever.
+    pub lifetime: Option<i64>,
+    /// When it is due to leave (first placement + lifetime).
     pub depart_at: Option<i64>,
     /// Its lifetime ended while a move ran: it leaves when the move ends.
     pub depart_pending: bool,
@@ -272,6 +274,8 @@ pub struct Sim {
     pub capacity: u64,
     /// Surge pods per node (migration indices), for the snapshot.
     pub surge_on_node: Vec<Vec<usize>>,
+    /// Departures to schedule (set by first placements).
+    new_departures: Vec<(i64, usize)>,
 }
 
 impl Sim {
@@ -291,6 +295,10 @@ impl Sim {
         t.started = now;
         if t.first_placed.is_none() {
             t.first_placed = Some(now);
+            if let Some(l) = t.lifetime {
+                t.depart_at = Some(now + l);
+                self.new_departures.push((now + l, task));
+            }
         }
         if let Some(e) = t.evicted_at.take() {
             self.disruption_ms += now - e + self.opts.ready_ms;
@@ -319,7 +327,11 @@ impl Sim {
                 Some(n) => self.world.fits(n, &req),
                 None => true,
             };
-            let choice = if candidate { self.world.choose(&req, &[]) } else { None };
+            let choice = if candidate {
+                self.world.choose(&req, &[])
+            } else {
+                None
+            };
             match choice {
                 Some(n) => {
                     self.place(task, n, now);
@@ -449,6 +461,7 @@ pub fn run(
         arrived_gpus: 0,
         capacity,
         surge_on_node: vec![Vec::new(); n_nodes],
+        new_departures: Vec::new(),
     };
     let mut heap: BinaryHeap<Reverse<(i64, u64, Ev)>> = BinaryHeap::new();
     let mut seq = 0u64;
@@ -516,7 +529,8 @@ pub fn run(
                     node: None,
                     started: now,
                     first_placed: None,
-                    depart_at: a.lifetime.map(|l| now + l),
+                    lifetime: a.lifetime,
+                    depart_at: None,
                     depart_pending: false,
                     migration: None,
                     migrations: Vec::new(),
@@ -526,9 +540,6 @@ pub fn run(
                 match sim.world.choose(&req, &[]) {
                     Some(n) => sim.place(id, n, now),
                     None => sim.pending.push(id),
-                }
-                if let Some(d) = sim.tasks[id].depart_at {
-                    push(&mut heap, d, Ev::Depart(id));
                 }
             }
             Ev::Depart(task) => sim.depart(task, now),
@@ -640,6 +651,9 @@ pub fn run(
                 }
             }
             Ev::MigReady(m) => sim.end_migration(m, MigPhase::Completed, now),
+        }
+        for (t, task) in std::mem::take(&mut sim.new_departures) {
+            push(&mut heap, t, Ev::Depart(task));
         }
     }
     // Evicted pods still waiting count their downtime to the end.

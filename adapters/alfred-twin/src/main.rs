@@ -10,9 +10,9 @@ use alfred_twin::alfred::AlfredCaretaker;
 use alfred_twin::arrivals::{self, ArrivalOptions, Mode};
 use alfred_twin::caretakers::{Crude, Descheduler};
 use alfred_twin::engine::{self, Caretaker, MINUTE, NoCaretaker, RunResult, SimOptions};
+use alfred_twin::report;
 use alfred_twin::trace::{self, TraceNode};
 use alfred_twin::world::{Placement, World};
-use alfred_twin::report;
 use anyhow::{Context, Result, bail};
 use clap::Parser;
 
@@ -183,8 +183,7 @@ fn main() -> Result<()> {
         ready_ms: (cli.ready_minutes * MINUTE as f64) as i64,
         cpu_mem: !cli.no_cpu_mem,
     };
-    std::fs::create_dir_all(&cli.out)
-        .with_context(|| format!("create {}", cli.out.display()))?;
+    std::fs::create_dir_all(&cli.out).with_context(|| format!("create {}", cli.out.display()))?;
     eprintln!(
         "alfred-twin: {} nodes, {} GPUs, {} pools; {} trace tasks; {} arrivals over {} days ({}, {})",
         world.nodes.len(),
@@ -275,8 +274,12 @@ fn main() -> Result<()> {
         cli.out.join("summary.json"),
         serde_json::to_string_pretty(&summaries)? + "\n",
     )?;
-    let runs: Vec<(String, &RunResult)> = results.iter().map(|(n, r, _, _)| (n.clone(), r)).collect();
-    std::fs::write(cli.out.join("timeseries.csv"), report::timeseries_csv(&runs))?;
+    let runs: Vec<(String, &RunResult)> =
+        results.iter().map(|(n, r, _, _)| (n.clone(), r)).collect();
+    std::fs::write(
+        cli.out.join("timeseries.csv"),
+        report::timeseries_csv(&runs),
+    )?;
     for (file, svg) in report::charts(&runs) {
         std::fs::write(cli.out.join(file), svg)?;
     }

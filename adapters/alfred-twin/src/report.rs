@@ -34,7 +34,7 @@ pub fn max_per_hour(times: &[i64]) -> usize {
 }
 
 /// Waiting times (minutes) by size key of tasks that arrived after the warm-up; a task
-/// never placed counts with the time it waited until it left or the run ended.
+/// never placed counts with the time it waited until the run ended (censored).
 pub fn waits(sim: &Sim, end: i64) -> BTreeMap<&'static str, Vec<f64>> {
     let mut m: BTreeMap<&'static str, Vec<f64>> = BTreeMap::new();
     for k in ["1", "2", "4", "8"] {
@@ -44,9 +44,7 @@ pub fn waits(sim: &Sim, end: i64) -> BTreeMap<&'static str, Vec<f64>> {
         if t.arrived < sim.opts.warmup_ms {
             continue;
         }
-        let until = t
-            .first_placed
-            .unwrap_or_else(|| t.depart_at.map_or(end, |d| d.min(end)));
+        let until = t.first_placed.unwrap_or(end);
         m.entry(Sim::size_key(t.req.gpus))
             .or_default()
             .push((until - t.arrived) as f64 / 60_000.0);
@@ -81,7 +79,9 @@ pub fn summary(caretaker: &str, res: &RunResult, wall_seconds: f64, extra: Value
     for (i, p) in sim.world.pools.iter().enumerate() {
         by_pool.insert(
             p.clone(),
-            json!(r3(warm.iter().map(|s| s.stranded[i] as f64).sum::<f64>() / n)),
+            json!(r3(
+                warm.iter().map(|s| s.stranded[i] as f64).sum::<f64>() / n
+            )),
         );
     }
     let mut score_pool = serde_json::Map::new();
@@ -106,7 +106,11 @@ pub fn summary(caretaker: &str, res: &RunResult, wall_seconds: f64, extra: Value
             }),
         );
     }
-    let unplaced = sim.tasks.iter().filter(|t| t.first_placed.is_none()).count();
+    let unplaced = sim
+        .tasks
+        .iter()
+        .filter(|t| t.first_placed.is_none())
+        .count();
     let hours = (res.end as f64 / 3_600_000.0).max(1e-9);
     let moves = sim.moves_completed + sim.evictions;
     let mut by_load = Vec::new();
@@ -191,7 +195,12 @@ pub fn timeseries_csv(runs: &[(String, &RunResult)]) -> String {
                 s.push_str(&format!(",{v}"));
             }
             for i in 0..pools.len() {
-                let v = r.sim.score_samples.get(k).filter(|x| x.t <= smp.t).map_or(0.0, |x| x.scores[i]);
+                let v = r
+                    .sim
+                    .score_samples
+                    .get(k)
+                    .filter(|x| x.t <= smp.t)
+                    .map_or(0.0, |x| x.scores[i]);
                 s.push_str(&format!(",{v:.4}"));
             }
             s.push('\n');

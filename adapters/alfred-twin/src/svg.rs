@@ -3,7 +3,9 @@
 
 use std::fmt::Write;
 
-const COLORS: [&str; 6] = ["#1f77b4", "#d62728", "#2ca02c", "#ff7f0e", "#9467bd", "#8c564b"];
+const COLORS: [&str; 6] = [
+    "#1f77b4", "#d62728", "#2ca02c", "#ff7f0e", "#9467bd", "#8c564b",
+];
 
 fn esc(s: &str) -> String {
     s.replace('&', "&amp;")
@@ -12,7 +14,12 @@ fn esc(s: &str) -> String {
 }
 
 /// Renders a chart of `(name, points)` series.
-pub fn line_chart(title: &str, x_label: &str, y_label: &str, series: &[(String, Vec<(f64, f64)>)]) -> String {
+pub fn line_chart(
+    title: &str,
+    x_label: &str,
+    y_label: &str,
+    series: &[(String, Vec<(f64, f64)>)],
+) -> String {
     let (w, h) = (800.0, 420.0);
     let (l, r, t, b) = (70.0, 160.0, 40.0, 50.0);
     let pts = series.iter().flat_map(|(_, p)| p.iter());

@@ -46,7 +46,11 @@ pub struct TraceTask {
 }
 
 fn columns(header: &str) -> Vec<String> {
-    header.trim().split(',').map(|s| s.trim().to_owned()).collect()
+    header
+        .trim()
+        .split(',')
+        .map(|s| s.trim().to_owned())
+        .collect()
 }
 
 fn col(cols: &[String], name: &str) -> Option<usize> {
@@ -151,8 +155,9 @@ mod tests {
 
     #[test]
     fn nodes_skip_cpu_only_and_keep_models() {
-        let n = parse_nodes("sn,cpu_milli,memory_mib,gpu,model\na,32000,1024,0,\nb,64000,2048,8,G2\n")
-            .unwrap();
+        let n =
+            parse_nodes("sn,cpu_milli,memory_mib,gpu,model\na,32000,1024,0,\nb,64000,2048,8,G2\n")
+                .unwrap();
         assert_eq!(n.len(), 1);
         assert_eq!(n[0].model, "G2");
         assert_eq!(n[0].gpus, 8);
@@ -168,9 +173,13 @@ p3,1000,100,8,1000,V100M16|V100M32,LS,Running,7,90,7\n";
         let p = parse_pods(text).unwrap();
         assert_eq!(p.len(), 3);
         assert_eq!(p[1].gpus, 1);
-        assert_eq!(p[2].gpu_spec, vec!["V100M16".to_owned(), "V100M32".to_owned()]);
+        assert_eq!(
+            p[2].gpu_spec,
+            vec!["V100M16".to_owned(), "V100M32".to_owned()]
+        );
         assert_eq!(p[2].creation, Some(7));
-        let short = parse_pods("name,cpu_milli,memory_mib,num_gpu,gpu_milli\nq,1,1,2,1000\n").unwrap();
+        let short =
+            parse_pods("name,cpu_milli,memory_mib,num_gpu,gpu_milli\nq,1,1,2,1000\n").unwrap();
         assert_eq!(short[0].creation, None);
         assert!(short[0].gpu_spec.is_empty());
     }

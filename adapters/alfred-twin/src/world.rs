@@ -311,7 +311,9 @@ impl World {
 
     /// Node index by name.
     pub fn node_index(&self, name: &str) -> Option<usize> {
-        self.nodes.binary_search_by(|n| n.name.as_str().cmp(name)).ok()
+        self.nodes
+            .binary_search_by(|n| n.name.as_str().cmp(name))
+            .ok()
     }
 
     /// Stranded GPUs per pool: free GPUs on nodes whose free count is below the pool's
@@ -378,8 +380,20 @@ mod tests {
             pools: 0,
         };
         assert_eq!(w.choose(&big_cpu, &[]), None);
-        w.bind(0, &Request { gpus: 3, ..Request::default() });
-        w.bind(1, &Request { gpus: 1, ..Request::default() });
+        w.bind(
+            0,
+            &Request {
+                gpus: 3,
+                ..Request::default()
+            },
+        );
+        w.bind(
+            1,
+            &Request {
+                gpus: 1,
+                ..Request::default()
+            },
+        );
         assert_eq!(w.stranded(), vec![5, 1]);
         assert_eq!(w.allocated_gpus(), 4);
         assert_eq!(w.pool_mask(&["nope".to_owned()]) & 0b11, 0);
