@@ -804,3 +804,170 @@ fn excluded_source_node_is_never_a_target() {
         Decision::Infeasible
     );
 }
+
+// Gangs that fit one domain, several (least room wins, ties by domain name), or none.
+#[test]
+fn gang_domain_choice() {
+    let doms = |spec: &[(&str, &str, i64)]| {
+        spec.iter()
+            .map(|(n, d, gpu)| node(n, "64", "512Gi", *gpu, json!({CLIQUE: d})))
+            .collect::<Vec<_>>()
+    };
+    // Only B has room for two 8-GPU members.
+    let c = with_pg(
+        cluster(
+            doms(&[
+                ("a1", "A", 8),
+                ("a2", "A", 4),
+                ("b1", "B", 8),
+                ("b2", "B", 8),
+            ]),
+            vec![],
+        ),
+        2,
+    );
+    assert_eq!(
+        nodes_of(&run_gang(&ome_profile(), &c, &gang(2, 8), &[])),
+        ["b1", "b2"]
+    );
+    // A and B have equal room: the smaller domain name wins, whatever the node names.
+    let c = with_pg(
+        cluster(
+            doms(&[
+                ("n1", "B", 8),
+                ("n2", "B", 8),
+                ("n3", "A", 8),
+                ("n4", "A", 8),
+            ]),
+            vec![],
+        ),
+        2,
+    );
+    assert_eq!(
+        nodes_of(&run_gang(&ome_profile(), &c, &gang(2, 8), &[])),
+        ["n3", "n4"]
+    );
+    // Three domains: the least room that still fits wins.
+    let c = with_pg(
+        cluster(
+            doms(&[
+                ("a1", "A", 8),
+                ("b1", "B", 8),
+                ("b2", "B", 8),
+                ("b3", "B", 8),
+                ("c1", "C", 8),
+                ("c2", "C", 8),
+            ]),
+            vec![],
+        ),
+        2,
+    );
+    assert_eq!(
+        nodes_of(&run_gang(&ome_profile(), &c, &gang(2, 8), &[])),
+        ["c1", "c2"]
+    );
+    // Unlabelled nodes are invisible to planning, and excluded nodes are not planned on.
+    let c = with_pg(
+        cluster(
+            vec![
+                node("free1", "64", "512Gi", 8, json!({})),
+                node("free2", "64", "512Gi", 8, json!({})),
+                node("x1", "64", "512Gi", 8, json!({CLIQUE: "X"})),
+                node("x2", "64", "512Gi", 8, json!({CLIQUE: "X"})),
+            ],
+            vec![],
+        ),
+        2,
+    );
+    let o = run_gang(&ome_profile(), &c, &gang(2, 8), &["x2"]);
+    assert_eq!(
+        (o.decision, cause(&o)),
+        (Decision::Infeasible, Cause::NoDomainRoom)
+    );
+    assert_eq!(
+        nodes_of(&run_gang(&ome_profile(), &c, &gang(2, 8), &[])),
+        ["x1", "x2"]
+    );
+}
+
+// The injected deadline ends the simulation with Unsupported (DeadlineExceeded).
+#[test]
+fn deadline_exceeded_is_unsupported() {
+    let c = cluster(vec![node("a", "8", "64Gi", 0, json!({}))], vec![]);
+    let profile = default_profile();
+    let mut prepared =
+        alfred_sim::PreparedCluster::new(&c, &profile.scheduler_name).expect("prepared");
+    let reps = [pod("default", "r", "1", "1Gi", 0)];
+    let excluded = std::collections::BTreeSet::new();
+    let input = alfred_sim::MoveInput {
+        replacement_pods: &reps,
+        excluded_nodes: &excluded,
+        require_gang: false,
+    };
+    let o = prepared
+        .simulate(&profile, &input, &mut || true)
+        .expect("valid");
+    assert_eq!(
+        (o.decision, cause(&o)),
+        (Decision::Unsupported, Cause::DeadlineExceeded)
+    );
+    // The prepared cluster is unchanged and reusable.
+    let o = prepared
+        .simulate(&profile, &input, &mut || false)
+        .expect("valid");
+    assert_eq!(nodes_of(&o), ["a"]);
+    let o2 = prepared
+        .simulate(&profile, &input, &mut || false)
+        .expect("valid");
+    assert_eq!(o, o2);
+}
+
+// Structural problems are errors naming the field, not outcomes.
+#[test]
+fn invalid_moves_are_errors() {
+    let c = cluster(
+        vec![node("a", "8", "64Gi", 0, json!({}))],
+        vec![bound(pod("default", "s", "1", "1Gi", 0), "a")],
+    );
+    let p = default_profile();
+    let ex = std::collections::BTreeSet::from(["ghost".to_string()]);
+    let reps = [pod("default", "r", "1", "1Gi", 0)];
+    let e = alfred_sim::simulate(
+        &p,
+        &c,
+        &alfred_sim::MoveInput {
+            replacement_pods: &reps,
+            excluded_nodes: &ex,
+            require_gang: false,
+        },
+    )
+    .unwrap_err();
+    assert!(
+        e.to_string().contains("excludedNodes") && e.to_string().contains("ghost"),
+        "{e}"
+    );
+    let none = std::collections::BTreeSet::new();
+    let dup = [pod("default", "s", "1", "1Gi", 0)];
+    let e = alfred_sim::simulate(
+        &p,
+        &c,
+        &alfred_sim::MoveInput {
+            replacement_pods: &dup,
+            excluded_nodes: &none,
+            require_gang: false,
+        },
+    )
+    .unwrap_err();
+    assert!(e.to_string().contains("default/s"), "{e}");
+    let e = alfred_sim::simulate(
+        &p,
+        &c,
+        &alfred_sim::MoveInput {
+            replacement_pods: &reps,
+            excluded_nodes: &none,
+            require_gang: true,
+        },
+    )
+    .unwrap_err();
+    assert!(e.to_string().contains("requireGang"), "{e}");
+}
