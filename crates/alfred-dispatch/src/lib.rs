@@ -52,6 +52,7 @@ pub mod schedule;
 pub mod sim;
 pub mod stages;
 mod strict_json;
+pub mod wire_sim;
 
 pub use dispatch::{Breaker, JournalSlot};
 pub use guard::GuardObservation;
@@ -65,3 +66,4 @@ pub use sim::{MoveSimulation, SimulationOutcome, Simulator};
 #[cfg(any(test, feature = "testkit"))]
 pub use stages::ScriptedStages;
 pub use stages::{CoreStages, PoolGauge, Stages};
+pub use wire_sim::{outcome_of, outcome_of_stdout, wire_request};

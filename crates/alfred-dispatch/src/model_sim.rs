@@ -14,14 +14,27 @@
 //!   lacks its GPU resource gets `total_gpus`; a node without `pods` gets the kubelet
 //!   default 110; a node that is not Ready gets the `node.kubernetes.io/not-ready:NoSchedule`
 //!   taint the node lifecycle controller would add; a pod whose requests name no GPU
-//!   resource but that holds GPUs requests them under its node's GPU resource.
+//!   resource but that holds GPUs requests them under its node's GPU resource. A bound
+//!   pod on a node the snapshot does not list is left out (nothing of it can be placed
+//!   against); a pod without a UID gets `alfred-pod-<ns>-<name>`, a pending pod
+//!   `alfred-pending-<ns>-<name>`, a PodGroup `alfred-podgroup-<ns>-<name>` plus its
+//!   `ome.io/topology-key` annotation; owner references to ReplicationControllers,
+//!   ReplicaSets and StatefulSets are dropped (the snapshot has no controller selectors,
+//!   so default spreading selects nothing either way). This keeps the copy within the
+//!   wire protocol's closure rules, so a worker request (`crate::wire_sim`) carries
+//!   exactly this cluster.
 //! * **Replacement pods.** One pod per runner slot from the InferenceReplica's runner
 //!   templates (`ReplicaState.runners[].template`, `size` pods each, in runner order);
 //!   when there are no templates (or one cannot be read as a pod template), copies of the
 //!   Instance's source pods, unbound. A template naming no scheduler uses the component's
 //!   (decision E24). Names are `<ir>-<instance>-alfred-replacement-<k>`.
-//! * **Excluded nodes.** `MoveSimulation::excluded_nodes` as the caller set it: every
-//!   source node for predictions, only `from_node` for execution (decision 14.4).
+//! * **Source pods.** The Instance's pods as they appear in the cluster copy (bound).
+//! * **Excluded nodes.** Predictions: `MoveSimulation::excluded_nodes` plus every source
+//!   pod's node. Execution: only `from_node` (decision 14.4), and every replacement pod
+//!   carries the migration API's required `kubernetes.io/hostname NotIn [from_node]` in
+//!   every node-affinity term. More than 128 replacement pods →
+//!   `Unsupported/RecommendationTooLarge`; a move that cannot be converted →
+//!   `Unsupported/InputUnsupported`.
 //! * **Hints.** A soft preference: a preferred node-affinity term of weight 50 on
 //!   `kubernetes.io/hostname In hints` added to every replacement pod.
 //! * **Profile.** The request's scheduler name must be one of the profiles given to
@@ -36,7 +49,8 @@
 //! Results map one to one: `Feasible` → `Feasible/PlacementFound` with one placement per
 //! replacement pod; `Infeasible` → `Infeasible/NoFeasiblePlacement`; `Unsupported` →
 //! `Unsupported/Unsupported`; a structurally invalid input → `Unavailable/WorkerFailed`.
-//! The snapshot ID is `model-<observedAt RFC 3339>`, its time the snapshot's.
+//! The snapshot ID is `capture-<observedAt RFC 3339>`, its time the snapshot's (the same
+//! as a worker request carries).
 
 use std::collections::{BTreeMap, BTreeSet};
 
@@ -46,19 +60,22 @@ use alfred_model::reason::SchedulingReason;
 use alfred_model::record::{Placement, PodName};
 use alfred_model::snapshot::{self as snap, PodPhase};
 use alfred_sim::objects::{
-    Affinity, Container, Namespace, NodeAffinity, NodeSelectorRequirement, NodeSelectorTerm,
-    ObjectMeta, OwnerReference, Pod, PodGroup, PodGroupSpec, PodSpec, PodStatus,
+    Affinity, Container, Namespace, NodeAffinity, NodeSelector, NodeSelectorRequirement,
+    NodeSelectorTerm, ObjectMeta, OwnerReference, Pod, PodGroup, PodGroupSpec, PodSpec, PodStatus,
     PreferredSchedulingTerm, ResourceRequirements, Taint, Toleration, TopologySpreadConstraint,
 };
 use alfred_sim::{Cluster, Decision, MoveInput, PreparedCluster, Profile};
 use serde_json::Value;
 
-use crate::sim::{MoveSimulation, SimulationOutcome, Simulator};
+use crate::sim::{MoveSimulation, SimulationOutcome, SimulationPurpose, Simulator};
 
 /// The hostname label the hints prefer.
 const HOSTNAME_LABEL: &str = "kubernetes.io/hostname";
 /// The weight of the hint preference (§9.6).
 pub const HINT_WEIGHT: i32 = 50;
+/// The PodGroup annotation naming its gang domain label (the OME chart's
+/// `podGroupTopologyKeyAnnotation`).
+const TOPOLOGY_KEY_ANNOTATION: &str = "ome.io/topology-key";
 /// The kubelet's default `maxPods`, for nodes whose allocatable omits `pods`.
 const DEFAULT_MAX_PODS: i64 = 110;
 /// The built-in OME scheduler name alfred-sim models with OMEGangPack.
@@ -134,11 +151,7 @@ impl ModelSimulator {
 
 impl Simulator for ModelSimulator {
     fn simulate(&mut self, r: &MoveSimulation<'_>) -> SimulationOutcome {
-        let scheduler = if r.profile.scheduler_name.is_empty() {
-            alfred_sim::DEFAULT_SCHEDULER_NAME
-        } else {
-            r.profile.scheduler_name.as_str()
-        };
+        let scheduler = effective_scheduler(&r.profile.scheduler_name);
         let Some(&gang) = self.profiles.gang_by_scheduler.get(scheduler) else {
             return stamped(r, SchedulingReason::ProfileNotConfigured);
         };
@@ -151,57 +164,166 @@ impl Simulator for ModelSimulator {
             self.default_profile.clone()
         };
         profile.scheduler_name = scheduler.to_owned();
-        let Some(replacements) = replacement_pods(r, scheduler) else {
-            return stamped(r, SchedulingReason::InputUnsupported);
+        let m = match convert(r, scheduler) {
+            Ok(m) => m,
+            Err(reason) => return stamped(r, reason),
         };
-        let Some(cluster) = cluster_of(r.snapshot) else {
-            return stamped(r, SchedulingReason::Unsupported);
-        };
-        let excluded: BTreeSet<String> = r.excluded_nodes.iter().cloned().collect();
+        let excluded: BTreeSet<String> = m.excluded_nodes.iter().cloned().collect();
         let input = MoveInput {
-            replacement_pods: &replacements,
+            replacement_pods: &m.replacements,
             excluded_nodes: &excluded,
             require_gang: r.require_gang,
         };
-        let outcome = match PreparedCluster::new(&cluster, scheduler)
+        let outcome = match PreparedCluster::new(&m.cluster, scheduler)
             .and_then(|mut pc| pc.simulate(&profile, &input, &mut || false))
         {
             Ok(o) => o,
             Err(_) => return stamped(r, SchedulingReason::WorkerFailed),
         };
-        match outcome.decision {
-            Decision::Feasible => {
-                let mut out = stamped(r, SchedulingReason::PlacementFound);
-                out.placements = outcome
-                    .placements
-                    .into_iter()
-                    .map(|p| Placement {
-                        pod: PodName {
-                            namespace: p.namespace,
-                            name: p.name,
-                            uid: p.uid,
-                        },
-                        node_name: p.node_name,
-                    })
-                    .collect();
-                if out.placements.is_empty() {
-                    return stamped(r, SchedulingReason::InvalidResponse);
-                }
-                out
+        let mut out = stamped(r, reason_of(outcome.decision));
+        if outcome.decision == Decision::Feasible {
+            out.placements = outcome
+                .placements
+                .into_iter()
+                .map(|p| Placement {
+                    pod: PodName {
+                        namespace: p.namespace,
+                        name: p.name,
+                        uid: p.uid,
+                    },
+                    node_name: p.node_name,
+                })
+                .collect();
+            if out.placements.is_empty() {
+                return stamped(r, SchedulingReason::InvalidResponse);
             }
-            Decision::Infeasible => stamped(r, SchedulingReason::NoFeasiblePlacement),
-            Decision::Unsupported => stamped(r, SchedulingReason::Unsupported),
         }
+        out
     }
 }
 
+/// The scheduler name pods that name none use.
+pub(crate) fn effective_scheduler(name: &str) -> &str {
+    if name.is_empty() {
+        alfred_sim::DEFAULT_SCHEDULER_NAME
+    } else {
+        name
+    }
+}
+
+/// The recorded reason of a worker decision (one to one).
+pub(crate) fn reason_of(decision: Decision) -> SchedulingReason {
+    match decision {
+        Decision::Feasible => SchedulingReason::PlacementFound,
+        Decision::Infeasible => SchedulingReason::NoFeasiblePlacement,
+        Decision::Unsupported => SchedulingReason::Unsupported,
+    }
+}
+
+/// The capture a move is simulated against, as the request and the outcome name it.
+pub(crate) fn snapshot_id(s: &ClusterSnapshot) -> String {
+    format!("capture-{}", s.observed_at.to_rfc3339())
+}
+
+/// One move converted into alfred-sim objects (module docs): what the in-process model
+/// runs, and what a worker request carries (`crate::wire_sim`).
+#[derive(Debug, Clone)]
+pub(crate) struct MoveModel {
+    /// The cluster copy.
+    pub cluster: Cluster,
+    /// The replacement pods, in request order.
+    pub replacements: Vec<Pod>,
+    /// The Instance's pods as they appear (identically) in `cluster`.
+    pub source_pods: Vec<Pod>,
+    /// Sorted, unique.
+    pub excluded_nodes: Vec<String>,
+    /// Execution only: the one excluded node, `from_node`.
+    pub migration_from_node: Option<String>,
+}
+
+/// Converts a move for `scheduler` (module docs). Errors: the Instance is not in the
+/// snapshot, yields no pod, or a pod's scheduling inputs cannot be read →
+/// `InputUnsupported`; more than 128 replacement pods → `RecommendationTooLarge`.
+pub(crate) fn convert(
+    r: &MoveSimulation<'_>,
+    scheduler: &str,
+) -> Result<MoveModel, SchedulingReason> {
+    let input = || SchedulingReason::InputUnsupported;
+    let (ns, name) = r.workload.split_once('/').ok_or_else(input)?;
+    let w = r.snapshot.workload(ns, name).ok_or_else(input)?;
+    let comp = w.component(r.component).ok_or_else(input)?;
+    let inst = comp
+        .instances
+        .iter()
+        .find(|i| i.index == r.instance)
+        .ok_or_else(input)?;
+    let cluster = cluster_of(r.snapshot).ok_or_else(input)?;
+    let source_pods: Vec<Pod> = inst
+        .pods
+        .iter()
+        .filter_map(|key| {
+            let (pns, pname) = key.split_once('/')?;
+            cluster
+                .pods
+                .iter()
+                .find(|p| {
+                    p.metadata.namespace == pns
+                        && p.metadata.name == pname
+                        && !p.spec.node_name.is_empty()
+                })
+                .cloned()
+        })
+        .collect();
+    let (excluded_nodes, migration_from_node) = match r.purpose {
+        SimulationPurpose::Prediction => {
+            let mut set: BTreeSet<String> = r.excluded_nodes.iter().cloned().collect();
+            set.extend(source_pods.iter().map(|p| p.spec.node_name.clone()));
+            (set.into_iter().collect(), None)
+        }
+        SimulationPurpose::Execution => {
+            if r.from_node.is_empty() {
+                return Err(input());
+            }
+            (vec![r.from_node.clone()], Some(r.from_node.clone()))
+        }
+    };
+    let slots: u64 = comp
+        .replica
+        .iter()
+        .flat_map(|ir| ir.runners.iter())
+        .map(|runner| u64::from(runner.size))
+        .sum();
+    if slots > alfred_sim::wire::MAX_REPLACEMENT_PODS as u64 {
+        return Err(SchedulingReason::RecommendationTooLarge);
+    }
+    let replacements = replacement_pods(
+        r,
+        comp,
+        inst,
+        scheduler,
+        &excluded_nodes,
+        migration_from_node.as_deref(),
+    )
+    .ok_or_else(input)?;
+    if replacements.len() > alfred_sim::wire::MAX_REPLACEMENT_PODS {
+        return Err(SchedulingReason::RecommendationTooLarge);
+    }
+    Ok(MoveModel {
+        cluster,
+        replacements,
+        source_pods,
+        excluded_nodes,
+        migration_from_node,
+    })
+}
+
 /// An answer for `r` with `reason` and the snapshot's identity.
-fn stamped(r: &MoveSimulation<'_>, reason: SchedulingReason) -> SimulationOutcome {
+pub(crate) fn stamped(r: &MoveSimulation<'_>, reason: SchedulingReason) -> SimulationOutcome {
     let at = r.snapshot.observed_at;
     SimulationOutcome {
         status: reason.status(),
         reason,
-        snapshot_id: format!("model-{}", at.to_rfc3339()),
+        snapshot_id: snapshot_id(r.snapshot),
         snapshot_time: Some(at),
         placements: Vec::new(),
     }
@@ -342,11 +464,16 @@ fn pod_of(p: &snap::Pod, gpu_resource: &str) -> Option<Pod> {
         metadata: ObjectMeta {
             name: p.name.clone(),
             namespace: p.namespace.clone(),
-            uid: p.uid.clone(),
+            uid: if p.uid.is_empty() {
+                format!("alfred-pod-{}-{}", p.namespace, p.name)
+            } else {
+                p.uid.clone()
+            },
             labels: p.labels.clone(),
             owner_references: p
                 .controller
                 .iter()
+                .filter(|o| !SELECTOR_OWNER_KINDS.contains(&o.kind.as_str()))
                 .map(|o| OwnerReference {
                     api_version: o.api_version.clone(),
                     kind: o.kind.clone(),
@@ -372,6 +499,11 @@ fn pod_of(p: &snap::Pod, gpu_resource: &str) -> Option<Pod> {
     })
 }
 
+/// Owner kinds whose selectors feed default topology spreading. The snapshot carries no
+/// such selectors, so default spreading selects nothing either way; references to them are
+/// left out (a request would otherwise have to supply the owners, §4.1).
+const SELECTOR_OWNER_KINDS: [&str; 3] = ["ReplicationController", "ReplicaSet", "StatefulSet"];
+
 /// The cluster copy (module docs); `None` when a pod's scheduling inputs cannot be read.
 fn cluster_of(s: &ClusterSnapshot) -> Option<Cluster> {
     let gpu_of: BTreeMap<&str, &str> = s
@@ -382,7 +514,10 @@ fn cluster_of(s: &ClusterSnapshot) -> Option<Cluster> {
     let mut namespaces: BTreeSet<String> = BTreeSet::new();
     let mut pods = Vec::new();
     for p in &s.pods {
-        if p.node.is_empty() || matches!(p.phase, PodPhase::Succeeded | PodPhase::Failed) {
+        if p.node.is_empty()
+            || matches!(p.phase, PodPhase::Succeeded | PodPhase::Failed)
+            || !gpu_of.contains_key(p.node.as_str())
+        {
             continue;
         }
         namespaces.insert(p.namespace.clone());
@@ -396,6 +531,7 @@ fn cluster_of(s: &ClusterSnapshot) -> Option<Cluster> {
             metadata: ObjectMeta {
                 name: p.name.clone(),
                 namespace: p.namespace.clone(),
+                uid: format!("alfred-pending-{}-{}", p.namespace, p.name),
                 labels: p.labels.clone(),
                 ..ObjectMeta::default()
             },
@@ -408,6 +544,9 @@ fn cluster_of(s: &ClusterSnapshot) -> Option<Cluster> {
     }
     for w in &s.workloads {
         namespaces.insert(w.namespace.clone());
+    }
+    for g in &s.pod_groups {
+        namespaces.insert(g.namespace.clone());
     }
     Some(Cluster {
         nodes: s.nodes.iter().map(node_of).collect(),
@@ -429,6 +568,15 @@ fn cluster_of(s: &ClusterSnapshot) -> Option<Cluster> {
                 metadata: ObjectMeta {
                     name: g.name.clone(),
                     namespace: g.namespace.clone(),
+                    uid: format!("alfred-podgroup-{}-{}", g.namespace, g.name),
+                    annotations: if g.topology_key.is_empty() {
+                        BTreeMap::new()
+                    } else {
+                        BTreeMap::from([(
+                            TOPOLOGY_KEY_ANNOTATION.to_owned(),
+                            g.topology_key.clone(),
+                        )])
+                    },
                     ..ObjectMeta::default()
                 },
                 spec: PodGroupSpec {
@@ -440,13 +588,18 @@ fn cluster_of(s: &ClusterSnapshot) -> Option<Cluster> {
     })
 }
 
-/// The replacement pods of the move (module docs); `None` when the Instance is not in
-/// the snapshot or yields no pod.
-fn replacement_pods(r: &MoveSimulation<'_>, scheduler: &str) -> Option<Vec<Pod>> {
+/// The replacement pods of the move (module docs); `None` when the Instance yields no pod.
+/// Hints on excluded nodes are dropped; with `migration_from` (execution) every pod gets
+/// the migration API's required `kubernetes.io/hostname NotIn [from]` in every term.
+fn replacement_pods(
+    r: &MoveSimulation<'_>,
+    comp: &snap::Component,
+    inst: &snap::Instance,
+    scheduler: &str,
+    excluded: &[String],
+    migration_from: Option<&str>,
+) -> Option<Vec<Pod>> {
     let (ns, name) = r.workload.split_once('/')?;
-    let w = r.snapshot.workload(ns, name)?;
-    let comp = w.component(r.component)?;
-    let inst = comp.instances.iter().find(|i| i.index == r.instance)?;
     let ir_name = comp
         .replica
         .as_ref()
@@ -487,7 +640,7 @@ fn replacement_pods(r: &MoveSimulation<'_>, scheduler: &str) -> Option<Vec<Pod>>
     let hints: Vec<String> = r
         .hint_nodes
         .iter()
-        .filter(|h| !r.excluded_nodes.contains(h))
+        .filter(|h| !excluded.contains(h))
         .cloned()
         .collect();
     for (k, pod) in pods.iter_mut().enumerate() {
@@ -527,14 +680,44 @@ fn replacement_pods(r: &MoveSimulation<'_>, scheduler: &str) -> Option<Vec<Pod>>
                 .preferred_during_scheduling_ignored_during_execution
                 .push(term);
         }
+        if let Some(from) = migration_from {
+            exclude_host(pod, from);
+        }
     }
     Some(pods)
 }
 
+/// Adds `kubernetes.io/hostname NotIn [from]` to every required node-affinity term (one
+/// term with only it when there is none), as the migration API does to replacement pods.
+fn exclude_host(pod: &mut Pod, from: &str) {
+    let requirement = NodeSelectorRequirement {
+        key: HOSTNAME_LABEL.into(),
+        operator: "NotIn".into(),
+        values: vec![from.to_owned()],
+        ..NodeSelectorRequirement::default()
+    };
+    let required = pod
+        .spec
+        .affinity
+        .get_or_insert_with(Affinity::default)
+        .node_affinity
+        .get_or_insert_with(NodeAffinity::default)
+        .required_during_scheduling_ignored_during_execution
+        .get_or_insert_with(NodeSelector::default);
+    if required.node_selector_terms.is_empty() {
+        required
+            .node_selector_terms
+            .push(NodeSelectorTerm::default());
+    }
+    for term in &mut required.node_selector_terms {
+        term.match_expressions.push(requirement.clone());
+    }
+}
+
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
-    use crate::sim::{ProfileIdentity, SimulationPurpose};
+    use crate::sim::ProfileIdentity;
     use alfred_model::Timestamp;
     use alfred_model::reason::SchedulingStatus;
     use alfred_model::snapshot::{
@@ -543,7 +726,7 @@ mod tests {
     };
     use serde_json::json;
 
-    fn node(name: &str, total: u32, alloc: u32) -> Node {
+    pub(crate) fn node(name: &str, total: u32, alloc: u32) -> Node {
         Node {
             name: name.into(),
             uid: format!("uid-{name}"),
@@ -556,7 +739,7 @@ mod tests {
         }
     }
 
-    fn filler(name: &str, node: &str, gpus: u32) -> SPod {
+    pub(crate) fn filler(name: &str, node: &str, gpus: u32) -> SPod {
         SPod {
             namespace: "other".into(),
             name: name.into(),
@@ -570,7 +753,7 @@ mod tests {
     }
 
     /// w1 (4 GPUs) on a; b and c have `free_b` / `free_c` of 8 free.
-    fn cluster(free_b: u32, free_c: u32, templates: bool) -> ClusterSnapshot {
+    pub(crate) fn cluster(free_b: u32, free_c: u32, templates: bool) -> ClusterSnapshot {
         let mut pods = vec![filler("w1-0", "a", 4), filler("fill-a", "a", 4)];
         pods[0].namespace = "ns".into();
         if free_b < 8 {
@@ -629,7 +812,11 @@ mod tests {
         s
     }
 
-    fn request<'a>(s: &'a ClusterSnapshot, hints: &[&str], gang: bool) -> MoveSimulation<'a> {
+    pub(crate) fn request<'a>(
+        s: &'a ClusterSnapshot,
+        hints: &[&str],
+        gang: bool,
+    ) -> MoveSimulation<'a> {
         MoveSimulation {
             request_id: "preflight".into(),
             purpose: SimulationPurpose::Execution,
