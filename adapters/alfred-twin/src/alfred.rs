@@ -14,7 +14,7 @@ use alfred_dispatch::{
     RequestPayload, Session, SimulationOutcome, Simulator, Stages, run_pass,
 };
 use alfred_model::ClusterSnapshot;
-use alfred_model::config::{Config, MigrationApiVersion, Mode, RuntimeOptions};
+use alfred_model::config::{Config, MigrationApiVersion, Mode, RuntimeOptions, SchedulingProfile};
 use alfred_model::effect::Effect;
 use alfred_model::reason::SchedulingReason;
 
@@ -24,7 +24,7 @@ use crate::decision_log::{
 use crate::engine::{Action, Caretaker, MigPhase, Sim, TaskState, ts};
 use crate::rng::Rng;
 use crate::snapshot::{self, NAMESPACE};
-use crate::world::Request;
+use crate::world::{Placement, Request};
 
 /// Pool scores as the pass reports them (the dispatch crate's [`CoreStages`] scoring).
 pub fn pool_gauges(snapshot: &ClusterSnapshot, config: &Config) -> Vec<PoolGauge> {
@@ -104,7 +104,7 @@ struct OpenDecision {
     at: i64,
     uuids: Vec<(String, String)>,
     pools: Vec<String>,
-    pending: Vec<usize>,
+    pending: Vec<(usize, String)>,
     next: usize,
 }
 
@@ -137,10 +137,37 @@ const SERVICE_ACCOUNT: &str = "alfred-migrator";
 
 impl AlfredCaretaker {
     /// A caretaker with this configuration (forced to execute mode, OMENative migration
-    /// on) and seed (for request UUIDs).
-    pub fn new(mut config: Config, seed: u64) -> AlfredCaretaker {
+    /// on) and seed (for request UUIDs). When the configuration has no
+    /// `scheduling.profiles.default-scheduler`, the twin's own scheduler model is added as
+    /// that profile (backend `alfred-twin`, the configuration ID of
+    /// [`crate::world::profile_yaml`] for `placement`), as an operator would register it.
+    pub fn new(mut config: Config, seed: u64, placement: Placement) -> AlfredCaretaker {
         config.mode = Mode::Execute;
         config.omenative_migration_enabled = true;
+        if !config.scheduling.profiles.contains_key("default-scheduler") {
+            let id = alfred_sim::load_config(&crate::world::profile_yaml(placement))
+                .map(|p| {
+                    alfred_sim::configuration_id(
+                        &p,
+                        &alfred_sim::BuildInfo {
+                            package: "alfred-twin".into(),
+                            version: env!("CARGO_PKG_VERSION").into(),
+                            source_revision: String::new(),
+                            executable_sha256: String::new(),
+                        },
+                    )
+                })
+                .unwrap_or_else(|_| format!("alfred-twin/{}", placement.as_str()));
+            config.scheduling.profiles.insert(
+                "default-scheduler".into(),
+                SchedulingProfile {
+                    backend: "alfred-twin".into(),
+                    scheduler_version: alfred_sim::SCHEDULER_VERSION.into(),
+                    configuration_id: id,
+                    gang_scheduling: false,
+                },
+            );
+        }
         let runtime = RuntimeOptions {
             migration_api_version: Some(MigrationApiVersion::V1),
             migration_service_account: SERVICE_ACCOUNT.into(),
@@ -324,7 +351,11 @@ impl Caretaker for AlfredCaretaker {
                     at: now,
                     uuids: dispatched,
                     pools,
-                    pending,
+                    pending: pending
+                        .iter()
+                        .copied()
+                        .zip(refs.iter().map(|r| r.pod.clone()))
+                        .collect(),
                     next: 0,
                 });
             }
@@ -383,15 +414,12 @@ impl Caretaker for AlfredCaretaker {
             let pending: Vec<PendingOutcome> = d
                 .pending
                 .iter()
-                .map(|&t| {
-                    let task = &sim.tasks[t];
-                    let placed = task.state != TaskState::Pending
-                        && task
-                            .first_placed
-                            .is_some_and(|p| p >= d.at || task.node.is_some());
+                .map(|(t, pod)| {
+                    let task = &sim.tasks[*t];
+                    let placed = task.state != TaskState::Pending && task.first_placed.is_some();
                     PendingOutcome {
-                        pod: format!("{NAMESPACE}/{}", task.name),
-                        placed: placed && task.node.is_some(),
+                        pod: pod.clone(),
+                        placed,
                         node: task.node.map(|n| sim.world.nodes[n].name.clone()),
                         placed_after_seconds: if placed {
                             task.first_placed.map(|p| (p - d.at).max(0) as f64 / 1000.0)

@@ -95,7 +95,7 @@ pub fn generate(
                 tasks.iter().map(|t| f64::from(t.gpus)).sum::<f64>() / tasks.len() as f64;
             let rate =
                 o.target_utilization * capacity_gpus as f64 / (mean_gpus * o.mean_lifetime_ms);
-            if !(rate > 0.0) {
+            if rate.is_nan() || rate <= 0.0 {
                 bail!("arrival rate is not positive");
             }
             let mut t = 0.0;

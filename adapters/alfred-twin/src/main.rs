@@ -212,7 +212,7 @@ fn main() -> Result<()> {
                 ..Crude::default()
             }),
             "alfred" => {
-                let mut a = AlfredCaretaker::new(config.clone(), cli.seed);
+                let mut a = AlfredCaretaker::new(config.clone(), cli.seed, placement);
                 a.all_advice = cli.log_all_advice;
                 alfred = Some(a);
                 Box::new(NoCaretaker)
