@@ -10,11 +10,13 @@ use alfred_model::snapshot::{
     ClusterSnapshot, Component, ComponentKind, DeploymentMode, Instance, Node, Pod, SpotOverride,
     Workload,
 };
+use alfred_score::{Analysis, RepackBlock};
 
 use crate::settings::PolicySettings;
 
 /// One pass's read-only inputs. The snapshot is a normalized copy, so every lookup and
-/// every iteration order is independent of the order the caller's lists came in.
+/// every iteration order is independent of the order the caller's lists came in; its
+/// `observed_at` is the pass time `now` (the `T` of alfred-score).
 pub(crate) struct Ctx<'a> {
     pub snap: ClusterSnapshot,
     pub cfg: &'a PolicySettings,
@@ -25,6 +27,7 @@ impl<'a> Ctx<'a> {
     pub fn new(snapshot: &ClusterSnapshot, cfg: &'a PolicySettings, now: Timestamp) -> Self {
         let mut snap = snapshot.clone();
         snap.normalize();
+        snap.observed_at = now;
         // Duplicate names (which an API server cannot produce) would make lookups
         // ambiguous: keep one of each so nothing downstream can misbehave.
         snap.nodes.dedup_by(|b, a| a.name == b.name);
@@ -41,6 +44,12 @@ impl<'a> Ctx<'a> {
         Ctx { snap, cfg, now }
     }
 
+    /// The pool scores of §B (alfred-score) at `now`, with the bins and weights that price a
+    /// move (§C.5).
+    pub fn analyze(&self) -> Analysis<'_> {
+        alfred_score::analyze(&self.snap, &self.cfg.score_settings())
+    }
+
     pub fn node(&self, name: &str) -> Option<&Node> {
         self.snap.node(name)
     }
@@ -54,20 +63,6 @@ impl<'a> Ctx<'a> {
         self.node(node)
             .filter(|n| n.has_gpus())
             .and_then(|n| n.pool.as_deref())
-    }
-
-    /// The Instance's pods that hold GPUs and sit on a known node: (pod key, node, gpus).
-    pub fn gpu_pods(&self, inst: &Instance) -> Vec<(String, String, u32)> {
-        let mut out = Vec::new();
-        for key in &inst.pods {
-            if let Some(p) = self.pod(key)
-                && p.gpus > 0
-                && !p.node.is_empty()
-            {
-                out.push((key.clone(), p.node.clone(), p.gpus));
-            }
-        }
-        out
     }
 
     /// GPUs held by an Instance per node (pods resolved through the snapshot).
@@ -128,13 +123,7 @@ impl<'a> Ctx<'a> {
 
     /// `modelAdvisoryReason(w)` (§A.8).
     pub fn model_reason(&self, w: &Workload) -> Option<AdvisoryReason> {
-        let model = w.model.as_ref()?;
-        match self.snap.models.get(&model.key()) {
-            None => Some(AdvisoryReason::ModelUnresolved),
-            Some(m) if m.resolve_error.is_some() => Some(AdvisoryReason::ModelUnresolved),
-            Some(m) if m.volume_pinned => Some(AdvisoryReason::VolumePinned),
-            Some(_) => None,
-        }
+        alfred_score::model_block(&self.snap, w).map(advisory)
     }
 
     /// `allowedTargets(w)`: `None` = unconstrained.
@@ -148,14 +137,7 @@ impl<'a> Ctx<'a> {
 
     /// `inCooldown(w)` (§C.8).
     pub fn in_cooldown(&self, w: &Workload) -> bool {
-        let minutes = w
-            .settings
-            .cooldown_minutes
-            .unwrap_or(self.cfg.per_workload_cooldown_minutes);
-        match w.migration.last_migration {
-            Some(last) if minutes > 0 => self.now.minutes_since(last) < f64::from(minutes),
-            _ => false,
-        }
+        alfred_score::in_cooldown(w, self.cfg.per_workload_cooldown_minutes, self.now)
     }
 
     /// Whether a node is preemptible and avoided as a target for this workload.
@@ -173,108 +155,22 @@ impl<'a> Ctx<'a> {
     }
 }
 
-/// The shared OMENative eligibility (§C.3); `None` = eligible.
+/// The shared OMENative eligibility (§C.3, alfred-score's) as the reason to report;
+/// `None` = eligible.
 pub(crate) fn omenative_eligibility(
     ctx: &Ctx<'_>,
     w: &Workload,
     c: &Component,
     inst: &Instance,
 ) -> Option<AdvisoryReason> {
-    use AdvisoryReason::{
-        OMENativeObservationInvalid as Invalid, OMENativeStateIneligible as Inel,
-    };
-    // 2. movability and migration state.
-    let m = &w.migration;
-    if !w.settings.movable || !m.valid || !m.malformed_requests.is_empty() || !m.active.is_empty() {
-        return Some(Inel);
-    }
-    // 3. the InferenceReplica.
-    let Some(ir) = c.replica.as_ref() else {
-        return Some(Invalid);
-    };
-    if !ir.status_fresh || c.observation_invalid.is_some() {
-        return Some(Invalid);
-    }
-    // 4–5.
-    if ir.paused || ir.migration_never {
-        return Some(Inel);
-    }
-    // 6. no scaling, no rollout.
-    let desired = ir.desired_replicas;
-    let instances = i64::try_from(c.instances.len()).unwrap_or(i64::MAX);
-    if desired <= 0
-        || instances != desired
-        || [
-            ir.replicas,
-            ir.ready_replicas,
-            ir.serving_replicas,
-            ir.available_replicas,
-            ir.updated_replicas,
-            ir.updated_ready_replicas,
-        ]
-        .iter()
-        .any(|v| *v != desired)
-    {
-        return Some(Inel);
-    }
-    // 7.
-    if ir.current_revision.is_empty()
-        || ir.update_revision.is_empty()
-        || ir.current_revision != ir.update_revision
-    {
-        return Some(Inel);
-    }
-    // 8. the executor.
-    if !ctx.snap.executor.available {
-        return Some(AdvisoryReason::OMENativeUnavailable);
-    }
-    // 9.
-    let Some(st) = inst.status.as_ref() else {
-        return Some(Invalid);
-    };
-    if st.invalid.is_some() {
-        return Some(Invalid);
-    }
-    // 10.
-    if !st.admitted || st.phase != "Ready" || st.operation.is_some() {
-        return Some(Inel);
-    }
-    // 11.
-    let live = i64::try_from(inst.pods.len()).unwrap_or(i64::MAX);
-    let dp = st.desired_pods;
-    if dp <= 0
-        || [
-            st.status_pods,
-            st.observed_pods,
-            live,
-            st.ready_pods,
-            st.serving_pods,
-            st.available_pods,
-        ]
-        .iter()
-        .any(|v| *v != dp)
-    {
-        return Some(Inel);
-    }
-    // 12.
-    if st.running_revision.is_empty()
-        || st.running_revision != ir.current_revision
-        || !st.target_revision.is_empty()
-    {
-        return Some(Inel);
-    }
-    // 13. every pod Ready and not terminating.
-    if inst.any_terminating {
-        return Some(Inel);
-    }
-    for key in &inst.pods {
-        match ctx.pod(key) {
-            Some(p) if p.ready && !p.terminating => {}
-            Some(_) => return Some(Inel),
-            None => return Some(Invalid),
-        }
-    }
-    None
+    alfred_score::omenative_eligibility(&ctx.snap, w, c, inst).map(advisory)
+}
+
+/// The advisory reason of a block (every block the policies see has one).
+fn advisory(block: RepackBlock) -> AdvisoryReason {
+    block
+        .advisory_reason()
+        .unwrap_or(AdvisoryReason::OMENativeStateIneligible)
 }
 
 /// A surge plan (§C.4).

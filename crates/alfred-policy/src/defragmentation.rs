@@ -1,9 +1,12 @@
 //! The defragmentation policy (alfred-policies.md §C).
 //!
-//! Per pool, in pool-key order: score the pool (§B); skip it unless its score or its
-//! unfixable fragmentation is above the threshold; classify every component of every
-//! workload (§C.2); then drop executable rows outside the maintenance windows unless
-//! they are emergencies (§C.7) and sort (§C.1).
+//! Per pool, in pool-key order: score the pool (§B, alfred-score's [`analyze`]); skip it
+//! unless its score or its unfixable fragmentation is above the threshold (§B.8); classify
+//! every component of every workload (§C.2), pricing moves on the pool's observed bins and
+//! weights (§C.5); then drop executable rows outside the maintenance windows unless they
+//! are emergencies (§C.7) and sort (§C.1).
+//!
+//! [`analyze`]: alfred_score::analyze
 
 use std::cmp::Ordering;
 
@@ -12,9 +15,9 @@ use alfred_model::config::Config;
 use alfred_model::reason::{AdvisoryReason, RowReason};
 use alfred_model::record::{Candidate, Policy};
 use alfred_model::snapshot::{ClusterSnapshot, Component, DeploymentMode, Instance, Workload};
+use alfred_score::{Bins, PoolAnalysis, PoolScore, ThresholdCase, weighted_fragmentation};
 
 use crate::common::{Ctx, SurgePlan, omenative_eligibility, plan_surge, row};
-use crate::pool::{Bin, PoolEval, bins_with, evaluate_pool, fragmentation};
 use crate::settings::PolicySettings;
 
 /// Runs the defragmentation policy on `snapshot` at `now` (the snapshot time `T`).
@@ -33,18 +36,21 @@ pub fn evaluate_with(
     run(&ctx)
 }
 
-/// The pool scores the policy computed (for tests, `replay` and metrics): one per pool.
+/// The pool scores the policy decides on (alfred-score's, on the policy's normalized
+/// snapshot at `now`): one per pool, in pool-key order.
 pub fn pool_scores(
     snapshot: &ClusterSnapshot,
     settings: &PolicySettings,
     now: Timestamp,
-) -> Vec<PoolEval> {
+) -> Vec<PoolScore> {
     let cfg = settings.sanitized();
     let ctx = Ctx::new(snapshot, &cfg, now);
+    let analysis = ctx.analyze();
     ctx.snap
         .pools()
         .iter()
-        .map(|p| evaluate_pool(&ctx, p))
+        .filter_map(|p| analysis.pool(p))
+        .map(|p| p.score.clone())
         .collect()
 }
 
@@ -52,17 +58,20 @@ pub(crate) fn run(ctx: &Ctx<'_>) -> Vec<Candidate> {
     if !ctx.cfg.defragmentation_enabled {
         return Vec::new();
     }
-    let theta = ctx.cfg.fragmentation_threshold;
+    let analysis = ctx.analyze();
     let mut out = Vec::new();
     for pool in ctx.snap.pools() {
-        let eval = evaluate_pool(ctx, &pool);
-        let exec = eval.execution_open(theta);
-        if !exec && !eval.advisory_open(theta) {
+        let Some(eval) = analysis.pool(&pool) else {
             continue;
-        }
+        };
+        let exec = match eval.score.threshold_case {
+            ThresholdCase::ExecutionOpen => true,
+            ThresholdCase::AdvisoryOnly => false,
+            ThresholdCase::Quiet => continue,
+        };
         for w in &ctx.snap.workloads {
             for c in &w.components {
-                component(ctx, &eval, exec, w, c, &mut out);
+                component(ctx, eval, exec, w, c, &mut out);
             }
         }
     }
@@ -107,13 +116,13 @@ pub(crate) fn component_pods(c: &Component) -> Vec<String> {
 
 fn component(
     ctx: &Ctx<'_>,
-    eval: &PoolEval,
+    eval: &PoolAnalysis<'_>,
     exec: bool,
     w: &Workload,
     c: &Component,
     out: &mut Vec<Candidate>,
 ) {
-    let pool = eval.pool.as_str();
+    let pool = eval.score.pool.as_str();
     let busy = !w.settings.movable || !w.migration.active.is_empty() || ctx.in_cooldown(w);
     let mk = |instance: i64, from: String, why: AdvisoryReason| {
         row(
@@ -180,7 +189,7 @@ fn component(
 /// fail-closed guard of §C.5 drops the candidate.
 fn omenative_instance(
     ctx: &Ctx<'_>,
-    eval: &PoolEval,
+    eval: &PoolAnalysis<'_>,
     exec: bool,
     w: &Workload,
     c: &Component,
@@ -256,54 +265,54 @@ struct Priced {
     emergency: bool,
 }
 
-/// Benefit (§C.5) and the emergency test (§C.6.1) of a plan.
+/// Benefit (§C.5) and the emergency test (§C.6.1) of a plan, on a copy of the pool's
+/// observed bins with the observed weights and `TotalFree`; `None` when a target is not a
+/// bin with room (the fail-closed guard).
 ///
-/// Decision G.12: when sources are preemptible (and so not scoring bins under
-/// `avoidAsTarget`), they are counted as bins before and after the move, so the GPUs the
-/// move frees there count; they remain out of the pool score and out of the targets.
-fn price(ctx: &Ctx<'_>, eval: &PoolEval, w: &Workload, plan: &SurgePlan) -> Option<Priced> {
-    let spot_sources: Vec<String> = plan
-        .sources
-        .iter()
-        .filter(|s| {
-            ctx.node(s)
-                .is_some_and(|n| n.preemptible && !eval.bins.iter().any(|b| &b.name == *s))
-        })
-        .cloned()
-        .collect();
-    let (before_bins, denom, before) = if spot_sources.is_empty() {
-        (eval.bins.clone(), eval.total_free, eval.observed)
-    } else {
-        let b = bins_with(ctx, &eval.pool, &spot_sources);
-        let d: i64 = b.iter().map(|x| x.free.max(0)).sum();
-        let f = fragmentation(&b, &eval.weights, d);
-        (b, d, f)
-    };
-    let mut after: Vec<Bin> = before_bins.clone();
+/// Decision G.12: preemptible sources that are not bins (under `avoidAsTarget`) but are
+/// GPU nodes of the pool that can take work are counted as bins before and after the move,
+/// with `TotalFree` taken over those bins, so the GPUs the move frees there count; they
+/// remain out of the pool score and out of the targets.
+fn price(ctx: &Ctx<'_>, eval: &PoolAnalysis<'_>, w: &Workload, plan: &SurgePlan) -> Option<Priced> {
+    let pool = eval.score.pool.as_str();
+    let mut before = eval.bins.clone();
+    for source in &plan.sources {
+        if eval.bins.position(source).is_some() {
+            continue;
+        }
+        let nodes = &ctx.snap.nodes;
+        if let Ok(i) = nodes.binary_search_by(|n| n.name.as_str().cmp(source))
+            && let n = &nodes[i]
+            && n.preemptible
+            && n.has_gpus()
+            && n.pool.as_deref() == Some(pool)
+            && !n.unavailable()
+        {
+            before.insert(n, i);
+        }
+    }
+    let denominator = before.total_free();
+    let mut after = before.clone();
     for (_, target, gpus) in &plan.moves {
-        let g = i64::from(*gpus);
-        let b = after.iter_mut().find(|b| &b.name == target)?;
-        if b.free < g {
+        if !after.take(target, *gpus) {
             return None;
         }
-        b.free -= g;
     }
     for (source, _, gpus) in &plan.moves {
-        if let Some(b) = after.iter_mut().find(|b| &b.name == source) {
-            b.free = (b.free + i64::from(*gpus)).min(b.cap);
-        }
+        after.release(source, *gpus);
     }
-    let benefit = before - fragmentation(&after, &eval.weights, denom);
-    let emergency = emergency(ctx, &eval.pool, w, &before_bins, &after);
+    let benefit = weighted_fragmentation(&before, &eval.weights, denominator)
+        - weighted_fragmentation(&after, &eval.weights, denominator);
+    let emergency = emergency(ctx, pool, w, &before, &after);
     Some(Priced { benefit, emergency })
 }
 
-fn emergency(ctx: &Ctx<'_>, pool: &str, w: &Workload, before: &[Bin], after: &[Bin]) -> bool {
-    let max_before = before.iter().map(|b| b.free).max().unwrap_or(0);
-    let max_after = after.iter().map(|b| b.free).max().unwrap_or(0);
+fn emergency(ctx: &Ctx<'_>, pool: &str, w: &Workload, before: &Bins<'_>, after: &Bins<'_>) -> bool {
+    let max_before = before.free().iter().copied().max().unwrap_or(0);
+    let max_after = after.free().iter().copied().max().unwrap_or(0);
     let age = f64::from(ctx.cfg.emergency_pending_age_minutes);
     ctx.snap.pending_pods.iter().any(|p| {
-        let g = i64::from(p.gpus_needed);
+        let g = p.gpus_needed;
         g > 0
             && p.counts_in(pool)
             && ctx.now.minutes_since(p.pending_since) > age

@@ -18,8 +18,9 @@
 //!   counted as bins before and after the move (and uses the same bins for the emergency
 //!   test), so the ×1.25 boost is reachable with the default `avoidAsTarget: true`. Those
 //!   nodes stay out of the pool score and out of the targets.
-//! * G.7: pending pressure uses the pod's real GPU count (the scorer's arithmetic is
-//!   cross-checked against `alfred-score` by a property test).
+//! * G.7: pending pressure uses the pod's real GPU count. Pool scores, the §C.3
+//!   eligibility ladder and move pricing are `alfred-score`'s, so the policy and the
+//!   published scores cannot disagree.
 //! * 15.7: with no executor, steady OMENative Instances say `OMENativeUnavailable` rather
 //!   than `NonExecutableObservedFragmentation`; reasons earlier in the §C.2/§C.3 ladder
 //!   (model, surface disabled, cooldown, not movable, not steady, invalid observation) still
@@ -37,7 +38,6 @@ mod common;
 pub mod defragmentation;
 pub mod early_tick;
 pub mod nodehealth;
-pub mod pool;
 pub mod settings;
 #[cfg(any(test, feature = "testkit"))]
 pub mod testkit;

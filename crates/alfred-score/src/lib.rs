@@ -18,7 +18,10 @@
 //! * [`analyze`] → [`Analysis`]: the same plus, per pool, the observed [`Bins`], the
 //!   [`Weights`] and the demand, which the defragmentation policy needs to price a move
 //!   (§C.5) with [`PoolAnalysis::fragmentation`] / [`weighted_fragmentation`];
-//! * [`repack_movable`] / [`repack_block`]: the documented §B.5 movability predicate.
+//! * [`repack_movable`] / [`repack_block`]: the documented §B.5 movability predicate;
+//! * [`omenative_eligibility`], [`model_block`], [`in_cooldown`]: the §C.3 eligibility
+//!   ladder, the §A.8 model reason and the §C.8 cooldown, shared with the policies (which
+//!   report a block as [`RepackBlock::advisory_reason`]).
 //!
 //! Pure: no IO, no clock (`T` is `snapshot.observed_at`), no randomness, no hash-ordered
 //! collections; results do not depend on the order of the snapshot's lists. No input makes

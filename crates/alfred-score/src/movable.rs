@@ -4,20 +4,23 @@ use std::fmt::Write as _;
 
 use alfred_model::ClusterSnapshot;
 use alfred_model::Timestamp;
+use alfred_model::reason::AdvisoryReason;
 use alfred_model::snapshot::{
-    Component, DeploymentMode, Instance, ModelInfo, ReplicaState, Workload,
+    Component, DeploymentMode, Instance, ModelInfo, Pod, ReplicaState, Workload,
 };
 use serde::{Deserialize, Serialize};
 
 use crate::ScoreSettings;
+use crate::index::PodFinder;
 
 /// Why an Instance is not movable for the repack: the first failing condition of §B.5, in
 /// the spec's order (1 migration surface, 2 mode, 3 pool, 4 model, 5 the §C.3 eligibility
 /// ladder, 6 the per-workload cooldown of decision G.2).
 ///
-/// The §C.3 variants carry the advisory reason the defragmentation policy reports for the
-/// same failure; the policy's own ladder (§C.2) orders the checks differently (cooldown
-/// before eligibility), which matters for the reason shown, never for movability.
+/// The §C.3 variants carry the advisory reason the policies report for the same failure
+/// ([`RepackBlock::advisory_reason`]); the defragmentation policy's own ladder (§C.2) orders
+/// the checks differently (cooldown before eligibility), which matters for the reason
+/// shown, never for movability.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
 pub enum RepackBlock {
     /// 1: `omenativeMigrationEnabled` is false (`MigrationSurfaceDisabled`).
@@ -31,7 +34,8 @@ pub enum RepackBlock {
     ModelUnresolved,
     /// 4: the workload's model sits on a single-node volume.
     VolumePinned,
-    /// 5 (§C.3 steps 1, 3, 9): `OMENativeObservationInvalid`.
+    /// 5 (§C.3 steps 1, 3, 9, and 13 for a pod missing from the snapshot):
+    /// `OMENativeObservationInvalid`.
     ObservationInvalid,
     /// 5 (§C.3 steps 2, 4–7, 10–13): `OMENativeStateIneligible`.
     StateIneligible,
@@ -57,6 +61,24 @@ impl RepackBlock {
             RepackBlock::Cooldown => "Cooldown",
         }
     }
+
+    /// The advisory reason the policies report for this block: the §C.3 reasons, the model
+    /// reasons of §A.8, `MigrationSurfaceDisabled`, and `OMENativeStateIneligible` for the
+    /// cooldown (§C.2 step 3). `None` for the blocks that make no row of their own (not
+    /// OMENative, outside the pool).
+    pub fn advisory_reason(self) -> Option<AdvisoryReason> {
+        Some(match self {
+            RepackBlock::MigrationSurfaceDisabled => AdvisoryReason::MigrationSurfaceDisabled,
+            RepackBlock::NotOMENative | RepackBlock::OutsidePool => return None,
+            RepackBlock::ModelUnresolved => AdvisoryReason::ModelUnresolved,
+            RepackBlock::VolumePinned => AdvisoryReason::VolumePinned,
+            RepackBlock::ObservationInvalid => AdvisoryReason::OMENativeObservationInvalid,
+            RepackBlock::StateIneligible | RepackBlock::Cooldown => {
+                AdvisoryReason::OMENativeStateIneligible
+            }
+            RepackBlock::Unavailable => AdvisoryReason::OMENativeUnavailable,
+        })
+    }
 }
 
 /// Whether an Instance is **movable for repack** in `pool` (§B.5): all of
@@ -71,7 +93,8 @@ impl RepackBlock {
 /// 6. the workload is outside its per-workload cooldown at `now` (§C.8, decision G.2).
 ///
 /// Surge headroom is not part of the test. Node lookups use [`ClusterSnapshot::node`], so
-/// `snapshot.nodes` must be sorted by name (as [`ClusterSnapshot::normalize`] leaves it).
+/// `snapshot.nodes` must be sorted by name (as [`ClusterSnapshot::normalize`] leaves it);
+/// pod lookups accept any order.
 pub fn repack_movable(
     snapshot: &ClusterSnapshot,
     workload: &Workload,
@@ -113,9 +136,7 @@ pub fn repack_block(
     if let Some(block) = model_block(snapshot, workload) {
         return Some(block);
     }
-    if let Some(block) =
-        omenative_eligibility(snapshot.executor.available, workload, component, instance)
-    {
+    if let Some(block) = omenative_eligibility(snapshot, workload, component, instance) {
         return Some(block);
     }
     if in_cooldown(workload, settings.per_workload_cooldown_minutes, now) {
@@ -177,28 +198,31 @@ pub(crate) fn model_key_into(workload: &Workload, buf: &mut String) -> bool {
     true
 }
 
-/// The shared OMENative eligibility check of §C.3 (`OMENativeEligibility`): the first
-/// failing step's reason, `None` when the Instance may move.
+/// The shared OMENative eligibility check of §C.3 (`OMENativeEligibility`), used by the
+/// repack (§B.5) and by both policies: the first failing step's block, `None` when the
+/// Instance may move. Map it to the reported reason with [`RepackBlock::advisory_reason`].
+///
+/// Steps in the spec's order: 2 (workload state), 3–7 (component), 8 (executor,
+/// `snapshot.executor.available`), 9–13 (Instance); the "missing inputs" of step 1 — no
+/// Instance status row, a pod of the Instance missing from `snapshot.pods` — are reported
+/// where the missing input is read (steps 9 and 13), so a steady Instance without the
+/// executor says `Unavailable`. Step 13 reads each pod's `ready` and `terminating` flags
+/// (and the Instance's `any_terminating`). Pods are found by key in any list order.
 pub fn omenative_eligibility(
-    executor_available: bool,
+    snapshot: &ClusterSnapshot,
     workload: &Workload,
     component: &Component,
     instance: &Instance,
 ) -> Option<RepackBlock> {
-    // 1. missing inputs.
-    if instance.status.is_none() {
-        return Some(RepackBlock::ObservationInvalid);
-    }
-    if let Some(block) = workload_state_block(workload) {
-        return Some(block);
-    }
-    if let Some(block) = component_block(component) {
-        return Some(block);
-    }
-    if !executor_available {
-        return Some(RepackBlock::Unavailable);
-    }
-    instance_block(component, instance)
+    let mut finder = PodFinder::new(&snapshot.pods);
+    workload_state_block(workload)
+        .or_else(|| component_block(component))
+        .or_else(|| (!snapshot.executor.available).then_some(RepackBlock::Unavailable))
+        .or_else(|| {
+            instance_block(component, instance, |key| {
+                finder.find(key).map(|i| &snapshot.pods[i])
+            })
+        })
 }
 
 /// §C.3 step 2: movable, valid migration state, no malformed request, nothing in flight.
@@ -245,8 +269,13 @@ pub(crate) fn component_block(c: &Component) -> Option<RepackBlock> {
     None
 }
 
-/// §C.3 steps 1 and 9–13 (Instance level); the executor (step 8) is checked by the caller.
-pub(crate) fn instance_block(c: &Component, i: &Instance) -> Option<RepackBlock> {
+/// §C.3 steps 9–13 (Instance level, with the missing inputs of step 1); the executor
+/// (step 8) is checked by the caller. `pod` finds a bound pod by `namespace/name`.
+pub(crate) fn instance_block<'p>(
+    c: &Component,
+    i: &Instance,
+    mut pod: impl FnMut(&str) -> Option<&'p Pod>,
+) -> Option<RepackBlock> {
     let Some(s) = i.status.as_ref() else {
         return Some(RepackBlock::ObservationInvalid);
     };
@@ -280,8 +309,17 @@ pub(crate) fn instance_block(c: &Component, i: &Instance) -> Option<RepackBlock>
     {
         return Some(RepackBlock::StateIneligible);
     }
-    if i.any_terminating || usize::try_from(i.ready_pods).ok() != Some(i.pods.len()) {
+    // 13. every pod Ready and not terminating; a pod missing from the snapshot is a missing
+    // input (step 1).
+    if i.any_terminating {
         return Some(RepackBlock::StateIneligible);
+    }
+    for key in &i.pods {
+        match pod(key) {
+            Some(p) if p.ready && !p.terminating => {}
+            Some(_) => return Some(RepackBlock::StateIneligible),
+            None => return Some(RepackBlock::ObservationInvalid),
+        }
     }
     None
 }

@@ -316,7 +316,9 @@ pub fn analyze<'s>(snapshot: &'s ClusterSnapshot, settings: &ScoreSettings) -> A
             for inst in &c.instances {
                 // A single-node Instance (the usual case) resolves its node once.
                 let mut single: Option<(&str, usize)> = None;
-                let movable_pool = if c_ok && instance_block(c, inst).is_none() {
+                let movable_pool = if c_ok
+                    && instance_block(c, inst, |key| finder.find(key).map(|i| &pods[i])).is_none()
+                {
                     if inst.nodes.len() == 1 {
                         single = inst
                             .nodes

@@ -548,3 +548,62 @@ fn settings_from_the_builtin_config_are_the_defaults() {
         score_with(&s, &ScoreSettings::default())
     );
 }
+
+#[test]
+fn eligibility_ladder_order_pod_flags_and_reasons() {
+    use alfred_model::reason::AdvisoryReason;
+    use alfred_score::omenative_eligibility;
+    let block = |s: &ClusterSnapshot| {
+        let w = &s.workloads[0];
+        omenative_eligibility(s, w, &w.components[0], &w.components[0].instances[0])
+    };
+    let s = example_1(true);
+    assert_eq!(block(&s), None);
+    // Step 13 reads the pods: one not Ready, or terminating, fails the state check …
+    type Edit = fn(&mut alfred_model::snapshot::Pod);
+    let edits: [Edit; 2] = [|p| p.ready = false, |p| p.terminating = true];
+    for edit in edits {
+        let mut t = s.clone();
+        t.pods.iter_mut().filter(|p| p.name == "a-0").for_each(edit);
+        assert_eq!(block(&t), Some(RepackBlock::StateIneligible));
+        // A stays put in the repack: less is reclaimable than with both A and B (0.58875).
+        let p = &score_with(&t, &ScoreSettings::default()).pools[0];
+        assert!(p.reclaimable < 0.58875 - 1e-6, "{p:?}");
+    }
+    // … and a pod missing from the snapshot is a missing input.
+    let mut t = s.clone();
+    t.pods.retain(|p| p.name != "a-0");
+    assert_eq!(block(&t), Some(RepackBlock::ObservationInvalid));
+    // Without the executor a steady Instance says Unavailable (step 8), and a missing status
+    // row is read at step 9, after it; state reasons (step 2) come first.
+    let mut t = example_1(false);
+    assert_eq!(block(&t), Some(RepackBlock::Unavailable));
+    t.workloads[0].components[0].instances[0].status = None;
+    assert_eq!(block(&t), Some(RepackBlock::Unavailable));
+    executor_on(&mut t);
+    assert_eq!(block(&t), Some(RepackBlock::ObservationInvalid));
+    t.workloads[0].settings.movable = false;
+    assert_eq!(block(&t), Some(RepackBlock::StateIneligible));
+    // The reasons the policies report.
+    let all = [
+        RepackBlock::MigrationSurfaceDisabled,
+        RepackBlock::NotOMENative,
+        RepackBlock::OutsidePool,
+        RepackBlock::ModelUnresolved,
+        RepackBlock::VolumePinned,
+        RepackBlock::ObservationInvalid,
+        RepackBlock::StateIneligible,
+        RepackBlock::Unavailable,
+        RepackBlock::Cooldown,
+    ];
+    for b in all {
+        match (b, b.advisory_reason()) {
+            (RepackBlock::NotOMENative | RepackBlock::OutsidePool, r) => assert_eq!(r, None),
+            (RepackBlock::Cooldown, r) => {
+                assert_eq!(r, Some(AdvisoryReason::OMENativeStateIneligible))
+            }
+            (b, Some(r)) => assert_eq!(b.as_str(), r.as_str()),
+            (b, None) => panic!("{b:?} has no reason"),
+        }
+    }
+}

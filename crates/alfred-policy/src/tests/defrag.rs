@@ -4,6 +4,7 @@ use alfred_model::config::{Aggressiveness, Config};
 use alfred_model::reason::{AdvisoryReason as A, RowReason};
 use alfred_model::record::{Candidate, Policy};
 use alfred_model::snapshot::{ActiveMigration, DeploymentMode, ModelInfo, SpotOverride};
+use alfred_score::ThresholdCase;
 
 use crate::defragmentation::{evaluate, evaluate_with, pool_scores};
 use crate::settings::{PolicySettings, Window};
@@ -55,9 +56,9 @@ fn example1_pool_score_matches_the_spec() {
     assert!(close(s.observed, 0.58875, 1e-9), "{s:?}");
     assert!(close(s.best, 0.0, 1e-9), "{s:?}");
     assert!(close(s.reclaimable, 0.58875, 1e-9), "{s:?}");
-    assert!(close(s.pressure, 0.4866, 1e-4), "{s:?}");
+    assert!(close(s.pending_pressure, 0.4866, 1e-4), "{s:?}");
     assert!(close(s.score, 0.7889, 1e-4), "{s:?}");
-    assert!(s.execution_open(0.25));
+    assert_eq!(s.threshold_case, ThresholdCase::ExecutionOpen);
 }
 
 #[test]
@@ -137,7 +138,7 @@ fn without_executor_steady_instances_are_omenative_unavailable() {
     let snap = b.build();
     let s = &pool_scores(&snap, &PolicySettings::default(), now)[0];
     assert_eq!(s.score, 0.0);
-    assert!(s.advisory_open(0.25));
+    assert_eq!(s.threshold_case, ThresholdCase::AdvisoryOnly);
     let rows = evaluate_with(&snap, &PolicySettings::default(), now);
     assert_eq!(rows.len(), 3);
     for w in ["prod/a", "prod/b"] {
@@ -164,7 +165,7 @@ fn unfixable_fragmentation_gives_non_executable_observed_fragmentation() {
     let now = b.now();
     let snap = b.build();
     let s = &pool_scores(&snap, &PolicySettings::default(), now)[0];
-    assert!(!s.execution_open(0.25) && s.advisory_open(0.25), "{s:?}");
+    assert_eq!(s.threshold_case, ThresholdCase::AdvisoryOnly, "{s:?}");
     let rows = evaluate_with(&snap, &PolicySettings::default(), now);
     assert_eq!(rows.len(), 1);
     assert_eq!(
@@ -456,7 +457,10 @@ fn per_workload_cooldown_blocks_moves_and_repack() {
     let now = b.now();
     let snap = b.build();
     let s = &pool_scores(&snap, &d, now)[0];
-    assert_eq!((s.reclaimable, s.pressure, s.score), (0.0, 0.0, 0.0));
+    assert_eq!(
+        (s.reclaimable, s.pending_pressure, s.score),
+        (0.0, 0.0, 0.0)
+    );
     let rows = evaluate_with(&snap, &d, now);
     assert_eq!(
         find(&rows, "prod/a").advisory_reason,

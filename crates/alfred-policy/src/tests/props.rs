@@ -298,24 +298,6 @@ proptest! {
     }
 
     #[test]
-    fn pool_scores_agree_with_alfred_score(c in case()) {
-        let (snap, s) = build(&c);
-        let now = snap.observed_at;
-        let mine = crate::defragmentation::pool_scores(&snap, &s, now);
-        let theirs = alfred_score::score_with(&snap, &s.score_settings());
-        prop_assert_eq!(mine.len(), theirs.pools.len());
-        for (m, t) in mine.iter().zip(&theirs.pools) {
-            prop_assert_eq!(&m.pool, &t.pool);
-            prop_assert_eq!(u64::try_from(m.total_free).ok(), Some(t.total_free));
-            let eq = |a: f64, b: f64| (a - b).abs() <= 1e-9;
-            prop_assert!(eq(m.observed, t.observed), "observed {m:?} {t:?}");
-            prop_assert!(eq(m.reclaimable, t.reclaimable), "reclaimable {m:?} {t:?}");
-            prop_assert!(eq(m.pressure, t.pending_pressure), "pressure {m:?} {t:?}");
-            prop_assert!(eq(m.score, t.score), "score {m:?} {t:?}");
-        }
-    }
-
-    #[test]
     fn odd_settings_never_panic(
         c in case(),
         ladder in prop::collection::vec(0u32..20, 0..5),
