@@ -10,9 +10,9 @@ use std::process::ExitCode;
 use std::time::{Duration, Instant};
 
 use alfred_sim::identity::BuildInfo;
-use alfred_sim::wire::MAX_REQUEST_BYTES;
+use alfred_sim::wire::{MAX_REQUEST_BYTES, decode_request_cluster, evaluate_with_cluster};
 use alfred_sim::workers::{MAX_FILE_BYTES, parse_timeout};
-use alfred_sim::{Profile, decode_request, encode_result, evaluate, load_config, printed_profile};
+use alfred_sim::{Profile, encode_result, load_config, printed_profile};
 use clap::Parser;
 
 /// Scheduler-simulation worker for Alfred: a model of kube-scheduler v1.35.4 and OMEGangPack.
@@ -125,12 +125,18 @@ fn main() -> ExitCode {
     {
         return fail(1, format!("cannot read request: {e}"));
     }
-    let request = match decode_request(&input) {
+    let (request, cluster) = match decode_request_cluster(&input) {
         Ok(r) => r,
         Err(e) => return fail(1, e),
     };
     let mut expired = || Instant::now() >= deadline;
-    let evaluation = match evaluate(&profile, &printed.identity, &request, &mut expired) {
+    let evaluation = match evaluate_with_cluster(
+        &profile,
+        &printed.identity,
+        &request,
+        &cluster,
+        &mut expired,
+    ) {
         Ok(e) => e,
         Err(e) => return fail(1, e),
     };

@@ -199,6 +199,74 @@ fn bench(c: &mut Criterion) {
             }
         })
     });
+    // The worker's path: one JSON request per move, decoded, validated and evaluated.
+    let build = alfred_sim::BuildInfo {
+        package: "bench".into(),
+        version: "0".into(),
+        source_revision: String::new(),
+        executable_sha256: String::new(),
+    };
+    let identities: Vec<alfred_sim::Identity> = profiles
+        .iter()
+        .map(|p| alfred_sim::printed_profile(p, "bench", &build).identity)
+        .collect();
+    let objects = alfred_sim::cluster_objects(&cluster);
+    let requests: Vec<Vec<u8>> = moves
+        .iter()
+        .enumerate()
+        .map(|(i, m)| {
+            let sources: Vec<Pod> = cluster
+                .pods
+                .iter()
+                .filter(|p| m.excluded.contains(&p.spec.node_name))
+                .cloned()
+                .collect();
+            alfred_sim::encode_request(&alfred_sim::SimulationRequest {
+                schema_version: "v1".into(),
+                request_id: format!("req-{i}"),
+                snapshot_id: "snap".into(),
+                snapshot_time: "2026-11-29T08:00:00Z".into(),
+                profile: identities[m.profile].clone(),
+                replacement_pods: m.reps.clone(),
+                source_pods: sources,
+                cluster_objects: objects.clone(),
+                require_gang: m.gang,
+                excluded_nodes: m.excluded.iter().cloned().collect(),
+                migration_from_node: None,
+            })
+        })
+        .collect();
+    eprintln!("surge: request size {} bytes", requests[0].len());
+    for (m, r) in moves.iter().zip(&requests) {
+        let req = alfred_sim::decode_request(r).expect("decode");
+        let ev = alfred_sim::evaluate(
+            &profiles[m.profile],
+            &identities[m.profile],
+            &req,
+            &mut || false,
+        )
+        .expect("evaluate");
+        assert_eq!(ev.result.decision, alfred_sim::Decision::Feasible);
+    }
+    g.bench_function(
+        "8 moves, wire: decode + validate + simulate (5000 nodes)",
+        |b| {
+            b.iter(|| {
+                for (m, r) in moves.iter().zip(&requests) {
+                    let req = alfred_sim::decode_request(r).expect("decode");
+                    black_box(
+                        alfred_sim::evaluate(
+                            &profiles[m.profile],
+                            &identities[m.profile],
+                            &req,
+                            &mut || false,
+                        )
+                        .expect("evaluate"),
+                    );
+                }
+            })
+        },
+    );
     g.bench_function("8 moves, prepared cluster (5000 nodes)", |b| {
         b.iter(|| {
             for m in &moves {

@@ -170,7 +170,6 @@ pub struct PodInfo {
     pub images: Vec<String>,
     pub pod_group: Option<String>,
     pub terminating: bool,
-    pub creation: String,
     pub owners: Vec<(String, String)>,
 }
 
@@ -735,7 +734,11 @@ pub fn pod_info(
     Ok(PodInfo {
         namespace: pod.metadata.namespace.clone(),
         name: pod.metadata.name.clone(),
-        uid: pod.metadata.uid.clone(),
+        uid: if to_schedule {
+            pod.metadata.uid.clone()
+        } else {
+            String::new()
+        },
         labels: pod.metadata.labels.clone(),
         scheduler: pod.effective_scheduler().to_string(),
         priority: spec.priority.unwrap_or(0),
@@ -779,13 +782,15 @@ pub fn pod_info(
             .filter(|v| !v.is_empty())
             .cloned(),
         terminating: pod.metadata.deletion_timestamp.is_some(),
-        creation: pod.metadata.creation_timestamp.clone().unwrap_or_default(),
-        owners: pod
-            .metadata
-            .owner_references
-            .iter()
-            .map(|o| (o.kind.clone(), o.name.clone()))
-            .collect(),
+        owners: if !to_schedule {
+            Vec::new()
+        } else {
+            pod.metadata
+                .owner_references
+                .iter()
+                .map(|o| (o.kind.clone(), o.name.clone()))
+                .collect()
+        },
     })
 }
 

@@ -9,7 +9,9 @@ use thiserror::Error;
 use crate::config::Profile;
 use crate::engine::{InputError, MoveInput, Outcome, PreparedCluster};
 use crate::identity::Identity;
-use crate::objects::{Cluster, LabelSelector, Namespace, Node, Pod, PodGroup, SelectorObject};
+use crate::objects::{
+    Cluster, LabelSelector, Namespace, Node, ObjectMeta, Pod, PodGroup, SelectorObject,
+};
 use crate::outcome::{Decision, WorkerReason};
 
 /// The only schema version.
@@ -126,6 +128,244 @@ pub fn decode_request(bytes: &[u8]) -> Result<SimulationRequest, RequestError> {
         return Err(RequestError::NotAnObject);
     }
     serde_json::from_slice(bytes).map_err(|e| RequestError::Decode(e.to_string()))
+}
+
+/// One cluster object decoded straight into its type (no intermediate `Value` tree when
+/// `apiVersion` and `kind` come first, as Alfred writes them).
+enum ClusterObject {
+    Node(Box<Node>),
+    Pod(Box<Pod>),
+    Namespace(Namespace),
+    Selector(SelectorObject),
+    PodGroup(PodGroup),
+}
+
+#[derive(Deserialize)]
+struct SelectorSource {
+    #[serde(default)]
+    metadata: ObjectMeta,
+    #[serde(default)]
+    spec: Option<SelectorSpec>,
+}
+
+#[derive(Deserialize)]
+struct SelectorSpec {
+    #[serde(default)]
+    selector: Option<Value>,
+}
+
+impl ClusterObject {
+    fn from_parts<'de, D: serde::Deserializer<'de>>(
+        api: &str,
+        kind: &str,
+        d: D,
+    ) -> Result<ClusterObject, D::Error> {
+        use serde::de::Error;
+        Ok(match (api, kind) {
+            ("v1", "Node") => ClusterObject::Node(Box::new(Node::deserialize(d)?)),
+            ("v1", "Pod") => ClusterObject::Pod(Box::new(Pod::deserialize(d)?)),
+            ("v1", "Namespace") => ClusterObject::Namespace(Namespace::deserialize(d)?),
+            ("v1", "Service" | "ReplicationController")
+            | ("apps/v1", "ReplicaSet" | "StatefulSet") => {
+                let src = SelectorSource::deserialize(d)?;
+                let raw = src.spec.and_then(|s| s.selector);
+                let selector = if api == "v1" {
+                    map_selector(raw.as_ref())
+                } else {
+                    match raw {
+                        Some(v) => Some(LabelSelector::deserialize(&v).map_err(D::Error::custom)?),
+                        None => None,
+                    }
+                };
+                ClusterObject::Selector(SelectorObject {
+                    kind: kind.to_string(),
+                    metadata: src.metadata,
+                    selector,
+                })
+            }
+            ("scheduling.x-k8s.io/v1alpha1", "PodGroup") => {
+                ClusterObject::PodGroup(PodGroup::deserialize(d)?)
+            }
+            _ => {
+                return Err(D::Error::custom(format!(
+                    "clusterObjects: {api} {kind}: object kind not accepted"
+                )));
+            }
+        })
+    }
+}
+
+impl<'de> Deserialize<'de> for ClusterObject {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct V;
+        impl<'de> serde::de::Visitor<'de> for V {
+            type Value = ClusterObject;
+            fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+                f.write_str("a Kubernetes object")
+            }
+            fn visit_map<A: serde::de::MapAccess<'de>>(
+                self,
+                mut map: A,
+            ) -> Result<ClusterObject, A::Error> {
+                use serde::de::Error;
+                let (mut api, mut kind) = (None::<String>, None::<String>);
+                let mut rest = serde_json::Map::new();
+                while let Some(key) = map.next_key::<String>()? {
+                    match key.as_str() {
+                        "apiVersion" if api.is_none() => api = Some(map.next_value()?),
+                        "kind" if kind.is_none() => kind = Some(map.next_value()?),
+                        _ => {
+                            if let (Some(a), Some(k), true) = (&api, &kind, rest.is_empty()) {
+                                // Fast path: hand the rest of the map to the typed decoder,
+                                // starting with the key just read.
+                                let first: Value = map.next_value()?;
+                                let head = serde_json::Map::from_iter([(key, first)]);
+                                return ClusterObject::from_parts(
+                                    a,
+                                    k,
+                                    Chained {
+                                        head: Some(head),
+                                        tail: map,
+                                    },
+                                );
+                            }
+                            rest.insert(key, map.next_value()?);
+                        }
+                    }
+                }
+                if let Some(a) = &api {
+                    rest.insert("apiVersion".into(), Value::String(a.clone()));
+                }
+                if let Some(k) = &kind {
+                    rest.insert("kind".into(), Value::String(k.clone()));
+                }
+                let v = Value::Object(rest);
+                ClusterObject::from_parts(
+                    api.as_deref().unwrap_or(""),
+                    kind.as_deref().unwrap_or(""),
+                    &v,
+                )
+                .map_err(A::Error::custom)
+            }
+        }
+        d.deserialize_map(V)
+    }
+}
+
+/// A map deserializer that yields one already-read entry, then the rest of a live map.
+struct Chained<A> {
+    head: Option<serde_json::Map<String, Value>>,
+    tail: A,
+}
+
+impl<'de, A: serde::de::MapAccess<'de>> serde::Deserializer<'de> for Chained<A> {
+    type Error = A::Error;
+    fn deserialize_any<V: serde::de::Visitor<'de>>(self, v: V) -> Result<V::Value, A::Error> {
+        v.visit_map(ChainedAccess {
+            head: self.head.map(|m| m.into_iter()),
+            pending: None,
+            tail: self.tail,
+        })
+    }
+    serde::forward_to_deserialize_any! {
+        bool i8 i16 i32 i64 i128 u8 u16 u32 u64 u128 f32 f64 char str string bytes byte_buf
+        option unit unit_struct newtype_struct seq tuple tuple_struct map struct enum
+        identifier ignored_any
+    }
+}
+
+struct ChainedAccess<A> {
+    head: Option<serde_json::map::IntoIter>,
+    pending: Option<Value>,
+    tail: A,
+}
+
+impl<'de, A: serde::de::MapAccess<'de>> serde::de::MapAccess<'de> for ChainedAccess<A> {
+    type Error = A::Error;
+    fn next_key_seed<K: serde::de::DeserializeSeed<'de>>(
+        &mut self,
+        seed: K,
+    ) -> Result<Option<K::Value>, A::Error> {
+        use serde::de::IntoDeserializer;
+        if let Some(it) = self.head.as_mut() {
+            if let Some((k, v)) = it.next() {
+                self.pending = Some(v);
+                let de: serde::de::value::StringDeserializer<A::Error> = k.into_deserializer();
+                return seed.deserialize(de).map(Some);
+            }
+            self.head = None;
+        }
+        self.tail.next_key_seed(seed)
+    }
+    fn next_value_seed<S: serde::de::DeserializeSeed<'de>>(
+        &mut self,
+        seed: S,
+    ) -> Result<S::Value, A::Error> {
+        use serde::de::Error;
+        match self.pending.take() {
+            Some(v) => seed.deserialize(v).map_err(A::Error::custom),
+            None => self.tail.next_value_seed(seed),
+        }
+    }
+}
+
+/// The request as the worker decodes it: cluster objects go straight to their types.
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+struct TypedRequest {
+    schema_version: String,
+    #[serde(rename = "requestID")]
+    request_id: String,
+    #[serde(rename = "snapshotID")]
+    snapshot_id: String,
+    snapshot_time: String,
+    profile: Identity,
+    replacement_pods: Vec<Pod>,
+    source_pods: Vec<Pod>,
+    cluster_objects: Vec<ClusterObject>,
+    #[serde(default)]
+    require_gang: bool,
+    #[serde(default)]
+    excluded_nodes: Vec<String>,
+    #[serde(default)]
+    migration_from_node: Option<String>,
+}
+
+/// Decodes a request for evaluation in one pass: the request without its `clusterObjects`
+/// (left empty) and the [`Cluster`] they describe. Same strictness as [`decode_request`].
+pub fn decode_request_cluster(bytes: &[u8]) -> Result<(SimulationRequest, Cluster), RequestError> {
+    if bytes.len() > MAX_REQUEST_BYTES {
+        return Err(RequestError::TooLarge);
+    }
+    if bytes.first() != Some(&b'{') {
+        return Err(RequestError::NotAnObject);
+    }
+    let t: TypedRequest =
+        serde_json::from_slice(bytes).map_err(|e| RequestError::Decode(e.to_string()))?;
+    let mut cluster = Cluster::default();
+    for o in t.cluster_objects {
+        match o {
+            ClusterObject::Node(n) => cluster.nodes.push(*n),
+            ClusterObject::Pod(p) => cluster.pods.push(*p),
+            ClusterObject::Namespace(n) => cluster.namespaces.push(n),
+            ClusterObject::Selector(s) => cluster.selector_objects.push(s),
+            ClusterObject::PodGroup(g) => cluster.pod_groups.push(g),
+        }
+    }
+    let req = SimulationRequest {
+        schema_version: t.schema_version,
+        request_id: t.request_id,
+        snapshot_id: t.snapshot_id,
+        snapshot_time: t.snapshot_time,
+        profile: t.profile,
+        replacement_pods: t.replacement_pods,
+        source_pods: t.source_pods,
+        cluster_objects: Vec::new(),
+        require_gang: t.require_gang,
+        excluded_nodes: t.excluded_nodes,
+        migration_from_node: t.migration_from_node,
+    };
+    Ok((req, cluster))
 }
 
 /// Compact JSON of a request (what goes on the worker's stdin).
@@ -259,18 +499,14 @@ pub fn cluster_from_objects(objects: &[Value]) -> Result<Cluster, RequestError> 
         let kind = o.get("kind").and_then(Value::as_str).unwrap_or("");
         let dec = |e: serde_json::Error| bad(&field, format!("{api} {kind}"), &e.to_string());
         match (api, kind) {
-            ("v1", "Node") => c
-                .nodes
-                .push(serde_json::from_value::<Node>(o.clone()).map_err(dec)?),
-            ("v1", "Pod") => c
-                .pods
-                .push(serde_json::from_value::<Pod>(o.clone()).map_err(dec)?),
-            ("v1", "Namespace") => c
-                .namespaces
-                .push(serde_json::from_value::<Namespace>(o.clone()).map_err(dec)?),
+            ("v1", "Node") => c.nodes.push(Node::deserialize(o).map_err(dec)?),
+            ("v1", "Pod") => c.pods.push(Pod::deserialize(o).map_err(dec)?),
+            ("v1", "Namespace") => c.namespaces.push(Namespace::deserialize(o).map_err(dec)?),
             ("v1", "Service") | ("v1", "ReplicationController") => {
-                let meta = serde_json::from_value(o.get("metadata").cloned().unwrap_or_default())
-                    .map_err(dec)?;
+                let meta = match o.get("metadata") {
+                    Some(m) => ObjectMeta::deserialize(m).map_err(dec)?,
+                    None => ObjectMeta::default(),
+                };
                 c.selector_objects.push(SelectorObject {
                     kind: kind.to_string(),
                     metadata: meta,
@@ -278,12 +514,12 @@ pub fn cluster_from_objects(objects: &[Value]) -> Result<Cluster, RequestError> 
                 });
             }
             ("apps/v1", "ReplicaSet") | ("apps/v1", "StatefulSet") => {
-                let meta = serde_json::from_value(o.get("metadata").cloned().unwrap_or_default())
-                    .map_err(dec)?;
+                let meta = match o.get("metadata") {
+                    Some(m) => ObjectMeta::deserialize(m).map_err(dec)?,
+                    None => ObjectMeta::default(),
+                };
                 let selector = match o.pointer("/spec/selector") {
-                    Some(s) => {
-                        Some(serde_json::from_value::<LabelSelector>(s.clone()).map_err(dec)?)
-                    }
+                    Some(s) => Some(LabelSelector::deserialize(s).map_err(dec)?),
                     None => None,
                 };
                 c.selector_objects.push(SelectorObject {
@@ -292,9 +528,9 @@ pub fn cluster_from_objects(objects: &[Value]) -> Result<Cluster, RequestError> 
                     selector,
                 });
             }
-            ("scheduling.x-k8s.io/v1alpha1", "PodGroup") => c
-                .pod_groups
-                .push(serde_json::from_value::<PodGroup>(o.clone()).map_err(dec)?),
+            ("scheduling.x-k8s.io/v1alpha1", "PodGroup") => {
+                c.pod_groups.push(PodGroup::deserialize(o).map_err(dec)?)
+            }
             _ => {
                 return Err(bad(
                     field,
@@ -531,13 +767,7 @@ impl Evaluation {
     }
 }
 
-/// Validates and evaluates a request for the worker whose identity is `identity`.
-pub fn evaluate(
-    profile: &Profile,
-    identity: &Identity,
-    req: &SimulationRequest,
-    expired: &mut dyn FnMut() -> bool,
-) -> Result<Evaluation, RequestError> {
+fn check_header(identity: &Identity, req: &SimulationRequest) -> Result<(), RequestError> {
     if req.schema_version != SCHEMA_VERSION {
         return Err(bad("schemaVersion", &req.schema_version, "must be \"v1\""));
     }
@@ -576,9 +806,33 @@ pub fn evaluate(
             "at most 128 replacement pods",
         ));
     }
+    Ok(())
+}
+
+/// Validates and evaluates a request for the worker whose identity is `identity`.
+pub fn evaluate(
+    profile: &Profile,
+    identity: &Identity,
+    req: &SimulationRequest,
+    expired: &mut dyn FnMut() -> bool,
+) -> Result<Evaluation, RequestError> {
+    check_header(identity, req)?;
     let cluster = cluster_from_objects(&req.cluster_objects)?;
-    validate_closure(req, &cluster)?;
-    let mut prepared = PreparedCluster::new(&cluster, &profile.scheduler_name)?;
+    evaluate_with_cluster(profile, identity, req, &cluster, expired)
+}
+
+/// As [`evaluate`], for a request whose cluster objects were already decoded (see
+/// [`decode_request_cluster`]); `req.cluster_objects` is ignored.
+pub fn evaluate_with_cluster(
+    profile: &Profile,
+    identity: &Identity,
+    req: &SimulationRequest,
+    cluster: &Cluster,
+    expired: &mut dyn FnMut() -> bool,
+) -> Result<Evaluation, RequestError> {
+    check_header(identity, req)?;
+    validate_closure(req, cluster)?;
+    let mut prepared = PreparedCluster::new(cluster, &profile.scheduler_name)?;
     let excluded: BTreeSet<String> = req.excluded_nodes.iter().cloned().collect();
     let outcome = prepared.simulate(
         profile,

@@ -57,9 +57,21 @@ fn request(p: &Profile) -> Value {
     })
 }
 
+/// Evaluates through both decoders (the `Value` one and the worker's typed one) and checks
+/// they agree.
 fn eval(p: &Profile, v: &Value) -> Result<alfred_sim::Evaluation, RequestError> {
-    let req = decode_request(v.to_string().as_bytes())?;
-    evaluate(p, &identity(p), &req, &mut || false)
+    let bytes = v.to_string();
+    let a = decode_request(bytes.as_bytes())
+        .and_then(|req| evaluate(p, &identity(p), &req, &mut || false));
+    let b = alfred_sim::wire::decode_request_cluster(bytes.as_bytes()).and_then(|(req, c)| {
+        alfred_sim::wire::evaluate_with_cluster(p, &identity(p), &req, &c, &mut || false)
+    });
+    match (&a, &b) {
+        (Ok(x), Ok(y)) => assert_eq!(x, y),
+        (Err(_), Err(_)) => {}
+        _ => panic!("decoders disagree: {a:?} vs {b:?}"),
+    }
+    a
 }
 
 #[test]
@@ -274,4 +286,41 @@ fn typed_cluster_round_trips_through_cluster_objects() {
             .decision,
         Decision::Feasible
     );
+}
+
+#[test]
+fn typed_decoder_handles_any_key_order_and_refuses_unknown_kinds() {
+    let p = Profile::default_scheduler();
+    let mut v = request(&p);
+    // kind and apiVersion last: the slow path.
+    let node = v["clusterObjects"][1].clone();
+    let reordered = json!({"metadata": node["metadata"], "status": node["status"], "kind": "Node", "apiVersion": "v1"});
+    v["clusterObjects"][1] = reordered;
+    assert_eq!(
+        eval(&p, &v).expect("valid").result.decision,
+        Decision::Feasible
+    );
+    // kind first, then metadata, then apiVersion.
+    let svc = json!({"kind": "Service", "metadata": {"namespace": "prod", "name": "s"}, "apiVersion": "v1",
+                     "spec": {"selector": {"app": "chat"}}});
+    v["clusterObjects"].as_array_mut().expect("array").push(svc);
+    assert_eq!(
+        eval(&p, &v).expect("valid").result.decision,
+        Decision::Feasible
+    );
+    let bytes = v.to_string();
+    let (_, c) = alfred_sim::wire::decode_request_cluster(bytes.as_bytes()).expect("typed");
+    assert_eq!(c.selector_objects.len(), 1);
+    assert_eq!(c.nodes.len(), 3);
+    let mut bad_kind = v.clone();
+    bad_kind["clusterObjects"][0] =
+        json!({"apiVersion": "v1", "kind": "Secret", "metadata": {"name": "x"}});
+    let e = alfred_sim::wire::decode_request_cluster(bad_kind.to_string().as_bytes()).unwrap_err();
+    assert!(e.to_string().contains("Secret"), "{e}");
+    let mut unknown = v.clone();
+    unknown["extra"] = json!(true);
+    let e = alfred_sim::wire::decode_request_cluster(unknown.to_string().as_bytes()).unwrap_err();
+    assert!(e.to_string().contains("extra"), "{e}");
+    let e = alfred_sim::wire::decode_request_cluster(format!("{v}x").as_bytes()).unwrap_err();
+    assert!(matches!(e, RequestError::Decode(_)), "{e}");
 }
