@@ -11,6 +11,7 @@ use std::collections::BTreeMap;
 use alfred_model::Timestamp;
 use alfred_model::config::Config;
 pub use alfred_model::config::{Aggressiveness, EarlyTickTrigger as EarlyTickReason};
+use alfred_score::ScoreSettings;
 
 /// One `maintenanceWindows[]` entry (§C.7): UTC days, `start` inclusive, `end` exclusive.
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
@@ -75,26 +76,26 @@ pub struct PolicySettings {
 }
 
 impl Default for PolicySettings {
+    /// The documented defaults; the scoring keys are [`ScoreSettings::default`]'s.
     fn default() -> Self {
+        let score = ScoreSettings::default();
         Self {
             defragmentation_enabled: true,
-            fragmentation_threshold: 0.25,
+            fragmentation_threshold: score.fragmentation_threshold,
             aggressiveness: Aggressiveness::Balanced,
-            size_ladder: vec![1, 2, 4, 8],
-            demand_blend_lambda: 0.3,
-            size_prior: [(1, 0.1), (2, 0.1), (4, 0.2), (8, 0.6)]
-                .into_iter()
-                .collect(),
-            pending_urgency_tau_minutes: 30,
+            size_ladder: score.size_ladder,
+            demand_blend_lambda: score.demand_blend_lambda,
+            size_prior: score.size_prior,
+            pending_urgency_tau_minutes: score.pending_urgency_tau_minutes,
             node_health_enabled: true,
             signal_only: false,
-            per_workload_cooldown_minutes: 30,
+            per_workload_cooldown_minutes: score.per_workload_cooldown_minutes,
             emergency_pending_age_minutes: 10,
             maintenance_windows: Vec::new(),
-            avoid_spot_as_target: true,
+            avoid_spot_as_target: score.avoid_spot_as_target,
             prefer_spot_as_source: true,
             allow_cross_tenant_optimization: true,
-            omenative_migration_enabled: true,
+            omenative_migration_enabled: score.omenative_migration_enabled,
             lws_recommendations_enabled: true,
             early_tick_on: vec![
                 EarlyTickReason::NodeConditionChange,
@@ -150,8 +151,8 @@ impl PolicySettings {
 
     /// The same keys as `alfred-score` reads them, so the policy and the published
     /// scores agree.
-    pub fn score_settings(&self) -> alfred_score::ScoreSettings {
-        alfred_score::ScoreSettings {
+    pub fn score_settings(&self) -> ScoreSettings {
+        ScoreSettings {
             fragmentation_threshold: self.fragmentation_threshold,
             size_ladder: self.size_ladder.clone(),
             demand_blend_lambda: self.demand_blend_lambda,
@@ -174,39 +175,49 @@ impl PolicySettings {
         self.aggressiveness.move_cost()
     }
 
-    /// A copy repaired so no value can make a policy panic or produce NaN: the ladder
-    /// sorted, de-duplicated and without zeros (empty ⇒ default), λ clamped to [0, 1], NaN or
-    /// negative prior weights ⇒ 0, τ = 0 ⇒ 30, NaN threshold ⇒ 0.25. A validated
-    /// configuration passes through unchanged.
+    /// A copy repaired so no value can make a policy panic or produce NaN: the scoring keys
+    /// as [`ScoreSettings::sanitized`] repairs them (ladder sorted, de-duplicated and without
+    /// zeros, empty ⇒ default; λ clamped to [0, 1]; NaN or negative prior weights ⇒ 0; τ = 0
+    /// ⇒ 30; NaN threshold ⇒ 0.25). A validated configuration passes through unchanged.
     pub fn sanitized(&self) -> PolicySettings {
-        let mut s = self.clone();
-        s.size_ladder.retain(|x| *x > 0);
-        s.size_ladder.sort_unstable();
-        s.size_ladder.dedup();
-        if s.size_ladder.is_empty() {
-            s.size_ladder = vec![1, 2, 4, 8];
+        let score = self.score_settings().sanitized();
+        PolicySettings {
+            fragmentation_threshold: score.fragmentation_threshold,
+            size_ladder: score.size_ladder,
+            demand_blend_lambda: score.demand_blend_lambda,
+            size_prior: score.size_prior,
+            pending_urgency_tau_minutes: score.pending_urgency_tau_minutes,
+            ..self.clone()
         }
-        s.demand_blend_lambda = if s.demand_blend_lambda.is_nan() {
-            0.3
-        } else {
-            s.demand_blend_lambda.clamp(0.0, 1.0)
-        };
-        for w in s.size_prior.values_mut() {
-            if !(w.is_finite() && *w >= 0.0) {
-                *w = 0.0;
-            }
-        }
-        if s.pending_urgency_tau_minutes == 0 {
-            s.pending_urgency_tau_minutes = 30;
-        }
-        if s.fragmentation_threshold.is_nan() {
-            s.fragmentation_threshold = 0.25;
-        }
-        s
     }
+}
 
-    /// `prior(s)`, 0 for sizes without an entry.
-    pub fn prior(&self, size: u32) -> f64 {
-        self.size_prior.get(&size).copied().unwrap_or(0.0)
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn scoring_keys_are_alfred_scores() {
+        let d = PolicySettings::default();
+        assert_eq!(d.score_settings(), ScoreSettings::default());
+        assert_eq!(d.sanitized(), d);
+        let c = Config::builtin();
+        assert_eq!(
+            PolicySettings::from_config(&c).score_settings(),
+            ScoreSettings::from_config(&c)
+        );
+        let odd = PolicySettings {
+            size_ladder: vec![8, 0, 2, 2],
+            demand_blend_lambda: f64::NAN,
+            size_prior: [(2, -1.0), (8, f64::INFINITY)].into_iter().collect(),
+            pending_urgency_tau_minutes: 0,
+            fragmentation_threshold: f64::NAN,
+            signal_only: true,
+            ..PolicySettings::default()
+        };
+        let s = odd.sanitized();
+        assert_eq!(s.score_settings(), odd.score_settings().sanitized());
+        assert_eq!(s.size_ladder, vec![2, 8]);
+        assert!(s.signal_only);
     }
 }
