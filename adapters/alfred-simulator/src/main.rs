@@ -143,6 +143,9 @@ fn main() -> ExitCode {
     if let Some(d) = evaluation.diagnostic() {
         let _ = writeln!(std::io::stderr(), "alfred-simulator: {d}");
     }
+    // The process exits right after writing: skip freeing the decoded snapshot.
+    std::mem::forget(cluster);
+    std::mem::forget(request);
     let mut out = std::io::stdout().lock();
     if out
         .write_all(encode_result(&evaluation.result).as_bytes())
