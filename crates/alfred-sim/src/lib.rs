@@ -8,7 +8,8 @@
 //! * [`printed_profile`] / [`configuration_id`]: the worker identity;
 //! * [`PreparedCluster::new`] + [`PreparedCluster::simulate`]: the model, in-process;
 //! * [`evaluate`]: the wire protocol (`SimulationRequest` → `SimulationResult`);
-//! * [`parse_workers`] / [`check_probe`]: `workers.json` and the startup probe.
+//! * [`parse_workers`] / [`check_probe`]: `workers.json` and the startup probe;
+//! * [`select_profile`]: which profile simulates an Instance, or the reason none does.
 
 pub mod config;
 pub mod engine;
@@ -19,6 +20,7 @@ pub mod objects;
 pub mod outcome;
 pub mod plugins;
 pub mod quantity;
+pub mod selection;
 pub mod wire;
 pub mod workers;
 
@@ -35,6 +37,7 @@ pub use identity::{
 pub use objects::Cluster;
 pub use outcome::{Cause, Decision, Failure, SchedulingReason, SchedulingStatus, WorkerReason};
 pub use plugins::SCHEDULER_VERSION;
+pub use selection::{ProfileConfig, Selected, TemplateFacts, select_profile};
 pub use wire::{
     Evaluation, Placement, PodRef, RequestError, SimulationRequest, SimulationResult,
     cluster_from_objects, cluster_objects, decode_request, decode_result, encode_request,
