@@ -25,7 +25,7 @@ use std::fs;
 use std::io::Read;
 use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
-use std::process::{Command, Stdio};
+use std::process::{Child, Command, Stdio};
 use std::thread::sleep;
 use std::time::{Duration, Instant};
 
@@ -35,7 +35,7 @@ use crate::{output, run};
 
 /// Bumped whenever the recipe changes, so that an old cached build is redone.
 const RECIPE: &str =
-    "kube-apiserver v1.20.2 / debian bookworm kubernetes source / go 1.19 / recipe 1";
+    "kube-apiserver v1.20.2 / debian bookworm kubernetes source / go 1.19 / recipe 3";
 const SOURCE_PACKAGE: &str = "kubernetes";
 const SUITE: &str = "bookworm";
 const BINARY_PACKAGES: [&str; 4] = [
@@ -102,6 +102,12 @@ impl Cache {
 // build
 
 fn build(cache: &Cache) -> Result<()> {
+    // One build at a time per cache folder (several checkouts on one machine share it); a second
+    // caller waits here and then finds the finished build.
+    fs::create_dir_all(&cache.root)?;
+    let lock = fs::File::create(cache.root.join("build.lock"))?;
+    lock.lock()
+        .with_context(|| format!("cannot lock {}", cache.root.join("build.lock").display()))?;
     if fs::read_to_string(cache.stamp()).is_ok_and(|s| s.trim() == RECIPE)
         && cache.bin().join("kube-apiserver").is_file()
         && cache.bin().join("etcd").is_file()
@@ -194,16 +200,12 @@ fn build(cache: &Cache) -> Result<()> {
         bail!("openapi-gen did not write pkg/generated/openapi/zz_generated.openapi.go");
     }
 
-    let version_pkg = "k8s.io/kubernetes/vendor/k8s.io/component-base/version";
-    let ldflags = format!(
-        "-s -w -X {version_pkg}.gitVersion=v1.20.2 -X {version_pkg}.gitMajor=1 \
-         -X {version_pkg}.gitMinor=20 -X {version_pkg}.gitTreeState=clean"
-    );
+    set_version(&k8s)?;
     let built = work.join("kube-apiserver");
     let mut cmd = Command::new(&go);
     go_env(&mut cmd);
     run(cmd
-        .args(["build", "-trimpath", "-ldflags", &ldflags, "-o"])
+        .args(["build", "-trimpath", "-ldflags", "-s -w", "-o"])
         .arg(&built)
         .arg("k8s.io/kubernetes/cmd/kube-apiserver"))?;
 
@@ -407,6 +409,48 @@ fn check_source_version(orig: &Path) -> Result<()> {
     Ok(())
 }
 
+/// Kubernetes' build scripts stamp the version into the binary; the tarball's own values say
+/// `v0.0.0-master` (what `/version` then serves). Write v1.20.2 into both version packages (the
+/// server's and client-go's) instead: `-X` linker flags did not reach the vendored packages.
+fn set_version(k8s: &Path) -> Result<()> {
+    const VALUES: [(&str, &str); 4] = [
+        ("gitMajor", "1"),
+        ("gitMinor", "20"),
+        ("gitVersion", "v1.20.2"),
+        ("gitTreeState", "clean"),
+    ];
+    for file in [
+        "staging/src/k8s.io/component-base/version/base.go",
+        "staging/src/k8s.io/client-go/pkg/version/base.go",
+    ] {
+        let file = k8s.join(file);
+        let text =
+            fs::read_to_string(&file).with_context(|| format!("{} missing", file.display()))?;
+        let mut done = [false; VALUES.len()];
+        let mut out = String::with_capacity(text.len() + 64);
+        for line in text.lines() {
+            let mut words = line.split_whitespace();
+            let found = words
+                .next()
+                .and_then(|first| VALUES.iter().position(|(name, _)| *name == first))
+                .filter(|&i| !done[i] && matches!(words.next(), Some("=" | "string")));
+            match found {
+                Some(i) => {
+                    out.push_str(&format!("\t{} = \"{}\"", VALUES[i].0, VALUES[i].1));
+                    done[i] = true;
+                }
+                None => out.push_str(line),
+            }
+            out.push('\n');
+        }
+        if let Some(i) = done.iter().position(|d| !d) {
+            bail!("{}: no `{}` variable to set", file.display(), VALUES[i].0);
+        }
+        fs::write(&file, out)?;
+    }
+    Ok(())
+}
+
 fn replace_reflect2(root: &Path, k8s: &Path) -> Result<()> {
     let from = root.join("usr/share/gocode/src/github.com/modern-go/reflect2");
     let to = k8s.join("vendor/github.com/modern-go/reflect2");
@@ -517,7 +561,7 @@ fn start(cache: &Cache) -> Result<()> {
     let bin = cache.bin();
     let etcd_url = format!("http://127.0.0.1:{ETCD_CLIENT_PORT}");
     let peer_url = format!("http://127.0.0.1:{ETCD_PEER_PORT}");
-    spawn_detached(
+    let mut etcd = spawn_detached(
         &run_dir,
         "etcd",
         Command::new(bin.join("etcd"))
@@ -539,7 +583,7 @@ fn start(cache: &Cache) -> Result<()> {
             .arg(format!("alfred-test={peer_url}"))
             .args(["--log-level", "warn"]),
     )?;
-    spawn_detached(
+    let mut apiserver = spawn_detached(
         &run_dir,
         "kube-apiserver",
         Command::new(bin.join("kube-apiserver"))
@@ -565,13 +609,15 @@ fn start(cache: &Cache) -> Result<()> {
             .args(["--service-cluster-ip-range", "10.0.0.0/24"])
             .args(["--disable-admission-plugins", "ServiceAccount"])
             .args(["--endpoint-reconciler-type", "none"])
-            .args(["--allow-privileged", "true", "--v", "0"]),
+            .args(["--allow-privileged=true", "--v=0"]),
     )?;
 
     let deadline = Instant::now() + Duration::from_secs(60);
     while !ready(&run_dir) {
-        for name in ["etcd", "kube-apiserver"] {
-            if running(&run_dir, name).is_none() {
+        // The children's exit status, not /proc: right after exec a process's cmdline can still be
+        // empty, which made a pid-file check report a starting server as gone.
+        for (name, child) in [("etcd", &mut etcd), ("kube-apiserver", &mut apiserver)] {
+            if child.try_wait()?.is_some() {
                 let log =
                     fs::read_to_string(run_dir.join(format!("{name}.log"))).unwrap_or_default();
                 let tail: Vec<&str> = log.lines().rev().take(20).collect();
@@ -651,7 +697,7 @@ fn status(cache: &Cache) -> Result<()> {
 }
 
 /// Starts a server in its own process group, so it outlives `cargo xtask` and a Ctrl-C of it.
-fn spawn_detached(run_dir: &Path, name: &str, cmd: &mut Command) -> Result<()> {
+fn spawn_detached(run_dir: &Path, name: &str, cmd: &mut Command) -> Result<Child> {
     let log = fs::File::create(run_dir.join(format!("{name}.log")))?;
     let child = cmd
         .stdin(Stdio::null())
@@ -664,7 +710,7 @@ fn spawn_detached(run_dir: &Path, name: &str, cmd: &mut Command) -> Result<()> {
         run_dir.join(format!("{name}.pid")),
         format!("{}\n", child.id()),
     )?;
-    Ok(())
+    Ok(child)
 }
 
 /// The pid of `name` when its pid file names a live process that is really `name` (never signal a
@@ -745,6 +791,52 @@ current-context: {user}@alfred-test
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn sets_the_version_in_both_version_packages() {
+        let k8s = std::env::temp_dir().join(format!("xtask-set-version-{}", std::process::id()));
+        let component_base = k8s.join("staging/src/k8s.io/component-base/version");
+        let client_go = k8s.join("staging/src/k8s.io/client-go/pkg/version");
+        fs::create_dir_all(&component_base).unwrap();
+        fs::create_dir_all(&client_go).unwrap();
+        fs::write(
+            component_base.join("base.go"),
+            "var (\n\t// gitVersion is\n\tgitMajor string // major\n\tgitMinor string\n\
+             \tgitVersion   = \"v0.0.0-master+abc\"\n\tgitCommit    = \"abc\"\n\tgitTreeState = \"\"  // state\n)\n",
+        )
+        .unwrap();
+        fs::write(
+            client_go.join("base.go"),
+            "var (\n\tgitMajor string = \"\" // major\n\tgitMinor string = \"\"\n\
+             \tgitVersion   string = \"v0.0.0-master+abc\"\n\tgitTreeState string = \"\"\n)\n",
+        )
+        .unwrap();
+        set_version(&k8s).unwrap();
+        for file in [component_base.join("base.go"), client_go.join("base.go")] {
+            let text = fs::read_to_string(&file).unwrap();
+            for want in [
+                "\tgitMajor = \"1\"\n",
+                "\tgitMinor = \"20\"\n",
+                "\tgitVersion = \"v1.20.2\"\n",
+                "\tgitTreeState = \"clean\"\n",
+            ] {
+                assert!(
+                    text.contains(want),
+                    "{}: {want:?} missing in\n{text}",
+                    file.display()
+                );
+            }
+        }
+        let text = fs::read_to_string(component_base.join("base.go")).unwrap();
+        assert!(
+            text.contains("\t// gitVersion is\n"),
+            "comments stay: {text}"
+        );
+        fs::write(client_go.join("base.go"), "var (\n)\n").unwrap();
+        let err = set_version(&k8s).unwrap_err().to_string();
+        assert!(err.contains("no `gitMajor` variable"), "{err}");
+        fs::remove_dir_all(&k8s).unwrap();
+    }
 
     #[test]
     fn finds_the_mirror_in_deb822_sources() {

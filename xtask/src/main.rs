@@ -31,7 +31,15 @@ tasks:
   bench-smoke         run every benchmark once (criterion test mode)
 ";
 
-fn main() -> Result<()> {
+fn main() {
+    // Print the error chain without a backtrace, whatever RUST_BACKTRACE says.
+    if let Err(e) = main_inner() {
+        eprintln!("error: {e:#}");
+        std::process::exit(1);
+    }
+}
+
+fn main_inner() -> Result<()> {
     let args: Vec<String> = std::env::args().skip(1).collect();
     let Some((task, rest)) = args.split_first() else {
         eprint!("{USAGE}");
