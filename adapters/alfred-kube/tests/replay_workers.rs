@@ -388,3 +388,40 @@ fn a_binary_that_is_not_executable_or_a_config_it_refuses_stops_replay() {
     );
     assert_eq!(stderr.lines().count(), 1, "{stderr}");
 }
+
+#[test]
+fn a_gang_is_simulated_by_the_ome_worker() {
+    let w = workers();
+    let config = w.path("alfred-config.yaml");
+    let run = |simulation: &[&str]| {
+        let mut args = vec![
+            "replay",
+            "fixtures/clusters/deployment-modes.json",
+            "--now",
+            NOW,
+            "--migration-api-version",
+            "v1",
+            "--config",
+            &config,
+            "--format",
+            "json",
+        ];
+        args.extend_from_slice(simulation);
+        let (code, stdout, stderr) = alfred(&args);
+        assert_eq!(code, 0, "{stderr}");
+        stdout
+    };
+    let with_workers = run(&["--simulation-workers", &w.path("workers.json")]);
+    let gang = rows(&with_workers)
+        .into_iter()
+        .find(|r| r["workload"] == "inference/qwen3-235b")
+        .expect("the OMENative gang's row");
+    let s = &gang["scheduling"];
+    assert_eq!(s["schedulerName"], "ome-scheduler", "{gang}");
+    assert_eq!(s["backend"], "ome-v135", "{gang}");
+    assert_eq!(s["configurationID"], json!(w.ome_id), "{gang}");
+    // The worker decided (no room for two 8-GPU members in one RDMA block outside the
+    // source nodes); it did not fail.
+    assert_eq!(s["reason"], "NoFeasiblePlacement", "{gang}");
+    assert_eq!(with_workers, run(&["--simulate-in-process"]));
+}

@@ -29,6 +29,9 @@
 //!   Instance's source pods, unbound. A template naming no scheduler uses the component's
 //!   (decision E24). Names are `<ir>-<instance>-alfred-replacement-<k>`.
 //! * **Source pods.** The Instance's pods as they appear in the cluster copy (bound).
+//! * **Replacement gang.** A gang move whose templates name no PodGroup gets one of its
+//!   own (`<isvc>-<component>-<instance>-alfred-replacement`, `minMember` = the pod count,
+//!   the component's topology key), as OME creates one per new Instance.
 //! * **Excluded nodes.** Predictions: `MoveSimulation::excluded_nodes` plus every source
 //!   pod's node. Execution: only `from_node` (decision 14.4), and every replacement pod
 //!   carries the migration API's required `kubernetes.io/hostname NotIn [from_node]` in
@@ -73,6 +76,8 @@ use crate::sim::{MoveSimulation, SimulationOutcome, SimulationPurpose, Simulator
 const HOSTNAME_LABEL: &str = "kubernetes.io/hostname";
 /// The weight of the hint preference (§9.6).
 pub const HINT_WEIGHT: i32 = 50;
+/// The label naming a pod's PodGroup (its gang).
+const POD_GROUP_LABEL: &str = "scheduling.x-k8s.io/pod-group";
 /// The PodGroup annotation naming its gang domain label (the OME chart's
 /// `podGroupTopologyKeyAnnotation`).
 const TOPOLOGY_KEY_ANNOTATION: &str = "ome.io/topology-key";
@@ -307,6 +312,11 @@ pub(crate) fn convert(
     .ok_or_else(input)?;
     if replacements.len() > alfred_sim::wire::MAX_REPLACEMENT_PODS {
         return Err(SchedulingReason::RecommendationTooLarge);
+    }
+    let mut cluster = cluster;
+    let mut replacements = replacements;
+    if r.require_gang {
+        replacement_gang(r, comp, &source_pods, &mut cluster, &mut replacements);
     }
     Ok(MoveModel {
         cluster,
@@ -685,6 +695,73 @@ fn replacement_pods(
         }
     }
     Some(pods)
+}
+
+/// A gang move's replacement pods form a new Instance's gang: when the runner templates
+/// name no PodGroup (OME labels the pods when it creates them), they get a PodGroup of their
+/// own, `<isvc>-<component>-<instance>-alfred-replacement`, with `minMember` = their count
+/// and the component's topology key (else the source PodGroup's) as its
+/// `ome.io/topology-key`, as OME creates one per Instance before its pods.
+fn replacement_gang(
+    r: &MoveSimulation<'_>,
+    comp: &snap::Component,
+    source_pods: &[Pod],
+    cluster: &mut Cluster,
+    pods: &mut [Pod],
+) {
+    if pods.len() < 2
+        || pods
+            .iter()
+            .any(|p| p.metadata.labels.contains_key(POD_GROUP_LABEL))
+    {
+        return;
+    }
+    let Some((ns, isvc)) = r.workload.split_once('/') else {
+        return;
+    };
+    let source_group = source_pods
+        .iter()
+        .find_map(|p| p.metadata.labels.get(POD_GROUP_LABEL))
+        .and_then(|g| {
+            r.snapshot
+                .pod_groups
+                .iter()
+                .find(|pg| pg.namespace == ns && pg.name == *g)
+        });
+    let topology_key = if comp.topology_key.is_empty() {
+        source_group
+            .map(|g| g.topology_key.clone())
+            .unwrap_or_default()
+    } else {
+        comp.topology_key.clone()
+    };
+    let name = format!(
+        "{isvc}-{}-{}-alfred-replacement",
+        comp.kind.as_str(),
+        r.instance
+    );
+    let mut annotations = BTreeMap::new();
+    if !topology_key.is_empty() {
+        annotations.insert(TOPOLOGY_KEY_ANNOTATION.to_owned(), topology_key);
+    }
+    cluster.pod_groups.push(PodGroup {
+        metadata: ObjectMeta {
+            name: name.clone(),
+            namespace: ns.to_owned(),
+            uid: format!("{}-podgroup", r.request_id),
+            annotations,
+            ..ObjectMeta::default()
+        },
+        spec: PodGroupSpec {
+            min_member: i32::try_from(pods.len()).unwrap_or(i32::MAX),
+            schedule_timeout_seconds: None,
+        },
+    });
+    for p in pods {
+        p.metadata
+            .labels
+            .insert(POD_GROUP_LABEL.to_owned(), name.clone());
+    }
 }
 
 /// Adds `kubernetes.io/hostname NotIn [from]` to every required node-affinity term (one

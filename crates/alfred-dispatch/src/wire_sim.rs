@@ -379,6 +379,43 @@ mod tests {
     }
 
     #[test]
+    fn a_gang_whose_templates_name_no_pod_group_gets_its_own() {
+        let mut s = gang_cluster(8);
+        let ir = s.workloads[0].components[0].replica.as_mut().unwrap();
+        for runner in &mut ir.runners {
+            runner.template["metadata"]["labels"]
+                .as_object_mut()
+                .unwrap()
+                .remove("scheduling.x-k8s.io/pod-group");
+        }
+        let r = gang_prediction(&s);
+        let (req, wire) = over_the_wire(&r);
+        assert_eq!(wire.status, SchedulingStatus::Feasible, "{wire:?}");
+        let nodes: Vec<&str> = wire
+            .placements
+            .iter()
+            .map(|p| p.node_name.as_str())
+            .collect();
+        assert_eq!(nodes, ["c", "d"]);
+        assert_eq!(wire, in_process(&r));
+        let group = "w2-engine-0-alfred-replacement";
+        assert!(req.replacement_pods.iter().all(|p| {
+            p.metadata
+                .labels
+                .get("scheduling.x-k8s.io/pod-group")
+                .map(String::as_str)
+                == Some(group)
+        }));
+        let pg = req
+            .cluster_objects
+            .iter()
+            .find(|o| o["kind"] == "PodGroup" && o["metadata"]["name"] == group)
+            .expect("the replacement PodGroup");
+        assert_eq!(pg["spec"]["minMember"], 2);
+        assert_eq!(pg["metadata"]["annotations"]["ome.io/topology-key"], "rack");
+    }
+
+    #[test]
     fn requests_that_cannot_be_built_are_input_unsupported() {
         let mut s = cluster(8, 8, true);
         // The replacement pods name default-scheduler (their component's); a worker of
