@@ -165,6 +165,7 @@ fn run(args: &ReplayArgs) -> Result<String, Failure> {
         args.simulation_workers.as_deref(),
         args.simulate_in_process,
         &config,
+        runtime.simulation_timeout,
     )
     .map_err(Failure::BadInput)?;
     let stages = alfred_dispatch::CoreStages;

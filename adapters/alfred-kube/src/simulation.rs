@@ -63,21 +63,9 @@ impl Simulator for NoSimulator {
     }
 }
 
-/// `--simulation-timeout`'s default.
-pub const DEFAULT_SIMULATION_TIMEOUT: Duration = Duration::from_secs(10);
-
-/// The simulator `alfred replay` uses, with the default simulation timeout (10 s).
-pub fn for_replay(
-    workers: Option<&Path>,
-    in_process: bool,
-    config: &Config,
-) -> Result<Box<dyn Simulator>, String> {
-    for_replay_with_timeout(workers, in_process, config, DEFAULT_SIMULATION_TIMEOUT)
-}
-
 /// The simulator `alfred replay` uses: the model in-process, worker processes from
 /// `workers` (loaded and probed now; errors are the startup errors of `alfred run`), or none.
-pub fn for_replay_with_timeout(
+pub fn for_replay(
     workers: Option<&Path>,
     in_process: bool,
     config: &Config,
