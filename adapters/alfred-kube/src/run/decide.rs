@@ -18,7 +18,7 @@ use super::ids::uuid_v4;
 use super::leader::LeaderGate;
 use super::metrics::Metrics;
 use super::observe::{Observer, now};
-use super::pass::{DecisionPass, PassInput, UUIDS_PER_PASS, default_pass};
+use super::pass::{DecisionPass, PassInput, UUIDS_PER_PASS, new_term};
 
 /// The guard's name (policy and binding).
 pub const GUARD_NAME: &str = "ome-alfred-migration-writes";
@@ -43,6 +43,8 @@ pub struct Decider {
     pub applier: Arc<Applier>,
     /// Metrics.
     pub metrics: Arc<Metrics>,
+    /// The probed simulation workers (`--simulation-workers`).
+    pub workers: Option<crate::simulation::WorkerPool>,
 }
 
 enum Wake {
@@ -65,7 +67,7 @@ impl Decider {
             tracing::info!("became leader; running decision passes");
             // Signals from before the term are covered by the first pass.
             while early.try_recv().is_ok() {}
-            let mut pass = default_pass();
+            let mut pass = new_term(self.workers.clone());
             let mut last_apply = ApplyReport::default();
             self.one_pass(&mut *pass, false, &mut last_apply).await;
             let (cfg, _) = self.config.current();

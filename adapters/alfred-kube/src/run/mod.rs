@@ -248,9 +248,13 @@ async fn run(args: RunArgs, options: RuntimeOptions) -> Result<(), String> {
 
     let client = client(&args).await?;
 
+    let mut worker_pool = None;
     if !args.simulation_workers.is_empty() {
         match workers::load_and_probe(&args.simulation_workers, options.simulation_timeout).await {
-            Ok(file) => tracing::info!(workers = file.workers.len(), "simulation workers loaded"),
+            Ok(pool) => {
+                tracing::info!("simulation workers loaded");
+                worker_pool = Some(pool);
+            }
             Err(e) => {
                 let msg = format!("unable to configure recommendation simulation: {e}");
                 tracing::error!("{msg}");
@@ -303,6 +307,7 @@ async fn run(args: RunArgs, options: RuntimeOptions) -> Result<(), String> {
         gate: gate.clone(),
         applier,
         metrics: metrics.clone(),
+        workers: worker_pool,
     };
     tokio::spawn(decider.run(early_rx));
 

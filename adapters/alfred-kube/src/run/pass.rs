@@ -10,16 +10,14 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use alfred_dispatch::guard::{GuardBindingObservation, GuardPolicyObservation};
-use alfred_dispatch::{
-    CoreStages, DurableState, GuardObservation, JournalSlot, MoveSimulation, Session,
-    SimulationOutcome, Simulator,
-};
+use alfred_dispatch::{CoreStages, DurableState, GuardObservation, JournalSlot, Session};
 use alfred_model::config::{Config, RuntimeOptions};
 use alfred_model::effect::Effect;
-use alfred_model::reason::SchedulingReason;
 use alfred_model::record::NodeRecord;
 use alfred_model::{ClusterSnapshot, Timestamp};
 use serde_json::Value;
+
+use crate::simulation::{NoSimulator, WorkerPool};
 
 /// UUIDs handed to every pass (a pass writes at most one request).
 pub const UUIDS_PER_PASS: usize = 4;
@@ -76,24 +74,6 @@ pub trait DecisionPass: Send {
     fn run(&mut self, input: &PassInput) -> PassOutput;
 }
 
-/// The simulator a pass uses.
-///
-/// Worker processes (`--simulation-workers`) are not wired into the pass yet: the pass gets
-/// [`NoWorkers`], so a recommend-only pass predicts nothing and an execute-mode re-check
-/// withholds (`SimulationNotFeasible`).
-pub fn simulator(_config: &Config) -> Box<dyn Simulator> {
-    Box::new(NoWorkers)
-}
-
-/// No simulation workers available to the pass.
-pub struct NoWorkers;
-
-impl Simulator for NoWorkers {
-    fn simulate(&mut self, _request: &MoveSimulation<'_>) -> SimulationOutcome {
-        SimulationOutcome::of(SchedulingReason::WorkerFailed)
-    }
-}
-
 /// The guard objects as the pass reads them (§9.8).
 pub fn guard_observation(policy: Option<&Value>, binding: Option<&Value>) -> GuardObservation {
     let deleting = |v: &Value| {
@@ -140,11 +120,23 @@ pub fn node_records(stored: &BTreeMap<String, String>) -> BTreeMap<String, NodeR
         .collect()
 }
 
-/// The real pass: `alfred_dispatch::run_pass` with the core stages.
+/// The real pass: `alfred_dispatch::run_pass` with the core stages and, when
+/// `--simulation-workers` is set, the probed worker processes as its simulator.
 #[derive(Default)]
 pub struct AlfredPass {
     session: Session,
     previous: Option<BTreeMap<String, NodeRecord>>,
+    workers: Option<WorkerPool>,
+}
+
+impl AlfredPass {
+    /// A pass for a new leadership term.
+    pub fn new(workers: Option<WorkerPool>) -> AlfredPass {
+        AlfredPass {
+            workers,
+            ..AlfredPass::default()
+        }
+    }
 }
 
 impl DecisionPass for AlfredPass {
@@ -166,7 +158,14 @@ impl DecisionPass for AlfredPass {
             .clone()
             .unwrap_or_else(|| state.node_records.clone());
         let guard = guard_observation(input.guard_policy.as_ref(), input.guard_binding.as_ref());
-        let mut sim = simulator(&input.config);
+        let mut no_workers = NoSimulator;
+        let sim: &mut dyn alfred_dispatch::Simulator = match self.workers.as_mut() {
+            Some(pool) => {
+                pool.set_deadline(Some(std::time::Instant::now() + DISPATCH_DEADLINE));
+                pool
+            }
+            None => &mut no_workers,
+        };
         let out = alfred_dispatch::run_pass(
             &alfred_dispatch::PassInput {
                 snapshot: &input.snapshot,
@@ -185,7 +184,7 @@ impl DecisionPass for AlfredPass {
             },
             &CoreStages,
             &self.session,
-            &mut *sim,
+            sim,
         );
         self.session = out.session;
         self.previous = Some(out.node_records);
@@ -198,8 +197,8 @@ impl DecisionPass for AlfredPass {
 }
 
 /// The pass a new leader starts with (a fresh session: alfred-engine.md §12).
-pub fn default_pass() -> Box<dyn DecisionPass> {
-    Box::new(AlfredPass::default())
+pub fn new_term(workers: Option<WorkerPool>) -> Box<dyn DecisionPass> {
+    Box::new(AlfredPass::new(workers))
 }
 
 #[cfg(test)]

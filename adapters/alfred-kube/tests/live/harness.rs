@@ -310,6 +310,18 @@ pub async fn unload_all(client: &Client) {
         for o in list.items {
             let v = json!({"apiVersion": av, "kind": kind, "metadata": {
                 "name": o.metadata.name, "namespace": o.metadata.namespace}});
+            // No controller manager runs: drop finalizers (pv/pvc-protection) or the object
+            // stays Terminating forever.
+            {
+                let (api, name) = api_for(client, &v);
+                let _ = api
+                    .patch(
+                        &name,
+                        &PatchParams::default(),
+                        &Patch::Merge(json!({"metadata": {"finalizers": null}})),
+                    )
+                    .await;
+            }
             if kind == "Pod" {
                 let (api, name) = api_for(client, &v);
                 let _ = api
