@@ -216,15 +216,13 @@ impl<'de> Deserialize<'de> for ClusterObject {
                         "kind" if kind.is_none() => kind = Some(map.next_value()?),
                         _ => {
                             if let (Some(a), Some(k), true) = (&api, &kind, rest.is_empty()) {
-                                // Fast path: hand the rest of the map to the typed decoder,
-                                // starting with the key just read.
-                                let first: Value = map.next_value()?;
-                                let head = serde_json::Map::from_iter([(key, first)]);
+                                // Fast path: hand the rest of the map (starting with the key
+                                // just read, whose value is still unread) to the typed decoder.
                                 return ClusterObject::from_parts(
                                     a,
                                     k,
                                     Chained {
-                                        head: Some(head),
+                                        first_key: Some(key),
                                         tail: map,
                                     },
                                 );
@@ -252,20 +250,16 @@ impl<'de> Deserialize<'de> for ClusterObject {
     }
 }
 
-/// A map deserializer that yields one already-read entry, then the rest of a live map.
+/// A map deserializer over a live map whose first key was already read (its value was not).
 struct Chained<A> {
-    head: Option<serde_json::Map<String, Value>>,
+    first_key: Option<String>,
     tail: A,
 }
 
 impl<'de, A: serde::de::MapAccess<'de>> serde::Deserializer<'de> for Chained<A> {
     type Error = A::Error;
     fn deserialize_any<V: serde::de::Visitor<'de>>(self, v: V) -> Result<V::Value, A::Error> {
-        v.visit_map(ChainedAccess {
-            head: self.head.map(|m| m.into_iter()),
-            pending: None,
-            tail: self.tail,
-        })
+        v.visit_map(self)
     }
     serde::forward_to_deserialize_any! {
         bool i8 i16 i32 i64 i128 u8 u16 u32 u64 u128 f32 f64 char str string bytes byte_buf
@@ -274,38 +268,26 @@ impl<'de, A: serde::de::MapAccess<'de>> serde::Deserializer<'de> for Chained<A> 
     }
 }
 
-struct ChainedAccess<A> {
-    head: Option<serde_json::map::IntoIter>,
-    pending: Option<Value>,
-    tail: A,
-}
-
-impl<'de, A: serde::de::MapAccess<'de>> serde::de::MapAccess<'de> for ChainedAccess<A> {
+impl<'de, A: serde::de::MapAccess<'de>> serde::de::MapAccess<'de> for Chained<A> {
     type Error = A::Error;
     fn next_key_seed<K: serde::de::DeserializeSeed<'de>>(
         &mut self,
         seed: K,
     ) -> Result<Option<K::Value>, A::Error> {
         use serde::de::IntoDeserializer;
-        if let Some(it) = self.head.as_mut() {
-            if let Some((k, v)) = it.next() {
-                self.pending = Some(v);
+        match self.first_key.take() {
+            Some(k) => {
                 let de: serde::de::value::StringDeserializer<A::Error> = k.into_deserializer();
-                return seed.deserialize(de).map(Some);
+                seed.deserialize(de).map(Some)
             }
-            self.head = None;
+            None => self.tail.next_key_seed(seed),
         }
-        self.tail.next_key_seed(seed)
     }
     fn next_value_seed<S: serde::de::DeserializeSeed<'de>>(
         &mut self,
         seed: S,
     ) -> Result<S::Value, A::Error> {
-        use serde::de::Error;
-        match self.pending.take() {
-            Some(v) => seed.deserialize(v).map_err(A::Error::custom),
-            None => self.tail.next_value_seed(seed),
-        }
+        self.tail.next_value_seed(seed)
     }
 }
 
@@ -373,13 +355,15 @@ pub fn encode_request(request: &SimulationRequest) -> Vec<u8> {
     serde_json::to_vec(request).unwrap_or_default()
 }
 
+/// The object's JSON with `apiVersion` and `kind` first (the worker's fast decoding path).
 fn tagged<T: Serialize>(api_version: &str, kind: &str, object: &T) -> Value {
-    let mut v = serde_json::to_value(object).unwrap_or(Value::Null);
-    if let Value::Object(m) = &mut v {
-        m.insert("apiVersion".into(), Value::String(api_version.into()));
-        m.insert("kind".into(), Value::String(kind.into()));
+    let mut m = serde_json::Map::new();
+    m.insert("apiVersion".into(), Value::String(api_version.into()));
+    m.insert("kind".into(), Value::String(kind.into()));
+    if let Ok(Value::Object(fields)) = serde_json::to_value(object) {
+        m.extend(fields);
     }
-    v
+    Value::Object(m)
 }
 
 /// The `clusterObjects` of a request for a [`Cluster`] (the inverse of

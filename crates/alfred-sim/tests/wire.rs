@@ -271,6 +271,14 @@ fn typed_cluster_round_trips_through_cluster_objects() {
             ),
         });
     let objects = alfred_sim::cluster_objects(&cluster);
+    for o in &objects {
+        let keys: Vec<&String> = o.as_object().expect("object").keys().take(2).collect();
+        assert_eq!(
+            keys,
+            ["apiVersion", "kind"],
+            "tags first, for the worker's fast path"
+        );
+    }
     assert_eq!(
         alfred_sim::cluster_from_objects(&objects).expect("again"),
         cluster
