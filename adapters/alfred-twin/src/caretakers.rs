@@ -82,10 +82,12 @@ impl Caretaker for Descheduler {
     }
 }
 
-/// The crude defragmenter: every pass, in each pool where some pending pod waits, pick the
-/// partly used node with the fewest GPUs in use (ties: name) and move its pods by surge,
-/// each to the fullest node that fits it (outside the source), at most `per_hour` moves in
-/// any hour. No scoring, no simulation, no cooldowns.
+/// The crude defragmenter: every pass, in each pool where some pending pod waits, cordon
+/// the partly used node with the fewest GPUs in use (ties: name) and move its pods by surge,
+/// each to the fullest node that fits it, at most `per_hour` moves in any rolling hour. The
+/// node is uncordoned once empty (the scheduler then gives it to the waiting pods), when
+/// the pool has no pending pod any more, or when none of its pods can move. No scoring, no
+/// simulation, no cooldowns.
 #[derive(Debug, Clone)]
 pub struct Crude {
     /// Time between passes (ms).
@@ -94,6 +96,8 @@ pub struct Crude {
     pub per_hour: usize,
     /// Requests made so far (for UUIDs).
     pub counter: u64,
+    /// The node being drained, per pool.
+    pub draining: Vec<Option<usize>>,
 }
 
 impl Default for Crude {
@@ -102,6 +106,7 @@ impl Default for Crude {
             interval_ms: 5 * MINUTE,
             per_hour: 10,
             counter: 0,
+            draining: Vec::new(),
         }
     }
 }
@@ -114,6 +119,10 @@ impl Caretaker for Crude {
         self.interval_ms
     }
     fn pass(&mut self, sim: &Sim, now: i64) -> Vec<Action> {
+        let w = &sim.world;
+        if self.draining.len() != w.pools.len() {
+            self.draining = vec![None; w.pools.len()];
+        }
         let recent = sim
             .move_times
             .iter()
@@ -122,39 +131,68 @@ impl Caretaker for Crude {
             .count();
         let mut budget = self.per_hour.saturating_sub(recent);
         let mut out = Vec::new();
-        if budget == 0 || sim.pending.is_empty() {
-            return out;
-        }
-        let w = &sim.world;
-        // Nodes touched by moves in flight are left alone.
+        // Nodes touched by moves in flight.
         let mut busy = vec![false; w.nodes.len()];
+        let mut leaving = vec![0usize; w.nodes.len()];
         for m in &sim.migrations {
             if m.ended.is_none() {
                 busy[m.from] = true;
+                leaving[m.from] += 1;
                 if let Some(t) = m.target {
                     busy[t] = true;
                 }
             }
         }
+        let mut world = w.clone();
         for pool in 0..w.pools.len() {
-            if budget == 0 {
-                break;
-            }
             let wanted = sim.pending.iter().any(|&t| {
                 let r = sim.tasks[t].req;
                 r.pools == 0 || r.pools & (1 << pool) != 0
             });
-            if !wanted {
+            let mut src = self.draining[pool];
+            if let Some(n) = src
+                && (!wanted || sim.on_node[n].is_empty())
+                && leaving[n] == 0
+            {
+                out.push(Action::Cordon {
+                    node: n,
+                    cordoned: false,
+                });
+                self.draining[pool] = None;
+                src = None;
+                if !wanted {
+                    continue;
+                }
+            }
+            if !wanted || budget == 0 {
                 continue;
             }
-            let source = (0..w.nodes.len())
-                .filter(|&i| {
-                    let n = &w.nodes[i];
-                    n.pool == pool && n.free_gpus < n.gpus && n.free_gpus > 0 && !busy[i]
-                })
-                .min_by_key(|&i| (w.nodes[i].gpus - w.nodes[i].free_gpus, i));
-            let Some(src) = source else { continue };
-            let mut world = w.clone();
+            let src = match src {
+                Some(n) => n,
+                None => {
+                    let Some(n) = (0..w.nodes.len())
+                        .filter(|&i| {
+                            let n = &w.nodes[i];
+                            n.pool == pool
+                                && n.free_gpus < n.gpus
+                                && n.free_gpus > 0
+                                && !busy[i]
+                                && !n.cordoned
+                        })
+                        .min_by_key(|&i| (w.nodes[i].gpus - w.nodes[i].free_gpus, i))
+                    else {
+                        continue;
+                    };
+                    out.push(Action::Cordon {
+                        node: n,
+                        cordoned: true,
+                    });
+                    world.nodes[n].cordoned = true;
+                    self.draining[pool] = Some(n);
+                    n
+                }
+            };
+            let mut moved = 0;
             for &t in &sim.on_node[src] {
                 if budget == 0 {
                     break;
@@ -164,7 +202,7 @@ impl Caretaker for Crude {
                     continue;
                 }
                 let target = (0..world.nodes.len())
-                    .filter(|&j| j != src && !busy[j] && world.fits(j, &task.req))
+                    .filter(|&j| j != src && world.fits(j, &task.req))
                     .max_by_key(|&j| {
                         (
                             world.nodes[j].gpus - world.nodes[j].free_gpus,
@@ -181,6 +219,15 @@ impl Caretaker for Crude {
                     hints: vec![dst],
                 });
                 budget -= 1;
+                moved += 1;
+            }
+            if moved == 0 && leaving[src] == 0 && !sim.on_node[src].is_empty() && budget > 0 {
+                // Nothing can move: give the node back.
+                out.push(Action::Cordon {
+                    node: src,
+                    cordoned: false,
+                });
+                self.draining[pool] = None;
             }
         }
         out

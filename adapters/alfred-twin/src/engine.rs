@@ -161,6 +161,13 @@ pub enum Action {
         /// Task.
         task: usize,
     },
+    /// Cordon or uncordon a node.
+    Cordon {
+        /// Node.
+        node: usize,
+        /// Cordoned after the action.
+        cordoned: bool,
+    },
 }
 
 /// A caretaker: runs a pass on a schedule and asks for actions.
@@ -590,6 +597,12 @@ pub fn run(
                             sim.tasks[task].migrations.push(m);
                             sim.move_times.push(now);
                             push(&mut heap, now + opts.ack_delay_ms, Ev::MigAck(m));
+                        }
+                        Action::Cordon { node, cordoned } => {
+                            sim.world.nodes[node].cordoned = cordoned;
+                            if !cordoned {
+                                sim.retry(Some(node), now);
+                            }
                         }
                         Action::Evict { task } => {
                             let t = &sim.tasks[task];

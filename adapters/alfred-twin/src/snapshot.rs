@@ -72,6 +72,7 @@ pub fn build(sim: &Sim, now: i64, workloads: bool) -> ClusterSnapshot {
                 total_gpus: n.gpus,
                 allocated_gpus: n.gpus - n.free_gpus,
                 free_gpus: n.free_gpus,
+                cordoned: n.cordoned,
                 ready: true,
                 allocatable: alloc,
                 ..Node::default()

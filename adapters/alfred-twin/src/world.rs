@@ -126,6 +126,8 @@ pub struct NodeState {
     pub nz_mem: i64,
     /// Pods bound here (task ids; surge pods too).
     pub pods: u32,
+    /// Cordoned (nothing new lands here).
+    pub cordoned: bool,
 }
 
 /// The cluster.
@@ -161,6 +163,7 @@ impl World {
                 nz_cpu: 0,
                 nz_mem: 0,
                 pods: 0,
+                cordoned: false,
             })
             .collect();
         nodes.sort_by(|a, b| a.name.cmp(&b.name));
@@ -206,7 +209,8 @@ impl World {
     /// Whether `r` fits on node `i`.
     pub fn fits(&self, i: usize, r: &Request) -> bool {
         let n = &self.nodes[i];
-        (r.pools == 0 || r.pools & (1 << n.pool) != 0)
+        !n.cordoned
+            && (r.pools == 0 || r.pools & (1 << n.pool) != 0)
             && n.free_gpus >= r.gpus
             && n.req_cpu + r.cpu <= n.cpu
             && n.req_mem + r.mem <= n.mem

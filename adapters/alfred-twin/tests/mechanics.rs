@@ -283,3 +283,33 @@ fn runs_are_deterministic_for_a_seed() {
     assert_eq!(go(9), go(9));
     assert_ne!(go(9), go(10));
 }
+
+#[test]
+fn crude_cordons_drains_and_hands_the_node_to_the_waiting_pod() {
+    use alfred_twin::caretakers::Crude;
+    let nodes = nodes(2, 4);
+    let trace = vec![task(1), task(4)];
+    let arrivals = vec![
+        arrival(0, 0, None),
+        arrival(0, 0, None),
+        arrival(1, 1, None),
+    ];
+    let mut c = Crude::default();
+    let res = run(
+        &arrivals,
+        &trace,
+        World::new(&nodes, Placement::Spread),
+        &opts(1),
+        &mut c,
+        &mut |_| {},
+    );
+    let s = &res.sim;
+    assert_eq!(s.moves_completed, 1);
+    assert_eq!(s.tasks[0].node, Some(1), "n0's pod moved to n1");
+    assert_eq!(
+        s.tasks[2].node,
+        Some(0),
+        "the 4-GPU pod got the drained node"
+    );
+    assert!(!s.world.nodes[0].cordoned && !s.world.nodes[1].cordoned);
+}
