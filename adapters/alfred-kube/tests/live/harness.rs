@@ -556,3 +556,48 @@ pub async fn config_map_data(client: &Client, name: &str) -> BTreeMap<String, St
         .and_then(|c| c.data)
         .unwrap_or_default()
 }
+
+/// A tool from `$<env>` or `$PATH` (promtool, prometheus), or `None` with a notice.
+pub fn tool(env: &str, name: &str) -> Option<PathBuf> {
+    if let Some(p) = std::env::var_os(env) {
+        return Some(PathBuf::from(p));
+    }
+    let found = std::env::var_os("PATH").and_then(|paths| {
+        std::env::split_paths(&paths)
+            .map(|d| d.join(name))
+            .find(|p| p.is_file())
+    });
+    if found.is_none() {
+        eprintln!(
+            "skipping the {name} part: set {env} or put {name} on PATH (Debian package prometheus)"
+        );
+    }
+    found
+}
+
+/// A plain HTTP GET on loopback; the body.
+pub fn http_get(port: u16, path_and_query: &str) -> String {
+    let Ok(mut s) = TcpStream::connect(("127.0.0.1", port)) else {
+        return String::new();
+    };
+    let _ = s.set_read_timeout(Some(Duration::from_secs(5)));
+    let _ = write!(
+        s,
+        "GET {path_and_query} HTTP/1.0\r\nHost: localhost\r\n\r\n"
+    );
+    let mut out = String::new();
+    let _ = s.read_to_string(&mut out);
+    out.split_once("\r\n\r\n")
+        .map(|(_, b)| b.to_owned())
+        .unwrap_or_default()
+}
+
+/// A child process killed on drop.
+pub struct Killed(pub Child);
+
+impl Drop for Killed {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}

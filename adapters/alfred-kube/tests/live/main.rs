@@ -346,3 +346,90 @@ async fn a_write_outside_the_shipped_rbac_is_refused_reported_and_not_retried_in
             .contains_key("last-cycle.json")
     );
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "needs the test API server: cargo xtask apiserver start"]
+async fn metrics_pass_promtool_and_a_prometheus_server_scrapes_the_documented_series() {
+    let Some(s) = setup(FAST, &["ten-node-spread.json"]).await else {
+        return;
+    };
+    let alfred = Alfred::start(&s.alfred_kubeconfig, "alfred-prom", &[]);
+    eventually(Duration::from_secs(60), "the cluster gauges", async || {
+        alfred
+            .sample("alfred_gpu_capacity{node=\"gpu-h100-01\",status=\"total\"}")
+            .filter(|v| *v == 8.0)
+    })
+    .await;
+    if let Some(promtool) = tool("ALFRED_PROMTOOL", "promtool") {
+        let text = alfred.metrics();
+        let mut child = std::process::Command::new(promtool)
+            .args(["check", "metrics"])
+            .stdin(std::process::Stdio::piped())
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::piped())
+            .spawn()
+            .unwrap();
+        use std::io::Write as _;
+        child
+            .stdin
+            .take()
+            .unwrap()
+            .write_all(text.as_bytes())
+            .unwrap();
+        let out = child.wait_with_output().unwrap();
+        let report = format!(
+            "{}{}",
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr)
+        );
+        // The one finding is the documented metric name `alfred_pending_pod_count`
+        // (alfred-engine.md §11.4), which promtool's lint dislikes for its `_count` suffix.
+        for line in report.lines().filter(|l| !l.trim().is_empty()) {
+            assert!(
+                line.starts_with("alfred_pending_pod_count "),
+                "promtool: {report}\n{text}"
+            );
+        }
+    }
+    if let Some(prometheus) = tool("ALFRED_PROMETHEUS", "prometheus") {
+        let dir = std::env::temp_dir().join(format!("alfred-prom-{}", std::process::id()));
+        std::fs::create_dir_all(dir.join("data")).unwrap();
+        let config = dir.join("prometheus.yml");
+        std::fs::write(
+            &config,
+            format!(
+                "global:\n  scrape_interval: 1s\nscrape_configs:\n  - job_name: alfred\n    static_configs:\n      - targets: ['127.0.0.1:{}']\n",
+                alfred.port
+            ),
+        )
+        .unwrap();
+        let web = free_port();
+        let _prom = Killed(
+            std::process::Command::new(prometheus)
+                .arg(format!("--config.file={}", config.display()))
+                .arg(format!(
+                    "--storage.tsdb.path={}",
+                    dir.join("data").display()
+                ))
+                .arg(format!("--web.listen-address=127.0.0.1:{web}"))
+                .stdout(std::process::Stdio::null())
+                .stderr(std::process::Stdio::null())
+                .spawn()
+                .unwrap(),
+        );
+        for query in [
+            "alfred_leader_status",
+            "alfred_fragmentation_observed",
+            "alfred_gpu_capacity",
+            "alfred_policy_reload_total",
+        ] {
+            eventually(Duration::from_secs(60), query, async || {
+                let body = http_get(web, &format!("/api/v1/query?query={query}"));
+                let v: serde_json::Value = serde_json::from_str(&body).ok()?;
+                let n = v["data"]["result"].as_array()?.len();
+                (n > 0).then_some(())
+            })
+            .await;
+        }
+    }
+}
