@@ -13,6 +13,41 @@ use serde_json::Value;
 /// Keys not modelled, kept to detect fields the model does not know.
 pub type Unknown = BTreeMap<String, Value>;
 
+/// Deserializes a struct whose unknown keys are kept in `unknown`, without serde's `flatten`
+/// (which buffers the whole subtree first). A repeated key keeps its last value.
+macro_rules! keep_unknown_fields {
+    ($ty:ident { $($json:literal => $field:ident),* $(,)? }) => {
+        impl<'de> Deserialize<'de> for $ty {
+            fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+                struct V;
+                impl<'de> serde::de::Visitor<'de> for V {
+                    type Value = $ty;
+                    fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+                        f.write_str(concat!("a ", stringify!($ty)))
+                    }
+                    fn visit_map<A: serde::de::MapAccess<'de>>(
+                        self,
+                        mut map: A,
+                    ) -> Result<$ty, A::Error> {
+                        let mut out = $ty::default();
+                        while let Some(k) = map.next_key::<String>()? {
+                            match k.as_str() {
+                                $($json => out.$field = map.next_value()?,)*
+                                _ => {
+                                    let v: Value = map.next_value()?;
+                                    out.unknown.insert(k, v);
+                                }
+                            }
+                        }
+                        Ok(out)
+                    }
+                }
+                d.deserialize_map(V)
+            }
+        }
+    };
+}
+
 /// `metadata` of any object.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase", default)]
@@ -47,8 +82,8 @@ pub struct OwnerReference {
 }
 
 /// A label selector (`matchLabels` + `matchExpressions`).
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase", default)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize)]
+#[serde(rename_all = "camelCase")]
 pub struct LabelSelector {
     #[serde(skip_serializing_if = "BTreeMap::is_empty")]
     pub match_labels: BTreeMap<String, String>,
@@ -59,8 +94,8 @@ pub struct LabelSelector {
 }
 
 /// One `matchExpressions` entry of a label selector.
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase", default)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize)]
+#[serde(rename_all = "camelCase")]
 pub struct LabelSelectorRequirement {
     pub key: String,
     pub operator: String,
@@ -71,8 +106,8 @@ pub struct LabelSelectorRequirement {
 }
 
 /// A taint on a node.
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase", default)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize)]
+#[serde(rename_all = "camelCase")]
 pub struct Taint {
     pub key: String,
     #[serde(skip_serializing_if = "String::is_empty")]
@@ -85,8 +120,8 @@ pub struct Taint {
 }
 
 /// A toleration on a pod.
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase", default)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize)]
+#[serde(rename_all = "camelCase")]
 pub struct Toleration {
     #[serde(skip_serializing_if = "String::is_empty")]
     pub key: String,
@@ -112,8 +147,8 @@ pub struct Node {
 }
 
 /// `Node.spec`.
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase", default)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize)]
+#[serde(rename_all = "camelCase")]
 pub struct NodeSpec {
     #[serde(skip_serializing_if = "std::ops::Not::not")]
     pub unschedulable: bool,
@@ -124,8 +159,8 @@ pub struct NodeSpec {
 }
 
 /// `Node.status`.
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase", default)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize)]
+#[serde(rename_all = "camelCase")]
 pub struct NodeStatus {
     #[serde(skip_serializing_if = "BTreeMap::is_empty")]
     pub allocatable: BTreeMap<String, String>,
@@ -154,8 +189,8 @@ pub struct Pod {
 }
 
 /// `Pod.spec`, the scheduling-relevant part.
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase", default)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize)]
+#[serde(rename_all = "camelCase")]
 pub struct PodSpec {
     #[serde(skip_serializing_if = "String::is_empty")]
     pub scheduler_name: String,
@@ -210,8 +245,8 @@ pub struct Container {
 }
 
 /// Container resources.
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase", default)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize)]
+#[serde(rename_all = "camelCase")]
 pub struct ResourceRequirements {
     #[serde(skip_serializing_if = "BTreeMap::is_empty")]
     pub requests: BTreeMap<String, String>,
@@ -265,8 +300,8 @@ pub struct ContainerStatus {
 }
 
 /// `affinity`.
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase", default)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize)]
+#[serde(rename_all = "camelCase")]
 pub struct Affinity {
     #[serde(skip_serializing_if = "Option::is_none")]
     pub node_affinity: Option<NodeAffinity>,
@@ -279,8 +314,8 @@ pub struct Affinity {
 }
 
 /// `nodeAffinity`.
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase", default)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize)]
+#[serde(rename_all = "camelCase")]
 pub struct NodeAffinity {
     #[serde(skip_serializing_if = "Option::is_none")]
     pub required_during_scheduling_ignored_during_execution: Option<NodeSelector>,
@@ -291,8 +326,8 @@ pub struct NodeAffinity {
 }
 
 /// A required node selector: terms ORed.
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase", default)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize)]
+#[serde(rename_all = "camelCase")]
 pub struct NodeSelector {
     pub node_selector_terms: Vec<NodeSelectorTerm>,
     #[serde(flatten, skip_serializing_if = "BTreeMap::is_empty")]
@@ -300,8 +335,8 @@ pub struct NodeSelector {
 }
 
 /// One node selector term: expressions and fields ANDed.
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase", default)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize)]
+#[serde(rename_all = "camelCase")]
 pub struct NodeSelectorTerm {
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub match_expressions: Vec<NodeSelectorRequirement>,
@@ -312,8 +347,8 @@ pub struct NodeSelectorTerm {
 }
 
 /// A node selector requirement (`In`, `NotIn`, `Exists`, `DoesNotExist`, `Gt`, `Lt`).
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase", default)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize)]
+#[serde(rename_all = "camelCase")]
 pub struct NodeSelectorRequirement {
     pub key: String,
     pub operator: String,
@@ -324,8 +359,8 @@ pub struct NodeSelectorRequirement {
 }
 
 /// A weighted preferred node-selector term.
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase", default)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize)]
+#[serde(rename_all = "camelCase")]
 pub struct PreferredSchedulingTerm {
     pub weight: i32,
     pub preference: NodeSelectorTerm,
@@ -334,8 +369,8 @@ pub struct PreferredSchedulingTerm {
 }
 
 /// `podAffinity` or `podAntiAffinity`.
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase", default)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize)]
+#[serde(rename_all = "camelCase")]
 pub struct PodAffinity {
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub required_during_scheduling_ignored_during_execution: Vec<PodAffinityTerm>,
@@ -346,8 +381,8 @@ pub struct PodAffinity {
 }
 
 /// A pod (anti-)affinity term.
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase", default)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize)]
+#[serde(rename_all = "camelCase")]
 pub struct PodAffinityTerm {
     #[serde(skip_serializing_if = "Option::is_none")]
     pub label_selector: Option<LabelSelector>,
@@ -365,8 +400,8 @@ pub struct PodAffinityTerm {
 }
 
 /// A weighted pod (anti-)affinity term.
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase", default)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize)]
+#[serde(rename_all = "camelCase")]
 pub struct WeightedPodAffinityTerm {
     pub weight: i32,
     pub pod_affinity_term: PodAffinityTerm,
@@ -375,8 +410,8 @@ pub struct WeightedPodAffinityTerm {
 }
 
 /// A topology spread constraint.
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase", default)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize)]
+#[serde(rename_all = "camelCase")]
 pub struct TopologySpreadConstraint {
     pub max_skew: i32,
     pub topology_key: String,
@@ -460,3 +495,124 @@ impl Pod {
         matches!(self.status.phase.as_str(), "Succeeded" | "Failed")
     }
 }
+
+keep_unknown_fields!(LabelSelector {
+    "matchLabels" => match_labels,
+    "matchExpressions" => match_expressions,
+});
+
+keep_unknown_fields!(LabelSelectorRequirement {
+    "key" => key,
+    "operator" => operator,
+    "values" => values,
+});
+
+keep_unknown_fields!(Taint {
+    "key" => key,
+    "value" => value,
+    "effect" => effect,
+    "timeAdded" => time_added,
+});
+
+keep_unknown_fields!(Toleration {
+    "key" => key,
+    "operator" => operator,
+    "value" => value,
+    "effect" => effect,
+    "tolerationSeconds" => toleration_seconds,
+});
+
+keep_unknown_fields!(NodeSpec {
+    "unschedulable" => unschedulable,
+    "taints" => taints,
+});
+
+keep_unknown_fields!(NodeStatus {
+    "allocatable" => allocatable,
+    "images" => images,
+});
+
+keep_unknown_fields!(PodSpec {
+    "schedulerName" => scheduler_name,
+    "nodeName" => node_name,
+    "nodeSelector" => node_selector,
+    "affinity" => affinity,
+    "tolerations" => tolerations,
+    "topologySpreadConstraints" => topology_spread_constraints,
+    "containers" => containers,
+    "initContainers" => init_containers,
+    "overhead" => overhead,
+    "priority" => priority,
+    "preemptionPolicy" => preemption_policy,
+    "volumes" => volumes,
+    "schedulingGates" => scheduling_gates,
+    "resourceClaims" => resource_claims,
+    "resources" => resources,
+});
+
+keep_unknown_fields!(ResourceRequirements {
+    "requests" => requests,
+    "limits" => limits,
+    "claims" => claims,
+});
+
+keep_unknown_fields!(Affinity {
+    "nodeAffinity" => node_affinity,
+    "podAffinity" => pod_affinity,
+    "podAntiAffinity" => pod_anti_affinity,
+});
+
+keep_unknown_fields!(NodeAffinity {
+    "requiredDuringSchedulingIgnoredDuringExecution" => required_during_scheduling_ignored_during_execution,
+    "preferredDuringSchedulingIgnoredDuringExecution" => preferred_during_scheduling_ignored_during_execution,
+});
+
+keep_unknown_fields!(NodeSelector {
+    "nodeSelectorTerms" => node_selector_terms,
+});
+
+keep_unknown_fields!(NodeSelectorTerm {
+    "matchExpressions" => match_expressions,
+    "matchFields" => match_fields,
+});
+
+keep_unknown_fields!(NodeSelectorRequirement {
+    "key" => key,
+    "operator" => operator,
+    "values" => values,
+});
+
+keep_unknown_fields!(PreferredSchedulingTerm {
+    "weight" => weight,
+    "preference" => preference,
+});
+
+keep_unknown_fields!(PodAffinity {
+    "requiredDuringSchedulingIgnoredDuringExecution" => required_during_scheduling_ignored_during_execution,
+    "preferredDuringSchedulingIgnoredDuringExecution" => preferred_during_scheduling_ignored_during_execution,
+});
+
+keep_unknown_fields!(PodAffinityTerm {
+    "labelSelector" => label_selector,
+    "namespaces" => namespaces,
+    "namespaceSelector" => namespace_selector,
+    "topologyKey" => topology_key,
+    "matchLabelKeys" => match_label_keys,
+    "mismatchLabelKeys" => mismatch_label_keys,
+});
+
+keep_unknown_fields!(WeightedPodAffinityTerm {
+    "weight" => weight,
+    "podAffinityTerm" => pod_affinity_term,
+});
+
+keep_unknown_fields!(TopologySpreadConstraint {
+    "maxSkew" => max_skew,
+    "topologyKey" => topology_key,
+    "whenUnsatisfiable" => when_unsatisfiable,
+    "labelSelector" => label_selector,
+    "minDomains" => min_domains,
+    "nodeAffinityPolicy" => node_affinity_policy,
+    "nodeTaintsPolicy" => node_taints_policy,
+    "matchLabelKeys" => match_label_keys,
+});

@@ -971,3 +971,50 @@ fn invalid_moves_are_errors() {
     .unwrap_err();
     assert!(e.to_string().contains("requireGang"), "{e}");
 }
+
+// Unknown keys under scheduling-relevant paths, at any depth, answer Unsupported.
+#[test]
+fn unknown_scheduling_fields_at_depth() {
+    let base = || pod("default", "r", "1", "1Gi", 0);
+    let c = cluster(vec![node("a", "8", "64Gi", 0, json!({}))], vec![]);
+    for extra in [
+        json!({"spec": {"tolerations": [{"key": "k", "operator": "Exists", "futureField": 1}]}}),
+        json!({"spec": {"affinity": {"nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": {
+            "nodeSelectorTerms": [{"matchExpressions": [{"key": "k", "operator": "Exists", "newKnob": true}]}]}}}}}),
+        json!({"spec": {"affinity": {"podAntiAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": [
+            {"labelSelector": {"matchLabels": {"a": "b"}}, "topologyKey": "zone", "scope": "x"}]}}}}),
+        json!({"spec": {"topologySpreadConstraints": [{"maxSkew": 1, "topologyKey": "zone",
+            "whenUnsatisfiable": "DoNotSchedule", "labelSelector": {"matchLabels": {"a": "b"}}, "fancy": 1}]}}),
+        json!({"spec": {"containers": [{"name": "c", "resources": {"requests": {"cpu": "1"}, "shares": 3}}]}}),
+    ] {
+        let o = run(&default_profile(), &c, &[with(base(), extra.clone())], &[]);
+        assert_eq!(
+            (o.decision, cause(&o)),
+            (Decision::Unsupported, Cause::UnknownSchedulingField),
+            "{extra}"
+        );
+    }
+    let odd_node = with_node(
+        node("b", "8", "64Gi", 0, json!({})),
+        json!({"newSchedulingKnob": true}),
+    );
+    let o = run(
+        &default_profile(),
+        &cluster(vec![odd_node], vec![]),
+        &[base()],
+        &[],
+    );
+    assert_eq!(
+        (o.decision, cause(&o)),
+        (Decision::Unsupported, Cause::UnknownSchedulingField)
+    );
+    // Harmless known keys are fine.
+    let harmless = with(
+        base(),
+        json!({"spec": {"serviceAccountName": "sa", "dnsPolicy": "ClusterFirst"}}),
+    );
+    assert_eq!(
+        run(&default_profile(), &c, &[harmless], &[]).decision,
+        Decision::Feasible
+    );
+}
