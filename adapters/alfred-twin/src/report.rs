@@ -115,17 +115,17 @@ pub fn summary(caretaker: &str, res: &RunResult, wall_seconds: f64, extra: Value
     let moves = sim.moves_completed + sim.evictions;
     let mut by_load = Vec::new();
     if fill {
-        let mut level = 0.5;
+        let mut pct_level = 50u32;
         for s in &sim.samples {
-            while s.arrived_share >= level && level <= 1.5 {
+            while s.arrived_share + 1e-9 >= f64::from(pct_level) / 100.0 && pct_level <= 150 {
                 by_load.push(json!({
-                    "load": r3(level),
+                    "load": f64::from(pct_level) / 100.0,
                     "allocationRate": r3(s.allocation_rate),
                     "strandedGpus": s.stranded.iter().sum::<u64>(),
                     "pendingTasks": s.pending,
                     "pendingGpus": s.pending_gpus,
                 }));
-                level += 0.05;
+                pct_level += 5;
             }
         }
     }
