@@ -67,6 +67,15 @@ impl Decider {
             tracing::info!("became leader; running decision passes");
             // Signals from before the term are covered by the first pass.
             while early.try_recv().is_ok() {}
+            // The first pass of a term needs a snapshot: right after start-up the caches are
+            // still listing, so wait for the observation loop's first one (not a whole
+            // decision interval).
+            while self.observer.latest().is_none() && *leader_rx.borrow() {
+                tokio::time::sleep(Duration::from_millis(200)).await;
+            }
+            if !*leader_rx.borrow() {
+                continue;
+            }
             let mut pass = new_term(self.workers.clone());
             let mut last_apply = ApplyReport::default();
             self.one_pass(&mut *pass, false, &mut last_apply).await;

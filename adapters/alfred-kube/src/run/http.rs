@@ -40,7 +40,10 @@ async fn metrics(State(s): State<HttpState>, headers: HeaderMap) -> impl IntoRes
     if openmetrics {
         ([(header::CONTENT_TYPE, OPENMETRICS)], body)
     } else {
-        ([(header::CONTENT_TYPE, TEXT_FORMAT)], openmetrics_to_text(&body))
+        (
+            [(header::CONTENT_TYPE, TEXT_FORMAT)],
+            openmetrics_to_text(&body),
+        )
     }
 }
 

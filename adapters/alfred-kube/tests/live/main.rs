@@ -134,13 +134,18 @@ async fn two_processes_elect_exactly_one_leader_that_alone_writes_and_fails_over
         async || l.sample(writes).filter(|v| *v >= 1.0),
     )
     .await;
-    tokio::time::sleep(Duration::from_secs(3)).await;
+    // Steady state: the leader keeps writing, the follower never does (a start-up flap may
+    // have let it write while it briefly held the lease, so compare increments).
+    let follower_before = f.sample(writes).unwrap_or(0.0);
+    let leader_before = l.sample(writes).unwrap_or(0.0);
+    tokio::time::sleep(Duration::from_secs(5)).await;
     assert_eq!(
-        f.sample(writes),
-        None,
+        f.sample(writes).unwrap_or(0.0),
+        follower_before,
         "the follower wrote: {}",
         f.metrics()
     );
+    assert!(l.sample(writes).unwrap_or(0.0) > leader_before);
     assert_eq!(f.sample(&leader_series(f)), Some(0.0));
     let lease: Api<k8s_openapi::api::coordination::v1::Lease> =
         Api::namespaced(s.admin.clone(), NS);
@@ -432,4 +437,68 @@ async fn metrics_pass_promtool_and_a_prometheus_server_scrapes_the_documented_se
             .await;
         }
     }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "needs the test API server: cargo xtask apiserver start"]
+async fn a_node_condition_change_triggers_an_early_pass() {
+    // Regular passes an hour apart: only an early tick can run a second one.
+    let cfg = "schemaVersion: 1\nobservationLoopInterval: 1s\ndecisionLoopInterval: 1h\n";
+    let Some(s) = setup(cfg, &["ten-node-spread.json"]).await else {
+        return;
+    };
+    let alfred = Alfred::start(&s.alfred_kubeconfig, "alfred-early", &[]);
+    let passes = |a: &Alfred| a.sample("alfred_decision_loop_duration_seconds_count");
+    eventually(Duration::from_secs(60), "the first pass", async || {
+        passes(&alfred).filter(|v| *v >= 1.0)
+    })
+    .await;
+    let before = passes(&alfred).unwrap();
+    // A heartbeat-only change does not fire.
+    let nodes: Api<k8s_openapi::api::core::v1::Node> = Api::all(s.admin.clone());
+    let node = nodes.get("gpu-h100-03").await.unwrap();
+    let mut conditions = node.status.unwrap().conditions.unwrap_or_default();
+    for c in &mut conditions {
+        c.message = Some("heartbeat".into());
+    }
+    nodes
+        .patch_status(
+            "gpu-h100-03",
+            &kube::api::PatchParams::default(),
+            &kube::api::Patch::Merge(json!({"status": {"conditions": conditions}})),
+        )
+        .await
+        .unwrap();
+    tokio::time::sleep(Duration::from_secs(3)).await;
+    assert_eq!(passes(&alfred), Some(before));
+    // GPUs fail: GpuUnhealthy=True.
+    conditions.retain(|c| c.type_ != "GpuUnhealthy");
+    conditions.push(k8s_openapi::api::core::v1::NodeCondition {
+        type_: "GpuUnhealthy".into(),
+        status: "True".into(),
+        last_transition_time: Some(k8s_openapi::apimachinery::pkg::apis::meta::v1::Time(
+            jiff::Timestamp::now(),
+        )),
+        ..Default::default()
+    });
+    nodes
+        .patch_status(
+            "gpu-h100-03",
+            &kube::api::PatchParams::default(),
+            &kube::api::Patch::Merge(json!({"status": {"conditions": conditions}})),
+        )
+        .await
+        .unwrap();
+    eventually(Duration::from_secs(20), "an early pass", async || {
+        passes(&alfred).filter(|v| *v > before)
+    })
+    .await;
+    // Its node record lands in the recommendations ConfigMap.
+    eventually(Duration::from_secs(10), "node.gpu-h100-03", async || {
+        config_map_data(&s.admin, "alfred-recommendations")
+            .await
+            .get("node.gpu-h100-03")
+            .cloned()
+    })
+    .await;
 }
