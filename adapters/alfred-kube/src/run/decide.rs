@@ -114,29 +114,6 @@ impl Decider {
         }
     }
 
-    async fn read_guard(&self) -> (Option<Value>, Option<Value>) {
-        let read = |kind: &str, plural: &str| {
-            let ar = ApiResource::from_gvk_with_plural(
-                &GroupVersionKind::gvk("admissionregistration.k8s.io", "v1", kind),
-                plural,
-            );
-            let api: Api<DynamicObject> = Api::all_with(self.client.clone(), &ar);
-            async move {
-                match tokio::time::timeout(Duration::from_secs(10), api.get(GUARD_NAME)).await {
-                    Ok(Ok(o)) => serde_json::to_value(o).ok(),
-                    _ => None,
-                }
-            }
-        };
-        let policy = read("ValidatingAdmissionPolicy", "validatingadmissionpolicies").await;
-        let binding = read(
-            "ValidatingAdmissionPolicyBinding",
-            "validatingadmissionpolicybindings",
-        )
-        .await;
-        (policy, binding)
-    }
-
     async fn one_pass(
         &self,
         pass: &mut dyn DecisionPass,
@@ -192,7 +169,7 @@ impl Decider {
             (None, None)
         };
         let (guard_policy, guard_binding) = if self.runtime.executor_available() {
-            self.read_guard().await
+            read_guard(&self.client).await
         } else {
             (None, None)
         };
@@ -243,4 +220,28 @@ impl Decider {
             "decision pass"
         );
     }
+}
+
+/// Reads the migration guard's two admission objects uncached (`None`: missing or unreadable).
+pub async fn read_guard(client: &Client) -> (Option<Value>, Option<Value>) {
+    let read = |kind: &str, plural: &str| {
+        let ar = ApiResource::from_gvk_with_plural(
+            &GroupVersionKind::gvk("admissionregistration.k8s.io", "v1", kind),
+            plural,
+        );
+        let api: Api<DynamicObject> = Api::all_with(client.clone(), &ar);
+        async move {
+            match tokio::time::timeout(Duration::from_secs(10), api.get(GUARD_NAME)).await {
+                Ok(Ok(o)) => serde_json::to_value(o).ok(),
+                _ => None,
+            }
+        }
+    };
+    let policy = read("ValidatingAdmissionPolicy", "validatingadmissionpolicies").await;
+    let binding = read(
+        "ValidatingAdmissionPolicyBinding",
+        "validatingadmissionpolicybindings",
+    )
+    .await;
+    (policy, binding)
 }

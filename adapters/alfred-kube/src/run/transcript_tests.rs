@@ -432,3 +432,79 @@ async fn losing_the_lease_mid_pass_stops_the_remaining_writes() {
     assert_eq!(second.writes[0].1, Outcome::Skipped);
     assert_eq!(written(&t).len(), 1);
 }
+
+fn guard_docs() -> (Value, Value) {
+    let text = std::fs::read_to_string(concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../../deploy/execute/migration-guard.yaml"
+    ))
+    .unwrap();
+    let docs: Vec<Value> = serde_saphyr::from_multiple(&text).unwrap();
+    (docs[0].clone(), docs[1].clone())
+}
+
+#[tokio::test]
+async fn the_shipped_guard_as_read_from_the_api_passes_the_guard_check() {
+    let (mut policy, binding) = guard_docs();
+    policy["metadata"]["generation"] = json!(1);
+    policy["status"] = json!({"observedGeneration": 1, "typeChecking": {}});
+    let (client, t) = mock(vec![ok(policy), ok(binding)]);
+    let (p, b) = super::decide::read_guard(&client).await;
+    let obs = super::pass::guard_observation(p.as_ref(), b.as_ref());
+    let username = alfred_dispatch::guard::guard_username("ome", "ome-alfred");
+    assert_eq!(alfred_dispatch::guard::check_guard(&obs, &username), Ok(()));
+    insta::assert_json_snapshot!(written(&t), @r#"
+    [
+      {
+        "method": "GET",
+        "path": "/apis/admissionregistration.k8s.io/v1/validatingadmissionpolicies/ome-alfred-migration-writes"
+      },
+      {
+        "method": "GET",
+        "path": "/apis/admissionregistration.k8s.io/v1/validatingadmissionpolicybindings/ome-alfred-migration-writes"
+      }
+    ]
+    "#);
+}
+
+#[tokio::test]
+async fn a_missing_changed_or_unchecked_guard_fails_the_check() {
+    let username = alfred_dispatch::guard::guard_username("ome", "ome-alfred");
+    let check = async |replies: Vec<Reply>| {
+        let (client, _) = mock(replies);
+        let (p, b) = super::decide::read_guard(&client).await;
+        alfred_dispatch::guard::check_guard(
+            &super::pass::guard_observation(p.as_ref(), b.as_ref()),
+            &username,
+        )
+    };
+    let (policy, binding) = guard_docs();
+    let mut checked = policy.clone();
+    checked["metadata"]["generation"] = json!(2);
+    checked["status"] = json!({"observedGeneration": 2, "typeChecking": {}});
+    // Missing policy (404).
+    assert!(
+        check(vec![status(404, "NotFound"), ok(binding.clone())])
+            .await
+            .is_err()
+    );
+    // Not type-checked at its generation.
+    let mut stale = checked.clone();
+    stale["status"]["observedGeneration"] = json!(1);
+    assert!(check(vec![ok(stale), ok(binding.clone())]).await.is_err());
+    // A changed validation.
+    let mut edited = checked.clone();
+    edited["spec"]["validations"][2]["message"] = json!("anything goes");
+    assert!(check(vec![ok(edited), ok(binding.clone())]).await.is_err());
+    // A binding that only warns.
+    let mut warn = binding.clone();
+    warn["spec"]["validationActions"] = json!(["Warn"]);
+    assert!(check(vec![ok(checked.clone()), ok(warn)]).await.is_err());
+    // Forbidden reads count as missing.
+    assert!(
+        check(vec![status(403, "Forbidden"), status(403, "Forbidden")])
+            .await
+            .is_err()
+    );
+    assert_eq!(check(vec![ok(checked), ok(binding)]).await, Ok(()));
+}
