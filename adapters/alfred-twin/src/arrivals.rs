@@ -63,6 +63,9 @@ pub struct ArrivalOptions {
     pub fill_to: f64,
     /// Multiplier of trace times in timed mode.
     pub time_scale: f64,
+    /// Timed mode: trace second the run starts at (`None` = the earliest creation). Tasks
+    /// created earlier and still alive then arrive at once with their remaining lifetime.
+    pub timed_start: Option<i64>,
     /// Seed.
     pub seed: u64,
 }
@@ -134,14 +137,19 @@ pub fn generate(
             }
         }
         Mode::Timed => {
-            let start = tasks.iter().filter_map(|t| t.creation).min();
-            let Some(start) = start else {
+            let first = tasks.iter().filter_map(|t| t.creation).min();
+            let Some(first) = first else {
                 bail!("timed mode needs creation_time/deletion_time columns in the pod list");
             };
+            let start = o.timed_start.unwrap_or(first);
             for (i, t) in tasks.iter().enumerate() {
                 let (Some(c), Some(d)) = (t.creation, t.deletion) else {
                     continue;
                 };
+                if d <= start {
+                    continue;
+                }
+                let c = c.max(start);
                 let at = ((c - start) as f64 * 1000.0 * o.time_scale) as i64;
                 if at >= o.horizon_ms {
                     continue;
@@ -183,6 +191,7 @@ mod tests {
             mean_lifetime_ms: 3_600_000.0,
             fill_to: 1.0,
             time_scale: 1.0,
+            timed_start: None,
             seed: 1,
         }
     }
@@ -229,5 +238,11 @@ mod tests {
             (0, 180_000, Some(120_000))
         );
         assert!(generate(&[task(1, None, None)], 10, &o).is_err());
+        // Starting at trace second 105: the first task is gone, the second arrives at once
+        // with its remaining 55 s (× 2).
+        o.timed_start = Some(105);
+        let a = generate(&tasks, 10, &o).unwrap();
+        assert_eq!(a.len(), 1);
+        assert_eq!((a[0].task, a[0].at, a[0].lifetime), (0, 0, Some(110_000)));
     }
 }

@@ -53,6 +53,10 @@ struct Cli {
     /// Multiplier of the trace's times (timed).
     #[arg(long, default_value_t = 1.0)]
     time_scale: f64,
+    /// Timed mode: the trace second to start at (default: the earliest creation; most of
+    /// the default list is created after 10,300,000 s).
+    #[arg(long)]
+    timed_start: Option<i64>,
     /// Seed.
     #[arg(long, default_value_t = 1)]
     seed: u64,
@@ -166,6 +170,7 @@ fn main() -> Result<()> {
             mean_lifetime_ms: lifetime_ms,
             fill_to: cli.fill_to,
             time_scale: cli.time_scale,
+            timed_start: cli.timed_start,
             seed: cli.seed,
         },
     )?;

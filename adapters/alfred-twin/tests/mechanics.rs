@@ -258,6 +258,7 @@ fn runs_are_deterministic_for_a_seed() {
         mean_lifetime_ms: 6.0 * 60.0 * MINUTE as f64,
         fill_to: 1.0,
         time_scale: 1.0,
+        timed_start: None,
         seed: 9,
     };
     let go = |seed: u64| {

@@ -41,6 +41,7 @@ fn first_500_tasks_of_the_real_trace() {
             mean_lifetime_ms: 2.0 * 60.0 * MINUTE as f64,
             fill_to: 1.0,
             time_scale: 1.0,
+            timed_start: None,
             seed: 1,
         },
     )
@@ -70,6 +71,7 @@ fn first_500_tasks_of_the_real_trace() {
             mean_lifetime_ms: 1.0,
             fill_to: 1.0,
             time_scale: 1.0,
+            timed_start: None,
             seed: 1,
         },
     )
