@@ -14,8 +14,9 @@
 //! 4. the vendored `modern-go/reflect2` 1.0.1 replaced by Debian's 1.0.2 (1.0.1 crashes under
 //!    Go >= 1.18 on the first custom-resource write).
 //!
-//! Everything lives under `${XDG_CACHE_HOME:-$HOME/.cache}/alfred-apiserver`: `bin/` holds the
-//! finished binaries (a second `build` or `start` reuses them at once), `run/` the state of a
+//! Everything lives under `${XDG_CACHE_HOME:-$HOME/.cache}/alfred-apiserver`: `downloads/` the
+//! Debian packages, `bin-<recipe>/` the finished binaries (a second `build` or `start` reuses them
+//! at once), `build.lock` serialises builds, `run/` the state of a
 //! running server (a fresh, empty etcd on every `start`), its logs and two kubeconfigs:
 //! `run/admin.kubeconfig` (group `system:masters`) and `run/alfred.kubeconfig` (the ServiceAccount
 //! user `system:serviceaccount:ome:ome-alfred`, so the RBAC in `deploy/` binds it unchanged).
@@ -33,9 +34,10 @@ use anyhow::{Context, Result, bail};
 
 use crate::{output, run};
 
-/// Bumped whenever the recipe changes, so that an old cached build is redone.
-const RECIPE: &str =
-    "kube-apiserver v1.20.2 / debian bookworm kubernetes source / go 1.19 / recipe 3";
+/// Bumped whenever the recipe changes: each recipe has its own `bin-<id>/` folder, so checkouts
+/// of different recipes sharing one cache never overwrite each other's binaries.
+const RECIPE_ID: &str = "v1.20.2-r3";
+const RECIPE: &str = "kube-apiserver v1.20.2 / debian bookworm kubernetes source / go 1.19";
 const SOURCE_PACKAGE: &str = "kubernetes";
 const SUITE: &str = "bookworm";
 const BINARY_PACKAGES: [&str; 4] = [
@@ -82,7 +84,7 @@ impl Cache {
         })
     }
     fn bin(&self) -> PathBuf {
-        self.root.join("bin")
+        self.root.join(format!("bin-{RECIPE_ID}"))
     }
     fn stamp(&self) -> PathBuf {
         self.bin().join("BUILT")
@@ -108,7 +110,7 @@ fn build(cache: &Cache) -> Result<()> {
     let lock = fs::File::create(cache.root.join("build.lock"))?;
     lock.lock()
         .with_context(|| format!("cannot lock {}", cache.root.join("build.lock").display()))?;
-    if fs::read_to_string(cache.stamp()).is_ok_and(|s| s.trim() == RECIPE)
+    if cache.stamp().is_file()
         && cache.bin().join("kube-apiserver").is_file()
         && cache.bin().join("etcd").is_file()
     {
@@ -117,7 +119,7 @@ fn build(cache: &Cache) -> Result<()> {
     }
     let started = Instant::now();
     eprintln!(
-        "apiserver: building {RECIPE} in {} (about 5 minutes on 2 cores)",
+        "apiserver: building {RECIPE} ({RECIPE_ID}) in {} (about 5 minutes on 2 cores)",
         cache.root.display()
     );
     fs::create_dir_all(cache.downloads())?;
@@ -211,10 +213,10 @@ fn build(cache: &Cache) -> Result<()> {
 
     let bin = cache.bin();
     fs::create_dir_all(&bin)?;
-    fs::copy(&built, bin.join("kube-apiserver"))?;
-    fs::copy(root.join("usr/bin/etcd"), bin.join("etcd"))
+    install(&built, &bin.join("kube-apiserver"))?;
+    install(&root.join("usr/bin/etcd"), &bin.join("etcd"))
         .context("etcd-server has no usr/bin/etcd")?;
-    fs::write(cache.stamp(), format!("{RECIPE}\n"))?;
+    fs::write(cache.stamp(), format!("{RECIPE} ({RECIPE_ID})\n"))?;
     // The tree (~120 MB) and Go's build cache (~1 GB) are not needed once the binaries exist.
     fs::remove_dir_all(&work).with_context(|| format!("cannot remove {}", work.display()))?;
     eprintln!(
@@ -223,6 +225,15 @@ fn build(cache: &Cache) -> Result<()> {
         bin.join("etcd").display(),
         started.elapsed().as_secs_f64()
     );
+    Ok(())
+}
+
+/// Copies then renames into place: a server still running the old file keeps it (copying over a
+/// running executable fails with "text file busy").
+fn install(from: &Path, to: &Path) -> Result<()> {
+    let tmp = to.with_extension("new");
+    fs::copy(from, &tmp).with_context(|| format!("cannot copy {}", from.display()))?;
+    fs::rename(&tmp, to).with_context(|| format!("cannot install {}", to.display()))?;
     Ok(())
 }
 
