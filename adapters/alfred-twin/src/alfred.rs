@@ -32,11 +32,27 @@ pub fn pool_gauges(snapshot: &ClusterSnapshot, config: &Config) -> Vec<PoolGauge
 }
 
 /// The pre-submit simulation answered by the twin's scheduler model: the first hint that
-/// fits, else the scheduler's choice outside the excluded nodes.
+/// fits, else the scheduler's choice outside the excluded nodes; for a gang (2×8-GPU
+/// Instance) the twin's gang model ([`crate::world::World::choose_gang`]: all pods or none,
+/// one pool), with one placement per replacement pod. It is the same model the twin's
+/// OMENative uses to place the surge pods, so a prediction and the move agree.
+/// (`alfred_dispatch::ModelSimulator` is not used: its `ome-scheduler` profile is
+/// alfred-sim's OMEGangPack with the upstream default scoring, which is not the scoring
+/// the twin places pods with, and it converts the whole cluster to objects per snapshot.)
 pub struct TwinSimulator<'a> {
     sim: &'a Sim,
     /// What was asked and answered.
     pub records: RefCell<Vec<SimulationRecord>>,
+}
+
+impl<'a> TwinSimulator<'a> {
+    /// A simulator answering from `sim`'s current state.
+    pub fn new(sim: &'a Sim) -> TwinSimulator<'a> {
+        TwinSimulator {
+            sim,
+            records: RefCell::new(Vec::new()),
+        }
+    }
 }
 
 impl Simulator for TwinSimulator<'_> {
@@ -53,18 +69,35 @@ impl Simulator for TwinSimulator<'_> {
             None => SimulationOutcome::of(SchedulingReason::NoFeasiblePlacement),
             Some(req) => {
                 let req = Request { ..req };
-                let target = r
+                let hints: Vec<usize> = r
                     .hint_nodes
                     .iter()
                     .filter_map(|h| world.node_index(h))
-                    .find(|&h| !excluded.contains(&h) && world.fits(h, &req))
-                    .or_else(|| world.choose(&req, &excluded));
+                    .collect();
+                let gang = task.is_some_and(|t| self.sim.tasks[t].gang);
+                let target = if gang {
+                    let pods = task.map_or(1, |t| self.sim.tasks[t].pod_count());
+                    world.choose_gang(&req, pods, &excluded, &hints)
+                } else {
+                    hints
+                        .iter()
+                        .copied()
+                        .find(|&h| !excluded.contains(&h) && world.fits(h, &req))
+                        .or_else(|| world.choose(&req, &excluded))
+                        .map(|n| vec![n])
+                };
                 match target {
-                    Some(n) => SimulationOutcome::feasible(
-                        "twin",
-                        r.snapshot.observed_at,
-                        &[("replacement-0", world.nodes[n].name.as_str())],
-                    ),
+                    Some(nodes) => {
+                        let names: Vec<String> = (0..nodes.len())
+                            .map(|k| format!("replacement-{k}"))
+                            .collect();
+                        let pairs: Vec<(&str, &str)> = names
+                            .iter()
+                            .zip(&nodes)
+                            .map(|(p, &n)| (p.as_str(), world.nodes[n].name.as_str()))
+                            .collect();
+                        SimulationOutcome::feasible("twin", r.snapshot.observed_at, &pairs)
+                    }
                     None => SimulationOutcome::of(SchedulingReason::NoFeasiblePlacement),
                 }
             }
@@ -165,6 +198,21 @@ impl AlfredCaretaker {
                     scheduler_version: alfred_sim::SCHEDULER_VERSION.into(),
                     configuration_id: id,
                     gang_scheduling: false,
+                },
+            );
+        }
+        if !config
+            .scheduling
+            .profiles
+            .contains_key(snapshot::GANG_SCHEDULER)
+        {
+            config.scheduling.profiles.insert(
+                snapshot::GANG_SCHEDULER.into(),
+                SchedulingProfile {
+                    backend: "alfred-twin".into(),
+                    scheduler_version: alfred_sim::SCHEDULER_VERSION.into(),
+                    configuration_id: format!("alfred-twin/gang-pool/{}", placement.as_str()),
+                    gang_scheduling: true,
                 },
             );
         }

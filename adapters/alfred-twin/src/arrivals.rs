@@ -9,6 +9,17 @@
 //!   arrivals are evenly spaced over the first 90% of the run.
 //! * `timed`: the trace's own `creation_time`/`deletion_time`, times `--time-scale`.
 //!
+//! `--time-scale S` applies to every mode: every instant and lifetime is multiplied by `S`.
+//! `churn` generates its arrivals for a run of `horizon / S` first (inter-arrival times and
+//! lifetimes scale together: the run is as long, the offered load unchanged, there are
+//! `1/S` times as many arrivals); `fill` spreads its arrivals over `0.9 · horizon · S`
+//! instead of `0.9 · horizon` (those after the horizon are dropped).
+//!
+//! `--gang-share F`: each arrival is, with probability `F`, a **gang**: a 2×8-GPU Instance
+//! (two pods of 8 GPUs, one PodGroup) instead of the drawn task's shape (the task still
+//! gives CPU and memory per pod). The draw uses its own PRNG stream, so `F = 0` leaves
+//! the arrivals unchanged; in churn mode the rate accounts for the gangs' 16 GPUs.
+//!
 //! Everything is drawn from the twin's PRNG: the same seed and input give the same arrivals,
 //! which every caretaker of a run shares.
 
@@ -66,9 +77,16 @@ pub struct ArrivalOptions {
     /// Timed mode: trace second the run starts at (`None` = the earliest creation). Tasks
     /// created earlier and still alive then arrive at once with their remaining lifetime.
     pub timed_start: Option<i64>,
+    /// Share of arrivals that are 2×8-GPU gangs.
+    pub gang_share: f64,
     /// Seed.
     pub seed: u64,
 }
+
+/// GPUs per pod of a gang.
+pub const GANG_POD_GPUS: u32 = 8;
+/// Pods per gang.
+pub const GANG_PODS: u32 = 2;
 
 /// One arriving task (a single-pod OMENative InferenceService).
 #[derive(Debug, Clone, PartialEq)]
@@ -79,6 +97,8 @@ pub struct Arrival {
     pub task: usize,
     /// How long it runs once first placed (ms); `None` = forever.
     pub lifetime: Option<i64>,
+    /// A 2×8-GPU gang (two pods, one PodGroup).
+    pub gang: bool,
 }
 
 /// Generates the arrivals (sorted by time).
@@ -90,12 +110,32 @@ pub fn generate(
     if tasks.is_empty() {
         bail!("no GPU task to draw from");
     }
+    let scale = if o.mode == Mode::Timed {
+        1.0
+    } else {
+        o.time_scale
+    };
+    if scale.is_nan() || scale <= 0.0 {
+        bail!("--time-scale must be positive");
+    }
+    if !(0.0..=1.0).contains(&o.gang_share) {
+        bail!("--gang-share must be in [0, 1]");
+    }
+    let horizon_ms = if o.mode == Mode::Churn {
+        (o.horizon_ms as f64 / scale).ceil() as i64
+    } else {
+        o.horizon_ms
+    };
     let mut rng = Rng::new(o.seed);
+    let mut gang_rng = Rng::new(o.seed ^ 0x6A96_0000_0000_0001);
+    let mut is_gang = || o.gang_share > 0.0 && gang_rng.uniform() < o.gang_share;
     let mut out = Vec::new();
     match o.mode {
         Mode::Churn => {
             let mean_gpus =
                 tasks.iter().map(|t| f64::from(t.gpus)).sum::<f64>() / tasks.len() as f64;
+            let mean_gpus = (1.0 - o.gang_share) * mean_gpus
+                + o.gang_share * f64::from(GANG_POD_GPUS * GANG_PODS);
             let rate =
                 o.target_utilization * capacity_gpus as f64 / (mean_gpus * o.mean_lifetime_ms);
             if rate.is_nan() || rate <= 0.0 {
@@ -104,7 +144,7 @@ pub fn generate(
             let mut t = 0.0;
             loop {
                 t += rng.exp(1.0 / rate);
-                if t >= o.horizon_ms as f64 {
+                if t >= horizon_ms as f64 {
                     break;
                 }
                 let task = rng.index(tasks.len());
@@ -113,6 +153,7 @@ pub fn generate(
                     at: t as i64,
                     task,
                     lifetime: Some(life as i64),
+                    gang: is_gang(),
                 });
             }
         }
@@ -122,17 +163,23 @@ pub fn generate(
             let mut picks = Vec::new();
             let mut i = 0;
             while asked < goal {
-                picks.push(i % tasks.len());
-                asked += f64::from(tasks[i % tasks.len()].gpus);
+                let gang = is_gang();
+                picks.push((i % tasks.len(), gang));
+                asked += if gang {
+                    f64::from(GANG_POD_GPUS * GANG_PODS)
+                } else {
+                    f64::from(tasks[i % tasks.len()].gpus)
+                };
                 i += 1;
             }
-            let span = o.horizon_ms as f64 * 0.9;
+            let span = horizon_ms as f64 * 0.9;
             let step = span / picks.len().max(1) as f64;
-            for (k, task) in picks.into_iter().enumerate() {
+            for (k, (task, gang)) in picks.into_iter().enumerate() {
                 out.push(Arrival {
                     at: (k as f64 * step) as i64,
                     task,
                     lifetime: None,
+                    gang,
                 });
             }
         }
@@ -159,10 +206,18 @@ pub fn generate(
                     at,
                     task: i,
                     lifetime: Some(life.max(1)),
+                    gang: is_gang(),
                 });
             }
             out.sort_by_key(|a| (a.at, a.task));
         }
+    }
+    if scale != 1.0 {
+        for a in &mut out {
+            a.at = (a.at as f64 * scale) as i64;
+            a.lifetime = a.lifetime.map(|l| ((l as f64 * scale) as i64).max(1));
+        }
+        out.retain(|a| a.at < o.horizon_ms);
     }
     Ok(out)
 }
@@ -192,6 +247,7 @@ mod tests {
             fill_to: 1.0,
             time_scale: 1.0,
             timed_start: None,
+            gang_share: 0.0,
             seed: 1,
         }
     }
@@ -244,5 +300,74 @@ mod tests {
         let a = generate(&tasks, 10, &o).unwrap();
         assert_eq!(a.len(), 1);
         assert_eq!((a[0].task, a[0].at, a[0].lifetime), (0, 0, Some(110_000)));
+    }
+
+    #[test]
+    fn time_scale_stretches_churn_and_fill_consistently() {
+        let tasks = [task(1, None, None), task(3, None, None)];
+        // Churn over 2H with S = 2: the arrivals of H with every instant and lifetime × 2.
+        let base = generate(&tasks, 100, &opts(Mode::Churn)).unwrap();
+        let mut o = opts(Mode::Churn);
+        o.time_scale = 2.0;
+        o.horizon_ms *= 2;
+        let scaled = generate(&tasks, 100, &o).unwrap();
+        assert_eq!(base.len(), scaled.len());
+        for (a, b) in base.iter().zip(&scaled) {
+            assert_eq!((b.task, b.at), (a.task, 2 * a.at));
+            assert_eq!(b.lifetime, a.lifetime.map(|l| 2 * l));
+        }
+        // Same horizon: half as many arrivals, the same load (lifetimes twice as long).
+        o.horizon_ms /= 2;
+        let half = generate(&tasks, 100, &o).unwrap();
+        assert!(half.iter().all(|a| a.at < o.horizon_ms));
+        let ratio = half.len() as f64 / base.len() as f64;
+        assert!((ratio - 0.5).abs() < 0.03, "{ratio}");
+        // Fill: the same tasks in the same order, inter-arrival times × S; with S = 2 the
+        // ones after the horizon are dropped (0.9 · 2 = 1.8 horizons → 1/1.8 kept).
+        let base = generate(&tasks, 100, &opts(Mode::Fill)).unwrap();
+        for s in [0.5, 2.0] {
+            let mut o = opts(Mode::Fill);
+            o.time_scale = s;
+            let f = generate(&tasks, 100, &o).unwrap();
+            for (a, b) in base.iter().zip(&f) {
+                assert_eq!((b.task, b.at), (a.task, (a.at as f64 * s) as i64));
+            }
+            let kept = f.len() as f64 / base.len() as f64;
+            let want = if s < 1.0 { 1.0 } else { 1.0 / 1.8 };
+            assert!((kept - want).abs() < 0.05, "fill × {s}: {kept}");
+        }
+        let mut o = opts(Mode::Churn);
+        o.time_scale = 0.0;
+        assert!(generate(&tasks, 100, &o).is_err());
+    }
+
+    #[test]
+    fn gang_share_marks_arrivals_and_keeps_the_load() {
+        let tasks = [task(1, None, None), task(3, None, None)];
+        let plain = generate(&tasks, 1000, &opts(Mode::Churn)).unwrap();
+        assert!(plain.iter().all(|a| !a.gang));
+        let mut o = opts(Mode::Churn);
+        o.gang_share = 0.2;
+        let g = generate(&tasks, 1000, &o).unwrap();
+        let gangs = g.iter().filter(|a| a.gang).count() as f64 / g.len() as f64;
+        assert!((gangs - 0.2).abs() < 0.02, "{gangs}");
+        // Offered GPUs stay at the target: 0.5 · 1000 GPUs · 240 h / 1 h.
+        let asked: f64 = g
+            .iter()
+            .map(|a| {
+                let gpus = if a.gang {
+                    16.0
+                } else {
+                    f64::from(tasks[a.task].gpus)
+                };
+                gpus * a.lifetime.unwrap() as f64 / 3_600_000.0
+            })
+            .sum();
+        assert!(
+            (asked / (0.5 * 1000.0 * 240.0) - 1.0).abs() < 0.05,
+            "{asked}"
+        );
+        o.gang_share = 1.5;
+        assert!(generate(&tasks, 1000, &o).is_err());
     }
 }

@@ -1,5 +1,7 @@
 //! The baseline caretakers: `descheduler` (modelled on the Kubernetes descheduler's
 //! HighNodeUtilization strategy) and `crude` (the crude defragmenter).
+//! Both leave gangs (2×8-GPU Instances) alone: evicting one pod breaks the gang, and the
+//! crude model moves single pods.
 
 use crate::engine::{Action, Caretaker, MINUTE, Sim, TaskState};
 
@@ -62,7 +64,7 @@ impl Caretaker for Descheduler {
             let mut pods: Vec<usize> = sim.on_node[i]
                 .iter()
                 .copied()
-                .filter(|&t| sim.tasks[t].migration.is_none())
+                .filter(|&t| sim.tasks[t].migration.is_none() && !sim.tasks[t].gang)
                 .collect();
             pods.sort_by_key(|&t| (sim.tasks[t].req.gpus, t));
             let mut here = 0;
@@ -198,7 +200,7 @@ impl Caretaker for Crude {
                     break;
                 }
                 let task = &sim.tasks[t];
-                if task.migration.is_some() || task.state != TaskState::Running {
+                if task.migration.is_some() || task.state != TaskState::Running || task.gang {
                     continue;
                 }
                 let target = (0..world.nodes.len())

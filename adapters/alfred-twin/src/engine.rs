@@ -8,9 +8,10 @@
 use std::cmp::Reverse;
 use std::collections::BinaryHeap;
 
+use alfred_dispatch::RequestPayload;
 use alfred_model::Timestamp;
 
-use crate::arrivals::{Arrival, Mode};
+use crate::arrivals::{Arrival, GANG_POD_GPUS, GANG_PODS, Mode};
 use crate::trace::TraceTask;
 use crate::world::{Request, World};
 
@@ -57,9 +58,14 @@ pub enum TaskState {
     Gone,
 }
 
-/// One task: a single-pod OMENative InferenceService.
+/// One task: a single-pod OMENative InferenceService, or a gang (one Instance of
+/// [`GANG_PODS`] pods of [`GANG_POD_GPUS`] GPUs, one PodGroup, `ome-scheduler`).
 #[derive(Debug, Clone)]
 pub struct Task {
+    /// A gang: `req` is per pod, `node` is the leader's node, `worker` the worker's.
+    pub gang: bool,
+    /// The gang worker's node (while running).
+    pub worker: Option<usize>,
     /// `t<id>` (InferenceService name).
     pub name: String,
     /// Index of the trace task.
@@ -90,6 +96,32 @@ pub struct Task {
     pub evicted_at: Option<i64>,
     /// Pod incarnation (bumped by each move).
     pub incarnation: u32,
+}
+
+impl Task {
+    /// Pods of its Instance.
+    pub fn pod_count(&self) -> u32 {
+        if self.gang { GANG_PODS } else { 1 }
+    }
+
+    /// GPUs of its Instance.
+    pub fn total_gpus(&self) -> u32 {
+        self.req.gpus * self.pod_count()
+    }
+
+    /// Nodes of its pods (leader first).
+    pub fn pod_nodes(&self) -> Vec<usize> {
+        self.node.into_iter().chain(self.worker).collect()
+    }
+
+    /// Size bucket for the wait metrics: "1", "2", "4", "8", or "2x8" for a gang.
+    pub fn size_key(&self) -> &'static str {
+        if self.gang {
+            "2x8"
+        } else {
+            Sim::size_key(self.req.gpus)
+        }
+    }
 }
 
 /// Phase of a migration.
@@ -134,8 +166,10 @@ pub struct Migration {
     pub requested: i64,
     /// When acknowledged (the surge started).
     pub started: Option<i64>,
-    /// Where the replacement went.
+    /// Where the replacement went (a gang: the leader's replacement).
     pub target: Option<usize>,
+    /// A gang: where the worker's replacement went.
+    pub worker_target: Option<usize>,
     /// When it ended.
     pub ended: Option<i64>,
     /// Phase.
@@ -292,13 +326,34 @@ impl Sim {
         (id < self.tasks.len()).then_some(id)
     }
 
-    fn place(&mut self, task: usize, node: usize, now: i64) {
+    /// Where the scheduler model puts a task's pods (all or nothing for a gang).
+    fn choose_for(&self, task: usize, excluded: &[usize], hints: &[usize]) -> Option<Vec<usize>> {
+        let t = &self.tasks[task];
+        if t.gang {
+            self.world
+                .choose_gang(&t.req, t.pod_count(), excluded, hints)
+        } else {
+            hints
+                .iter()
+                .copied()
+                .find(|&h| !excluded.contains(&h) && self.world.fits(h, &t.req))
+                .or_else(|| self.world.choose(&t.req, excluded))
+                .map(|n| vec![n])
+        }
+    }
+
+    fn place(&mut self, task: usize, nodes: &[usize], now: i64) {
         let req = self.tasks[task].req;
-        self.world.bind(node, &req);
-        self.on_node[node].push(task);
+        for &node in nodes {
+            self.world.bind(node, &req);
+            if !self.on_node[node].contains(&task) {
+                self.on_node[node].push(task);
+            }
+        }
         let t = &mut self.tasks[task];
         t.state = TaskState::Running;
-        t.node = Some(node);
+        t.node = nodes.first().copied();
+        t.worker = nodes.get(1).copied();
         t.started = now;
         if t.first_placed.is_none() {
             t.first_placed = Some(now);
@@ -312,12 +367,17 @@ impl Sim {
         }
     }
 
-    fn unplace(&mut self, task: usize) -> Option<usize> {
-        let node = self.tasks[task].node.take()?;
+    /// Removes a task's pods; the nodes freed.
+    fn unplace(&mut self, task: usize) -> Vec<usize> {
+        let nodes = self.tasks[task].pod_nodes();
+        self.tasks[task].node = None;
+        self.tasks[task].worker = None;
         let req = self.tasks[task].req;
-        self.world.release(node, &req);
-        self.on_node[node].retain(|&x| x != task);
-        Some(node)
+        for &node in &nodes {
+            self.world.release(node, &req);
+            self.on_node[node].retain(|&x| x != task);
+        }
+        nodes
     }
 
     /// Tries the pending queue after `node` gained room (`None`: any node).
@@ -335,13 +395,13 @@ impl Sim {
                 None => true,
             };
             let choice = if candidate {
-                self.world.choose(&req, &[])
+                self.choose_for(task, &[], &[])
             } else {
                 None
             };
             match choice {
                 Some(n) => {
-                    self.place(task, n, now);
+                    self.place(task, &n, now);
                     placed_any = true;
                 }
                 None => keep.push(task),
@@ -366,9 +426,11 @@ impl Sim {
                     self.tasks[task].depart_pending = true;
                     return;
                 }
-                let node = self.unplace(task);
+                let nodes = self.unplace(task);
                 self.tasks[task].state = TaskState::Gone;
-                self.retry(node, now);
+                for n in nodes {
+                    self.retry(Some(n), now);
+                }
             }
         }
     }
@@ -378,15 +440,21 @@ impl Sim {
         self.migrations[m].phase = phase;
         self.migrations[m].ended = Some(now);
         self.tasks[task].migration = None;
-        let mut freed = None;
+        let mut freed = Vec::new();
         if phase == MigPhase::Completed {
-            let target = self.migrations[m].target.unwrap_or(0);
-            self.surge_on_node[target].retain(|&x| x != m);
-            // The surge pod becomes the Instance's pod; the original goes.
+            let targets: Vec<usize> = self.migrations[m]
+                .target
+                .into_iter()
+                .chain(self.migrations[m].worker_target)
+                .collect();
+            // The surge pods become the Instance's pods; the originals go.
             let req = self.tasks[task].req;
-            self.world.release(target, &req);
+            for &target in &targets {
+                self.surge_on_node[target].retain(|&x| x != m);
+                self.world.release(target, &req);
+            }
             freed = self.unplace(task);
-            self.place(task, target, now);
+            self.place(task, &targets, now);
             self.tasks[task].incarnation += 1;
             self.moves_completed += 1;
         } else {
@@ -396,7 +464,7 @@ impl Sim {
             self.tasks[task].depart_pending = false;
             self.depart(task, now);
         }
-        if let Some(n) = freed {
+        for n in freed {
             self.retry(Some(n), now);
         }
     }
@@ -411,7 +479,7 @@ impl Sim {
             pending_gpus: self
                 .pending
                 .iter()
-                .map(|&t| u64::from(self.tasks[t].req.gpus))
+                .map(|&t| u64::from(self.tasks[t].total_gpus()))
                 .sum(),
             moves: self.moves_completed + self.evictions,
             arrived_share: self.arrived_gpus as f64 / total as f64,
@@ -520,14 +588,19 @@ pub fn run(
                 let a = &arrivals[i];
                 let tt = &trace[a.task];
                 let req = Request {
-                    gpus: tt.gpus,
+                    gpus: if a.gang { GANG_POD_GPUS } else { tt.gpus },
                     cpu: if opts.cpu_mem { tt.cpu_milli } else { 0 },
                     mem: if opts.cpu_mem { tt.memory_mib } else { 0 },
-                    pools: sim.world.pool_mask(&tt.gpu_spec),
+                    pools: if a.gang {
+                        sim.world.gang_pools(GANG_POD_GPUS)
+                    } else {
+                        sim.world.pool_mask(&tt.gpu_spec)
+                    },
                 };
                 let id = sim.tasks.len();
-                sim.arrived_gpus += u64::from(req.gpus);
                 sim.tasks.push(Task {
+                    gang: a.gang,
+                    worker: None,
                     name: format!("t{id:06}"),
                     trace: a.task,
                     req,
@@ -544,8 +617,9 @@ pub fn run(
                     evicted_at: None,
                     incarnation: 1,
                 });
-                match sim.world.choose(&req, &[]) {
-                    Some(n) => sim.place(id, n, now),
+                sim.arrived_gpus += u64::from(sim.tasks[id].total_gpus());
+                match sim.choose_for(id, &[], &[]) {
+                    Some(n) => sim.place(id, &n, now),
                     None => sim.pending.push(id),
                 }
             }
@@ -581,15 +655,24 @@ pub fn run(
                                 continue;
                             }
                             let m = sim.migrations.len();
+                            // The node the request names (a gang's worker node, say),
+                            // else the (leader) pod's.
+                            let from = RequestPayload::decode(&payload)
+                                .ok()
+                                .and_then(|p| sim.world.node_index(&p.from_node))
+                                .filter(|n| t.pod_nodes().contains(n))
+                                .or(t.node)
+                                .unwrap_or(0);
                             sim.migrations.push(Migration {
                                 uuid,
                                 task,
-                                from: t.node.unwrap_or(0),
+                                from,
                                 hints,
                                 payload,
                                 requested: now,
                                 started: None,
                                 target: None,
+                                worker_target: None,
                                 ended: None,
                                 phase: MigPhase::Requested,
                             });
@@ -606,10 +689,10 @@ pub fn run(
                         }
                         Action::Evict { task } => {
                             let t = &sim.tasks[task];
-                            if t.state != TaskState::Running || t.migration.is_some() {
+                            if t.state != TaskState::Running || t.migration.is_some() || t.gang {
                                 continue;
                             }
-                            let node = sim.unplace(task);
+                            let node = sim.unplace(task).first().copied();
                             sim.evictions += 1;
                             sim.move_times.push(now);
                             let t = &mut sim.tasks[task];
@@ -618,15 +701,13 @@ pub fn run(
                             t.incarnation += 1;
                             sim.pending.push(task);
                             // The scheduler re-places it at once if it can.
-                            let req = sim.tasks[task].req;
                             let excluded: Vec<usize> = node.into_iter().collect();
                             let choice = sim
-                                .world
-                                .choose(&req, &excluded)
-                                .or_else(|| sim.world.choose(&req, &[]));
+                                .choose_for(task, &excluded, &[])
+                                .or_else(|| sim.choose_for(task, &[], &[]));
                             if let Some(n) = choice {
                                 sim.pending.retain(|&x| x != task);
-                                sim.place(task, n, now);
+                                sim.place(task, &n, now);
                             }
                             sim.retry(node, now);
                         }
@@ -642,21 +723,20 @@ pub fn run(
             Ev::Wake => caretaker.wake(&sim, now),
             Ev::MigAck(m) => {
                 let mig = &sim.migrations[m];
-                let req = sim.tasks[mig.task].req;
-                let from = mig.from;
-                // OMENative places the surge pod, preferring the hints in order.
-                let target = mig
-                    .hints
-                    .iter()
-                    .copied()
-                    .find(|&h| h != from && sim.world.fits(h, &req))
-                    .or_else(|| sim.world.choose(&req, &[from]));
+                let task = mig.task;
+                let req = sim.tasks[task].req;
+                // OMENative places the surge pods (a gang: all or nothing, one domain),
+                // preferring the hints in order, never on the node the request leaves.
+                let target = sim.choose_for(task, &[mig.from], &mig.hints.clone());
                 sim.migrations[m].started = Some(now);
                 match target {
-                    Some(n) => {
-                        sim.world.bind(n, &req);
-                        sim.surge_on_node[n].push(m);
-                        sim.migrations[m].target = Some(n);
+                    Some(nodes) => {
+                        for &n in &nodes {
+                            sim.world.bind(n, &req);
+                            sim.surge_on_node[n].push(m);
+                        }
+                        sim.migrations[m].target = nodes.first().copied();
+                        sim.migrations[m].worker_target = nodes.get(1).copied();
                         sim.migrations[m].phase = MigPhase::Surge;
                         push(&mut heap, now + opts.ready_ms, Ev::MigReady(m));
                     }

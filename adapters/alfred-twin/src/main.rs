@@ -50,9 +50,14 @@ struct Cli {
     /// Share of capacity asked (fill).
     #[arg(long, default_value_t = 1.0)]
     fill_to: f64,
-    /// Multiplier of the trace's times (timed).
+    /// Time multiplier: timed mode scales the trace's times; churn and fill scale
+    /// inter-arrival times and lifetimes together (the run is still --days long).
     #[arg(long, default_value_t = 1.0)]
     time_scale: f64,
+    /// Share of arrivals that are gangs: 2×8-GPU Instances (two pods of 8 GPUs, one
+    /// PodGroup, ome-scheduler), placed all-or-nothing inside one pool.
+    #[arg(long, default_value_t = 0.0)]
+    gang_share: f64,
     /// Timed mode: the trace second to start at (default: the earliest creation; most of
     /// the default list is created after 10,300,000 s).
     #[arg(long)]
@@ -170,6 +175,7 @@ fn main() -> Result<()> {
             mean_lifetime_ms: lifetime_ms,
             fill_to: cli.fill_to,
             time_scale: cli.time_scale,
+            gang_share: cli.gang_share,
             timed_start: cli.timed_start,
             seed: cli.seed,
         },

@@ -45,7 +45,7 @@ pub fn waits(sim: &Sim, end: i64) -> BTreeMap<&'static str, Vec<f64>> {
             continue;
         }
         let until = t.first_placed.unwrap_or(end);
-        m.entry(Sim::size_key(t.req.gpus))
+        m.entry(t.size_key())
             .or_default()
             .push((until - t.arrived) as f64 / 60_000.0);
     }

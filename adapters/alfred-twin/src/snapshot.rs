@@ -7,6 +7,14 @@
 //! Instance phase `Migrating`, the request annotation while it is not terminal and one
 //! `status.migrations` row per acknowledged request (kept two hours after it ends, for the
 //! cooldowns). Pending tasks are pending GPU pods attributed to their `gpu_spec` pools.
+//!
+//! A gang (2×8-GPU Instance) is a multi-pod OMENative Instance: component scheduler
+//! `ome-scheduler` with the topology key [`GANG_TOPOLOGY_KEY`] (every node carries it, its
+//! value the pool), runners `leader` and `worker` (one pod each, rendered pod templates
+//! with `schedulerName: ome-scheduler` and the pod's requests), pods `t<id>-engine-<inc>-leader`
+//! / `-worker` labelled with their PodGroup `t<id>-engine-<inc>` (`minMember` 2, the
+//! topology key), which the snapshot lists. alfred's scheduling gate then requires a gang
+//! for its moves (`require_gang`) and selects the `ome-scheduler` profile.
 
 use std::collections::BTreeMap;
 
@@ -18,7 +26,15 @@ use alfred_model::snapshot::{
     PendingPod, Pod, PodPhase, PodScheduling, PoolAttribution, ReplicaState, Runner, Workload,
 };
 
-use crate::engine::{MINUTE, MigPhase, Sim, TaskState, ts};
+use alfred_model::snapshot::PodGroup;
+
+use crate::engine::{MINUTE, MigPhase, Sim, Task, TaskState, ts};
+use crate::world::GANG_TOPOLOGY_KEY;
+
+/// The scheduler name of gangs.
+pub const GANG_SCHEDULER: &str = "ome-scheduler";
+/// The label naming a pod's PodGroup.
+pub const POD_GROUP_LABEL: &str = "scheduling.x-k8s.io/pod-group";
 
 /// Namespace of every twin workload.
 pub const NAMESPACE: &str = "twin";
@@ -41,6 +57,67 @@ fn requests(sim: &Sim, t: usize) -> BTreeMap<String, i64> {
 /// Pod name of a task's incarnation.
 pub fn pod_name(task: &str, incarnation: u32) -> String {
     format!("{task}-engine-{incarnation}")
+}
+
+/// Pod names of a task's incarnation (a gang: leader, worker).
+pub fn pod_names(t: &Task, incarnation: u32) -> Vec<String> {
+    let base = pod_name(&t.name, incarnation);
+    if t.gang {
+        vec![format!("{base}-leader"), format!("{base}-worker")]
+    } else {
+        vec![base]
+    }
+}
+
+fn labels_of(t: &Task, incarnation: u32) -> BTreeMap<String, String> {
+    let mut labels = BTreeMap::new();
+    labels.insert("ome.io/inferenceservice".to_owned(), t.name.clone());
+    labels.insert("component".to_owned(), "engine".to_owned());
+    if t.gang {
+        labels.insert(POD_GROUP_LABEL.to_owned(), pod_name(&t.name, incarnation));
+    }
+    labels
+}
+
+fn scheduling_of(sim: &Sim, ti: usize) -> PodScheduling {
+    PodScheduling {
+        scheduler_name: if sim.tasks[ti].gang {
+            GANG_SCHEDULER.into()
+        } else {
+            String::new()
+        },
+        requests: requests(sim, ti),
+        ..PodScheduling::default()
+    }
+}
+
+fn pod_group(t: &Task, incarnation: u32) -> PodGroup {
+    PodGroup {
+        namespace: NAMESPACE.into(),
+        name: pod_name(&t.name, incarnation),
+        min_member: t.pod_count(),
+        topology_key: GANG_TOPOLOGY_KEY.into(),
+        phase: String::new(),
+    }
+}
+
+/// The rendered pod template of a gang runner (as the InferenceReplica carries it).
+fn gang_template(sim: &Sim, ti: usize) -> serde_json::Value {
+    let mut req = serde_json::Map::new();
+    for (k, v) in requests(sim, ti) {
+        let q = match k.as_str() {
+            "cpu" => format!("{v}m"),
+            _ => v.to_string(),
+        };
+        req.insert(k, serde_json::Value::String(q));
+    }
+    serde_json::json!({
+        "metadata": {"labels": {"ome.io/inferenceservice": sim.tasks[ti].name, "component": "engine"}},
+        "spec": {
+            "schedulerName": GANG_SCHEDULER,
+            "containers": [{"name": "engine", "resources": {"requests": req}}]
+        }
+    })
 }
 
 /// Builds the snapshot at `now`; `workloads = false` leaves out InferenceServices (enough
@@ -75,6 +152,15 @@ pub fn build(sim: &Sim, now: i64, workloads: bool) -> ClusterSnapshot {
                 cordoned: n.cordoned,
                 ready: true,
                 allocatable: alloc,
+                labels: [
+                    ("kubernetes.io/hostname".to_owned(), n.name.clone()),
+                    (
+                        GANG_TOPOLOGY_KEY.to_owned(),
+                        sim.world.pools[n.pool].clone(),
+                    ),
+                ]
+                .into_iter()
+                .collect(),
                 ..Node::default()
             }
         })
@@ -84,70 +170,93 @@ pub fn build(sim: &Sim, now: i64, workloads: bool) -> ClusterSnapshot {
         match t.state {
             TaskState::Gone => continue,
             TaskState::Pending => {
-                let mut labels = BTreeMap::new();
-                labels.insert("ome.io/inferenceservice".to_owned(), t.name.clone());
-                let spec = &sim.trace[t.trace].gpu_spec;
+                let labels = labels_of(t, t.incarnation);
+                let spec: &[String] = if t.gang {
+                    &[]
+                } else {
+                    &sim.trace[t.trace].gpu_spec
+                };
                 let mut pools: Vec<String> = spec
                     .iter()
                     .filter(|p| sim.world.pools.binary_search(p).is_ok())
                     .cloned()
                     .collect();
+                if t.gang {
+                    // Gangs fit only pools whose nodes have 8 GPUs.
+                    pools = sim
+                        .world
+                        .pools
+                        .iter()
+                        .enumerate()
+                        .filter(|(i, _)| t.req.pools & (1 << i) != 0)
+                        .map(|(_, p)| p.clone())
+                        .collect();
+                    snap.pod_groups.push(pod_group(t, t.incarnation));
+                }
                 pools.sort();
-                snap.pending_pods.push(PendingPod {
-                    namespace: NAMESPACE.into(),
-                    name: pod_name(&t.name, t.incarnation),
-                    gpus_needed: t.req.gpus,
-                    isvc: Some(t.name.clone()),
-                    pending_since: ts(t.evicted_at.unwrap_or(t.arrived)),
-                    pools: if spec.is_empty() {
-                        PoolAttribution::Any
-                    } else {
-                        PoolAttribution::Pools(pools)
-                    },
-                    labels,
-                    scheduling: PodScheduling {
-                        requests: requests(sim, ti),
-                        ..PodScheduling::default()
-                    },
-                });
+                for name in pod_names(t, t.incarnation) {
+                    snap.pending_pods.push(PendingPod {
+                        namespace: NAMESPACE.into(),
+                        name,
+                        gpus_needed: t.req.gpus,
+                        isvc: Some(t.name.clone()),
+                        pending_since: ts(t.evicted_at.unwrap_or(t.arrived)),
+                        pools: if spec.is_empty() && !t.gang {
+                            PoolAttribution::Any
+                        } else {
+                            PoolAttribution::Pools(pools.clone())
+                        },
+                        labels: labels.clone(),
+                        scheduling: scheduling_of(sim, ti),
+                    });
+                }
             }
             TaskState::Running => {
                 let Some(node) = t.node else { continue };
                 let node_name = &sim.world.nodes[node].name;
-                let mut labels = BTreeMap::new();
-                labels.insert("ome.io/inferenceservice".to_owned(), t.name.clone());
-                labels.insert("component".to_owned(), "engine".to_owned());
+                let labels = labels_of(t, t.incarnation);
                 let owner = OwnerRef {
                     api_version: "ome.io/v1beta1".into(),
                     kind: "InferenceReplica".into(),
                     name: format!("{}-engine", t.name),
                     uid: format!("uid-ir-{}", t.name),
                 };
-                let pname = pod_name(&t.name, t.incarnation);
-                snap.pods.push(Pod {
-                    namespace: NAMESPACE.into(),
-                    name: pname.clone(),
-                    node: node_name.clone(),
-                    gpus: t.req.gpus,
-                    phase: PodPhase::Running,
-                    ready: true,
-                    ome: true,
-                    created_at: Some(ts(t.started)),
-                    started_at: Some(ts(t.started)),
-                    uid: format!("uid-{pname}"),
-                    labels: labels.clone(),
-                    controller: Some(owner.clone()),
-                    scheduling: PodScheduling {
-                        requests: requests(sim, ti),
-                        ..PodScheduling::default()
-                    },
-                    ..Pod::default()
-                });
+                let pnames = pod_names(t, t.incarnation);
+                let pod_nodes = t.pod_nodes();
+                let mut keys = Vec::new();
+                let mut nodes = BTreeMap::new();
+                for (pname, &pn) in pnames.iter().zip(&pod_nodes) {
+                    let nname = sim.world.nodes[pn].name.clone();
+                    *nodes.entry(nname.clone()).or_insert(0u32) += 1;
+                    snap.pods.push(Pod {
+                        namespace: NAMESPACE.into(),
+                        name: pname.clone(),
+                        node: nname,
+                        gpus: t.req.gpus,
+                        phase: PodPhase::Running,
+                        ready: true,
+                        ome: true,
+                        created_at: Some(ts(t.started)),
+                        started_at: Some(ts(t.started)),
+                        uid: format!("uid-{pname}"),
+                        labels: labels.clone(),
+                        controller: Some(owner.clone()),
+                        scheduling: scheduling_of(sim, ti),
+                        ..Pod::default()
+                    });
+                    keys.push(format!("{NAMESPACE}/{pname}"));
+                }
+                let _ = node_name;
                 if !workloads {
                     continue;
                 }
-                let key = format!("{NAMESPACE}/{pname}");
-                let mut pods = vec![key.clone()];
+                if t.gang {
+                    snap.pod_groups.push(PodGroup {
+                        phase: "Running".into(),
+                        ..pod_group(t, t.incarnation)
+                    });
+                }
+                let mut pods = keys.clone();
                 let mut migration = MigrationState::default();
                 let mut migrating = false;
                 for &m in &t.migrations {
@@ -183,28 +292,33 @@ pub fn build(sim: &Sim, now: i64, workloads: bool) -> ClusterSnapshot {
                                 raw: mig.payload.clone(),
                             });
                         }
-                        if let (MigPhase::Surge, Some(target)) = (mig.phase, mig.target) {
-                            let sname = pod_name(&t.name, t.incarnation + 1);
-                            pods.push(format!("{NAMESPACE}/{sname}"));
-                            snap.pods.push(Pod {
-                                namespace: NAMESPACE.into(),
-                                name: sname.clone(),
-                                node: sim.world.nodes[target].name.clone(),
-                                gpus: t.req.gpus,
-                                phase: PodPhase::Running,
-                                ready: false,
-                                ome: true,
-                                created_at: mig.started.map(ts),
-                                started_at: mig.started.map(ts),
-                                uid: format!("uid-{sname}"),
-                                labels: labels.clone(),
-                                controller: Some(owner.clone()),
-                                scheduling: PodScheduling {
-                                    requests: requests(sim, ti),
-                                    ..PodScheduling::default()
-                                },
-                                ..Pod::default()
-                            });
+                        if mig.phase == MigPhase::Surge {
+                            let targets = mig.target.into_iter().chain(mig.worker_target);
+                            let surge_labels = labels_of(t, t.incarnation + 1);
+                            if t.gang {
+                                snap.pod_groups.push(pod_group(t, t.incarnation + 1));
+                            }
+                            for (sname, target) in
+                                pod_names(t, t.incarnation + 1).into_iter().zip(targets)
+                            {
+                                pods.push(format!("{NAMESPACE}/{sname}"));
+                                snap.pods.push(Pod {
+                                    namespace: NAMESPACE.into(),
+                                    name: sname.clone(),
+                                    node: sim.world.nodes[target].name.clone(),
+                                    gpus: t.req.gpus,
+                                    phase: PodPhase::Running,
+                                    ready: false,
+                                    ome: true,
+                                    created_at: mig.started.map(ts),
+                                    started_at: mig.started.map(ts),
+                                    uid: format!("uid-{sname}"),
+                                    labels: surge_labels.clone(),
+                                    controller: Some(owner.clone()),
+                                    scheduling: scheduling_of(sim, ti),
+                                    ..Pod::default()
+                                });
+                            }
                         }
                     } else {
                         let end = mig.ended.unwrap_or(now);
@@ -227,28 +341,28 @@ pub fn build(sim: &Sim, now: i64, workloads: bool) -> ClusterSnapshot {
                     }
                 }
                 pods.sort();
-                let mut nodes = BTreeMap::new();
-                nodes.insert(node_name.clone(), 1);
+                keys.sort();
+                let npods = i64::from(t.pod_count());
                 let status = InstanceStatus {
                     incarnation: i64::from(t.incarnation),
                     phase: if migrating { "Migrating" } else { "Ready" }.into(),
                     running_revision: "rev-1".into(),
                     admitted: true,
-                    status_pods: 1,
-                    observed_pods: 1,
-                    serving_pods: 1,
-                    available_pods: 1,
-                    ready_pods: 1,
-                    desired_pods: 1,
+                    status_pods: npods,
+                    observed_pods: npods,
+                    serving_pods: npods,
+                    available_pods: npods,
+                    ready_pods: npods,
+                    desired_pods: npods,
                     operation: migrating.then(|| "Migration".to_owned()),
                     ..InstanceStatus::default()
                 };
                 let instance = Instance {
                     index: 0,
-                    pods: vec![key.clone()],
+                    pods: keys,
                     nodes,
-                    total_gpus: t.req.gpus,
-                    ready_pods: 1,
+                    total_gpus: t.total_gpus(),
+                    ready_pods: t.pod_count(),
                     any_terminating: false,
                     status: Some(status),
                 };
@@ -267,11 +381,22 @@ pub fn build(sim: &Sim, now: i64, workloads: bool) -> ClusterSnapshot {
                     updated_ready_replicas: 1,
                     current_revision: "rev-1".into(),
                     update_revision: "rev-1".into(),
-                    runners: vec![Runner {
-                        name: "default".into(),
-                        size: 1,
-                        ..Runner::default()
-                    }],
+                    runners: if t.gang {
+                        ["leader", "worker"]
+                            .into_iter()
+                            .map(|r| Runner {
+                                name: r.into(),
+                                size: 1,
+                                template: gang_template(sim, ti),
+                            })
+                            .collect()
+                    } else {
+                        vec![Runner {
+                            name: "default".into(),
+                            size: 1,
+                            ..Runner::default()
+                        }]
+                    },
                     owner: Some(OwnerRef {
                         api_version: "ome.io/v1beta1".into(),
                         kind: "InferenceService".into(),
@@ -294,8 +419,16 @@ pub fn build(sim: &Sim, now: i64, workloads: bool) -> ClusterSnapshot {
                         observation_invalid: None,
                         instances: vec![instance],
                         pods,
-                        scheduler_name: String::new(),
-                        topology_key: String::new(),
+                        scheduler_name: if t.gang {
+                            GANG_SCHEDULER.into()
+                        } else {
+                            String::new()
+                        },
+                        topology_key: if t.gang {
+                            GANG_TOPOLOGY_KEY.into()
+                        } else {
+                            String::new()
+                        },
                     }],
                     migration,
                     ..Workload::default()

@@ -13,6 +13,13 @@
 //! non-zero defaults (100m, 200Mi) for `NodeResourcesFit`. The agreement with `alfred-sim`
 //! is tested on small clusters (`tests/sim_agreement.rs`).
 //!
+//! **Gangs** (2×8-GPU Instances, `--gang-share`): the twin's model of the OME gang
+//! scheduler is all-or-nothing placement of every pod of the gang inside one topology
+//! domain, the pool ([`GANG_TOPOLOGY_KEY`] labels each node with its pool): in each pool
+//! the pods are placed one after the other by the same scoring (each on the best node
+//! after the previous ones are bound), the pool whose pods' scores sum highest wins (ties
+//! to the smallest pool name); when no pool takes all pods, none is placed.
+//!
 //! Calling `alfred-sim` per arrival would mean converting the whole cluster to Kubernetes
 //! objects for each of ~270k pods; this module does the same arithmetic on integers.
 
@@ -72,6 +79,9 @@ profiles:
 "
     )
 }
+
+/// The topology key of gangs: each node carries it with its pool as the value.
+pub const GANG_TOPOLOGY_KEY: &str = "twin.alfred.io/pool";
 
 const MAX_NODE_SCORE: i64 = 100;
 /// The scheduler's non-zero CPU default (millicores).
@@ -208,17 +218,98 @@ impl World {
 
     /// Whether `r` fits on node `i`.
     pub fn fits(&self, i: usize, r: &Request) -> bool {
-        let n = &self.nodes[i];
-        !n.cordoned
-            && (r.pools == 0 || r.pools & (1 << n.pool) != 0)
-            && n.free_gpus >= r.gpus
-            && n.req_cpu + r.cpu <= n.cpu
-            && n.req_mem + r.mem <= n.mem
+        fits_state(&self.nodes[i], r)
     }
 
     /// The scheduler's score of node `i` for `r` (assumed feasible).
     pub fn score(&self, i: usize, r: &Request) -> i64 {
-        let n = &self.nodes[i];
+        self.score_state(&self.nodes[i], r)
+    }
+
+    /// Pools whose nodes can take a gang pod of `gpus` GPUs.
+    pub fn gang_pools(&self, gpus: u32) -> u64 {
+        let mut m = 0u64;
+        for (i, &size) in self.pool_node_size.iter().enumerate() {
+            if size >= gpus {
+                m |= 1 << i;
+            }
+        }
+        if m == 0 { u64::MAX << 63 } else { m }
+    }
+
+    /// All-or-nothing placement of `pods` pods asking `r` each inside one pool (the gang
+    /// topology domain), skipping `excluded` nodes: the node of each pod, in pod order.
+    /// With `hints`, the hinted nodes are tried first: when every pod fits on a hint (in
+    /// hint order, previous pods bound) and all of them are in one pool, that is the answer.
+    pub fn choose_gang(
+        &self,
+        r: &Request,
+        pods: u32,
+        excluded: &[usize],
+        hints: &[usize],
+    ) -> Option<Vec<usize>> {
+        if !hints.is_empty() {
+            let mut overlay: Vec<(usize, NodeState)> = Vec::new();
+            let mut got = Vec::new();
+            for _ in 0..pods {
+                let pick = hints.iter().copied().find(|&h| {
+                    !excluded.contains(&h) && fits_state(overlay_state(&overlay, &self.nodes, h), r)
+                });
+                let Some(h) = pick else { break };
+                bind_overlay(&mut overlay, &self.nodes, h, r);
+                got.push(h);
+            }
+            if got.len() == pods as usize
+                && got
+                    .iter()
+                    .all(|&g| self.nodes[g].pool == self.nodes[got[0]].pool)
+            {
+                return Some(got);
+            }
+        }
+        let np = self.pools.len();
+        let mut overlays: Vec<Vec<(usize, NodeState)>> = vec![Vec::new(); np];
+        let mut picks: Vec<Vec<usize>> = vec![Vec::new(); np];
+        let mut sums = vec![0i64; np];
+        let mut alive: Vec<bool> = (0..np)
+            .map(|p| r.pools == 0 || r.pools & (1 << p) != 0)
+            .collect();
+        for _ in 0..pods {
+            let mut best: Vec<Option<(usize, i64)>> = vec![None; np];
+            for (i, n) in self.nodes.iter().enumerate() {
+                if !alive[n.pool] || excluded.contains(&i) {
+                    continue;
+                }
+                let st = overlay_state(&overlays[n.pool], &self.nodes, i);
+                if !fits_state(st, r) {
+                    continue;
+                }
+                let s = self.score_state(st, r);
+                if best[n.pool].is_none_or(|(_, b)| s > b) {
+                    best[n.pool] = Some((i, s));
+                }
+            }
+            for p in 0..np {
+                match best[p] {
+                    Some((i, s)) if alive[p] => {
+                        bind_overlay(&mut overlays[p], &self.nodes, i, r);
+                        picks[p].push(i);
+                        sums[p] += s;
+                    }
+                    _ => alive[p] = false,
+                }
+            }
+        }
+        let mut winner: Option<usize> = None;
+        for p in 0..np {
+            if alive[p] && winner.is_none_or(|w| sums[p] > sums[w]) {
+                winner = Some(p);
+            }
+        }
+        winner.map(|p| std::mem::take(&mut picks[p]))
+    }
+
+    fn score_state(&self, n: &NodeState, r: &Request) -> i64 {
         let fit_one = |used: i64, alloc: i64| -> Option<i64> {
             if alloc == 0 {
                 return None;
@@ -293,13 +384,7 @@ impl World {
 
     /// Binds `r` to node `i`.
     pub fn bind(&mut self, i: usize, r: &Request) {
-        let n = &mut self.nodes[i];
-        n.free_gpus -= r.gpus;
-        n.req_cpu += r.cpu;
-        n.req_mem += r.mem;
-        n.nz_cpu += r.nz_cpu();
-        n.nz_mem += r.nz_mem();
-        n.pods += 1;
+        bind_state(&mut self.nodes[i], r);
     }
 
     /// Releases `r` from node `i`.
@@ -330,6 +415,44 @@ impl World {
             }
         }
         out
+    }
+}
+
+fn fits_state(n: &NodeState, r: &Request) -> bool {
+    !n.cordoned
+        && (r.pools == 0 || r.pools & (1 << n.pool) != 0)
+        && n.free_gpus >= r.gpus
+        && n.req_cpu + r.cpu <= n.cpu
+        && n.req_mem + r.mem <= n.mem
+}
+
+fn bind_state(n: &mut NodeState, r: &Request) {
+    n.free_gpus -= r.gpus;
+    n.req_cpu += r.cpu;
+    n.req_mem += r.mem;
+    n.nz_cpu += r.nz_cpu();
+    n.nz_mem += r.nz_mem();
+    n.pods += 1;
+}
+
+fn overlay_state<'a>(
+    overlay: &'a [(usize, NodeState)],
+    nodes: &'a [NodeState],
+    i: usize,
+) -> &'a NodeState {
+    overlay
+        .iter()
+        .find(|(j, _)| *j == i)
+        .map_or(&nodes[i], |(_, s)| s)
+}
+
+fn bind_overlay(overlay: &mut Vec<(usize, NodeState)>, nodes: &[NodeState], i: usize, r: &Request) {
+    if let Some((_, s)) = overlay.iter_mut().find(|(j, _)| *j == i) {
+        bind_state(s, r);
+    } else {
+        let mut s = nodes[i].clone();
+        bind_state(&mut s, r);
+        overlay.push((i, s));
     }
 }
 
@@ -401,5 +524,43 @@ mod tests {
         assert_eq!(w.stranded(), vec![5, 1]);
         assert_eq!(w.allocated_gpus(), 4);
         assert_eq!(w.pool_mask(&["nope".to_owned()]) & 0b11, 0);
+    }
+
+    #[test]
+    fn gangs_place_all_pods_in_one_pool_or_none() {
+        let nodes = [
+            tn("a1", 8, "A"),
+            tn("a2", 8, "A"),
+            tn("b1", 8, "B"),
+            tn("b2", 8, "B"),
+            tn("c1", 16, "C"),
+        ];
+        let r = Request {
+            gpus: 8,
+            cpu: 1000,
+            mem: 1024,
+            pools: 0,
+        };
+        let mut w = World::new(&nodes, Placement::Spread);
+        // LeastAllocated: the first pod scores best on the empty 16-GPU node, and C's sum
+        // beats two empty 8-GPU nodes: both pods on c1.
+        assert_eq!(w.choose_gang(&r, 2, &[], &[]), Some(vec![4, 4]));
+        // One GPU used on c1: C can take one pod only; A and B tie, A has the smaller name.
+        w.bind(4, &Request { gpus: 1, ..r });
+        assert_eq!(w.choose_gang(&r, 2, &[], &[]), Some(vec![0, 1]));
+        // One GPU used on a1: pool A can no longer take the gang, B can.
+        w.bind(1, &Request { gpus: 1, ..r });
+        assert_eq!(w.choose_gang(&r, 2, &[], &[]), Some(vec![2, 3]));
+        // Nothing: a0, b1 and c1 each have room for one pod, but no pool for both.
+        assert_eq!(w.choose_gang(&r, 2, &[2], &[]), None);
+        // Hints in one pool win, in hint order; hints across pools are ignored.
+        assert_eq!(w.choose_gang(&r, 2, &[], &[3, 2]), Some(vec![3, 2]));
+        assert_eq!(w.choose_gang(&r, 2, &[], &[0, 3]), Some(vec![2, 3]));
+        // MostAllocated: a half-used 16-GPU node takes one pod only; A before B.
+        let mut w = World::new(&nodes, Placement::Binpack);
+        w.bind(4, &Request { gpus: 8, ..r });
+        assert_eq!(w.choose_gang(&r, 2, &[], &[]), Some(vec![0, 1]));
+        assert_eq!(w.gang_pools(8), 0b111);
+        assert_eq!(w.gang_pools(16), 0b100);
     }
 }

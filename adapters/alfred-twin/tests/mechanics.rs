@@ -259,6 +259,7 @@ fn runs_are_deterministic_for_a_seed() {
         fill_to: 1.0,
         time_scale: 1.0,
         timed_start: None,
+        gang_share: 0.0,
         seed: 9,
     };
     let go = |seed: u64| {

@@ -42,6 +42,7 @@ fn first_500_tasks_of_the_real_trace() {
             fill_to: 1.0,
             time_scale: 1.0,
             timed_start: None,
+            gang_share: 0.0,
             seed: 1,
         },
     )
@@ -72,6 +73,7 @@ fn first_500_tasks_of_the_real_trace() {
             fill_to: 1.0,
             time_scale: 1.0,
             timed_start: None,
+            gang_share: 0.0,
             seed: 1,
         },
     )

@@ -34,6 +34,14 @@ pub fn arrival(at_min: i64, task: usize, life_min: Option<i64>) -> Arrival {
         at: at_min * MINUTE,
         task,
         lifetime: life_min.map(|l| l * MINUTE),
+        gang: false,
+    }
+}
+
+pub fn gang_arrival(at_min: i64, task: usize, life_min: Option<i64>) -> Arrival {
+    Arrival {
+        gang: true,
+        ..arrival(at_min, task, life_min)
     }
 }
 
