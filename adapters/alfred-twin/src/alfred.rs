@@ -6,6 +6,7 @@
 //! answered by the twin's scheduler model. Decisions come from the core only.
 
 use std::cell::RefCell;
+use std::collections::BTreeMap;
 
 use alfred_dispatch::guard::{guard_username, healthy_guard};
 use alfred_dispatch::sim::SimulationPurpose;
@@ -17,14 +18,16 @@ use alfred_model::ClusterSnapshot;
 use alfred_model::config::{Config, MigrationApiVersion, Mode, RuntimeOptions, SchedulingProfile};
 use alfred_model::effect::Effect;
 use alfred_model::reason::SchedulingReason;
+use serde_json::Value;
 
-use crate::decision_log::{
-    self, OUTCOME_CHECKPOINTS, PendingOutcome, PendingRef, RequestOutcome, SimulationRecord,
-};
 use crate::engine::{Action, Caretaker, MigPhase, Sim, TaskState, ts};
 use crate::rng::Rng;
 use crate::snapshot::{self, NAMESPACE};
 use crate::world::{Placement, Request};
+use alfred_dispatch::decision_log::{
+    self, OUTCOME_CHECKPOINTS, OutcomeFacts, OutcomeTracker, PendingRef, PodFact, RequestFact,
+    SimulationRecord, TrackedDecision,
+};
 
 /// Pool scores as the pass reports them (the dispatch crate's [`CoreStages`] scoring).
 pub fn pool_gauges(snapshot: &ClusterSnapshot, config: &Config) -> Vec<PoolGauge> {
@@ -132,13 +135,58 @@ impl Simulator for TwinSimulator<'_> {
     }
 }
 
-struct OpenDecision {
-    id: String,
-    at: i64,
-    uuids: Vec<(String, String)>,
-    pools: Vec<String>,
-    pending: Vec<(usize, String)>,
-    next: usize,
+/// The twin's answers to the outcome tracker: requests from its migrations and alfred's
+/// journal, pending pods from its tasks, pool scores from its snapshot.
+struct TwinFacts<'a> {
+    sim: &'a Sim,
+    now: i64,
+    journal: Option<&'a Journal>,
+    config: &'a Config,
+    cached: Option<&'a Vec<PoolGauge>>,
+    pod_tasks: &'a BTreeMap<String, usize>,
+}
+
+impl OutcomeFacts for TwinFacts<'_> {
+    fn request(&self, uuid: &str, _workload: &str) -> Option<RequestFact> {
+        let sim = self.sim;
+        let mig = sim.migrations.iter().rev().find(|m| m.uuid == uuid);
+        let completed = mig.is_some_and(|m| m.phase == MigPhase::Completed);
+        Some(RequestFact {
+            phase: self
+                .journal
+                .and_then(|j| j.entry(uuid))
+                .map(|e| e.phase.as_str().to_owned())
+                .unwrap_or_else(|| "unknown".into()),
+            completed,
+            completed_at: mig
+                .filter(|m| m.phase == MigPhase::Completed)
+                .and_then(|m| m.ended.map(ts)),
+            target: mig
+                .and_then(|m| m.target)
+                .map(|n| sim.world.nodes[n].name.clone()),
+        })
+    }
+
+    fn pending_pod(&self, pod: &str) -> Option<PodFact> {
+        let task = &self.sim.tasks[*self.pod_tasks.get(pod)?];
+        let placed = task.state != TaskState::Pending && task.first_placed.is_some();
+        Some(PodFact {
+            placed,
+            node: task.node.map(|n| self.sim.world.nodes[n].name.clone()),
+            placed_at: if placed {
+                task.first_placed.map(ts)
+            } else {
+                None
+            },
+        })
+    }
+
+    fn pools(&self) -> Vec<PoolGauge> {
+        match self.cached {
+            Some(p) => p.clone(),
+            None => pool_gauges(&snapshot::build(self.sim, self.now, true), self.config),
+        }
+    }
 }
 
 /// The alfred caretaker.
@@ -149,7 +197,8 @@ pub struct AlfredCaretaker {
     session: Session,
     rng: Rng,
     decisions: u64,
-    open: Vec<OpenDecision>,
+    tracker: OutcomeTracker,
+    pod_tasks: BTreeMap<String, usize>,
     wakes: Vec<i64>,
     /// Decision-log lines, in order.
     pub log: Vec<String>,
@@ -162,7 +211,6 @@ pub struct AlfredCaretaker {
     /// Time spent inside the core (s).
     pub core_seconds: f64,
     score_cache: Option<(i64, Vec<PoolGauge>)>,
-    dispatched_pools: Vec<(i64, String, String)>,
 }
 
 const ALFRED_NAMESPACE: &str = "alfred";
@@ -232,7 +280,8 @@ impl AlfredCaretaker {
             session: Session::default(),
             rng: Rng::new(seed ^ 0xA1F4_ED00),
             decisions: 0,
-            open: Vec::new(),
+            tracker: OutcomeTracker::new(),
+            pod_tasks: BTreeMap::new(),
             wakes: Vec::new(),
             log: Vec::new(),
             all_advice: false,
@@ -240,25 +289,12 @@ impl AlfredCaretaker {
             passes: 0,
             core_seconds: 0.0,
             score_cache: None,
-            dispatched_pools: Vec::new(),
         }
     }
 
     /// The configuration in use.
     pub fn config(&self) -> &Config {
         &self.config
-    }
-
-    fn scores_now(&mut self, sim: &Sim, now: i64) -> Vec<PoolGauge> {
-        if let Some((t, s)) = &self.score_cache
-            && *t == now
-        {
-            return s.clone();
-        }
-        let snap = snapshot::build(sim, now, true);
-        let s = pool_gauges(&snap, &self.config);
-        self.score_cache = Some((now, s.clone()));
-        s
     }
 }
 
@@ -385,26 +421,19 @@ impl Caretaker for AlfredCaretaker {
             );
             self.log.push(line.to_string());
             if !dispatched.is_empty() {
-                for (uuid, w) in &dispatched {
-                    for p in &pools {
-                        self.dispatched_pools
-                            .push((now, p.clone(), format!("{id} {w} {uuid}")));
-                    }
-                }
                 for c in OUTCOME_CHECKPOINTS {
                     self.wakes.push(now + c * 1000);
                 }
-                self.open.push(OpenDecision {
-                    id,
-                    at: now,
-                    uuids: dispatched,
+                for (&t, r) in pending.iter().zip(&refs) {
+                    self.pod_tasks.insert(r.pod.clone(), t);
+                }
+                self.tracker.record(TrackedDecision {
+                    decision_id: id,
+                    time: ts(now),
+                    applied: true,
+                    requests: dispatched,
                     pools,
-                    pending: pending
-                        .iter()
-                        .copied()
-                        .zip(refs.iter().map(|r| r.pod.clone()))
-                        .collect(),
-                    next: 0,
+                    pending: refs.into_iter().map(|r| r.pod).collect(),
                 });
             }
         }
@@ -416,87 +445,27 @@ impl Caretaker for AlfredCaretaker {
     }
 
     fn wake(&mut self, sim: &Sim, now: i64) {
-        let due: Vec<usize> = (0..self.open.len())
-            .filter(|&i| {
-                let d = &self.open[i];
-                d.next < OUTCOME_CHECKPOINTS.len()
-                    && d.at + OUTCOME_CHECKPOINTS[d.next] * 1000 <= now
-            })
-            .collect();
-        if due.is_empty() {
+        if self.tracker.open() == 0 {
             return;
         }
-        let pools_now = self.scores_now(sim, now);
-        let journal = match &self.state.journal {
-            JournalSlot::Readable(j) => Some(j.clone()),
-            _ => None,
+        let facts = TwinFacts {
+            sim,
+            now,
+            journal: match &self.state.journal {
+                JournalSlot::Readable(j) => Some(j),
+                _ => None,
+            },
+            config: &self.config,
+            cached: self
+                .score_cache
+                .as_ref()
+                .filter(|(t, _)| *t == now)
+                .map(|(_, p)| p),
+            pod_tasks: &self.pod_tasks,
         };
-        for i in due {
-            let d = &self.open[i];
-            let after = OUTCOME_CHECKPOINTS[d.next];
-            let requests: Vec<RequestOutcome> = d
-                .uuids
-                .iter()
-                .map(|(uuid, w)| {
-                    let mig = sim.migrations.iter().rev().find(|m| &m.uuid == uuid);
-                    let phase = journal
-                        .as_ref()
-                        .and_then(|j| j.entry(uuid))
-                        .map(|e| e.phase.as_str().to_owned())
-                        .unwrap_or_else(|| "unknown".into());
-                    let completed = mig.is_some_and(|m| m.phase == MigPhase::Completed);
-                    RequestOutcome {
-                        uuid: uuid.clone(),
-                        workload: w.clone(),
-                        phase,
-                        completed,
-                        ready_after_seconds: mig
-                            .filter(|m| m.phase == MigPhase::Completed)
-                            .and_then(|m| m.ended.map(|e| (e - m.requested) as f64 / 1000.0)),
-                        target: mig
-                            .and_then(|m| m.target)
-                            .map(|n| sim.world.nodes[n].name.clone()),
-                    }
-                })
-                .collect();
-            let pending: Vec<PendingOutcome> = d
-                .pending
-                .iter()
-                .map(|(t, pod)| {
-                    let task = &sim.tasks[*t];
-                    let placed = task.state != TaskState::Pending && task.first_placed.is_some();
-                    PendingOutcome {
-                        pod: pod.clone(),
-                        placed,
-                        node: task.node.map(|n| sim.world.nodes[n].name.clone()),
-                        placed_after_seconds: if placed {
-                            task.first_placed.map(|p| (p - d.at).max(0) as f64 / 1000.0)
-                        } else {
-                            None
-                        },
-                    }
-                })
-                .collect();
-            let followed: Vec<String> = self
-                .dispatched_pools
-                .iter()
-                .filter(|(t, p, _)| *t > d.at && *t <= now && d.pools.contains(p))
-                .map(|(_, _, s)| s.clone())
-                .collect();
-            let line = decision_log::outcome_line(
-                &d.id,
-                ts(now),
-                after,
-                &requests,
-                &pools_now,
-                &pending,
-                &followed,
-            );
-            self.log.push(line.to_string());
-            self.open[i].next += 1;
-        }
-        self.open.retain(|d| d.next < OUTCOME_CHECKPOINTS.len());
-        let horizon = now - OUTCOME_CHECKPOINTS[OUTCOME_CHECKPOINTS.len() - 1] * 1000;
-        self.dispatched_pools.retain(|(t, _, _)| *t >= horizon);
+        let lines = self.tracker.observe(ts(now), &facts);
+        self.log.extend(lines.iter().map(Value::to_string));
+        let tracker = &self.tracker;
+        self.pod_tasks.retain(|pod, _| tracker.follows_pod(pod));
     }
 }

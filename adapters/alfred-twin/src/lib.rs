@@ -6,13 +6,13 @@
 //! and the scheduler model), [`engine`] (the event loop, surge migrations, evictions,
 //! metrics), [`snapshot`] (the twin as a `ClusterSnapshot`), [`alfred`] (the real decision
 //! pass as a caretaker), [`caretakers`] (descheduler and crude baselines),
-//! [`decision_log`] (pure line builders, reusable by `alfred run --decision-log`),
+//! [`decision_log`] (re-exported from `alfred_dispatch`: the line builders and the outcome
+//! tracker, shared with `alfred run --decision-log`),
 //! [`report`] (summary, CSV, SVG), [`svg`] (polyline charts), [`rng`] (the PRNG).
 
 pub mod alfred;
 pub mod arrivals;
 pub mod caretakers;
-pub mod decision_log;
 pub mod engine;
 pub mod report;
 pub mod rng;
@@ -20,3 +20,5 @@ pub mod snapshot;
 pub mod svg;
 pub mod trace;
 pub mod world;
+
+pub use alfred_dispatch::decision_log;

@@ -38,6 +38,7 @@
 //! [`Effect`]: alfred_model::effect::Effect
 
 pub mod budget;
+pub mod decision_log;
 pub mod dispatch;
 pub mod follow;
 pub mod guard;
