@@ -35,6 +35,8 @@ pub struct Decider {
     pub runtime: RuntimeOptions,
     /// Config store.
     pub config: Arc<ConfigStore>,
+    /// `--decision-log`.
+    pub decision_log: Option<Arc<super::decision_log::DecisionLog>>,
     /// The observation loop.
     pub observer: Arc<Observer>,
     /// The leader gate.
@@ -210,6 +212,9 @@ impl Decider {
             tracing::warn!(error = %e, "dispatch journal unavailable");
         }
         *last_apply = self.applier.apply_all(&output.effects).await;
+        if let Some(log) = &self.decision_log {
+            log.after_pass(&input, &output);
+        }
         self.metrics
             .decision_duration
             .observe(started.elapsed().as_secs_f64());

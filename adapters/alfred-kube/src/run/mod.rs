@@ -12,6 +12,7 @@
 pub mod apply;
 pub mod config;
 pub mod decide;
+pub mod decision_log;
 pub mod early;
 pub mod events;
 pub mod http;
@@ -94,6 +95,10 @@ pub struct RunArgs {
     /// Write every snapshot as JSON to this file (debugging and tests).
     #[arg(long, hide = true)]
     pub dump_snapshot: Option<std::path::PathBuf>,
+    /// Append the decision log (JSON lines: decisions of the leader's passes and their
+    /// outcomes at 1, 5 and 15 minutes) to this file; `-` is stdout.
+    #[arg(long, value_name = "PATH|-")]
+    pub decision_log: Option<String>,
 }
 
 impl RunArgs {
@@ -287,6 +292,13 @@ async fn run(args: RunArgs, options: RuntimeOptions) -> Result<(), String> {
         applier.clone(),
     ));
 
+    let decision_log = match &args.decision_log {
+        Some(target) => Some(
+            decision_log::DecisionLog::open(target, options.migration_ack_timeout)
+                .map_err(|e| format!("unable to open the decision log {target}: {e}"))?,
+        ),
+        None => None,
+    };
     let (early_tx, early_rx) = mpsc::channel(1);
     let caches = Arc::new(Caches::start(&client, config.clone(), early_tx));
     let observer = Arc::new(Observer::new(
@@ -297,12 +309,20 @@ async fn run(args: RunArgs, options: RuntimeOptions) -> Result<(), String> {
         args.dump_snapshot.clone(),
     ));
     tokio::spawn(observer.clone().run());
+    if let Some(log) = &decision_log {
+        tokio::spawn(decision_log::follow(
+            log.clone(),
+            observer.clone(),
+            config.clone(),
+        ));
+    }
     let decider = Decider {
         client: client.clone(),
         namespace: namespace.clone(),
         config_name: args.config_name.clone(),
         runtime: options.clone(),
         config,
+        decision_log,
         observer,
         gate: gate.clone(),
         applier,

@@ -65,6 +65,8 @@ pub struct PassOutput {
     pub rows: usize,
     /// Why the journal could not be used (for the log).
     pub journal_error: Option<String>,
+    /// What `--decision-log` records of the pass.
+    pub decision: super::decision_log::PassDecision,
 }
 
 /// A decision pass with its in-memory state (breaker, report flags, last node records); one
@@ -166,6 +168,7 @@ impl DecisionPass for AlfredPass {
             }
             None => &mut no_workers,
         };
+        let mut recording = alfred_dispatch::decision_log::RecordingSimulator::new(sim);
         let out = alfred_dispatch::run_pass(
             &alfred_dispatch::PassInput {
                 snapshot: &input.snapshot,
@@ -184,14 +187,24 @@ impl DecisionPass for AlfredPass {
             },
             &CoreStages,
             &self.session,
-            sim,
+            &mut recording,
         );
+        let simulations = recording.records;
         self.session = out.session;
         self.previous = Some(out.node_records);
         PassOutput {
             effects: out.effects,
             rows: out.record.recommendations.as_ref().map_or(0, Vec::len),
             journal_error: out.journal_error,
+            decision: super::decision_log::PassDecision {
+                pools: out.pools,
+                explain: out.explain,
+                simulations,
+                journal: match out.new_state.journal {
+                    JournalSlot::Readable(j) => Some(j),
+                    _ => None,
+                },
+            },
         }
     }
 }

@@ -1,0 +1,414 @@
+//! `--decision-log PATH|-` (seed 004's pattern, decision E9): the leader appends one
+//! `kind: decision` JSON line per pass that decided something, and `kind: outcome` lines with
+//! the same `decisionId` 1, 5 and 15 minutes later, driven from the observation loop's
+//! snapshots (so they are written between passes too).
+//!
+//! The lines and the follow-up are the pure core's (`alfred_dispatch::decision_log`, shared
+//! with `alfred-twin`); this module only gathers what the pass produced, feeds the tracker
+//! with each new snapshot, and appends the lines to the file (or stdout), one line per
+//! record, flushed after each. Schema: `adapters/alfred-twin/README.md`.
+
+use std::io::{self, Write};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use alfred_dispatch::decision_log::{
+    self, OutcomeTracker, PENDING_PER_DECISION, SimulationRecord, SnapshotFacts, TrackedDecision,
+};
+use alfred_dispatch::{Explained, Journal, PoolGauge};
+use alfred_model::ClusterSnapshot;
+use alfred_model::config::Config;
+use serde_json::Value;
+
+use super::config::ConfigStore;
+use super::observe::Observer;
+use super::pass::{PassInput, PassOutput};
+
+/// What a pass produced for the decision log (filled by the real pass; empty otherwise).
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct PassDecision {
+    /// Pool scores before the pass.
+    pub pools: Vec<PoolGauge>,
+    /// Every candidate with its verdict.
+    pub explain: Vec<Explained>,
+    /// Every simulation the pass asked for, as answered.
+    pub simulations: Vec<SimulationRecord>,
+    /// The journal as the pass left it (execute mode with `v1`).
+    pub journal: Option<Journal>,
+}
+
+/// Appends JSON lines to a file (created if missing) or stdout.
+pub struct LineWriter {
+    out: Box<dyn Write + Send>,
+}
+
+impl LineWriter {
+    /// `-` is stdout; anything else a file opened for appending.
+    pub fn open(target: &str) -> io::Result<LineWriter> {
+        if target == "-" {
+            return Ok(LineWriter::new(Box::new(io::stdout())));
+        }
+        let file = std::fs::OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(target)?;
+        Ok(LineWriter::new(Box::new(file)))
+    }
+
+    /// Over any writer.
+    pub fn new(out: Box<dyn Write + Send>) -> LineWriter {
+        LineWriter { out }
+    }
+
+    /// One record: compact JSON, a newline, flushed.
+    pub fn write(&mut self, line: &Value) -> io::Result<()> {
+        let mut text = serde_json::to_vec(line).map_err(io::Error::other)?;
+        text.push(b'\n');
+        self.out.write_all(&text)?;
+        self.out.flush()
+    }
+}
+
+struct Inner {
+    writer: LineWriter,
+    tracker: OutcomeTracker,
+    journal: Option<Journal>,
+    sequence: u64,
+    last_observed: Option<alfred_model::Timestamp>,
+}
+
+/// The decision log of this replica (only the leader's passes feed it).
+pub struct DecisionLog {
+    inner: Mutex<Inner>,
+    ack_timeout: Duration,
+}
+
+impl DecisionLog {
+    /// Opens `target` (`-`: stdout); `ack_timeout` is `--migration-ack-timeout`.
+    pub fn open(target: &str, ack_timeout: Duration) -> io::Result<Arc<DecisionLog>> {
+        Ok(Arc::new(DecisionLog::new(
+            LineWriter::open(target)?,
+            ack_timeout,
+        )))
+    }
+
+    /// Over a writer.
+    pub fn new(writer: LineWriter, ack_timeout: Duration) -> DecisionLog {
+        DecisionLog {
+            inner: Mutex::new(Inner {
+                writer,
+                tracker: OutcomeTracker::new(),
+                journal: None,
+                sequence: 0,
+                last_observed: None,
+            }),
+            ack_timeout,
+        }
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, Inner> {
+        self.inner
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+
+    /// After a pass whose effects were applied (the leader, still holding the lease): the
+    /// decision line when the pass decided something, and its follow-up when it wrote a
+    /// request (or, in recommend-only mode, planned a move).
+    pub fn after_pass(&self, input: &PassInput, output: &PassOutput) {
+        let d = &output.decision;
+        let mut inner = self.lock();
+        if d.journal.is_some() {
+            inner.journal = d.journal.clone();
+        }
+        if !decision_log::decided_something(&d.explain, &output.effects) {
+            return;
+        }
+        inner.sequence += 1;
+        let prefix: String = input
+            .uuids
+            .first()
+            .map(|u| u.chars().take(8).collect())
+            .unwrap_or_default();
+        let id = format!("{:06}-{prefix}", inner.sequence);
+        let snapshot = &input.snapshot;
+        let pools = decision_log::touched_pools(snapshot, &d.explain, &output.effects);
+        let pending = decision_log::pending_for(snapshot, &pools, PENDING_PER_DECISION);
+        let line = decision_log::decision_line(
+            &id,
+            input.now,
+            input.config.mode.as_str(),
+            &d.pools,
+            &d.explain,
+            &d.simulations,
+            &output.effects,
+            &pending,
+            false,
+        );
+        if let Err(e) = inner.writer.write(&line) {
+            tracing::warn!(error = %e, "cannot write the decision log");
+        }
+        if decision_log::should_follow(input.config.mode, &d.explain, &output.effects) {
+            let requests = decision_log::dispatched(&output.effects);
+            inner.tracker.record(TrackedDecision {
+                decision_id: id,
+                time: input.now,
+                applied: !requests.is_empty(),
+                requests,
+                pools,
+                pending: pending.into_iter().map(|p| p.pod).collect(),
+            });
+        }
+    }
+
+    /// After an observation: the outcome lines that fell due. Returns how many were written.
+    pub fn observed(&self, snapshot: &ClusterSnapshot, config: &Config) -> usize {
+        let mut inner = self.lock();
+        if inner.last_observed == Some(snapshot.observed_at) {
+            return 0;
+        }
+        inner.last_observed = Some(snapshot.observed_at);
+        if inner.tracker.open() == 0 {
+            return 0;
+        }
+        let Inner {
+            writer,
+            tracker,
+            journal,
+            ..
+        } = &mut *inner;
+        let facts = SnapshotFacts::new(snapshot, journal.as_ref(), config, self.ack_timeout);
+        let lines = tracker.observe(snapshot.observed_at, &facts);
+        for line in &lines {
+            if let Err(e) = writer.write(line) {
+                tracing::warn!(error = %e, "cannot write the decision log");
+            }
+        }
+        lines.len()
+    }
+}
+
+/// Feeds the log with each new snapshot of the observation loop (checked every second).
+pub async fn follow(log: Arc<DecisionLog>, observer: Arc<Observer>, config: Arc<ConfigStore>) {
+    let mut tick = tokio::time::interval(Duration::from_secs(1));
+    tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    loop {
+        tick.tick().await;
+        if let Some(snapshot) = observer.latest() {
+            let (cfg, _) = config.current();
+            let log = log.clone();
+            // Pool scoring is CPU work: off the async workers.
+            tokio::task::block_in_place(|| log.observed(&snapshot, &cfg));
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::collections::BTreeMap;
+
+    use alfred_model::Timestamp;
+    use alfred_model::config::RuntimeOptions;
+    use alfred_model::effect::Effect;
+    use alfred_model::reason::RowReason;
+    use alfred_model::record::{Candidate, Policy, Verdict};
+    use alfred_model::snapshot::{ComponentKind, DeploymentMode, Node, PendingPod, Pod};
+
+    use super::*;
+
+    /// A writer into a shared buffer.
+    #[derive(Clone, Default)]
+    struct Buffer(Arc<Mutex<Vec<u8>>>);
+
+    impl Write for Buffer {
+        fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
+            self.0.lock().unwrap().extend_from_slice(buf);
+            Ok(buf.len())
+        }
+        fn flush(&mut self) -> io::Result<()> {
+            Ok(())
+        }
+    }
+
+    impl Buffer {
+        fn lines(&self) -> Vec<Value> {
+            String::from_utf8(self.0.lock().unwrap().clone())
+                .unwrap()
+                .lines()
+                .map(|l| serde_json::from_str(l).unwrap())
+                .collect()
+        }
+    }
+
+    #[test]
+    fn the_file_is_appended_one_flushed_line_per_record() {
+        let path = std::env::temp_dir().join(format!(
+            "alfred-decision-log-{}-{:?}.jsonl",
+            std::process::id(),
+            std::thread::current().id()
+        ));
+        let _ = std::fs::remove_file(&path);
+        let target = path.to_str().unwrap();
+        let mut w = LineWriter::open(target).unwrap();
+        w.write(&serde_json::json!({"kind": "decision", "n": 1}))
+            .unwrap();
+        // Flushed: readable before the writer is dropped.
+        let text = std::fs::read_to_string(&path).unwrap();
+        assert_eq!(text, "{\"kind\":\"decision\",\"n\":1}\n");
+        w.write(&serde_json::json!({"kind": "outcome", "text": "a\nb"}))
+            .unwrap();
+        drop(w);
+        // Reopening appends (a restart or a new leader keeps the earlier lines).
+        let mut w = LineWriter::open(target).unwrap();
+        w.write(&serde_json::json!({"kind": "decision", "n": 2}))
+            .unwrap();
+        let text = std::fs::read_to_string(&path).unwrap();
+        let lines: Vec<Value> = text
+            .lines()
+            .map(|l| serde_json::from_str(l).unwrap())
+            .collect();
+        assert_eq!(lines.len(), 3, "{text}");
+        assert_eq!(lines[1]["text"], "a\nb");
+        assert_eq!(lines[2]["n"], 2);
+        assert!(text.ends_with('\n'));
+        std::fs::remove_file(&path).unwrap();
+    }
+
+    fn snapshot(at: Timestamp, big_pending: bool) -> ClusterSnapshot {
+        let node = |name: &str| Node {
+            name: name.into(),
+            pool: Some("A100".into()),
+            ..Node::default()
+        };
+        let mut s = ClusterSnapshot {
+            observed_at: at,
+            nodes: vec![node("n1"), node("n2")],
+            ..ClusterSnapshot::default()
+        };
+        if big_pending {
+            s.pending_pods.push(PendingPod {
+                namespace: "ns".into(),
+                name: "big".into(),
+                gpus_needed: 8,
+                pending_since: at,
+                ..PendingPod::default()
+            });
+        } else {
+            s.pods.push(Pod {
+                namespace: "ns".into(),
+                name: "big".into(),
+                node: "n2".into(),
+                ..Pod::default()
+            });
+        }
+        s
+    }
+
+    #[test]
+    fn a_pass_that_wrote_a_request_is_logged_and_followed_from_the_snapshots() {
+        let t0 = Timestamp::from_unix_secs(1_790_000_000);
+        let buffer = Buffer::default();
+        let log = DecisionLog::new(
+            LineWriter::new(Box::new(buffer.clone())),
+            Duration::from_secs(120),
+        );
+        let mut config = Config::builtin();
+        config.mode = alfred_model::config::Mode::Execute;
+        let input = PassInput {
+            snapshot: Arc::new(snapshot(t0, true)),
+            fresh: None,
+            config: Arc::new(config.clone()),
+            config_changed: false,
+            runtime: RuntimeOptions::default(),
+            namespace: "ome".into(),
+            config_map_name: "alfred-config".into(),
+            journal: None,
+            journal_error: None,
+            stored_records: BTreeMap::new(),
+            guard_policy: None,
+            guard_binding: None,
+            now: t0,
+            uuids: vec!["6f1c2d3e-8a4b-4c5d-9e6f-0a1b2c3d4e5f".into()],
+        };
+        // A pass that decided nothing writes nothing.
+        log.after_pass(&input, &PassOutput::default());
+        assert!(buffer.lines().is_empty());
+        let output = PassOutput {
+            effects: vec![Effect::RequestMigration {
+                namespace: "ns".into(),
+                name: "a".into(),
+                uid: "uid-a".into(),
+                resource_version: "1".into(),
+                annotation: "ome.io/migration-request".into(),
+                payload: "{}".into(),
+                uuid: "6f1c2d3e-8a4b-4c5d-9e6f-0a1b2c3d4e5f".into(),
+            }],
+            decision: PassDecision {
+                explain: vec![Explained {
+                    candidate: Candidate {
+                        policy: Policy::Defragmentation,
+                        workload: "ns/a".into(),
+                        component: ComponentKind::Engine,
+                        instance: 0,
+                        mode: DeploymentMode::OMENative,
+                        reason: RowReason::Fragmentation,
+                        from_node: "n1".into(),
+                        hint_target_nodes: vec!["n2".into()],
+                        placement_target_nodes: vec![],
+                        executable: true,
+                        advisory_reason: None,
+                        surge_shaped: true,
+                        footprint_gpus: 1,
+                        benefit: 0.5,
+                        cost: 0.15,
+                        score: 0.35,
+                        emergency: false,
+                        pod_gpus: vec![1],
+                        scheduling: None,
+                    },
+                    verdict: Some(Verdict {
+                        admitted: true,
+                        request_uuid: "6f1c2d3e-8a4b-4c5d-9e6f-0a1b2c3d4e5f".into(),
+                        ..Verdict::default()
+                    }),
+                }],
+                ..PassDecision::default()
+            },
+            ..PassOutput::default()
+        };
+        log.after_pass(&input, &output);
+        let lines = buffer.lines();
+        assert_eq!(lines.len(), 1);
+        assert_eq!(lines[0]["kind"], "decision");
+        assert_eq!(lines[0]["decisionId"], "000001-6f1c2d3e");
+        assert_eq!(lines[0]["mode"], "execute");
+        assert_eq!(lines[0]["dispatch"][0]["workload"], "ns/a");
+        assert_eq!(lines[0]["candidates"][0]["verdict"]["admitted"], true);
+        assert_eq!(lines[0]["pendingAtDecision"][0]["pod"], "ns/big");
+        // Observations: nothing before a minute; the same snapshot counts once.
+        let at = |s: u64| t0.plus(Duration::from_secs(s));
+        assert_eq!(log.observed(&snapshot(at(30), true), &config), 0);
+        assert_eq!(log.observed(&snapshot(at(61), true), &config), 1);
+        assert_eq!(log.observed(&snapshot(at(61), true), &config), 0);
+        assert_eq!(log.observed(&snapshot(at(301), false), &config), 1);
+        assert_eq!(log.observed(&snapshot(at(901), false), &config), 1);
+        assert_eq!(log.observed(&snapshot(at(2000), false), &config), 0);
+        let lines = buffer.lines();
+        let after: Vec<i64> = lines[1..]
+            .iter()
+            .map(|l| l["afterSeconds"].as_i64().unwrap())
+            .collect();
+        assert_eq!(after, [60, 300, 900]);
+        assert!(
+            lines[1..]
+                .iter()
+                .all(|l| l["decisionId"] == "000001-6f1c2d3e")
+        );
+        assert_eq!(lines[3]["final"], true);
+        // No journal was read (recommend-only flags): the request's phase is unknown.
+        assert_eq!(lines[3]["requests"][0]["phase"], "unknown");
+        // The waiting pod the move was for got n2 by the 5-minute checkpoint.
+        assert_eq!(lines[1]["pending"][0]["placed"], false);
+        assert_eq!(lines[2]["pending"][0]["node"], "n2");
+    }
+}
