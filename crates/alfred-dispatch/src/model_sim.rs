@@ -54,6 +54,15 @@
 //! `Unsupported/Unsupported`; a structurally invalid input → `Unavailable/WorkerFailed`.
 //! The snapshot ID is `capture-<observedAt RFC 3339>`, its time the snapshot's (the same
 //! as a worker request carries).
+//!
+//! **Reuse.** The cluster copy depends on the snapshot only, not on the move: the simulator
+//! converts it and prepares it (`alfred_sim::PreparedCluster`, once per scheduler name) for
+//! the first move against a snapshot and reuses both for every later move against it (a
+//! pass's predictions, its execute-mode re-checks); a move's replacement PodGroup is given
+//! with that move only (`PreparedCluster::simulate_with_pod_groups`), and simulating leaves
+//! the prepared cluster unchanged, so every answer is the one a fresh conversion gives. How
+//! a snapshot is recognised, and why that is safe: `SnapshotKey`. `benches/simulate.rs`
+//! measures it (alfred-sim's BENCH.md).
 
 use std::collections::{BTreeMap, BTreeSet};
 
@@ -128,13 +137,31 @@ impl From<&Config> for ModelProfiles {
     }
 }
 
-/// The in-process simulator (see the module docs). Deterministic; holds no cluster state
-/// between calls.
+/// The in-process simulator (see the module docs). Deterministic: the only state it keeps
+/// between calls is the conversion of the last snapshot it saw ([`SnapshotKey`]), which
+/// changes how fast it answers, never what.
 #[derive(Debug, Clone)]
 pub struct ModelSimulator {
     profiles: ModelProfiles,
     default_profile: Profile,
     gang_profile: Profile,
+    /// The base cluster of the last snapshot simulated against, and its prepared clusters.
+    base: Option<Base>,
+}
+
+/// The snapshot-wide part of a move's conversion, reused for every move against the same
+/// snapshot: converting the ~12,000 objects of a 5,000-node cluster and preparing them
+/// costs ~40 ms, one move against the prepared cluster under 1 ms (alfred-sim BENCH.md).
+#[derive(Debug, Clone)]
+struct Base {
+    key: SnapshotKey,
+    #[cfg(debug_assertions)]
+    inputs: BaseInputs,
+    /// The cluster copy (module docs); `None` when the snapshot cannot be converted.
+    cluster: Option<Cluster>,
+    /// Per scheduler name: the cluster prepared for it, `None` when it is structurally
+    /// invalid (every move → `WorkerFailed`). Built on first use.
+    prepared: BTreeMap<String, Option<PreparedCluster>>,
 }
 
 impl ModelSimulator {
@@ -145,12 +172,37 @@ impl ModelSimulator {
             profiles: profiles.into(),
             default_profile: Profile::default_scheduler(),
             gang_profile: Profile::ome_scheduler_chart_default(),
+            base: None,
         }
     }
 
     /// The profiles answered for.
     pub fn profiles(&self) -> &ModelProfiles {
         &self.profiles
+    }
+
+    /// The base conversion of `s`: the cached one when `s` is the snapshot it was made from
+    /// ([`SnapshotKey`]), else a new one (replacing it).
+    fn base_for(&mut self, s: &ClusterSnapshot) -> &mut Base {
+        let key = SnapshotKey::of(s);
+        if self.base.as_ref().is_some_and(|b| b.key != key) {
+            self.base = None;
+        }
+        #[cfg(debug_assertions)]
+        if let Some(b) = &self.base {
+            assert!(
+                b.inputs == BaseInputs::of(s),
+                "ModelSimulator: a snapshot with the same observedAt, address and sizes as the \
+                 last one but other content (changed in place, or rebuilt); use a new simulator"
+            );
+        }
+        self.base.get_or_insert_with(|| Base {
+            key,
+            #[cfg(debug_assertions)]
+            inputs: BaseInputs::of(s),
+            cluster: cluster_of(s),
+            prepared: BTreeMap::new(),
+        })
     }
 }
 
@@ -169,7 +221,17 @@ impl Simulator for ModelSimulator {
             self.default_profile.clone()
         };
         profile.scheduler_name = scheduler.to_owned();
-        let m = match convert(r, scheduler) {
+        let (comp, inst) = match locate(r) {
+            Ok(found) => found,
+            Err(reason) => return stamped(r, reason),
+        };
+        let Base {
+            cluster, prepared, ..
+        } = self.base_for(r.snapshot);
+        let Some(cluster) = cluster.as_ref() else {
+            return stamped(r, SchedulingReason::InputUnsupported);
+        };
+        let m = match move_parts(r, scheduler, comp, inst, cluster) {
             Ok(m) => m,
             Err(reason) => return stamped(r, reason),
         };
@@ -179,12 +241,18 @@ impl Simulator for ModelSimulator {
             excluded_nodes: &excluded,
             require_gang: r.require_gang,
         };
-        let outcome = match PreparedCluster::new(&m.cluster, scheduler)
-            .and_then(|mut pc| pc.simulate(&profile, &input, &mut || false))
-        {
-            Ok(o) => o,
-            Err(_) => return stamped(r, SchedulingReason::WorkerFailed),
+        let Some(pc) = prepared
+            .entry(scheduler.to_owned())
+            .or_insert_with(|| PreparedCluster::new(cluster, scheduler).ok())
+        else {
+            return stamped(r, SchedulingReason::WorkerFailed);
         };
+        // The prepared cluster is left unchanged, the move's own PodGroups included.
+        let outcome =
+            match pc.simulate_with_pod_groups(&profile, &input, &m.pod_groups, &mut || false) {
+                Ok(o) => o,
+                Err(_) => return stamped(r, SchedulingReason::WorkerFailed),
+            };
         let mut out = stamped(r, reason_of(outcome.decision));
         if outcome.decision == Decision::Feasible {
             out.placements = outcome
@@ -204,6 +272,85 @@ impl Simulator for ModelSimulator {
             }
         }
         out
+    }
+}
+
+/// Which snapshot a cached base conversion was made from.
+///
+/// A snapshot is identified, not compared: the pass hands every move of one capture the same
+/// `&ClusterSnapshot`, and comparing its content (~12,000 objects at 5,000 nodes) would cost
+/// several times a move's simulation. The key is the capture's `observedAt` (alfred names a
+/// capture by it: the snapshot ID `capture-<observedAt>` every outcome and worker request
+/// carries), the snapshot's address, the sizes of everything [`cluster_of`] reads and the
+/// addresses of those lists' buffers.
+///
+/// Why that is safe: while a pass runs, its snapshots are borrowed immutably, so one key
+/// keeps naming one unchanged value; the execute-mode re-check's fresh capture and every
+/// later pass's capture have their own `observedAt` (captures are taken at distinct
+/// instants) and are other values. Reusing a cluster for a different snapshot would take a
+/// snapshot built or edited by hand (tests) with the same `observedAt`, sizes and
+/// addresses; a [`ModelSimulator`] must not be given such a snapshot (use a new one). Debug
+/// builds check this contract: they keep a copy of the snapshot's content and panic when a
+/// matching key names different content.
+#[derive(Debug, Clone, PartialEq, Eq)]
+struct SnapshotKey {
+    observed_at: alfred_model::Timestamp,
+    /// Address of the snapshot; then (address, length) of its nodes, pods, pending pods,
+    /// PodGroups and workloads.
+    addresses: [usize; 11],
+}
+
+impl SnapshotKey {
+    fn of(s: &ClusterSnapshot) -> Self {
+        fn list<T>(v: &[T]) -> [usize; 2] {
+            [v.as_ptr().addr(), v.len()]
+        }
+        let [n0, n1] = list(&s.nodes);
+        let [p0, p1] = list(&s.pods);
+        let [q0, q1] = list(&s.pending_pods);
+        let [g0, g1] = list(&s.pod_groups);
+        let [w0, w1] = list(&s.workloads);
+        SnapshotKey {
+            observed_at: s.observed_at,
+            addresses: [
+                std::ptr::from_ref(s).addr(),
+                n0,
+                n1,
+                p0,
+                p1,
+                q0,
+                q1,
+                g0,
+                g1,
+                w0,
+                w1,
+            ],
+        }
+    }
+}
+
+/// Debug builds only: what [`cluster_of`] reads of a snapshot, to check the
+/// [`SnapshotKey`] contract.
+#[cfg(debug_assertions)]
+#[derive(Debug, Clone, PartialEq)]
+struct BaseInputs {
+    nodes: Vec<snap::Node>,
+    pods: Vec<snap::Pod>,
+    pending_pods: Vec<snap::PendingPod>,
+    pod_groups: Vec<snap::PodGroup>,
+    workload_namespaces: Vec<String>,
+}
+
+#[cfg(debug_assertions)]
+impl BaseInputs {
+    fn of(s: &ClusterSnapshot) -> Self {
+        BaseInputs {
+            nodes: s.nodes.clone(),
+            pods: s.pods.clone(),
+            pending_pods: s.pending_pods.clone(),
+            pod_groups: s.pod_groups.clone(),
+            workload_namespaces: s.workloads.iter().map(|w| w.namespace.clone()).collect(),
+        }
     }
 }
 
@@ -230,11 +377,11 @@ pub(crate) fn snapshot_id(s: &ClusterSnapshot) -> String {
     format!("capture-{}", s.observed_at.to_rfc3339())
 }
 
-/// One move converted into alfred-sim objects (module docs): what the in-process model
-/// runs, and what a worker request carries (`crate::wire_sim`).
+/// One move converted into alfred-sim objects (module docs): what a worker request carries
+/// (`crate::wire_sim`).
 #[derive(Debug, Clone)]
 pub(crate) struct MoveModel {
-    /// The cluster copy.
+    /// The cluster copy, the move's own PodGroups included.
     pub cluster: Cluster,
     /// The replacement pods, in request order.
     pub replacements: Vec<Pod>,
@@ -246,6 +393,22 @@ pub(crate) struct MoveModel {
     pub migration_from_node: Option<String>,
 }
 
+/// The move-specific part of a conversion, against a base cluster copy of the snapshot
+/// (which it leaves alone: the in-process model reuses one for every move of a snapshot).
+#[derive(Debug, Clone)]
+pub(crate) struct MoveParts {
+    /// The replacement pods, in request order.
+    pub replacements: Vec<Pod>,
+    /// The Instance's pods as they appear (identically) in the base cluster.
+    pub source_pods: Vec<Pod>,
+    /// Sorted, unique.
+    pub excluded_nodes: Vec<String>,
+    /// Execution only: the one excluded node, `from_node`.
+    pub migration_from_node: Option<String>,
+    /// PodGroups the move adds to the cluster (the replacement gang's, module docs).
+    pub pod_groups: Vec<PodGroup>,
+}
+
 /// Converts a move for `scheduler` (module docs). Errors: the Instance is not in the
 /// snapshot, yields no pod, or a pod's scheduling inputs cannot be read →
 /// `InputUnsupported`; more than 128 replacement pods → `RecommendationTooLarge`.
@@ -253,6 +416,23 @@ pub(crate) fn convert(
     r: &MoveSimulation<'_>,
     scheduler: &str,
 ) -> Result<MoveModel, SchedulingReason> {
+    let (comp, inst) = locate(r)?;
+    let mut cluster = cluster_of(r.snapshot).ok_or(SchedulingReason::InputUnsupported)?;
+    let m = move_parts(r, scheduler, comp, inst, &cluster)?;
+    cluster.pod_groups.extend(m.pod_groups);
+    Ok(MoveModel {
+        cluster,
+        replacements: m.replacements,
+        source_pods: m.source_pods,
+        excluded_nodes: m.excluded_nodes,
+        migration_from_node: m.migration_from_node,
+    })
+}
+
+/// The component and Instance a move names; `InputUnsupported` when the snapshot lacks one.
+fn locate<'s>(
+    r: &MoveSimulation<'s>,
+) -> Result<(&'s snap::Component, &'s snap::Instance), SchedulingReason> {
     let input = || SchedulingReason::InputUnsupported;
     let (ns, name) = r.workload.split_once('/').ok_or_else(input)?;
     let w = r.snapshot.workload(ns, name).ok_or_else(input)?;
@@ -262,7 +442,18 @@ pub(crate) fn convert(
         .iter()
         .find(|i| i.index == r.instance)
         .ok_or_else(input)?;
-    let cluster = cluster_of(r.snapshot).ok_or_else(input)?;
+    Ok((comp, inst))
+}
+
+/// The move-specific part of [`convert`], against `cluster` = `cluster_of(r.snapshot)`.
+fn move_parts(
+    r: &MoveSimulation<'_>,
+    scheduler: &str,
+    comp: &snap::Component,
+    inst: &snap::Instance,
+    cluster: &Cluster,
+) -> Result<MoveParts, SchedulingReason> {
+    let input = || SchedulingReason::InputUnsupported;
     let source_pods: Vec<Pod> = inst
         .pods
         .iter()
@@ -301,7 +492,7 @@ pub(crate) fn convert(
     if slots > alfred_sim::wire::MAX_REPLACEMENT_PODS as u64 {
         return Err(SchedulingReason::RecommendationTooLarge);
     }
-    let replacements = replacement_pods(
+    let mut replacements = replacement_pods(
         r,
         comp,
         inst,
@@ -313,17 +504,19 @@ pub(crate) fn convert(
     if replacements.len() > alfred_sim::wire::MAX_REPLACEMENT_PODS {
         return Err(SchedulingReason::RecommendationTooLarge);
     }
-    let mut cluster = cluster;
-    let mut replacements = replacements;
-    if r.require_gang {
-        replacement_gang(r, comp, &source_pods, &mut cluster, &mut replacements);
-    }
-    Ok(MoveModel {
-        cluster,
+    let pod_groups = if r.require_gang {
+        replacement_gang(r, comp, &source_pods, &mut replacements)
+            .into_iter()
+            .collect()
+    } else {
+        Vec::new()
+    };
+    Ok(MoveParts {
         replacements,
         source_pods,
         excluded_nodes,
         migration_from_node,
+        pod_groups,
     })
 }
 
@@ -701,24 +894,22 @@ fn replacement_pods(
 /// name no PodGroup (OME labels the pods when it creates them), they get a PodGroup of their
 /// own, `<isvc>-<component>-<instance>-alfred-replacement`, with `minMember` = their count
 /// and the component's topology key (else the source PodGroup's) as its
-/// `ome.io/topology-key`, as OME creates one per Instance before its pods.
+/// `ome.io/topology-key`, as OME creates one per Instance before its pods. Returns that
+/// PodGroup, for the caller to add to the cluster.
 fn replacement_gang(
     r: &MoveSimulation<'_>,
     comp: &snap::Component,
     source_pods: &[Pod],
-    cluster: &mut Cluster,
     pods: &mut [Pod],
-) {
+) -> Option<PodGroup> {
     if pods.len() < 2
         || pods
             .iter()
             .any(|p| p.metadata.labels.contains_key(POD_GROUP_LABEL))
     {
-        return;
+        return None;
     }
-    let Some((ns, isvc)) = r.workload.split_once('/') else {
-        return;
-    };
+    let (ns, isvc) = r.workload.split_once('/')?;
     let source_group = source_pods
         .iter()
         .find_map(|p| p.metadata.labels.get(POD_GROUP_LABEL))
@@ -744,7 +935,7 @@ fn replacement_gang(
     if !topology_key.is_empty() {
         annotations.insert(TOPOLOGY_KEY_ANNOTATION.to_owned(), topology_key);
     }
-    cluster.pod_groups.push(PodGroup {
+    let group = PodGroup {
         metadata: ObjectMeta {
             name: name.clone(),
             namespace: ns.to_owned(),
@@ -756,12 +947,13 @@ fn replacement_gang(
             min_member: i32::try_from(pods.len()).unwrap_or(i32::MAX),
             schedule_timeout_seconds: None,
         },
-    });
+    };
     for p in pods {
         p.metadata
             .labels
             .insert(POD_GROUP_LABEL.to_owned(), name.clone());
     }
+    Some(group)
 }
 
 /// Adds `kubernetes.io/hostname NotIn [from]` to every required node-affinity term (one

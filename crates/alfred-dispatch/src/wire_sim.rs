@@ -415,6 +415,98 @@ mod tests {
         assert_eq!(pg["metadata"]["annotations"]["ome.io/topology-key"], "rack");
     }
 
+    /// `s` with its gang's templates naming no PodGroup (each move brings its own).
+    fn without_template_group(mut s: ClusterSnapshot) -> ClusterSnapshot {
+        let ir = s.workloads[0].components[0].replica.as_mut().unwrap();
+        for runner in &mut ir.runners {
+            runner.template["metadata"]["labels"]
+                .as_object_mut()
+                .unwrap()
+                .remove("scheduling.x-k8s.io/pod-group");
+        }
+        s
+    }
+
+    #[test]
+    fn a_reused_simulator_answers_like_a_fresh_one() {
+        let mut sim = ModelSimulator::new(ModelProfiles::builtin());
+        let gang = without_template_group(gang_cluster(8));
+        let named = gang_cluster(8);
+        let single = cluster(8, 8, true);
+        // Moves of several snapshots, each snapshot several times, in both profiles,
+        // predictions and execution re-checks: every answer is the fresh simulator's (the
+        // wire request's conversion, with the replacement PodGroup in the cluster).
+        let mut moves = Vec::new();
+        for _ in 0..2 {
+            moves.push(gang_prediction(&gang));
+            moves.push(gang_prediction(&gang));
+            let mut exec = gang_prediction(&gang);
+            exec.purpose = SimulationPurpose::Execution;
+            exec.request_id = "preflight".into();
+            moves.push(exec);
+            moves.push(gang_prediction(&named));
+            moves.push(request(&single, &["c"], false));
+            moves.push(request(&single, &[], false));
+            moves.push(prediction(&single, &["a"], false));
+        }
+        for r in &moves {
+            let reused = sim.simulate(r);
+            assert_eq!(reused, in_process(r), "{}", r.workload);
+            let (_, wire) = over_the_wire(r);
+            assert_eq!(reused, wire, "{}", r.workload);
+        }
+        assert_eq!(sim.simulate(&moves[0]).status, SchedulingStatus::Feasible);
+    }
+
+    #[test]
+    fn another_snapshot_never_reuses_the_cluster_of_the_last_one() {
+        let mut sim = ModelSimulator::new(ModelProfiles::builtin());
+        let mut s = without_template_group(gang_cluster(8));
+        let out = sim.simulate(&gang_prediction(&s));
+        assert_eq!(out.status, SchedulingStatus::Feasible, "{out:?}");
+        // A later capture (its own observedAt) in the same place, with the same sizes: r2
+        // (c, d) cordoned, only r3 (one node) is left, which cannot take both members.
+        s.nodes[2].cordoned = true;
+        s.nodes[3].cordoned = true;
+        s.observed_at = alfred_model::Timestamp::from_unix_secs(1_790_000_030);
+        let out = sim.simulate(&gang_prediction(&s));
+        assert_eq!(out.reason, SchedulingReason::NoFeasiblePlacement, "{out:?}");
+        assert_eq!(out, in_process(&gang_prediction(&s)));
+        // The same observedAt elsewhere in memory, other content.
+        let mut other = s.clone();
+        other.nodes[2].cordoned = false;
+        other.nodes[3].cordoned = false;
+        let out = sim.simulate(&gang_prediction(&other));
+        assert_eq!(out.status, SchedulingStatus::Feasible, "{out:?}");
+        assert_eq!(out, in_process(&gang_prediction(&other)));
+        // Back to the first: still answered from its own content.
+        assert_eq!(
+            sim.simulate(&gang_prediction(&s)),
+            in_process(&gang_prediction(&s))
+        );
+        // A snapshot whose base cluster cannot be converted, then one that can.
+        let mut bad = s.clone();
+        bad.pods[0].scheduling.affinity = json!("not an affinity");
+        let out = sim.simulate(&gang_prediction(&bad));
+        assert_eq!(out.reason, SchedulingReason::InputUnsupported);
+        let s = gang_cluster(8);
+        let out = sim.simulate(&gang_prediction(&s));
+        assert_eq!(out.status, SchedulingStatus::Feasible, "{out:?}");
+    }
+
+    /// Debug builds check the `SnapshotKey` contract: a snapshot changed in place without a
+    /// new observedAt is refused loudly, never answered from the stale cluster.
+    #[cfg(debug_assertions)]
+    #[test]
+    #[should_panic(expected = "use a new simulator")]
+    fn a_snapshot_changed_in_place_is_a_contract_violation() {
+        let mut sim = ModelSimulator::new(ModelProfiles::builtin());
+        let mut s = without_template_group(gang_cluster(8));
+        sim.simulate(&gang_prediction(&s));
+        s.nodes[2].cordoned = true;
+        sim.simulate(&gang_prediction(&s));
+    }
+
     #[test]
     fn requests_that_cannot_be_built_are_input_unsupported() {
         let mut s = cluster(8, 8, true);

@@ -1265,6 +1265,42 @@ impl PreparedCluster {
         out
     }
 
+    /// Simulates one move as if `pod_groups` were part of the cluster too: the answer is the
+    /// one [`PreparedCluster::new`] over the cluster with `pod_groups` appended would give
+    /// (a PodGroup with the namespace/name of one already there replaces it, as a later one
+    /// does in [`PreparedCluster::new`]). For in-process callers that prepare one cluster and
+    /// reuse it for many moves, some of which bring a PodGroup of their own (a replacement
+    /// gang whose PodGroup does not exist yet). PodGroups only feed the gang lookup, so
+    /// nothing else of the prepared cluster depends on them. The prepared cluster is left
+    /// unchanged, its PodGroups included.
+    pub fn simulate_with_pod_groups(
+        &mut self,
+        profile: &Profile,
+        input: &MoveInput<'_>,
+        pod_groups: &[crate::objects::PodGroup],
+        expired: &mut dyn FnMut() -> bool,
+    ) -> Result<Outcome, InputError> {
+        let mut displaced = Vec::with_capacity(pod_groups.len());
+        for g in pod_groups {
+            let key = format!("{}/{}", g.metadata.namespace, g.metadata.name);
+            let before = self.pod_groups.insert(key.clone(), g.clone());
+            displaced.push((key, before));
+        }
+        let out = self.simulate(profile, input, expired);
+        // Undo in reverse, so a key given twice gets its original value (or none) back.
+        for (key, before) in displaced.into_iter().rev() {
+            match before {
+                Some(g) => {
+                    self.pod_groups.insert(key, g);
+                }
+                None => {
+                    self.pod_groups.remove(&key);
+                }
+            }
+        }
+        out
+    }
+
     fn simulate_inner(
         &mut self,
         profile: &Profile,

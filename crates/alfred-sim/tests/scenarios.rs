@@ -922,6 +922,59 @@ fn deadline_exceeded_is_unsupported() {
     assert_eq!(o, o2);
 }
 
+// PodGroups given with one move answer as if the cluster held them, and are gone afterwards.
+#[test]
+fn per_move_pod_groups_leave_the_prepared_cluster_unchanged() {
+    let profile = ome_profile();
+    let base = cluster(gpu_domains(), vec![]);
+    let mut prepared =
+        alfred_sim::PreparedCluster::new(&base, &profile.scheduler_name).expect("prepared");
+    let none = std::collections::BTreeSet::new();
+    let run_with = |prepared: &mut alfred_sim::PreparedCluster,
+                    reps: &[alfred_sim::objects::Pod],
+                    groups: &[alfred_sim::objects::PodGroup]| {
+        prepared
+            .simulate_with_pod_groups(
+                &profile,
+                &alfred_sim::MoveInput {
+                    replacement_pods: reps,
+                    excluded_nodes: &none,
+                    require_gang: true,
+                },
+                groups,
+                &mut || false,
+            )
+            .expect("valid")
+    };
+    let missing = run_with(&mut prepared, &gang(2, 8), &[]);
+    assert_eq!(
+        (missing.decision, cause(&missing)),
+        (Decision::Unsupported, Cause::GangPodGroupMissing)
+    );
+    // With the PodGroup: the same answer as a cluster that holds it.
+    let g2 = pod_group("prod", "g1", 2, Some(CLIQUE));
+    let o = run_with(&mut prepared, &gang(2, 8), std::slice::from_ref(&g2));
+    let mut with_group = base.clone();
+    with_group.pod_groups.push(g2.clone());
+    assert_eq!(o, run_gang(&profile, &with_group, &gang(2, 8), &[]));
+    assert_eq!(o.decision, Decision::Feasible);
+    // Gone again afterwards.
+    assert_eq!(run_with(&mut prepared, &gang(2, 8), &[]), missing);
+    // A given PodGroup replaces the cluster's one of the same name for that move only; the
+    // last of two with one name wins.
+    let c3 = with_pg(base.clone(), 3);
+    let mut prepared =
+        alfred_sim::PreparedCluster::new(&c3, &profile.scheduler_name).expect("prepared");
+    let incomplete = run_with(&mut prepared, &gang(2, 8), &[]);
+    assert_eq!(
+        (incomplete.decision, cause(&incomplete)),
+        (Decision::Unsupported, Cause::IncompleteGang)
+    );
+    let g5 = pod_group("prod", "g1", 5, Some(CLIQUE));
+    assert_eq!(run_with(&mut prepared, &gang(2, 8), &[g5, g2]), o);
+    assert_eq!(run_with(&mut prepared, &gang(2, 8), &[]), incomplete);
+}
+
 // Structural problems are errors naming the field, not outcomes.
 #[test]
 fn invalid_moves_are_errors() {
