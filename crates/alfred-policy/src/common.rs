@@ -1,7 +1,9 @@
 //! What both policies share: the pass context, OMENative eligibility (§C.3), the model
 //! view (§A.8), the per-workload cooldown (§C.8) and the surge plan (§C.4).
 
+use std::cell::RefCell;
 use std::collections::{BTreeMap, BTreeSet};
+use std::rc::Rc;
 
 use alfred_model::Timestamp;
 use alfred_model::reason::{AdvisoryReason, RowReason};
@@ -21,6 +23,24 @@ pub(crate) struct Ctx<'a> {
     pub snap: ClusterSnapshot,
     pub cfg: &'a PolicySettings,
     pub now: Timestamp,
+    /// The surge plan's ordered target lists (§C.4), built once per (pool, spot avoidance,
+    /// model-allowed set) on first use.
+    targets: RefCell<BTreeMap<TargetKey, Rc<TargetList>>>,
+}
+
+/// `(pool, avoid spot, model key when the model constrains the targets)`.
+type TargetKey = (String, bool, Option<String>);
+
+/// The eligible targets of one (pool, spot avoidance, allowed set) before the per-Instance
+/// tests (not a source, room for the smallest print): every node `n` of the pool with GPUs,
+/// not unavailable, not an avoided preemptible node, allowed by the model, in the order of
+/// §C.4 (`freeGPUs` ascending, then name).
+#[derive(Debug, PartialEq)]
+pub(crate) struct TargetList {
+    /// Indices in `ClusterSnapshot::nodes`.
+    nodes: Vec<usize>,
+    /// `freeGPUs` of each (ascending).
+    free: Vec<u32>,
 }
 
 impl<'a> Ctx<'a> {
@@ -41,7 +61,12 @@ impl<'a> Ctx<'a> {
                 c.instances.dedup_by(|b, a| a.index == b.index);
             }
         }
-        Ctx { snap, cfg, now }
+        Ctx {
+            snap,
+            cfg,
+            now,
+            targets: RefCell::default(),
+        }
     }
 
     /// The pool scores of §B (alfred-score) at `now`, with the bins and weights that price a
@@ -140,6 +165,38 @@ impl<'a> Ctx<'a> {
         alfred_score::in_cooldown(w, self.cfg.per_workload_cooldown_minutes, self.now)
     }
 
+    /// The ordered target list of `pool` for workload `w` (built on first use).
+    pub fn target_list(&self, pool: &str, w: &Workload) -> Rc<TargetList> {
+        let avoid = self.avoid_spot(w);
+        let allowed = self.allowed_targets(w);
+        let key: TargetKey = (
+            pool.to_owned(),
+            avoid,
+            allowed.and(w.model.as_ref()).map(|m| m.key()),
+        );
+        if let Some(list) = self.targets.borrow().get(&key) {
+            return Rc::clone(list);
+        }
+        let mut nodes: Vec<usize> = (0..self.snap.nodes.len())
+            .filter(|i| {
+                let n = &self.snap.nodes[*i];
+                n.pool.as_deref() == Some(pool)
+                    && n.has_gpus()
+                    && !n.unavailable()
+                    && !(avoid && n.preemptible)
+                    && allowed.is_none_or(|a| a.contains(&n.name))
+            })
+            .collect();
+        let node = |i: &usize| &self.snap.nodes[*i];
+        nodes.sort_by(|a, b| {
+            (node(a).free_gpus, &node(a).name).cmp(&(node(b).free_gpus, &node(b).name))
+        });
+        let free = nodes.iter().map(|i| node(i).free_gpus).collect();
+        let list = Rc::new(TargetList { nodes, free });
+        self.targets.borrow_mut().insert(key, Rc::clone(&list));
+        list
+    }
+
     /// Whether a node is preemptible and avoided as a target for this workload.
     pub fn avoid_spot(&self, w: &Workload) -> bool {
         self.cfg.avoid_spot_as_target || w.settings.spot_policy == SpotOverride::Avoid
@@ -178,18 +235,40 @@ fn advisory(block: RepackBlock) -> AdvisoryReason {
 pub(crate) struct SurgePlan {
     /// (source node, target node, gpus) per GPU pod.
     pub moves: Vec<(String, String, u32)>,
-    /// Every eligible target, fullest first.
-    pub placement_targets: Vec<String>,
-    /// The first three of them.
+    /// The first three eligible targets.
     pub hints: Vec<String>,
-    /// Every source node of the Instance.
+    /// Every source node of the Instance (ascending).
     pub sources: Vec<String>,
     /// GPUs per GPU pod, largest first.
     pub pod_gpus: Vec<u32>,
+    /// The ordered list the targets come from.
+    targets: Rc<TargetList>,
+    /// The first position in `targets` with room for the smallest print.
+    start: usize,
+}
+
+impl SurgePlan {
+    /// `placementTargets` of §C.4: every eligible target in order, fullest first (built on
+    /// demand: only executable rows carry it).
+    pub fn placement_targets(&self, ctx: &Ctx<'_>) -> Vec<String> {
+        self.target_names(ctx).map(str::to_owned).collect()
+    }
+
+    fn target_names<'c>(&'c self, ctx: &'c Ctx<'_>) -> impl Iterator<Item = &'c str> + 'c {
+        self.targets.nodes[self.start..]
+            .iter()
+            .map(|i| ctx.snap.nodes[*i].name.as_str())
+            .filter(|name| {
+                self.sources
+                    .binary_search_by(|s| s.as_str().cmp(name))
+                    .is_err()
+            })
+    }
 }
 
 /// Whether `n` may receive a replacement of workload `w` (the target filter of §C.4, less
 /// the room and source tests).
+#[cfg(test)]
 pub(crate) fn eligible_target(ctx: &Ctx<'_>, w: &Workload, n: &Node) -> bool {
     n.has_gpus()
         && !n.unavailable()
@@ -199,8 +278,14 @@ pub(crate) fn eligible_target(ctx: &Ctx<'_>, w: &Workload, n: &Node) -> bool {
             .is_none_or(|allowed| allowed.contains(&n.name))
 }
 
-/// `planSurge(w, inst)`; `None` = `NoSurgeHeadroom`.
-pub(crate) fn plan_surge(ctx: &Ctx<'_>, w: &Workload, inst: &Instance) -> Option<SurgePlan> {
+/// The validated prints of §C.4 `(pod key, node, gpus)` (GPU pods only), the sources and
+/// the pool; `None` = `NoSurgeHeadroom`.
+#[allow(clippy::type_complexity)]
+fn surge_prints<'c>(
+    ctx: &'c Ctx<'_>,
+    w: &Workload,
+    inst: &Instance,
+) -> Option<(Vec<(String, String, u32)>, Vec<String>, &'c str)> {
     if ctx.model_reason(w).is_some() {
         return None;
     }
@@ -234,6 +319,88 @@ pub(crate) fn plan_surge(ctx: &Ctx<'_>, w: &Workload, inst: &Instance) -> Option
         pool = Some(p);
     }
     let pool = pool?;
+    prints.sort_by(|a, b| b.2.cmp(&a.2).then_with(|| a.0.cmp(&b.0)));
+    Some((prints, sources, pool))
+}
+
+/// `planSurge(w, inst)`; `None` = `NoSurgeHeadroom`.
+///
+/// The targets come from the pool's ordered list ([`Ctx::target_list`], built once): the
+/// first fit of a print is the earlier of the first already-used target with room left and
+/// the first unused target at or after the first position with `freeGPUs ≥ gpus` (a binary
+/// search; the list is in `freeGPUs` order), skipping sources. So a plan costs
+/// O(log n + prints · (prints + sources)), and the exhaustive `placementTargets` are only
+/// listed for the rows that carry them ([`SurgePlan::placement_targets`]).
+pub(crate) fn plan_surge(ctx: &Ctx<'_>, w: &Workload, inst: &Instance) -> Option<SurgePlan> {
+    let (prints, sources, pool) = surge_prints(ctx, w, inst)?;
+    let minimum = prints.iter().map(|p| p.2).min()?;
+    let targets = ctx.target_list(pool, w);
+    let is_source = |pos: usize| {
+        let name = ctx.snap.nodes[targets.nodes[pos]].name.as_str();
+        sources.binary_search_by(|s| s.as_str().cmp(name)).is_ok()
+    };
+    let start = targets.free.partition_point(|f| *f < minimum);
+    // Used targets `(position, free GPUs left)`, in position order.
+    let mut used: Vec<(usize, u32)> = Vec::new();
+    let mut moves = Vec::with_capacity(prints.len());
+    for (_, from, gpus) in &prints {
+        let reused = used.iter().position(|(_, f)| *f >= *gpus);
+        let mut fresh = targets.free.partition_point(|f| *f < *gpus).max(start);
+        while fresh < targets.nodes.len()
+            && (is_source(fresh) || used.iter().any(|(p, _)| *p == fresh))
+        {
+            fresh += 1;
+        }
+        let fresh = (fresh < targets.nodes.len()).then_some(fresh);
+        let pos = match (reused, fresh) {
+            (Some(k), Some(f)) if used[k].0 > f => {
+                let at = used.partition_point(|(p, _)| *p < f);
+                used.insert(at, (f, targets.free[f] - gpus));
+                f
+            }
+            (Some(k), _) => {
+                used[k].1 -= gpus;
+                used[k].0
+            }
+            (None, Some(f)) => {
+                let at = used.partition_point(|(p, _)| *p < f);
+                used.insert(at, (f, targets.free[f] - gpus));
+                f
+            }
+            (None, None) => return None,
+        };
+        let target = &ctx.snap.nodes[targets.nodes[pos]].name;
+        moves.push((from.clone(), target.clone(), *gpus));
+    }
+    let mut plan = SurgePlan {
+        moves,
+        hints: Vec::new(),
+        sources,
+        pod_gpus: prints.iter().map(|p| p.2).collect(),
+        targets,
+        start,
+    };
+    plan.hints = plan.target_names(ctx).take(3).map(str::to_owned).collect();
+    Some(plan)
+}
+
+/// The surge plan as §C.4 writes it (filter and sort every node per Instance): the
+/// reference [`plan_surge`] is checked against, as
+/// `(moves, placementTargets, hints, sources, podGPUs)`.
+#[cfg(test)]
+#[allow(clippy::type_complexity)]
+pub(crate) fn plan_surge_reference(
+    ctx: &Ctx<'_>,
+    w: &Workload,
+    inst: &Instance,
+) -> Option<(
+    Vec<(String, String, u32)>,
+    Vec<String>,
+    Vec<String>,
+    Vec<String>,
+    Vec<u32>,
+)> {
+    let (prints, sources, pool) = surge_prints(ctx, w, inst)?;
     let minimum = prints.iter().map(|p| p.2).min()?;
     let mut targets: Vec<&Node> = ctx
         .snap
@@ -245,7 +412,6 @@ pub(crate) fn plan_surge(ctx: &Ctx<'_>, w: &Workload, inst: &Instance) -> Option
         .filter(|n| n.free_gpus >= minimum)
         .collect();
     targets.sort_by(|a, b| (a.free_gpus, &a.name).cmp(&(b.free_gpus, &b.name)));
-    prints.sort_by(|a, b| b.2.cmp(&a.2).then_with(|| a.0.cmp(&b.0)));
     let mut free: Vec<u32> = targets.iter().map(|n| n.free_gpus).collect();
     let mut moves = Vec::new();
     for (_, from, gpus) in &prints {
@@ -255,13 +421,13 @@ pub(crate) fn plan_surge(ctx: &Ctx<'_>, w: &Workload, inst: &Instance) -> Option
     }
     let placement_targets: Vec<String> = targets.iter().map(|n| n.name.clone()).collect();
     let hints = placement_targets.iter().take(3).cloned().collect();
-    Some(SurgePlan {
+    Some((
         moves,
         placement_targets,
         hints,
         sources,
-        pod_gpus: prints.iter().map(|p| p.2).collect(),
-    })
+        prints.iter().map(|p| p.2).collect(),
+    ))
 }
 
 /// A candidate with every optional field empty: advice with `advisory` unless `None`.

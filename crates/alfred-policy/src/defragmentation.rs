@@ -15,7 +15,9 @@ use alfred_model::config::Config;
 use alfred_model::reason::{AdvisoryReason, RowReason};
 use alfred_model::record::{Candidate, Policy};
 use alfred_model::snapshot::{ClusterSnapshot, Component, DeploymentMode, Instance, Workload};
-use alfred_score::{Bins, PoolAnalysis, PoolScore, ThresholdCase, weighted_fragmentation};
+use alfred_score::{
+    Bins, LadderSlots, PoolAnalysis, PoolScore, ThresholdCase, weighted_fragmentation,
+};
 
 use crate::common::{Ctx, SurgePlan, omenative_eligibility, plan_surge, row};
 use crate::settings::PolicySettings;
@@ -69,9 +71,10 @@ pub(crate) fn run(ctx: &Ctx<'_>) -> Vec<Candidate> {
             ThresholdCase::AdvisoryOnly => false,
             ThresholdCase::Quiet => continue,
         };
+        let pricer = Pricer::new(eval);
         for w in &ctx.snap.workloads {
             for c in &w.components {
-                component(ctx, eval, exec, w, c, &mut out);
+                component(ctx, eval, &pricer, exec, w, c, &mut out);
             }
         }
     }
@@ -117,6 +120,7 @@ pub(crate) fn component_pods(c: &Component) -> Vec<String> {
 fn component(
     ctx: &Ctx<'_>,
     eval: &PoolAnalysis<'_>,
+    pricer: &Pricer,
     exec: bool,
     w: &Workload,
     c: &Component,
@@ -178,7 +182,7 @@ fn component(
                 if inst.total_gpus == 0 || !ctx.instance_in_pool(inst, pool) {
                     continue;
                 }
-                out.extend(omenative_instance(ctx, eval, exec, w, c, inst));
+                out.extend(omenative_instance(ctx, eval, pricer, exec, w, c, inst));
             }
         }
         DeploymentMode::Other(_) => {}
@@ -190,6 +194,7 @@ fn component(
 fn omenative_instance(
     ctx: &Ctx<'_>,
     eval: &PoolAnalysis<'_>,
+    pricer: &Pricer,
     exec: bool,
     w: &Workload,
     c: &Component,
@@ -230,7 +235,7 @@ fn omenative_instance(
         r.footprint_gpus = inst.total_gpus;
         return Some(advice(r, AdvisoryReason::NoSurgeHeadroom));
     };
-    let priced = price(ctx, eval, w, &plan)?;
+    let priced = price(ctx, eval, pricer, w, &plan)?;
     let cost = ctx.cfg.move_cost();
     let score = priced.benefit - cost;
     r.benefit = priced.benefit;
@@ -254,26 +259,181 @@ fn omenative_instance(
     r.emergency = priced.emergency;
     r.surge_shaped = true;
     r.footprint_gpus = inst.total_gpus;
+    r.placement_target_nodes = plan.placement_targets(ctx);
     r.hint_target_nodes = plan.hints;
-    r.placement_target_nodes = plan.placement_targets;
     r.pod_gpus = plan.pod_gpus;
     Some(r)
 }
 
-struct Priced {
-    benefit: f64,
-    emergency: bool,
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub(crate) struct Priced {
+    pub(crate) benefit: f64,
+    pub(crate) emergency: bool,
 }
 
-/// Benefit (§C.5) and the emergency test (§C.6.1) of a plan, on a copy of the pool's
-/// observed bins with the observed weights and `TotalFree`; `None` when a target is not a
-/// bin with room (the fail-closed guard).
+/// What pricing needs of a pool's observed bins, computed once per pool: the slot counts
+/// per ladder size, `TotalFree`, and the bins by free GPUs (largest first) for the
+/// emergency test.
+pub(crate) struct Pricer {
+    slots: LadderSlots,
+    total_free: u64,
+    by_free_desc: Vec<usize>,
+}
+
+impl Pricer {
+    pub(crate) fn new(eval: &PoolAnalysis<'_>) -> Self {
+        let free = eval.bins.free();
+        let mut by_free_desc: Vec<usize> = (0..free.len()).collect();
+        by_free_desc.sort_by(|a, b| free[*b].cmp(&free[*a]).then(a.cmp(b)));
+        Pricer {
+            slots: LadderSlots::new(&eval.bins, &eval.weights),
+            total_free: eval.bins.total_free(),
+            by_free_desc,
+        }
+    }
+}
+
+/// A bin a plan touches: one of the pool's bins (by position) or a G.12 extra one.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum BinRef {
+    Pool(usize),
+    Extra(usize),
+}
+
+/// The preemptible sources that decision G.12 counts as bins (before and after the move):
+/// `(node name, free, cap)`, in source order.
+fn extra_bins<'c>(
+    ctx: &'c Ctx<'_>,
+    eval: &PoolAnalysis<'_>,
+    plan: &SurgePlan,
+) -> Vec<(&'c str, u32, u32)> {
+    let pool = eval.score.pool.as_str();
+    let mut extra = Vec::new();
+    for source in &plan.sources {
+        if eval.bins.position(source).is_some() {
+            continue;
+        }
+        let nodes = &ctx.snap.nodes;
+        if let Ok(i) = nodes.binary_search_by(|n| n.name.as_str().cmp(source))
+            && let n = &nodes[i]
+            && n.preemptible
+            && n.has_gpus()
+            && n.pool.as_deref() == Some(pool)
+            && !n.unavailable()
+        {
+            extra.push((n.name.as_str(), n.free_gpus.min(n.total_gpus), n.total_gpus));
+        }
+    }
+    extra
+}
+
+/// Benefit (§C.5) and the emergency test (§C.6.1) of a plan, on the pool's observed bins
+/// with the observed weights and `TotalFree`; `None` when a target is not a bin with room
+/// (the fail-closed guard).
 ///
 /// Decision G.12: preemptible sources that are not bins (under `avoidAsTarget`) but are
 /// GPU nodes of the pool that can take work are counted as bins before and after the move,
 /// with `TotalFree` taken over those bins, so the GPUs the move frees there count; they
 /// remain out of the pool score and out of the targets.
-fn price(ctx: &Ctx<'_>, eval: &PoolAnalysis<'_>, w: &Workload, plan: &SurgePlan) -> Option<Priced> {
+///
+/// Incremental: the slot counts of the bins after the move are the pool's, less the old
+/// contributions of the bins the plan touches plus their new ones; the weighted
+/// fragmentation is then computed from those counts exactly as
+/// [`weighted_fragmentation`] computes it (so the result is bit-for-bit the one of
+/// [`price_by_clone`]). A G.12 bin larger than every pool bin changes `maxCap`, hence
+/// every count: that (rare) case is priced by [`price_by_clone`].
+pub(crate) fn price(
+    ctx: &Ctx<'_>,
+    eval: &PoolAnalysis<'_>,
+    pricer: &Pricer,
+    w: &Workload,
+    plan: &SurgePlan,
+) -> Option<Priced> {
+    let extra = extra_bins(ctx, eval, plan);
+    if extra
+        .iter()
+        .any(|(_, _, cap)| *cap > pricer.slots.max_cap())
+    {
+        return price_by_clone(ctx, eval, w, plan);
+    }
+    let mut before = pricer.slots.clone();
+    let mut denominator = pricer.total_free;
+    for (_, free, cap) in &extra {
+        before.add(*free, *cap);
+        denominator += u64::from(*free);
+    }
+    let lookup = |name: &str| -> Option<(BinRef, u32, u32)> {
+        if let Some(pos) = eval.bins.position(name) {
+            let bin = eval.bins.get(pos)?;
+            return Some((BinRef::Pool(pos), bin.free, bin.cap));
+        }
+        let i = extra.iter().position(|(n, _, _)| *n == name)?;
+        Some((BinRef::Extra(i), extra[i].1, extra[i].2))
+    };
+    // Touched bins: (bin, free before, free now, cap).
+    let mut touched: Vec<(BinRef, u32, u32, u32)> = Vec::new();
+    let slot_of =
+        |bin: (BinRef, u32, u32), touched: &mut Vec<(BinRef, u32, u32, u32)>| match touched
+            .iter()
+            .position(|t| t.0 == bin.0)
+        {
+            Some(k) => k,
+            None => {
+                touched.push((bin.0, bin.1, bin.1, bin.2));
+                touched.len() - 1
+            }
+        };
+    for (_, target, gpus) in &plan.moves {
+        let bin = lookup(target)?;
+        let k = slot_of(bin, &mut touched);
+        if touched[k].2 < *gpus {
+            return None;
+        }
+        touched[k].2 -= gpus;
+    }
+    for (source, _, gpus) in &plan.moves {
+        if let Some(bin) = lookup(source) {
+            let k = slot_of(bin, &mut touched);
+            touched[k].2 = touched[k].2.saturating_add(*gpus).min(touched[k].3);
+        }
+    }
+    let mut after = before.clone();
+    for (_, old, new, cap) in &touched {
+        after.update(*old, *new, *cap);
+    }
+    let benefit = before.weighted_fragmentation(&eval.weights, denominator)
+        - after.weighted_fragmentation(&eval.weights, denominator);
+    // Largest free bin before and after the move.
+    let free = eval.bins.free();
+    let pool_max = pricer.by_free_desc.first().map_or(0, |p| free[*p]);
+    let extra_max = extra.iter().map(|e| e.1).max().unwrap_or(0);
+    let max_before = pool_max.max(extra_max);
+    let untouched_pool_max = pricer
+        .by_free_desc
+        .iter()
+        .find(|p| !touched.iter().any(|t| t.0 == BinRef::Pool(**p)))
+        .map_or(0, |p| free[*p]);
+    let untouched_extra_max = (0..extra.len())
+        .filter(|i| !touched.iter().any(|t| t.0 == BinRef::Extra(*i)))
+        .map(|i| extra[i].1)
+        .max()
+        .unwrap_or(0);
+    let touched_max = touched.iter().map(|t| t.2).max().unwrap_or(0);
+    let max_after = untouched_pool_max.max(untouched_extra_max).max(touched_max);
+    let emergency = emergency(ctx, eval.score.pool.as_str(), w, max_before, max_after);
+    Some(Priced { benefit, emergency })
+}
+
+/// [`price`] the way §C.5 writes it: apply the plan to a copy of the pool's bins (with
+/// the G.12 bins inserted) and recompute the weighted fragmentation over every bin. Used
+/// when a G.12 bin changes `maxCap`, and as the reference the incremental form is tested
+/// against.
+pub(crate) fn price_by_clone(
+    ctx: &Ctx<'_>,
+    eval: &PoolAnalysis<'_>,
+    w: &Workload,
+    plan: &SurgePlan,
+) -> Option<Priced> {
     let pool = eval.score.pool.as_str();
     let mut before = eval.bins.clone();
     for source in &plan.sources {
@@ -303,13 +463,15 @@ fn price(ctx: &Ctx<'_>, eval: &PoolAnalysis<'_>, w: &Workload, plan: &SurgePlan)
     }
     let benefit = weighted_fragmentation(&before, &eval.weights, denominator)
         - weighted_fragmentation(&after, &eval.weights, denominator);
-    let emergency = emergency(ctx, pool, w, &before, &after);
+    let emergency = emergency(ctx, pool, w, max_free(&before), max_free(&after));
     Some(Priced { benefit, emergency })
 }
 
-fn emergency(ctx: &Ctx<'_>, pool: &str, w: &Workload, before: &Bins<'_>, after: &Bins<'_>) -> bool {
-    let max_before = before.free().iter().copied().max().unwrap_or(0);
-    let max_after = after.free().iter().copied().max().unwrap_or(0);
+fn max_free(bins: &Bins<'_>) -> u32 {
+    bins.free().iter().copied().max().unwrap_or(0)
+}
+
+fn emergency(ctx: &Ctx<'_>, pool: &str, w: &Workload, max_before: u32, max_after: u32) -> bool {
     let age = f64::from(ctx.cfg.emergency_pending_age_minutes);
     ctx.snap.pending_pods.iter().any(|p| {
         let g = p.gpus_needed;

@@ -9,16 +9,17 @@
 //! maintenance: the input the reporter turns into `node.<name>` records and Node events
 //! (§D.7). The records' lifecycle is the reporter's; markers only say what was observed.
 
+use std::collections::BTreeMap;
+
 use alfred_model::Timestamp;
 use alfred_model::config::Config;
 use alfred_model::reason::{AdvisoryReason, RowReason};
 use alfred_model::record::{Candidate, Policy};
 use alfred_model::snapshot::{
-    ClusterSnapshot, DeploymentMode, HealthState, Maintenance, NodeHealth, Workload,
+    ClusterSnapshot, DeploymentMode, HealthState, Maintenance, Node, NodeHealth, Workload,
 };
 
 use crate::common::{Ctx, omenative_eligibility, plan_surge, row};
-use crate::defragmentation::component_pods;
 use crate::settings::PolicySettings;
 
 /// What the reporter needs to keep a `node.<name>` record and emit Node events (§D.1,
@@ -137,27 +138,53 @@ fn class(r: RowReason) -> u8 {
 }
 
 fn markers(ctx: &Ctx<'_>) -> Vec<NodeMarker> {
-    let mut out = Vec::new();
-    for n in &ctx.snap.nodes {
-        if n.health.state == HealthState::Clear && !n.maintenance.requested {
-            continue;
-        }
-        let mut workloads: Vec<String> = Vec::new();
+    let marked = |n: &Node| n.health.state != HealthState::Clear || n.maintenance.requested;
+    // One walk over the workloads' pods and one over the bound pods, for the marked nodes
+    // only: per node, the workloads with a GPU pod there (workload order, once each) and
+    // whether an OME GPU pod is bound there.
+    let mut on: BTreeMap<&str, (Vec<String>, bool)> = ctx
+        .snap
+        .nodes
+        .iter()
+        .filter(|n| marked(n))
+        .map(|n| (n.name.as_str(), (Vec::new(), false)))
+        .collect();
+    if !on.is_empty() {
         for w in &ctx.snap.workloads {
-            let on_node = w.components.iter().any(|c| {
-                component_pods(c)
+            let mut key: Option<String> = None;
+            for c in &w.components {
+                for k in c
+                    .pods
                     .iter()
-                    .any(|k| ctx.pod(k).is_some_and(|p| p.node == n.name && p.gpus > 0))
-            });
-            if on_node {
-                workloads.push(w.key());
+                    .chain(c.instances.iter().flat_map(|i| &i.pods))
+                {
+                    if let Some(p) = ctx.pod(k)
+                        && p.gpus > 0
+                        && let Some((workloads, _)) = on.get_mut(p.node.as_str())
+                    {
+                        let key = key.get_or_insert_with(|| w.key());
+                        if workloads.last() != Some(key) {
+                            workloads.push(key.clone());
+                        }
+                    }
+                }
             }
         }
-        let ome_pod = ctx
-            .snap
-            .pods
-            .iter()
-            .any(|p| p.node == n.name && p.ome && p.gpus > 0);
+        for p in &ctx.snap.pods {
+            if p.ome
+                && p.gpus > 0
+                && let Some((_, ome)) = on.get_mut(p.node.as_str())
+            {
+                *ome = true;
+            }
+        }
+    }
+    let mut out = Vec::new();
+    for n in &ctx.snap.nodes {
+        if !marked(n) {
+            continue;
+        }
+        let (workloads, ome_pod) = on.remove(n.name.as_str()).unwrap_or_default();
         out.push(NodeMarker {
             node: n.name.clone(),
             uid: n.uid.clone(),
@@ -225,8 +252,8 @@ fn findings(ctx: &Ctx<'_>, w: &Workload, out: &mut Vec<Candidate>) {
                         advice(r, why)
                     } else if let Some(plan) = plan_surge(ctx, w, inst) {
                         r.surge_shaped = true;
+                        r.placement_target_nodes = plan.placement_targets(ctx);
                         r.hint_target_nodes = plan.hints;
-                        r.placement_target_nodes = plan.placement_targets;
                         r.pod_gpus = plan.pod_gpus;
                         r
                     } else {

@@ -3,5 +3,6 @@
 mod coverage;
 mod defrag;
 mod early;
+mod fast_paths;
 mod nodehealth;
 mod props;

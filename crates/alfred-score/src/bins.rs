@@ -229,6 +229,97 @@ pub(crate) fn weighted_fragmentation_raw(
     total
 }
 
+/// Per-ladder-size slot counts of a bin set (§B.2), kept so that a change to a few bins
+/// updates them in O(ladder) per bin instead of recounting every bin: the policy prices a
+/// move this way (§C.5), and [`LadderSlots::weighted_fragmentation`] gives exactly what
+/// [`weighted_fragmentation`] gives on the changed bins (same slot counts, same `f64`
+/// formula in the same order).
+///
+/// The counts are only valid for bins whose capacities do not exceed [`LadderSlots::max_cap`]
+/// (fixed at construction): adding a larger bin changes `maxCap`, hence every count, and
+/// needs a recount.
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct LadderSlots {
+    sizes: Vec<u32>,
+    max_cap: u32,
+    /// Per size: Σ floor(free / s) when `s ≤ maxCap`; the number of fully free bins of
+    /// capacity `maxCap` when `s > maxCap` (divided by `ceil(s / maxCap)` on read).
+    counts: Vec<u64>,
+}
+
+impl LadderSlots {
+    /// The counts of `bins` for the ladder sizes of `weights`.
+    pub fn new(bins: &Bins<'_>, weights: &Weights) -> Self {
+        let mut out = LadderSlots {
+            sizes: weights.sizes.clone(),
+            max_cap: bins.max_cap(),
+            counts: vec![0; weights.sizes.len()],
+        };
+        for (free, cap) in bins.free.iter().zip(&bins.cap) {
+            out.add(*free, *cap);
+        }
+        out
+    }
+
+    /// `maxCap` of the bins counted.
+    pub fn max_cap(&self) -> u32 {
+        self.max_cap
+    }
+
+    fn contribution(&self, size: u32, free: u32, cap: u32) -> u64 {
+        if size == 0 || self.max_cap == 0 {
+            0
+        } else if size <= self.max_cap {
+            u64::from(free / size)
+        } else {
+            u64::from(cap == self.max_cap && free == cap)
+        }
+    }
+
+    /// Counts one more bin (`free` already capped at `cap`; `cap ≤ max_cap`).
+    pub fn add(&mut self, free: u32, cap: u32) {
+        for i in 0..self.sizes.len() {
+            let c = self.contribution(self.sizes[i], free, cap);
+            self.counts[i] += c;
+        }
+    }
+
+    /// A counted bin of capacity `cap` went from `old` to `new` free GPUs (both capped at
+    /// `cap`).
+    pub fn update(&mut self, old: u32, new: u32, cap: u32) {
+        for i in 0..self.sizes.len() {
+            let size = self.sizes[i];
+            let added = self.contribution(size, new, cap);
+            let removed = self.contribution(size, old, cap);
+            self.counts[i] = (self.counts[i] + added).saturating_sub(removed);
+        }
+    }
+
+    /// `slots(s)` per ladder size, in ladder order.
+    pub fn slots(&self) -> impl Iterator<Item = u64> + '_ {
+        self.sizes.iter().zip(&self.counts).map(|(size, count)| {
+            if *size == 0 || self.max_cap == 0 {
+                0
+            } else if *size <= self.max_cap {
+                *count
+            } else {
+                count / u64::from(size.div_ceil(self.max_cap))
+            }
+        })
+    }
+
+    /// `Σ_s w(s) · frag(s)` from these slot counts against a fixed `denominator`:
+    /// bit-for-bit [`weighted_fragmentation`] of the bins counted (`weights` must be the
+    /// ones the counts were built for).
+    pub fn weighted_fragmentation(&self, weights: &Weights, denominator: u64) -> f64 {
+        let mut total = 0.0;
+        for ((size, w), s) in weights.sizes.iter().zip(&weights.weights).zip(self.slots()) {
+            total += w * frag(s, *size, denominator);
+        }
+        total
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -34,7 +34,7 @@ mod repack;
 mod score;
 mod settings;
 
-pub use bins::{Bin, Bins, Weights, weighted_fragmentation};
+pub use bins::{Bin, Bins, LadderSlots, Weights, weighted_fragmentation};
 pub use movable::{
     RepackBlock, in_cooldown, model_block, omenative_eligibility, repack_block, repack_movable,
 };

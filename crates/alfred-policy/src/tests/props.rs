@@ -29,7 +29,7 @@ struct WorkloadSpec {
 }
 
 #[derive(Debug, Clone)]
-struct Case {
+pub(super) struct Case {
     nodes: Vec<NodeSpec>,
     workloads: Vec<WorkloadSpec>,
     occupants: Vec<(usize, u32)>,
@@ -84,7 +84,7 @@ fn workload_spec() -> impl Strategy<Value = WorkloadSpec> {
         )
 }
 
-fn case() -> impl Strategy<Value = Case> {
+pub(super) fn case() -> impl Strategy<Value = Case> {
     (
         prop::collection::vec(node_spec(), 1..8),
         prop::collection::vec(workload_spec(), 0..6),
@@ -120,7 +120,7 @@ fn case() -> impl Strategy<Value = Case> {
         )
 }
 
-fn build(c: &Case) -> (ClusterSnapshot, PolicySettings) {
+pub(super) fn build(c: &Case) -> (ClusterSnapshot, PolicySettings) {
     let pools = ["H100", "A100"];
     let nn = c.nodes.len();
     let name = |i: usize| format!("n{}", i % nn);

@@ -1,0 +1,167 @@
+//! One decision pass on `generate_cluster` snapshots: the policies alone
+//! (`alfred_policy::propose`) and a whole `alfred_dispatch::run_pass` with the real stages
+//! (`CoreStages`), in recommend-only mode and in execute mode, with no simulator (recommend-only:
+//! `simulation_configured: false`; execute: a simulator that answers `Unavailable`, so no move
+//! passes the pre-submit re-check and the pass writes no journal entry).
+//!
+//! `cargo bench -p alfred-benches --bench pass` (`ALFRED_BENCH_SIZES=1k,5k` picks sizes;
+//! `ALFRED_BENCH_SECS=2` sets criterion's measurement time). Besides criterion's report,
+//! each size prints one line with the median of a few wall-clock runs and the number of
+//! candidates (executable ones in brackets).
+
+use std::hint::black_box;
+use std::time::{Duration, Instant};
+
+use alfred_benches::generate_cluster;
+use alfred_dispatch::{
+    CoreStages, DurableState, GuardObservation, Journal, JournalSlot, MoveSimulation, PassInput,
+    Session, SimulationOutcome, Simulator, run_pass,
+};
+use alfred_model::config::{Config, Mode, RuntimeOptions};
+use alfred_model::reason::SchedulingReason;
+use alfred_model::{ClusterSnapshot, Timestamp};
+use criterion::{Criterion, criterion_group, criterion_main};
+
+/// `(label, nodes, pods)`; `L` is the score bench's L size.
+const SIZES: [(&str, usize, usize); 3] = [
+    ("1k", 1_000, 10_000),
+    ("5k", 5_000, 50_000),
+    ("L", 5_000, 150_000),
+];
+
+/// No simulator: every request is `Unavailable`.
+struct NoSimulator;
+
+impl Simulator for NoSimulator {
+    fn simulate(&mut self, _: &MoveSimulation<'_>) -> SimulationOutcome {
+        SimulationOutcome::of(SchedulingReason::WorkerFailed)
+    }
+}
+
+struct Fixture {
+    snap: ClusterSnapshot,
+    runtime: RuntimeOptions,
+    state: DurableState,
+    guard: GuardObservation,
+    uuids: Vec<String>,
+}
+
+impl Fixture {
+    fn new(snap: ClusterSnapshot) -> Self {
+        let runtime = RuntimeOptions {
+            migration_api_version: Some(alfred_model::config::MigrationApiVersion::V1),
+            migration_service_account: "alfred".into(),
+            simulation_configured: false,
+            ..RuntimeOptions::default()
+        };
+        Fixture {
+            snap,
+            runtime,
+            state: DurableState {
+                journal: JournalSlot::Readable(Journal::empty()),
+                ..DurableState::default()
+            },
+            guard: GuardObservation::assumed_installed("alfred-system", "alfred"),
+            uuids: (0..4)
+                .map(|i| format!("00000000-0000-4000-8000-{i:012}"))
+                .collect(),
+        }
+    }
+
+    fn pass(&self, config: &Config) -> alfred_dispatch::PassOutput {
+        let previous = self.state.node_records.clone();
+        let input = PassInput {
+            snapshot: &self.snap,
+            fresh_snapshot: Some(&self.snap),
+            config,
+            runtime: &self.runtime,
+            namespace: "alfred-system",
+            config_map_name: "alfred-config",
+            state: &self.state,
+            previous_node_records: &previous,
+            guard: &self.guard,
+            uuids: &self.uuids,
+            config_changed: false,
+            deadline: None,
+            now: self.snap.observed_at,
+        };
+        run_pass(&input, &CoreStages, &Session::default(), &mut NoSimulator)
+    }
+}
+
+/// Median wall time of `runs` calls.
+fn median(runs: usize, mut f: impl FnMut()) -> Duration {
+    let mut t: Vec<Duration> = (0..runs)
+        .map(|_| {
+            let start = Instant::now();
+            f();
+            start.elapsed()
+        })
+        .collect();
+    t.sort();
+    t[t.len() / 2]
+}
+
+fn bench_pass(c: &mut Criterion) {
+    let filter: Vec<String> = std::env::var("ALFRED_BENCH_SIZES")
+        .map(|v| v.split(',').map(|x| x.trim().to_string()).collect())
+        .unwrap_or_default();
+    let secs: u64 = std::env::var("ALFRED_BENCH_SECS")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(2);
+    let recommend = Config::default();
+    let execute = Config {
+        mode: Mode::Execute,
+        ..Config::default()
+    };
+    let mut lines = Vec::new();
+    for (name, nodes, pods) in SIZES {
+        if !filter.is_empty() && !filter.iter().any(|f| f == name) {
+            continue;
+        }
+        let fx = Fixture::new(generate_cluster(nodes, pods, 0xA1F2_ED00 + nodes as u64));
+        let now: Timestamp = fx.snap.observed_at;
+        let mut group = c.benchmark_group(format!("pass/{name}"));
+        group.sample_size(10);
+        group.warm_up_time(Duration::from_millis(300));
+        group.measurement_time(Duration::from_secs(secs));
+        group.bench_function("propose", |b| {
+            b.iter(|| alfred_policy::propose(black_box(&fx.snap), &recommend, now))
+        });
+        group.bench_function("run_pass recommend-only", |b| {
+            b.iter(|| fx.pass(black_box(&recommend)))
+        });
+        group.bench_function("run_pass execute", |b| {
+            b.iter(|| fx.pass(black_box(&execute)))
+        });
+        group.finish();
+
+        let runs = 7;
+        let propose_t = median(runs, || {
+            black_box(alfred_policy::propose(black_box(&fx.snap), &recommend, now));
+        });
+        let rec_t = median(runs, || {
+            black_box(fx.pass(&recommend));
+        });
+        let exe_t = median(runs, || {
+            black_box(fx.pass(&execute));
+        });
+        let proposal = alfred_policy::propose(&fx.snap, &recommend, now);
+        let executable = proposal.candidates.iter().filter(|c| c.executable).count();
+        lines.push(format!(
+            "{name:>3} nodes {nodes:>6} pods {pods:>7} | candidates {:>6} ({executable} executable) | propose {:>9.2} ms | pass recommend-only {:>9.2} ms | pass execute {:>9.2} ms",
+            proposal.candidates.len(),
+            propose_t.as_secs_f64() * 1e3,
+            rec_t.as_secs_f64() * 1e3,
+            exe_t.as_secs_f64() * 1e3,
+        ));
+    }
+    println!();
+    for l in lines {
+        println!("{l}");
+    }
+}
+
+criterion_group!(benches, bench_pass);
+criterion_main!(benches);

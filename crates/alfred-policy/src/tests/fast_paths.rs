@@ -1,0 +1,176 @@
+//! The fast surge plan and the incremental pricing against the forms §C.4 and §C.5 write
+//! (filter and sort every node per Instance; clone the bins and recount every slot): equal,
+//! bit for bit, on random clusters.
+
+use alfred_model::snapshot::DeploymentMode;
+use proptest::prelude::*;
+
+use super::props::{build, case};
+use crate::common::{Ctx, plan_surge, plan_surge_reference};
+use crate::defragmentation::{Pricer, price, price_by_clone};
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 512, ..ProptestConfig::default() })]
+
+    #[test]
+    fn fast_plan_and_price_equal_the_reference(
+        c in case(),
+        ladder in prop::option::of(prop::collection::vec(0u32..20, 0..6)),
+    ) {
+        let (snap, mut s) = build(&c);
+        if let Some(ladder) = ladder {
+            s.size_ladder = ladder;
+        }
+        let cfg = s.sanitized();
+        let ctx = Ctx::new(&snap, &cfg, snap.observed_at);
+        let analysis = ctx.analyze();
+        let evals: Vec<_> = ctx.snap.pools().iter().filter_map(|p| analysis.pool(p)).collect();
+        let pricers: Vec<Pricer> = evals.iter().map(|e| Pricer::new(e)).collect();
+        for w in &ctx.snap.workloads {
+            for comp in &w.components {
+                if comp.mode != DeploymentMode::OMENative {
+                    continue;
+                }
+                for inst in &comp.instances {
+                    let fast = plan_surge(&ctx, w, inst);
+                    let reference = plan_surge_reference(&ctx, w, inst);
+                    let fast_tuple = fast.as_ref().map(|p| {
+                        (
+                            p.moves.clone(),
+                            p.placement_targets(&ctx),
+                            p.hints.clone(),
+                            p.sources.clone(),
+                            p.pod_gpus.clone(),
+                        )
+                    });
+                    prop_assert_eq!(&fast_tuple, &reference);
+                    let Some(plan) = fast else { continue };
+                    for (eval, pricer) in evals.iter().zip(&pricers) {
+                        let a = price(&ctx, eval, pricer, w, &plan);
+                        let b = price_by_clone(&ctx, eval, w, &plan);
+                        prop_assert_eq!(
+                            a.map(|p| (p.benefit.to_bits(), p.emergency)),
+                            b.map(|p| (p.benefit.to_bits(), p.emergency)),
+                            "pool {}", eval.score.pool
+                        );
+                    }
+                }
+            }
+        }
+    }
+}
+
+/// A larger deterministic cluster (two pools of 4- and 8-GPU nodes, preemptible and
+/// excluded nodes, many multi-pod Instances, occupants, old pending pods): every plan and
+/// price equal the reference, and most Instances do get a plan and a price.
+#[test]
+fn fast_plan_and_price_equal_the_reference_on_a_larger_cluster() {
+    use crate::settings::PolicySettings;
+    use crate::testkit::ClusterBuilder;
+
+    let mut x: u64 = 0x2545_F491_4F6C_DD1D;
+    let mut next = |n: u64| {
+        x ^= x << 13;
+        x ^= x >> 7;
+        x ^= x << 17;
+        x % n
+    };
+    let mut b = ClusterBuilder::new();
+    let nodes = 80;
+    let mut room: Vec<u32> = Vec::new();
+    for i in 0..nodes {
+        let name = format!("n{i:03}");
+        let total = if next(4) == 0 { 4 } else { 8 };
+        b = b.node(&name, ["H100", "A100"][i % 2], total);
+        match next(20) {
+            0 => b = b.preemptible(&name),
+            1 => b = b.with_node(&name, |n| n.cordoned = true),
+            _ => {}
+        }
+        room.push(total);
+    }
+    for k in 0..40 {
+        let mut insts: Vec<Vec<(String, u32)>> = Vec::new();
+        for _ in 0..1 + next(2) {
+            let mut pods = Vec::new();
+            for _ in 0..1 + next(3) {
+                let node = next(nodes as u64) as usize;
+                let g = [1, 2, 4, 8][next(4) as usize].min(room[node]);
+                room[node] -= g;
+                pods.push((format!("n{node:03}"), g));
+            }
+            insts.push(pods);
+        }
+        let refs: Vec<Vec<(&str, u32)>> = insts
+            .iter()
+            .map(|p| p.iter().map(|(n, g)| (n.as_str(), *g)).collect())
+            .collect();
+        let slices: Vec<&[(&str, u32)]> = refs.iter().map(|v| v.as_slice()).collect();
+        b = b.omenative(&format!("ns{}", k % 3), &format!("w{k:02}"), &slices);
+    }
+    for j in 0..30 {
+        let node = next(nodes as u64) as usize;
+        let g = (1 + next(4) as u32).min(room[node]);
+        room[node] -= g;
+        b = b.occupant("batch", &format!("job{j}"), &format!("n{node:03}"), g);
+    }
+    for p in 0..6 {
+        b = b.pending(
+            &format!("ns{}", p % 3),
+            &format!("p{p}"),
+            [2, 4, 8, 16][p % 4],
+            30,
+        );
+    }
+    let snap = b.build();
+    let (mut planned, mut priced) = (0, 0);
+    for avoid in [false, true] {
+        let s = PolicySettings {
+            avoid_spot_as_target: avoid,
+            ..PolicySettings::default()
+        };
+        let cfg = s.sanitized();
+        let ctx = Ctx::new(&snap, &cfg, snap.observed_at);
+        let analysis = ctx.analyze();
+        let evals: Vec<_> = ctx
+            .snap
+            .pools()
+            .iter()
+            .filter_map(|p| analysis.pool(p))
+            .collect();
+        for w in &ctx.snap.workloads {
+            for comp in &w.components {
+                for inst in &comp.instances {
+                    let fast = plan_surge(&ctx, w, inst);
+                    let reference = plan_surge_reference(&ctx, w, inst);
+                    let tuple = fast.as_ref().map(|p| {
+                        (
+                            p.moves.clone(),
+                            p.placement_targets(&ctx),
+                            p.hints.clone(),
+                            p.sources.clone(),
+                            p.pod_gpus.clone(),
+                        )
+                    });
+                    assert_eq!(tuple, reference);
+                    let Some(plan) = fast else { continue };
+                    planned += 1;
+                    for eval in &evals {
+                        let pricer = Pricer::new(eval);
+                        let a = price(&ctx, eval, &pricer, w, &plan);
+                        let b = price_by_clone(&ctx, eval, w, &plan);
+                        assert_eq!(
+                            a.map(|p| (p.benefit.to_bits(), p.emergency)),
+                            b.map(|p| (p.benefit.to_bits(), p.emergency))
+                        );
+                        priced += usize::from(a.is_some());
+                    }
+                }
+            }
+        }
+    }
+    assert!(
+        planned >= 40 && priced >= 40,
+        "planned {planned} priced {priced}"
+    );
+}
