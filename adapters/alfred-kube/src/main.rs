@@ -10,11 +10,7 @@
 //! Exit status: 0 on success, 2 on bad input (one line naming the file, the object and
 //! the field), 1 on any other failure.
 
-mod inputs;
-mod replay;
-mod run;
-mod simulation;
-mod table;
+use alfred_kube::{load_config, replay, run};
 
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -57,9 +53,6 @@ enum ConfigCommand {
     },
 }
 
-/// Exit status for bad input.
-pub const EXIT_BAD_INPUT: u8 = 2;
-
 fn main() -> ExitCode {
     let cli = Cli::parse();
     match cli.command {
@@ -75,18 +68,6 @@ fn main() -> ExitCode {
     }
 }
 
-/// Reads a config file as YAML (or JSON when it starts with `{`).
-pub fn load_config(path: &std::path::Path) -> Result<alfred_model::config::Config, String> {
-    let text = std::fs::read_to_string(path)
-        .map_err(|e| format!("{}: cannot read: {e}", path.display()))?;
-    let parsed = if text.trim_start().starts_with('{') {
-        alfred_model::config::Config::from_json(&text)
-    } else {
-        alfred_model::config::Config::from_yaml(&text)
-    };
-    parsed.map_err(|e| format!("{}: {e}", path.display()))
-}
-
 fn config_check(file: &std::path::Path, print_effective: bool) -> ExitCode {
     match load_config(file) {
         Ok(config) => {
@@ -99,7 +80,7 @@ fn config_check(file: &std::path::Path, print_effective: bool) -> ExitCode {
         }
         Err(e) => {
             eprintln!("{e}");
-            ExitCode::from(EXIT_BAD_INPUT)
+            ExitCode::from(alfred_kube::EXIT_BAD_INPUT)
         }
     }
 }

@@ -152,6 +152,11 @@ pub struct ApplyReport {
     pub writes: Vec<(&'static str, Outcome)>,
 }
 
+/// A test hook called after every write with the effect and its outcome ([`super::run_with`]
+/// only). `true` freezes this process right there, as if it had been killed between two
+/// writes: nothing after that write is sent (the test then stops the process).
+pub type WriteHook = Arc<dyn Fn(&Effect, &Outcome) -> bool + Send + Sync>;
+
 /// Applies effects for this process.
 pub struct Applier {
     client: Client,
@@ -161,6 +166,7 @@ pub struct Applier {
     events: Mutex<EventMemory>,
     journal: Mutex<Option<ConfigMap>>,
     missing_recommendations_logged: Mutex<bool>,
+    hook: Option<WriteHook>,
 }
 
 impl Applier {
@@ -179,7 +185,14 @@ impl Applier {
             events: Mutex::new(EventMemory::default()),
             journal: Mutex::new(None),
             missing_recommendations_logged: Mutex::new(false),
+            hook: None,
         }
+    }
+
+    /// The same applier with a test hook after every write.
+    pub fn with_hook(mut self, hook: Option<WriteHook>) -> Applier {
+        self.hook = hook;
+        self
     }
 
     fn count(&self, effect: &'static str, outcome: &Outcome) {
@@ -270,6 +283,12 @@ impl Applier {
             }
             let outcome = self.apply_one(e).await;
             self.count(label, &outcome);
+            if let Some(hook) = &self.hook
+                && hook(e, &outcome)
+            {
+                tracing::warn!(effect = label, "test hook: frozen after this write");
+                std::future::pending::<()>().await;
+            }
             let critical = matches!(
                 e,
                 Effect::WriteJournal { .. } | Effect::RequestMigration { .. }

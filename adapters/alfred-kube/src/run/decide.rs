@@ -7,6 +7,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use alfred_model::config::RuntimeOptions;
+use futures::future::BoxFuture;
 use kube::Client;
 use kube::api::{Api, ApiResource, DynamicObject, GroupVersionKind};
 use serde_json::Value;
@@ -18,7 +19,7 @@ use super::ids::uuid_v4;
 use super::leader::LeaderGate;
 use super::metrics::Metrics;
 use super::observe::{Observer, now};
-use super::pass::{DecisionPass, PassInput, UUIDS_PER_PASS, new_term};
+use super::pass::{DecisionPass, PassInput, Simulation, UUIDS_PER_PASS, new_term};
 
 /// The guard's name (policy and binding).
 pub const GUARD_NAME: &str = "ome-alfred-migration-writes";
@@ -45,8 +46,10 @@ pub struct Decider {
     pub applier: Arc<Applier>,
     /// Metrics.
     pub metrics: Arc<Metrics>,
-    /// The probed simulation workers (`--simulation-workers`).
-    pub workers: Option<crate::simulation::WorkerPool>,
+    /// The simulator of the passes (`--simulation-workers`, or in process in the live tests).
+    pub simulation: Simulation,
+    /// Where the migration guard is read from (the API, except in the live tests).
+    pub guard: Arc<dyn GuardSource>,
 }
 
 enum Wake {
@@ -78,7 +81,7 @@ impl Decider {
             if !*leader_rx.borrow() {
                 continue;
             }
-            let mut pass = new_term(self.workers.clone());
+            let mut pass = new_term(self.simulation.clone());
             let mut last_apply = ApplyReport::default();
             self.one_pass(&mut *pass, false, &mut last_apply).await;
             let (cfg, _) = self.config.current();
@@ -171,7 +174,7 @@ impl Decider {
             (None, None)
         };
         let (guard_policy, guard_binding) = if self.runtime.executor_available() {
-            read_guard(&self.client).await
+            self.guard.read().await
         } else {
             (None, None)
         };
@@ -224,6 +227,25 @@ impl Decider {
             writes = last_apply.writes.len(),
             "decision pass"
         );
+    }
+}
+
+/// Where a pass's view of the migration guard comes from (alfred-engine.md §9.8): the
+/// ValidatingAdmissionPolicy `ome-alfred-migration-writes` and its binding as read, `None`
+/// when missing or unreadable. `alfred run` always reads them from the API ([`ApiGuard`]);
+/// only [`super::run_with`] accepts another source (the 1.20 test API server has no
+/// ValidatingAdmissionPolicy API).
+pub trait GuardSource: Send + Sync {
+    /// Reads the policy and its binding.
+    fn read(&self) -> BoxFuture<'_, (Option<Value>, Option<Value>)>;
+}
+
+/// The real guard read: uncached GETs through the API.
+pub struct ApiGuard(pub Client);
+
+impl GuardSource for ApiGuard {
+    fn read(&self) -> BoxFuture<'_, (Option<Value>, Option<Value>)> {
+        Box::pin(read_guard(&self.0))
     }
 }
 

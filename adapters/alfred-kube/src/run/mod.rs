@@ -154,6 +154,35 @@ fn init_logging() {
         .try_init();
 }
 
+/// What only the live tests change in a run ([`run_with`]); `alfred run` uses
+/// [`Harness::default`]: the guard read from the API, the pod name from the environment, the
+/// simulator of `--simulation-workers`, no write hook.
+#[derive(Default)]
+pub struct Harness {
+    /// The migration guard as the passes see it (`None`: read from the API).
+    pub guard: Option<Arc<dyn decide::GuardSource>>,
+    /// The pod name (`None`: `$POD_NAME`, else the hostname).
+    pub pod: Option<String>,
+    /// Simulate in process (the model of `alfred replay --simulate-in-process`) instead of
+    /// worker processes; satisfies `--migration-api-version v1`'s need for a simulator.
+    pub simulate_in_process: bool,
+    /// Called after every write (see [`apply::WriteHook`]).
+    pub on_write: Option<apply::WriteHook>,
+}
+
+/// `alfred run` in the caller's async runtime (multi-threaded) with a test [`Harness`]. Ends
+/// with an error on a startup failure; otherwise runs until SIGTERM/SIGINT or until the
+/// caller drops the runtime (which is how the live tests kill a replica).
+pub async fn run_with(args: RunArgs, harness: Harness) -> Result<(), String> {
+    init_logging();
+    let mut flags = args.runtime_flags();
+    if harness.simulate_in_process && flags.simulation_workers.is_empty() {
+        flags.simulation_workers = "in-process".to_owned();
+    }
+    let options = RuntimeOptions::from_flags(&flags).map_err(|e| e.to_string())?;
+    run(args, options, harness).await
+}
+
 /// Entry point of `alfred run`. Exit status 1 on every startup failure (§2.2).
 pub fn main(args: RunArgs) -> ExitCode {
     init_logging();
@@ -176,7 +205,7 @@ pub fn main(args: RunArgs) -> ExitCode {
             return ExitCode::FAILURE;
         }
     };
-    match runtime.block_on(run(args, options)) {
+    match runtime.block_on(run(args, options, Harness::default())) {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => {
             tracing::error!(error = %e, "alfred stopped");
@@ -208,9 +237,9 @@ async fn bind(address: &str) -> Result<tokio::net::TcpListener, String> {
         .map_err(|e| format!("unable to listen on {address}: {e}"))
 }
 
-async fn run(args: RunArgs, options: RuntimeOptions) -> Result<(), String> {
+async fn run(args: RunArgs, options: RuntimeOptions, harness: Harness) -> Result<(), String> {
     let namespace = args.effective_namespace();
-    let pod = pod_name();
+    let pod = harness.pod.clone().unwrap_or_else(pod_name);
     let metrics = Arc::new(Metrics::new());
     for outcome in ["success", "failure"] {
         metrics.touch("alfred_policy_reload_total", &[("outcome", outcome)]);
@@ -253,12 +282,15 @@ async fn run(args: RunArgs, options: RuntimeOptions) -> Result<(), String> {
 
     let client = client(&args).await?;
 
-    let mut worker_pool = None;
-    if !args.simulation_workers.is_empty() {
+    let mut simulation = pass::Simulation::None;
+    if harness.simulate_in_process && args.simulation_workers.is_empty() {
+        tracing::info!("simulating in process (test harness)");
+        simulation = pass::Simulation::InProcess;
+    } else if !args.simulation_workers.is_empty() {
         match workers::load_and_probe(&args.simulation_workers, options.simulation_timeout).await {
             Ok(pool) => {
                 tracing::info!("simulation workers loaded");
-                worker_pool = Some(pool);
+                simulation = pass::Simulation::Workers(pool);
             }
             Err(e) => {
                 let msg = format!("unable to configure recommendation simulation: {e}");
@@ -275,12 +307,10 @@ async fn run(args: RunArgs, options: RuntimeOptions) -> Result<(), String> {
         metrics.set("alfred_leader_status", &[("pod", &pod)], 1.0);
         LeaderGate::always_leader()
     };
-    let applier = Arc::new(Applier::new(
-        client.clone(),
-        &namespace,
-        gate.clone(),
-        metrics.clone(),
-    ));
+    let applier = Arc::new(
+        Applier::new(client.clone(), &namespace, gate.clone(), metrics.clone())
+            .with_hook(harness.on_write.clone()),
+    );
     let config = Arc::new(ConfigStore::new());
     tokio::spawn(watch_config(
         client.clone(),
@@ -327,7 +357,11 @@ async fn run(args: RunArgs, options: RuntimeOptions) -> Result<(), String> {
         gate: gate.clone(),
         applier,
         metrics: metrics.clone(),
-        workers: worker_pool,
+        simulation,
+        guard: harness
+            .guard
+            .clone()
+            .unwrap_or_else(|| Arc::new(decide::ApiGuard(client.clone()))),
     };
     tokio::spawn(decider.run(early_rx));
 

@@ -122,20 +122,33 @@ pub fn node_records(stored: &BTreeMap<String, String>) -> BTreeMap<String, NodeR
         .collect()
 }
 
-/// The real pass: `alfred_dispatch::run_pass` with the core stages and, when
-/// `--simulation-workers` is set, the probed worker processes as its simulator.
+/// The simulator of the passes.
+#[derive(Debug, Clone, Default)]
+pub enum Simulation {
+    /// No `--simulation-workers`: no predictions.
+    #[default]
+    None,
+    /// The probed worker processes of `--simulation-workers`.
+    Workers(WorkerPool),
+    /// The model in process (`alfred replay --simulate-in-process`; the live tests through
+    /// [`super::run_with`]), built from each pass's configuration.
+    InProcess,
+}
+
+/// The real pass: `alfred_dispatch::run_pass` with the core stages and the simulator of
+/// [`Simulation`].
 #[derive(Default)]
 pub struct AlfredPass {
     session: Session,
     previous: Option<BTreeMap<String, NodeRecord>>,
-    workers: Option<WorkerPool>,
+    simulation: Simulation,
 }
 
 impl AlfredPass {
     /// A pass for a new leadership term.
-    pub fn new(workers: Option<WorkerPool>) -> AlfredPass {
+    pub fn new(simulation: Simulation) -> AlfredPass {
         AlfredPass {
-            workers,
+            simulation,
             ..AlfredPass::default()
         }
     }
@@ -161,12 +174,17 @@ impl DecisionPass for AlfredPass {
             .unwrap_or_else(|| state.node_records.clone());
         let guard = guard_observation(input.guard_policy.as_ref(), input.guard_binding.as_ref());
         let mut no_workers = NoSimulator;
-        let sim: &mut dyn alfred_dispatch::Simulator = match self.workers.as_mut() {
-            Some(pool) => {
+        let mut model;
+        let sim: &mut dyn alfred_dispatch::Simulator = match &mut self.simulation {
+            Simulation::Workers(pool) => {
                 pool.set_deadline(Some(std::time::Instant::now() + DISPATCH_DEADLINE));
                 pool
             }
-            None => &mut no_workers,
+            Simulation::InProcess => {
+                model = alfred_dispatch::ModelSimulator::new(&*input.config);
+                &mut model
+            }
+            Simulation::None => &mut no_workers,
         };
         let mut recording = alfred_dispatch::decision_log::RecordingSimulator::new(sim);
         let out = alfred_dispatch::run_pass(
@@ -210,8 +228,8 @@ impl DecisionPass for AlfredPass {
 }
 
 /// The pass a new leader starts with (a fresh session: alfred-engine.md §12).
-pub fn new_term(workers: Option<WorkerPool>) -> Box<dyn DecisionPass> {
-    Box::new(AlfredPass::new(workers))
+pub fn new_term(simulation: Simulation) -> Box<dyn DecisionPass> {
+    Box::new(AlfredPass::new(simulation))
 }
 
 #[cfg(test)]
