@@ -21,6 +21,11 @@
 //! `run/admin.kubeconfig` (group `system:masters`) and `run/alfred.kubeconfig` (the ServiceAccount
 //! user `system:serviceaccount:ome:ome-alfred`, so the RBAC in `deploy/` binds it unchanged).
 //! Everything listens on 127.0.0.1 only.
+//!
+//! `--dir DIR --port PORT` (after any subcommand) names a private instance instead: state in `DIR`
+//! (wiped by `start`), kube-apiserver on `PORT`, etcd on `PORT+1`/`PORT+2`, same binaries. `restart`
+//! restarts kube-apiserver alone (etcd, tokens, certs and kubeconfigs stay), which is what the live
+//! test of watch recovery does to its private instance.
 
 use std::fs;
 use std::io::Read;
@@ -52,17 +57,59 @@ const APISERVER_PORT: u16 = 16443;
 const ALFRED_USER: &str = "system:serviceaccount:ome:ome-alfred";
 const ALFRED_GROUPS: &str = "system:serviceaccounts,system:serviceaccounts:ome";
 
+const USAGE: &str =
+    "usage: cargo xtask apiserver build|start|stop|status|restart [--dir DIR] [--port PORT]";
+
 pub(crate) fn main(args: &[String]) -> Result<()> {
     let cache = Cache::new()?;
+    let inst = Instance::from_args(&cache, args.get(1..).unwrap_or_default())?;
     match args.first().map(String::as_str) {
         Some("build") => build(&cache),
         Some("start") => {
             build(&cache)?;
-            start(&cache)
+            start(&cache, &inst)
         }
-        Some("stop") => stop(&cache),
-        Some("status") => status(&cache),
-        _ => bail!("usage: cargo xtask apiserver build|start|stop|status"),
+        Some("stop") => stop(&inst),
+        Some("status") => status(&inst),
+        Some("restart") => restart(&cache, &inst),
+        _ => bail!(USAGE),
+    }
+}
+
+/// One server: its state folder and ports. The default is the shared test server (`run/` under
+/// the cache, port 16443, etcd on 23790/23800); `--dir DIR --port PORT` names a private one (etcd
+/// on PORT+1 and PORT+2), e.g. for a test that restarts its server.
+struct Instance {
+    run_dir: PathBuf,
+    port: u16,
+    etcd_client: u16,
+    etcd_peer: u16,
+}
+
+impl Instance {
+    fn from_args(cache: &Cache, args: &[String]) -> Result<Instance> {
+        let mut inst = Instance {
+            run_dir: cache.run(),
+            port: APISERVER_PORT,
+            etcd_client: ETCD_CLIENT_PORT,
+            etcd_peer: ETCD_PEER_PORT,
+        };
+        let mut it = args.iter();
+        while let Some(a) = it.next() {
+            match a.as_str() {
+                "--dir" => {
+                    inst.run_dir = PathBuf::from(it.next().context(USAGE)?);
+                }
+                "--port" => {
+                    let port: u16 = it.next().context(USAGE)?.parse().context(USAGE)?;
+                    inst.port = port;
+                    inst.etcd_client = port.checked_add(1).context(USAGE)?;
+                    inst.etcd_peer = port.checked_add(2).context(USAGE)?;
+                }
+                _ => bail!(USAGE),
+            }
+        }
+        Ok(inst)
     }
 }
 
@@ -540,13 +587,13 @@ fn openapi_input_packages(k8s: &Path) -> Result<Vec<String>> {
 // ---------------------------------------------------------------------------------------------
 // start / stop
 
-fn start(cache: &Cache) -> Result<()> {
-    let run_dir = cache.run();
-    if running(&run_dir, "kube-apiserver").is_some() && ready(&run_dir) {
+fn start(cache: &Cache, inst: &Instance) -> Result<()> {
+    let run_dir = inst.run_dir.clone();
+    if running(&run_dir, "kube-apiserver").is_some() && ready(inst) {
         eprintln!("apiserver: already running");
-        return status(cache);
+        return status(inst);
     }
-    stop(cache)?;
+    stop(inst)?;
     if run_dir.exists() {
         fs::remove_dir_all(&run_dir)?;
     }
@@ -570,8 +617,8 @@ fn start(cache: &Cache) -> Result<()> {
         .stderr(Stdio::null()))?;
 
     let bin = cache.bin();
-    let etcd_url = format!("http://127.0.0.1:{ETCD_CLIENT_PORT}");
-    let peer_url = format!("http://127.0.0.1:{ETCD_PEER_PORT}");
+    let etcd_url = format!("http://127.0.0.1:{}", inst.etcd_client);
+    let peer_url = format!("http://127.0.0.1:{}", inst.etcd_peer);
     let mut etcd = spawn_detached(
         &run_dir,
         "etcd",
@@ -594,37 +641,10 @@ fn start(cache: &Cache) -> Result<()> {
             .arg(format!("alfred-test={peer_url}"))
             .args(["--log-level", "warn"]),
     )?;
-    let mut apiserver = spawn_detached(
-        &run_dir,
-        "kube-apiserver",
-        Command::new(bin.join("kube-apiserver"))
-            .args(["--etcd-servers", &etcd_url])
-            .args([
-                "--bind-address",
-                "127.0.0.1",
-                "--advertise-address",
-                "127.0.0.1",
-            ])
-            .arg(format!("--secure-port={APISERVER_PORT}"))
-            .arg("--insecure-port=0")
-            .arg("--cert-dir")
-            .arg(run_dir.join("certs"))
-            .arg("--token-auth-file")
-            .arg(run_dir.join("tokens.csv"))
-            .args(["--authorization-mode", "RBAC"])
-            .arg("--service-account-issuer=https://kubernetes.default.svc")
-            .arg("--service-account-key-file")
-            .arg(&sa_key)
-            .arg("--service-account-signing-key-file")
-            .arg(&sa_key)
-            .args(["--service-cluster-ip-range", "10.0.0.0/24"])
-            .args(["--disable-admission-plugins", "ServiceAccount"])
-            .args(["--endpoint-reconciler-type", "none"])
-            .args(["--allow-privileged=true", "--v=0"]),
-    )?;
+    let mut apiserver = spawn_apiserver(&bin, inst)?;
 
     let deadline = Instant::now() + Duration::from_secs(60);
-    while !ready(&run_dir) {
+    while !ready(inst) {
         // The children's exit status, not /proc: right after exec a process's cmdline can still be
         // empty, which made a pid-file check report a starting server as gone.
         for (name, child) in [("etcd", &mut etcd), ("kube-apiserver", &mut apiserver)] {
@@ -653,30 +673,101 @@ fn start(cache: &Cache) -> Result<()> {
         "admin",
         &admin_token,
         &ca,
+        inst.port,
     )?;
     write_kubeconfig(
         &run_dir.join("alfred.kubeconfig"),
         "ome-alfred",
         &alfred_token,
         &ca,
+        inst.port,
     )?;
     eprintln!(
         "apiserver: ready in {:.1} s",
         started.elapsed().as_secs_f64()
     );
-    status(cache)
+    status(inst)
 }
 
-fn stop(cache: &Cache) -> Result<()> {
-    let run_dir = cache.run();
+/// Restarts kube-apiserver only (etcd, certs, tokens and kubeconfigs stay): the objects survive,
+/// every watch and connection breaks.
+fn restart(cache: &Cache, inst: &Instance) -> Result<()> {
+    if running(&inst.run_dir, "etcd").is_none() {
+        bail!("apiserver: not running (start it first)");
+    }
+    stop_one(&inst.run_dir, "kube-apiserver");
+    let started = Instant::now();
+    let mut apiserver = spawn_apiserver(&cache.bin(), inst)?;
+    let deadline = Instant::now() + Duration::from_secs(60);
+    while !ready(inst) {
+        if apiserver.try_wait()?.is_some() {
+            bail!(
+                "kube-apiserver exited during the restart; see {}",
+                inst.run_dir.join("kube-apiserver.log").display()
+            );
+        }
+        if Instant::now() > deadline {
+            bail!("kube-apiserver not ready 60 s after the restart");
+        }
+        sleep(Duration::from_millis(250));
+    }
+    eprintln!(
+        "apiserver: restarted in {:.1} s",
+        started.elapsed().as_secs_f64()
+    );
+    status(inst)
+}
+
+/// Starts kube-apiserver of `inst` (its state folder already holds the certs, tokens and key).
+fn spawn_apiserver(bin: &Path, inst: &Instance) -> Result<Child> {
+    let etcd_url = format!("http://127.0.0.1:{}", inst.etcd_client);
+    let sa_key = inst.run_dir.join("certs/service-account.key");
+    spawn_detached(
+        &inst.run_dir,
+        "kube-apiserver",
+        Command::new(bin.join("kube-apiserver"))
+            .args(["--etcd-servers", &etcd_url])
+            .args([
+                "--bind-address",
+                "127.0.0.1",
+                "--advertise-address",
+                "127.0.0.1",
+            ])
+            .arg(format!("--secure-port={}", inst.port))
+            .arg("--insecure-port=0")
+            .arg("--cert-dir")
+            .arg(inst.run_dir.join("certs"))
+            .arg("--token-auth-file")
+            .arg(inst.run_dir.join("tokens.csv"))
+            .args(["--authorization-mode", "RBAC"])
+            .arg("--service-account-issuer=https://kubernetes.default.svc")
+            .arg("--service-account-key-file")
+            .arg(&sa_key)
+            .arg("--service-account-signing-key-file")
+            .arg(&sa_key)
+            .args(["--service-cluster-ip-range", "10.0.0.0/24"])
+            .args(["--disable-admission-plugins", "ServiceAccount"])
+            .args(["--endpoint-reconciler-type", "none"])
+            .args(["--allow-privileged=true", "--v=0"]),
+    )
+}
+
+fn stop(inst: &Instance) -> Result<()> {
     for name in ["kube-apiserver", "etcd"] {
-        let Some(pid) = running(&run_dir, name) else {
-            continue;
+        stop_one(&inst.run_dir, name);
+    }
+    Ok(())
+}
+
+fn stop_one(run_dir: &Path, name: &str) {
+    {
+        let Some(pid) = running(run_dir, name) else {
+            return;
         };
         eprintln!("apiserver: stopping {name} (pid {pid})");
         let _ = Command::new("kill").arg(pid.to_string()).status();
         let deadline = Instant::now() + Duration::from_secs(15);
-        while running(&run_dir, name).is_some() {
+        while running(run_dir, name).is_some() {
             if Instant::now() > deadline {
                 let _ = Command::new("kill")
                     .args(["-KILL", &pid.to_string()])
@@ -688,14 +779,13 @@ fn stop(cache: &Cache) -> Result<()> {
         }
         let _ = fs::remove_file(run_dir.join(format!("{name}.pid")));
     }
-    Ok(())
 }
 
-fn status(cache: &Cache) -> Result<()> {
-    let run_dir = cache.run();
-    let up = running(&run_dir, "kube-apiserver").is_some() && ready(&run_dir);
+fn status(inst: &Instance) -> Result<()> {
+    let run_dir = &inst.run_dir;
+    let up = running(run_dir, "kube-apiserver").is_some() && ready(inst);
     println!("ALFRED_APISERVER_RUNNING={}", if up { "yes" } else { "no" });
-    println!("ALFRED_APISERVER_URL=https://127.0.0.1:{APISERVER_PORT}");
+    println!("ALFRED_APISERVER_URL=https://127.0.0.1:{}", inst.port);
     println!(
         "ALFRED_APISERVER_KUBECONFIG={}",
         run_dir.join("admin.kubeconfig").display()
@@ -741,7 +831,8 @@ fn running(run_dir: &Path, name: &str) -> Option<u32> {
     (String::from_utf8_lossy(argv0).ends_with(&format!("/{name}")) && !zombie).then_some(pid)
 }
 
-fn ready(run_dir: &Path) -> bool {
+fn ready(inst: &Instance) -> bool {
+    let run_dir = &inst.run_dir;
     let Ok(tokens) = fs::read_to_string(run_dir.join("tokens.csv")) else {
         return false;
     };
@@ -757,7 +848,7 @@ fn ready(run_dir: &Path) -> bool {
         .arg(&ca)
         .arg("-H")
         .arg(format!("Authorization: Bearer {admin}"))
-        .arg(format!("https://127.0.0.1:{APISERVER_PORT}/readyz"))
+        .arg(format!("https://127.0.0.1:{}/readyz", inst.port))
         .stdout(Stdio::null())
         .stderr(Stdio::null())
         .status()
@@ -770,7 +861,7 @@ fn random_token() -> Result<String> {
     Ok(bytes.iter().map(|b| format!("{b:02x}")).collect())
 }
 
-fn write_kubeconfig(path: &Path, user: &str, token: &str, ca: &Path) -> Result<()> {
+fn write_kubeconfig(path: &Path, user: &str, token: &str, ca: &Path, port: u16) -> Result<()> {
     fs::write(
         path,
         format!(
@@ -779,7 +870,7 @@ kind: Config
 clusters:
 - name: alfred-test
   cluster:
-    server: https://127.0.0.1:{APISERVER_PORT}
+    server: https://127.0.0.1:{port}
     certificate-authority: {ca}
 users:
 - name: {user}

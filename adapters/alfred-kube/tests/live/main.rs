@@ -15,6 +15,7 @@
 
 mod execute;
 mod harness;
+mod restart;
 
 use std::time::Duration;
 
