@@ -29,6 +29,8 @@ tasks:
   apiserver stop      stop them
   apiserver status    print whether they run and where the kubeconfigs are
   bench-smoke         run every benchmark once (criterion test mode)
+  bench-live          alfred run's cold start and peak RSS at 5,000 nodes / 25,000 pods against a
+                      private API server (adapters/alfred-kube/BENCH-LIVE.md); on demand only
 ";
 
 fn main() {
@@ -51,6 +53,7 @@ fn main_inner() -> Result<()> {
         "tidy" => tidy::run_all(&workspace_root()),
         "apiserver" => apiserver::main(rest),
         "bench-smoke" => bench_smoke(),
+        "bench-live" => bench_live(rest),
         "help" | "-h" | "--help" => {
             print!("{USAGE}");
             Ok(())
@@ -132,4 +135,44 @@ pub(crate) fn display(cmd: &Command) -> String {
         }
     }
     s
+}
+
+/// `cargo xtask bench-live [--nodes N] [--pods-per-node K] [--concurrency C]`: a private API
+/// server (`apiserver start --dir <tmp>/alfred-bench-live --port 18443`), `alfred` built in
+/// release, then `adapters/alfred-kube/bench/bench_live.py` (load, list floor, cold start, peak
+/// RSS); the server is stopped afterwards. Not a test: run on demand.
+fn bench_live(rest: &[String]) -> Result<()> {
+    let root = workspace_root();
+    let dir = std::env::temp_dir().join("alfred-bench-live");
+    let server = |task: &str| {
+        apiserver::main(&[
+            task.to_owned(),
+            "--dir".to_owned(),
+            dir.display().to_string(),
+            "--port".to_owned(),
+            "18443".to_owned(),
+        ])
+    };
+    server("start")?;
+    let result = (|| {
+        run(
+            Command::new(std::env::var("CARGO").unwrap_or_else(|_| "cargo".to_owned()))
+                .args(["build", "--release", "-p", "alfred-kube", "--bin", "alfred"])
+                .current_dir(&root),
+        )?;
+        run(Command::new("python3")
+            .arg(root.join("adapters/alfred-kube/bench/bench_live.py"))
+            .arg("--root")
+            .arg(&root)
+            .arg("--admin")
+            .arg(dir.join("admin.kubeconfig"))
+            .arg("--alfred-kubeconfig")
+            .arg(dir.join("alfred.kubeconfig"))
+            .arg("--alfred")
+            .arg(root.join("target/release/alfred"))
+            .args(rest)
+            .current_dir(&root))
+    })();
+    server("stop")?;
+    result
 }
