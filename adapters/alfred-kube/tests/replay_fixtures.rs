@@ -220,3 +220,61 @@ fn state_file_carries_the_journal_between_replays() {
         "{\"version\":\"v1\",\"entries\":["
     );
 }
+
+#[test]
+fn execute_mode_story_across_replays_submits_once_then_stalls() {
+    let dir = std::env::temp_dir().join(format!("alfred-replay-execute-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    let state = dir.join("state.json");
+    let pass = |now: &str| {
+        let (code, stdout, stderr) = alfred(&[
+            "replay",
+            "fixtures/clusters/execute-move-pays.json",
+            "--config",
+            "fixtures/configs/execute-mode.yaml",
+            "--migration-api-version",
+            "v1",
+            "--simulate-in-process",
+            "--state",
+            state.to_str().unwrap(),
+            "--now",
+            now,
+            "--format",
+            "json",
+        ]);
+        assert_eq!(code, 0, "{stderr}");
+        serde_json::from_str::<serde_json::Value>(&stdout).unwrap()
+    };
+    let requests = |v: &serde_json::Value| {
+        v["effects"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter(|e| e["kind"] == "requestMigration")
+            .count()
+    };
+    let first = pass("2026-11-29T08:00:00Z");
+    let rows = first["record"]["recommendations"].as_array().unwrap();
+    assert_eq!(
+        rows.iter().filter(|r| r["outcome"] == "submitted").count(),
+        1,
+        "{rows:?}"
+    );
+    assert!(
+        rows.iter()
+            .any(|r| r["dispatchReason"] == "SerialDispatchLimit"),
+        "{rows:?}"
+    );
+    assert_eq!(requests(&first), 1);
+    // Five minutes later nothing acknowledged the request (the recorded cluster never
+    // changes): the entry stalls, it still blocks, and no second request is written.
+    let second = pass("2026-11-29T08:05:00Z");
+    let rows = second["record"]["recommendations"].as_array().unwrap();
+    assert!(
+        rows.iter()
+            .any(|r| r["outcome"] == "stalled" && r["dispatchReason"] == "AcknowledgementTimeout"),
+        "{rows:?}"
+    );
+    assert_eq!(requests(&second), 0);
+}
