@@ -3,12 +3,11 @@
 //! `alfred_observe::observe`, publishes it as "latest" and republishes the cluster gauges.
 //! A refresh (early passes) is the same pass, serialized with the periodic one.
 
-use std::collections::BTreeMap;
 use std::sync::{Arc, RwLock};
 use std::time::Instant;
 
 use alfred_model::config::{Config, RuntimeOptions};
-use alfred_model::effect::{Effect, MetricChange, MetricUpdate};
+use alfred_model::effect::Effect;
 use alfred_model::{ClusterSnapshot, Timestamp};
 use alfred_observe::{ObserveSettings, observe};
 use tokio::sync::Mutex;
@@ -23,89 +22,12 @@ pub fn now() -> Timestamp {
     Timestamp::from_unix_nanos(i64::try_from(nanos).unwrap_or(i64::MAX))
 }
 
-fn gauge(name: &str, labels: &[(&str, &str)], v: f64) -> Effect {
-    Effect::Metric(MetricUpdate {
-        name: name.to_owned(),
-        labels: labels
-            .iter()
-            .map(|(k, v)| ((*k).to_owned(), (*v).to_owned()))
-            .collect(),
-        change: MetricChange::Set(v),
-    })
-}
-
-/// The cluster gauges of §11.4 from a snapshot and its pool scores.
+/// The cluster gauges of §11.4 from a snapshot: the pool scores of the same stage the decision
+/// pass uses, published by the core's reporter (the adapter computes nothing itself).
 pub fn cluster_gauges(snap: &ClusterSnapshot, config: &Config) -> Vec<Effect> {
-    let scores = alfred_score::score(snap, config);
-    let mut fx = vec![gauge(
-        "alfred_cluster_fragmentation_score",
-        &[],
-        scores.score,
-    )];
-    for p in &scores.pools {
-        for s in &p.per_size {
-            fx.push(gauge(
-                "alfred_fragmentation_observed",
-                &[("pool", &p.pool), ("size", &s.size.to_string())],
-                s.frag,
-            ));
-        }
-        fx.push(gauge(
-            "alfred_fragmentation_reclaimable",
-            &[("pool", &p.pool)],
-            p.reclaimable,
-        ));
-        fx.push(gauge(
-            "alfred_pending_pressure",
-            &[("pool", &p.pool)],
-            p.pending_pressure,
-        ));
-    }
-    let mut headroom: BTreeMap<&str, u32> = BTreeMap::new();
-    for n in snap.nodes.iter().filter(|n| n.total_gpus > 0) {
-        for (status, v) in [
-            ("total", n.total_gpus),
-            ("allocated", n.allocated_gpus),
-            ("free", n.free_gpus),
-            ("contiguous_max", n.free_gpus),
-        ] {
-            fx.push(gauge(
-                "alfred_gpu_capacity",
-                &[("node", &n.name), ("status", status)],
-                f64::from(v),
-            ));
-        }
-        if let Some(pool) = n.pool.as_deref() {
-            let e = headroom.entry(pool).or_insert(0);
-            if !n.unavailable() {
-                *e = (*e).max(n.free_gpus);
-            }
-        }
-    }
-    for (pool, v) in headroom {
-        fx.push(gauge(
-            "alfred_surge_headroom_gpus",
-            &[("pool", pool)],
-            f64::from(v),
-        ));
-    }
-    fx.push(gauge(
-        "alfred_pending_pod_count",
-        &[],
-        snap.pending_pods.len() as f64,
-    ));
-    let mut by_size: BTreeMap<u32, u32> = BTreeMap::new();
-    for p in &snap.pending_pods {
-        *by_size.entry(p.gpus_needed).or_insert(0) += 1;
-    }
-    for (size, n) in by_size {
-        fx.push(gauge(
-            "alfred_pending_pod_gpu_requirements",
-            &[("size", &size.to_string())],
-            f64::from(n),
-        ));
-    }
-    fx
+    use alfred_dispatch::Stages;
+    let pools = alfred_dispatch::CoreStages.score(snap, config);
+    alfred_dispatch::report::cluster_gauges(snap, &pools)
 }
 
 /// The observation loop's state.
