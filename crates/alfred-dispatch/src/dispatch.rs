@@ -77,6 +77,9 @@ pub struct DispatchCtx<'a> {
     pub config_changed: bool,
     /// The dispatch deadline (30 s after the pass began), if the adapter tracks one.
     pub deadline: Option<Timestamp>,
+    /// UUIDs whose request write the adapter reported failed in the previous pass
+    /// ([`crate::Session::failed_requests`]).
+    pub failed_requests: &'a [String],
     /// Now.
     pub now: Timestamp,
 }
@@ -236,13 +239,17 @@ pub fn execute(
             return out;
         }
     };
-    let follow = crate::follow::reconcile(
+    let mut follow = crate::follow::reconcile(
         &journal,
         ctx.snapshot,
         ctx.now,
         ctx.runtime.migration_ack_timeout,
         ctx.runtime.migration_failure_backoff,
     );
+    // §9.9 attempt() step 5, across the pass boundary: the previous pass's request
+    // write failed and the follow-up found no trace of it (still `prepared`).
+    let uncertain = mark_uncertain(&mut follow.journal, ctx.failed_requests);
+    follow.changed |= uncertain.is_some();
     // E20 / alfred-engine.md §13 item 1: with the executor available the journal is
     // reconciled in both modes. Recommend-only follows and updates the entries execute
     // mode created (a `WriteJournal` effect) but never appends one and never writes a
@@ -276,6 +283,11 @@ pub fn execute(
     if let Some(e) = unresolved.first() {
         if e.phase != Phase::Prepared {
             withhold_all(&mut decisions, DispatchReason::UnresolvedRequest);
+            out.decisions = decisions;
+            return out;
+        }
+        // The failed write is recorded this pass; the retry belongs to the next one.
+        if uncertain.as_deref() == Some(e.uuid.as_str()) {
             out.decisions = decisions;
             return out;
         }
@@ -452,6 +464,18 @@ pub fn execute(
     }
     out.decisions = decisions;
     out
+}
+
+/// Marks the `prepared` entry whose request write failed in the previous pass as
+/// `SubmissionUncertain` (once); returns its UUID when it changed.
+fn mark_uncertain(journal: &mut Journal, failed: &[String]) -> Option<String> {
+    let e = journal.entries.iter_mut().find(|e| {
+        e.phase == Phase::Prepared
+            && e.reason != Some(DispatchReason::SubmissionUncertain)
+            && failed.contains(&e.uuid)
+    })?;
+    e.reason = Some(DispatchReason::SubmissionUncertain);
+    Some(e.uuid.clone())
 }
 
 fn set_reason(

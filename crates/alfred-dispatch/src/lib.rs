@@ -32,8 +32,41 @@
 //!       stop at the first failed write (WriteJournal / RequestMigration): the next pass
 //!       re-reads the journal and the cluster and learns what landed.
 //!     session = out.session          // breaker and report flags; NOT durable
+//!     if the RequestMigration write was not applied (error, conflict, timeout):
+//!         session.failed_requests = [its uuid]     // → SubmissionUncertain next pass
 //!     (replay: write out.new_state.to_text() to the state file, atomically)
 //! ```
+//!
+//! # Reasons the pure pass cannot produce (issue 5)
+//!
+//! Every rejection and dispatch reason has a scenario in `tests/` (`scenarios.rs`:
+//! pass-wide and re-check reasons; `follow_reasons.rs`: every stall reason of §9.4 and
+//! `SubmissionUncertain`), except these, and why:
+//!
+//! * `SubmissionUncertain` (§9.9 `attempt()` step 5) **is** produced, one pass late: a
+//!   pass cannot see its own write fail, so the adapter reports it through
+//!   [`Session::failed_requests`]; the next pass records `prepared/SubmissionUncertain`
+//!   when the follow-up finds no trace of the request (tested in `follow_reasons.rs`).
+//! * `SubmissionJournalUncertain` (step 6, the save *after* the annotation write fails):
+//!   the core yields it only when that journal document cannot be serialised (within a
+//!   few bytes of the 512 KiB limit; not scenario-tested). A failed `WriteJournal` in the
+//!   cluster is adapter-only: the applier stops there (adapter test
+//!   `a_failed_patch_test_is_a_conflict_and_stops_later_writes` in
+//!   `adapters/alfred-kube/src/run/transcript_tests.rs`), and the reference never
+//!   persists this reason either — the next pass re-reads the InferenceService and the
+//!   follow-up reports `RequestAnnotationObserved` (or `AcknowledgementTimeout`), which
+//!   is the truth the reason defers to. Feeding it back as an input would only hide that.
+//! * `SchedulingStateChanged` and `SafetyStateChanged` (§9.6 step 12, the *second* fresh
+//!   look after the simulation): the pass takes one fresh snapshot, and its whole point
+//!   is to be read *after* the simulation ran. A second snapshot the adapter read before
+//!   the pass would be taken at the same instant as the first, so it could not detect
+//!   what step 12 exists to catch; doing it right needs a re-observation callback
+//!   (IO inside the pass, like [`Simulator`]), a larger change than an input. Step 12 is
+//!   therefore a no-op here (`preflight.rs`); the adapter does not perform it either,
+//!   so neither reason is produced anywhere (the re-check's age bound,
+//!   `SimulationStale`, and the JSON Patch's `resourceVersion` test remain).
+//!   `SafetyStateChanged` is also the fallback of step 3 for an arbiter refusal without
+//!   a reason, which `alfred-arbiter` never returns.
 //!
 //! [`Effect`]: alfred_model::effect::Effect
 

@@ -154,6 +154,22 @@ pub struct Session {
     pub breaker: Breaker,
     /// `OMENativeUnavailable` was already reported in this degraded period.
     pub omenative_unavailable_reported: bool,
+    /// UUIDs whose [`Effect::RequestMigration`] the adapter's applier reported **not**
+    /// applied in the previous pass (an error, a conflict, a timeout: the write may or
+    /// may not have landed). The adapter fills it from its applier results before the
+    /// next pass; empty (the default) changes nothing.
+    ///
+    /// It completes alfred-engine.md §9.9 `attempt()` step 5–6 across the pass boundary
+    /// (the pure pass cannot observe its own write): if the next pass's follow-up
+    /// (§9.4) still finds that entry `prepared` (no annotation, no status row, not yet
+    /// stalled), the entry is saved as `prepared/SubmissionUncertain` and its row shows
+    /// `withheld/SubmissionUncertain`; that pass does not retry it (the reference
+    /// records the failure in the pass that wrote; the retry belongs to the pass after).
+    /// If the annotation did land, the follow-up reports `RequestAnnotationObserved`
+    /// and this list is ignored. [`run_pass`] consumes it: the output session's list
+    /// is empty. Lost on a leader change, like the rest of the session (the new leader
+    /// learns the truth from the cluster).
+    pub failed_requests: Vec<String>,
 }
 
 /// Everything one pass reads.
@@ -229,6 +245,8 @@ pub fn run_pass(
     let snap = input.snapshot;
     let cfg = input.config;
     let mut session = session.clone();
+    // Consumed by this pass (see [`Session::failed_requests`]).
+    let failed_requests = std::mem::take(&mut session.failed_requests);
     let mut effects = Vec::new();
     let dispatcher = input.runtime.executor_available();
     // 2. OMENative state report.
@@ -297,6 +315,7 @@ pub fn run_pass(
             guard: input.guard,
             config_changed: input.config_changed,
             deadline: input.deadline,
+            failed_requests: &failed_requests,
             now: input.now,
         };
         let out = execute(
