@@ -215,6 +215,7 @@ impl Decider {
             tracing::warn!(error = %e, "dispatch journal unavailable");
         }
         *last_apply = self.applier.apply_all(&output.effects).await;
+        pass.requests_failed(failed_requests(&output.effects, &last_apply.writes));
         if let Some(log) = &self.decision_log {
             log.after_pass(&input, &output);
         }
@@ -271,4 +272,62 @@ pub async fn read_guard(client: &Client) -> (Option<Value>, Option<Value>) {
     )
     .await;
     (policy, binding)
+}
+
+/// The journal UUIDs of the migration requests among `effects` whose write did not apply
+/// (`writes` holds one outcome per write effect, in order).
+fn failed_requests(
+    effects: &[alfred_model::effect::Effect],
+    writes: &[(&'static str, super::apply::Outcome)],
+) -> Vec<String> {
+    use alfred_model::effect::Effect;
+    effects
+        .iter()
+        .filter(|e| e.is_write())
+        .zip(writes)
+        .filter_map(|(e, (_, outcome))| match e {
+            Effect::RequestMigration { uuid, .. } if *outcome != super::apply::Outcome::Applied => {
+                Some(uuid.clone())
+            }
+            _ => None,
+        })
+        .collect()
+}
+
+#[cfg(test)]
+mod failed_request_tests {
+    use super::*;
+    use alfred_model::effect::{Effect, MetricChange, MetricUpdate};
+
+    #[test]
+    fn only_unapplied_request_writes_are_reported() {
+        let request = |uuid: &str| Effect::RequestMigration {
+            namespace: "ns".into(),
+            name: "isvc".into(),
+            uid: "u".into(),
+            resource_version: "1".into(),
+            annotation: format!("ome.io/migration-request-v1-{uuid}"),
+            payload: "{}".into(),
+            uuid: uuid.into(),
+        };
+        let metric = Effect::Metric(MetricUpdate {
+            name: "m".into(),
+            labels: vec![],
+            change: MetricChange::Inc(1),
+        });
+        let effects = vec![
+            Effect::WriteJournal {
+                state_json: "{}".into(),
+            },
+            metric,
+            request("a"),
+            request("b"),
+        ];
+        let writes = vec![
+            ("write_journal", super::super::apply::Outcome::Applied),
+            ("request_migration", super::super::apply::Outcome::Applied),
+            ("request_migration", super::super::apply::Outcome::Skipped),
+        ];
+        assert_eq!(failed_requests(&effects, &writes), vec!["b".to_owned()]);
+    }
 }

@@ -74,6 +74,10 @@ pub struct PassOutput {
 pub trait DecisionPass: Send {
     /// Runs one pass.
     fn run(&mut self, input: &PassInput) -> PassOutput;
+
+    /// Tells the next pass which migration requests (journal UUIDs) the applier could not
+    /// write, so it reports them as `SubmissionUncertain` (alfred-engine.md §9.9 attempt()).
+    fn requests_failed(&mut self, _uuids: Vec<String>) {}
 }
 
 /// The guard objects as the pass reads them (§9.8).
@@ -155,6 +159,10 @@ impl AlfredPass {
 }
 
 impl DecisionPass for AlfredPass {
+    fn requests_failed(&mut self, uuids: Vec<String>) {
+        self.session.failed_requests = uuids;
+    }
+
     fn run(&mut self, input: &PassInput) -> PassOutput {
         let journal = match (&input.journal, &input.journal_error) {
             (_, Some(error)) => JournalSlot::Unreadable {
