@@ -400,9 +400,10 @@ impl Caretaker for AlfredCaretaker {
             let refs: Vec<PendingRef> = pending
                 .iter()
                 .map(|&t| PendingRef {
+                    // A gang is named by its leader pod.
                     pod: format!(
                         "{NAMESPACE}/{}",
-                        snapshot::pod_name(&sim.tasks[t].name, sim.tasks[t].incarnation)
+                        snapshot::pod_names(&sim.tasks[t], sim.tasks[t].incarnation)[0]
                     ),
                     gpus: sim.tasks[t].req.gpus,
                     pending_since: ts(sim.tasks[t].evicted_at.unwrap_or(sim.tasks[t].arrived)),
