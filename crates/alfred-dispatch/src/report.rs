@@ -340,20 +340,33 @@ pub fn node_records(
     }
     let mut out = BTreeMap::new();
     let mut fx = Vec::new();
+    let marked: BTreeSet<&str> = snap
+        .nodes
+        .iter()
+        .filter(|n| n.health.state != HealthState::Clear || n.maintenance.requested)
+        .map(|n| n.name.as_str())
+        .collect();
+    // One walk over the pods for every marked node: its OME workloads, and whether an OME
+    // pod with GPUs is still there.
+    let mut on_node: BTreeMap<&str, (BTreeSet<String>, bool)> = BTreeMap::new();
+    for p in snap
+        .pods
+        .iter()
+        .filter(|p| p.ome && marked.contains(p.node.as_str()))
+    {
+        let entry = on_node.entry(p.node.as_str()).or_default();
+        if p.gpus > 0 {
+            entry.1 = true;
+        }
+        if let Some(w) = p.labels.get("ome.io/inferenceservice") {
+            entry.0.insert(format!("{}/{}", p.namespace, w));
+        }
+    }
     for n in &snap.nodes {
-        if n.health.state == HealthState::Clear && !n.maintenance.requested {
+        if !marked.contains(n.name.as_str()) {
             continue;
         }
-        let mut workloads: BTreeSet<String> = BTreeSet::new();
-        let mut occupants = false;
-        for p in snap.pods.iter().filter(|p| p.node == n.name && p.ome) {
-            if p.gpus > 0 {
-                occupants = true;
-            }
-            if let Some(w) = p.labels.get("ome.io/inferenceservice") {
-                workloads.insert(format!("{}/{}", p.namespace, w));
-            }
-        }
+        let (workloads, occupants) = on_node.remove(n.name.as_str()).unwrap_or_default();
         let mut rec = NodeRecord {
             node_uid: n.uid.clone(),
             state: n.health.state,
