@@ -231,17 +231,7 @@ pub fn replay_uuids(seed: &[u8; 32], count: usize) -> Vec<String> {
             let d: [u8; 32] = h.finalize().into();
             let mut b = [0u8; 16];
             b.copy_from_slice(&d[..16]);
-            b[6] = (b[6] & 0x0f) | 0x40;
-            b[8] = (b[8] & 0x3f) | 0x80;
-            let hex: String = b.iter().map(|x| format!("{x:02x}")).collect();
-            format!(
-                "{}-{}-{}-{}-{}",
-                &hex[0..8],
-                &hex[8..12],
-                &hex[12..16],
-                &hex[16..20],
-                &hex[20..32]
-            )
+            crate::run::ids::format_v4(b)
         })
         .collect()
 }
