@@ -9,7 +9,6 @@ use std::cell::RefCell;
 use std::collections::BTreeMap;
 
 use alfred_dispatch::guard::{guard_username, healthy_guard};
-use alfred_dispatch::sim::SimulationPurpose;
 use alfred_dispatch::{
     CoreStages, DurableState, Journal, JournalSlot, MoveSimulation, PassInput, PoolGauge,
     RequestPayload, Session, SimulationOutcome, Simulator, Stages, run_pass,
@@ -105,32 +104,14 @@ impl Simulator for TwinSimulator<'_> {
                 }
             }
         };
-        self.records.borrow_mut().push(SimulationRecord {
-            request_id: r.request_id.clone(),
-            purpose: match r.purpose {
-                SimulationPurpose::Prediction => "prediction".into(),
-                SimulationPurpose::Execution => "execution".into(),
-            },
-            workload: r.workload.clone(),
-            from_node: r.from_node.clone(),
-            hint_nodes: r.hint_nodes.clone(),
-            scheduler_name: if r.profile.scheduler_name.is_empty() {
-                "default-scheduler".into()
-            } else {
-                r.profile.scheduler_name.clone()
-            },
-            configuration_id: if r.profile.configuration_id.is_empty() {
-                format!("alfred-twin/{}", world.placement.as_str())
-            } else {
-                r.profile.configuration_id.clone()
-            },
-            status: format!("{:?}", outcome.status),
-            placements: outcome
-                .placements
-                .iter()
-                .map(|p| p.node_name.clone())
-                .collect(),
-        });
+        let mut record = SimulationRecord::of(r, &outcome);
+        if record.scheduler_name.is_empty() {
+            record.scheduler_name = "default-scheduler".into();
+        }
+        if record.configuration_id.is_empty() {
+            record.configuration_id = format!("alfred-twin/{}", world.placement.as_str());
+        }
+        self.records.borrow_mut().push(record);
         outcome
     }
 }
