@@ -73,6 +73,7 @@ impl Fixture {
         let input = PassInput {
             snapshot: &self.snap,
             fresh_snapshot: Some(&self.snap),
+            second_look: alfred_dispatch::SecondLook::Frozen,
             config,
             runtime: &self.runtime,
             namespace: "alfred-system",

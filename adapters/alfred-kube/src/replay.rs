@@ -173,6 +173,7 @@ fn run(args: &ReplayArgs) -> Result<String, Failure> {
     let input = PassInput {
         snapshot: &snapshot,
         fresh_snapshot: Some(&snapshot),
+        second_look: alfred_dispatch::SecondLook::Frozen,
         config: &config,
         runtime: &runtime,
         namespace: &args.namespace,

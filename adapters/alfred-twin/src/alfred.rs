@@ -300,6 +300,7 @@ impl Caretaker for AlfredCaretaker {
         let input = PassInput {
             snapshot: &snap,
             fresh_snapshot: Some(&snap),
+            second_look: alfred_dispatch::SecondLook::Frozen,
             config: &self.config,
             runtime: &self.runtime,
             namespace: ALFRED_NAMESPACE,

@@ -11,7 +11,7 @@ use alfred_model::snapshot::DeploymentMode;
 
 use crate::guard::{GuardObservation, check_guard, guard_username};
 use crate::journal::{Entry, Journal, Phase, WorkloadRef, retention};
-use crate::preflight::{Recheck, recheck};
+use crate::preflight::{Recheck, SecondLook, recheck};
 use crate::request::{RequestPayload, annotation_key};
 use crate::schedule::fresh;
 use crate::sim::Simulator;
@@ -65,6 +65,8 @@ pub struct DispatchCtx<'a> {
     pub snapshot: &'a ClusterSnapshot,
     /// The fresh snapshot for the re-check.
     pub fresh: Option<&'a ClusterSnapshot>,
+    /// Where the re-check's second look after the simulation comes from.
+    pub second_look: SecondLook<'a>,
     /// Configuration.
     pub config: &'a Config,
     /// Flags.
@@ -310,6 +312,7 @@ pub fn execute(
             runtime: ctx.runtime,
             journal: &journal,
             breaker: &*breaker,
+            second_look: ctx.second_look,
             now: ctx.now,
         };
         let cand = entry_candidate(e);
@@ -348,6 +351,7 @@ pub fn execute(
         runtime: ctx.runtime,
         journal: &journal,
         breaker: &*breaker,
+        second_look: ctx.second_look,
         now: ctx.now,
     };
     let mut submitted_at = None;

@@ -19,9 +19,12 @@
 //!                    node_records: parsed node.* keys of the recommendations ConfigMap }
 //!     guard     = GuardObservation from uncached GETs of the two admission objects
 //!     fresh     = a snapshot from uncached reads (execute mode; may equal `snapshot`)
+//!     second    = SecondLook::Observe(observer): the re-check calls it after a feasible
+//!                 simulation to observe once more (SecondLook::Frozen for a recorded
+//!                 cluster)
 //!     uuids     = a few freshly generated lower-case v4 UUIDs
-//!     out = run_pass(&PassInput { snapshot, fresh_snapshot, config, runtime, namespace,
-//!                                 config_map_name, state, previous_node_records, guard,
+//!     out = run_pass(&PassInput { snapshot, fresh_snapshot, second_look, config, runtime,
+//!                                 namespace, config_map_name, state, previous_node_records, guard,
 //!                                 uuids, config_changed, deadline, now }, &stages,
 //!                    &session, &mut simulator)
 //!     apply out.effects IN ORDER while holding the lease:
@@ -30,43 +33,45 @@
 //!                               annotations {} if absent), add the annotation
 //!         UpdateRecommendations, RecordEvent, Metric
 //!       stop at the first failed write (WriteJournal / RequestMigration): the next pass
-//!       re-reads the journal and the cluster and learns what landed.
+//!       re-reads the journal and the cluster and learns what landed — except when the
+//!       failed write is out.if_final_save_fails.save_index (the save after the request):
+//!       then apply its `then` effects instead of the rest.
 //!     session = out.session          // breaker and report flags; NOT durable
 //!     if the RequestMigration write was not applied (error, conflict, timeout):
 //!         session.failed_requests = [its uuid]     // → SubmissionUncertain next pass
 //!     (replay: write out.new_state.to_text() to the state file, atomically)
 //! ```
 //!
-//! # Reasons the pure pass cannot produce (issue 5)
+//! # Reasons that cross the pass boundary (issue 5)
 //!
 //! Every rejection and dispatch reason has a scenario in `tests/` (`scenarios.rs`:
-//! pass-wide and re-check reasons; `follow_reasons.rs`: every stall reason of §9.4 and
-//! `SubmissionUncertain`), except these, and why:
+//! pass-wide, re-check and write reasons; `follow_reasons.rs`: every stall reason of
+//! §9.4 and `SubmissionUncertain`). Three of them depend on what happens to the pass's
+//! own IO, which a pure pass cannot see, so they travel through a port or a second
+//! ending:
 //!
-//! * `SubmissionUncertain` (§9.9 `attempt()` step 5) **is** produced, one pass late: a
-//!   pass cannot see its own write fail, so the adapter reports it through
-//!   [`Session::failed_requests`]; the next pass records `prepared/SubmissionUncertain`
-//!   when the follow-up finds no trace of the request (tested in `follow_reasons.rs`).
-//! * `SubmissionJournalUncertain` (step 6, the save *after* the annotation write fails):
-//!   the core yields it only when that journal document cannot be serialised (within a
-//!   few bytes of the 512 KiB limit; not scenario-tested). A failed `WriteJournal` in the
-//!   cluster is adapter-only: the applier stops there (adapter test
-//!   `a_failed_patch_test_is_a_conflict_and_stops_later_writes` in
-//!   `adapters/alfred-kube/src/run/transcript_tests.rs`), and the reference never
-//!   persists this reason either — the next pass re-reads the InferenceService and the
-//!   follow-up reports `RequestAnnotationObserved` (or `AcknowledgementTimeout`), which
-//!   is the truth the reason defers to. Feeding it back as an input would only hide that.
-//! * `SchedulingStateChanged` and `SafetyStateChanged` (§9.6 step 12, the *second* fresh
-//!   look after the simulation): the pass takes one fresh snapshot, and its whole point
-//!   is to be read *after* the simulation ran. A second snapshot the adapter read before
-//!   the pass would be taken at the same instant as the first, so it could not detect
-//!   what step 12 exists to catch; doing it right needs a re-observation callback
-//!   (IO inside the pass, like [`Simulator`]), a larger change than an input. Step 12 is
-//!   therefore a no-op here (`preflight.rs`); the adapter does not perform it either,
-//!   so neither reason is produced anywhere (the re-check's age bound,
-//!   `SimulationStale`, and the JSON Patch's `resourceVersion` test remain).
-//!   `SafetyStateChanged` is also the fallback of step 3 for an arbiter refusal without
-//!   a reason, which `alfred-arbiter` never returns.
+//! * `SchedulingStateChanged` and `SafetyStateChanged` (§9.6 step 12): after a feasible
+//!   simulation the re-check looks at the cluster a second time through
+//!   [`PassInput::second_look`] ([`SecondLook::Observe`] with the adapter's
+//!   [`FreshObserver`]; `alfred run` runs a new observation pass there). The capture of
+//!   scheduling inputs is the snapshot's nodes, pods, PodGroups and workloads
+//!   ([`preflight::same_scheduling_inputs`]); what lies outside it (the models' storage
+//!   constraints, the executor's state) can still change the arbiter's verdict, which
+//!   is `SafetyStateChanged`. `replay` and the twin pass [`SecondLook::Frozen`]: their
+//!   cluster cannot change during a pass.
+//! * `SubmissionUncertain` (§9.9 `attempt()` step 5) is produced one pass late: the
+//!   adapter reports the failed request write through [`Session::failed_requests`]; the
+//!   next pass records `prepared/SubmissionUncertain` when the follow-up finds no trace
+//!   of the request (tested in `follow_reasons.rs`).
+//! * `SubmissionJournalUncertain` (step 6, the journal save *after* the annotation
+//!   write fails): the pass returns a second ending, [`PassOutput::if_final_save_fails`]
+//!   — the same report with the request's row `submitted/SubmissionJournalUncertain` —
+//!   which the applier applies instead of the normal tail when that save fails
+//!   (`alfred-kube`'s `Applier::apply_pass`); the next pass re-reads the journal and
+//!   the InferenceService and reports `RequestAnnotationObserved`.
+//!
+//! `SafetyStateChanged` is also the fallback of step 3 for an arbiter refusal without a
+//! reason, which `alfred-arbiter` never returns.
 //!
 //! [`Effect`]: alfred_model::effect::Effect
 
@@ -92,7 +97,8 @@ pub use dispatch::{Breaker, JournalSlot};
 pub use guard::GuardObservation;
 pub use journal::{Entry, Journal, JournalError, Phase};
 pub use model_sim::{ModelProfiles, ModelSimulator};
-pub use pass::{DurableState, Explained, PassInput, PassOutput, Session, run_pass};
+pub use pass::{Contingency, DurableState, Explained, PassInput, PassOutput, Session, run_pass};
+pub use preflight::{FreshObserver, SecondLook};
 pub use request::RequestPayload;
 #[cfg(any(test, feature = "testkit"))]
 pub use sim::ScriptedSimulator;

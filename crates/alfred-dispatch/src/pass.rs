@@ -14,6 +14,7 @@ use serde::{Deserialize, Serialize};
 use crate::dispatch::{Breaker, Decision, DispatchCtx, JournalSlot, execute};
 use crate::guard::GuardObservation;
 use crate::journal::Journal;
+use crate::preflight::SecondLook;
 use crate::report;
 use crate::sim::Simulator;
 use crate::stages::{ArbiterInput, PoolGauge, Stages};
@@ -179,6 +180,10 @@ pub struct PassInput<'a> {
     /// A fresh snapshot for the pre-submit re-check (may be the same); `None` when it
     /// could not be built (`ObservationUnavailable`).
     pub fresh_snapshot: Option<&'a ClusterSnapshot>,
+    /// Where the re-check's second fresh observation, after the simulation, comes from
+    /// (alfred-engine.md §9.6 step 12): [`SecondLook::Frozen`] when the cluster cannot
+    /// change during the pass.
+    pub second_look: SecondLook<'a>,
     /// Configuration (one object for the whole pass).
     pub config: &'a Config,
     /// Validated flags.
@@ -233,6 +238,24 @@ pub struct PassOutput {
     pub journal_error: Option<String>,
     /// UUIDs consumed from `uuids`.
     pub uuids_used: usize,
+    /// What to write instead when the journal save after the request fails.
+    pub if_final_save_fails: Option<Contingency>,
+}
+
+/// The other ending of a pass that wrote a request (alfred-engine.md §9.9 `attempt()`
+/// step 6). The journal save after the annotation is the one write whose failure leaves
+/// the cluster ahead of the journal: the request stands, the journal still says
+/// `prepared`. The pass cannot see its own writes fail, so it returns both endings and
+/// the applier picks: when `effects[save_index]` fails, it applies `then` instead of
+/// `effects[save_index + 1..]` — the same report with the request's row saying
+/// `submitted/SubmissionJournalUncertain` — rather than stopping. The next pass re-reads
+/// the journal and the InferenceService and learns the truth (`RequestAnnotationObserved`).
+#[derive(Debug, Clone, PartialEq)]
+pub struct Contingency {
+    /// Index in [`PassOutput::effects`] of the journal save that follows the request.
+    pub save_index: usize,
+    /// The effects to apply after that save failed.
+    pub then: Vec<Effect>,
 }
 
 /// Runs one decision pass.
@@ -309,6 +332,7 @@ pub fn run_pass(
             stages,
             snapshot: snap,
             fresh: input.fresh_snapshot,
+            second_look: input.second_look,
             config: cfg,
             runtime: input.runtime,
             namespace: input.namespace,
@@ -335,36 +359,64 @@ pub fn run_pass(
     } else {
         decisions
     };
-    // 6. Breaker gauge.
-    effects.push(Effect::Metric(alfred_model::effect::MetricUpdate {
-        name: "alfred_circuit_breaker_state".into(),
-        labels: vec![],
-        change: alfred_model::effect::MetricChange::Set(if session.breaker.is_open(input.now) {
-            1.0
-        } else {
-            0.0
-        }),
-    }));
-    effects.push(Effect::Metric(alfred_model::effect::MetricUpdate {
-        name: "alfred_omenative_unavailable".into(),
-        labels: vec![],
-        change: alfred_model::effect::MetricChange::Set(if dispatcher { 0.0 } else { 1.0 }),
-    }));
-    // 7. Report.
-    let (rows, row_fx) = report::rows(&decisions, cfg.mode);
-    let record = LastCycle::new(input.now, report::record_mode(cfg.mode), rows);
+    // The journal save right after the request annotation (§9.9 attempt() step 6): if it
+    // fails, the request stands but the journal does not know it.
+    let final_save = effects
+        .iter()
+        .position(|e| matches!(e, Effect::RequestMigration { .. }))
+        .map(|i| i + 1)
+        .filter(|&i| matches!(effects.get(i), Some(Effect::WriteJournal { .. })));
+    // 6.–7. Breaker gauge and the report.
     let (node_records, node_fx, deleted) = report::node_records(snap, input.previous_node_records);
-    if cfg.recommendations_config_map_enabled {
-        effects.push(report::recommendations_effect(
-            &cfg.recommendations_config_map_name,
-            &record,
-            &node_records,
-            deleted,
-        ));
-    }
-    effects.extend(row_fx);
-    effects.extend(node_fx);
-    effects.extend(report::cluster_gauges(snap, &pools));
+    let tail = |decisions: &[Decision]| {
+        let mut fx = Vec::new();
+        fx.push(Effect::Metric(alfred_model::effect::MetricUpdate {
+            name: "alfred_circuit_breaker_state".into(),
+            labels: vec![],
+            change: alfred_model::effect::MetricChange::Set(
+                if session.breaker.is_open(input.now) {
+                    1.0
+                } else {
+                    0.0
+                },
+            ),
+        }));
+        fx.push(Effect::Metric(alfred_model::effect::MetricUpdate {
+            name: "alfred_omenative_unavailable".into(),
+            labels: vec![],
+            change: alfred_model::effect::MetricChange::Set(if dispatcher { 0.0 } else { 1.0 }),
+        }));
+        let (rows, row_fx) = report::rows(decisions, cfg.mode);
+        let record = LastCycle::new(input.now, report::record_mode(cfg.mode), rows);
+        if cfg.recommendations_config_map_enabled {
+            fx.push(report::recommendations_effect(
+                &cfg.recommendations_config_map_name,
+                &record,
+                &node_records,
+                deleted.clone(),
+            ));
+        }
+        fx.extend(row_fx);
+        fx.extend(node_fx.iter().cloned());
+        fx.extend(report::cluster_gauges(snap, &pools));
+        (record, fx)
+    };
+    let if_final_save_fails = final_save.map(|save_index| {
+        let mut uncertain = decisions.clone();
+        for (_, v) in &mut uncertain {
+            if let Some(v) = v
+                && v.dispatch_reason == Some(DispatchReason::RequestSubmitted)
+            {
+                v.dispatch_reason = Some(DispatchReason::SubmissionJournalUncertain);
+            }
+        }
+        Contingency {
+            save_index,
+            then: tail(&uncertain).1,
+        }
+    });
+    let (record, fx) = tail(&decisions);
+    effects.extend(fx);
     new_state.node_records = node_records.clone();
     new_state.verbatim = input.state.verbatim.clone();
     let explain = decisions
@@ -381,6 +433,7 @@ pub fn run_pass(
         explain,
         journal_error,
         uuids_used,
+        if_final_save_fails,
     }
 }
 

@@ -5,8 +5,15 @@
 //! own snapshot when nothing newer exists). A capture failure (e.g. the PodGroup CRD is
 //! missing) is signalled by an [`alfred_model::snapshot::ObjectProblem`] of kind
 //! [`CAPTURE_PROBLEM_KIND`] in the fresh snapshot.
+//!
+//! The simulation takes time, and the cluster moves on meanwhile; so after a feasible
+//! simulation the re-check looks a *second* time (step 12) through the [`SecondLook`]
+//! port and refuses the move if what the simulation answered no longer describes the
+//! cluster. In this model one snapshot is both the observation and the capture of
+//! scheduling inputs; [`same_scheduling_inputs`] says which part of it is the capture.
 
 use std::collections::BTreeSet;
+use std::sync::Arc;
 use std::time::Duration;
 
 use alfred_model::config::{Config, RuntimeOptions};
@@ -102,6 +109,49 @@ pub struct Cleared {
     pub targets: Vec<String>,
 }
 
+/// Where the re-check's second fresh observation (§9.6 step 12) comes from.
+#[derive(Clone, Copy)]
+pub enum SecondLook<'a> {
+    /// The cluster cannot change while the pass runs (a recorded cluster in `replay`, the
+    /// twin's stopped clock): the second look sees the first fresh snapshot again, so
+    /// step 12 passes by construction.
+    Frozen,
+    /// Ask the adapter for a new snapshot after the simulation.
+    Observe(&'a dyn FreshObserver),
+}
+
+impl std::fmt::Debug for SecondLook<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            SecondLook::Frozen => f.write_str("Frozen"),
+            SecondLook::Observe(_) => f.write_str("Observe(..)"),
+        }
+    }
+}
+
+/// The port through which the pure pass observes the cluster again, mid-pass. Like
+/// [`Simulator`], it is the one place where the adapter's IO enters the pass: the
+/// adapter builds a snapshot from uncached reads with the pass's configuration.
+pub trait FreshObserver {
+    /// A snapshot of the cluster as it is now; `None` when it cannot be built
+    /// (`ObservationUnavailable`).
+    fn observe_again(&self) -> Option<Arc<ClusterSnapshot>>;
+}
+
+/// Whether two snapshots hold the same scheduling inputs: the objects the lossless
+/// capture of step 4 takes (nodes, non-terminal pods — running and pending —, PodGroups,
+/// InferenceServices with their InferenceReplicas), compared by content. What is left
+/// out is observation-only: the time of the observation, the executor's state, the
+/// models' storage constraints (from PVCs and PVs, which the scheduler simulation does
+/// not read) and the problems found while observing.
+pub fn same_scheduling_inputs(a: &ClusterSnapshot, b: &ClusterSnapshot) -> bool {
+    a.nodes == b.nodes
+        && a.pods == b.pods
+        && a.pending_pods == b.pending_pods
+        && a.pod_groups == b.pod_groups
+        && a.workloads == b.workloads
+}
+
 /// Everything a re-check reads.
 pub struct Recheck<'a> {
     /// The stages (policies and arbiter run again).
@@ -118,6 +168,8 @@ pub struct Recheck<'a> {
     pub journal: &'a Journal,
     /// The session's circuit breaker.
     pub breaker: &'a Breaker,
+    /// Where the second fresh observation comes from.
+    pub second_look: SecondLook<'a>,
     /// Now.
     pub now: Timestamp,
 }
@@ -129,22 +181,22 @@ fn identities(snap: &ClusterSnapshot, c: &Candidate) -> Option<(String, String, 
     Some((w.uid.clone(), ir.uid.clone(), ir.name.clone()))
 }
 
-/// Runs the re-check for `candidate` (`existing` = the prepared entry being retried).
-pub fn recheck(
+fn capture_failed(snap: &ClusterSnapshot) -> bool {
+    snap.problems.iter().any(|p| p.kind == CAPTURE_PROBLEM_KIND)
+}
+
+/// Step 2: the executable OMENative candidate the policies propose on `snap` for the same
+/// move (workload, component, instance, source node, policy and reason), with the nodes
+/// other candidates evacuate (the arbiter's input).
+fn eligible_again(
     ctx: &Recheck<'_>,
-    sim: &mut dyn Simulator,
+    snap: &ClusterSnapshot,
     candidate: &Candidate,
-    existing: Option<&Entry>,
-) -> Result<Cleared, DispatchReason> {
-    // 1. Fresh observation.
-    let fresh_snap = ctx.fresh.ok_or(DispatchReason::ObservationUnavailable)?;
-    // 2. The policies still propose it.
-    let proposed = ctx
-        .stages
-        .propose(fresh_snap, ctx.config, ctx.runtime, ctx.now);
+) -> Result<(Candidate, BTreeSet<String>), DispatchReason> {
+    let proposed = ctx.stages.propose(snap, ctx.config, ctx.runtime, ctx.now);
     let evacuating = alfred_arbiter::evacuating_nodes(&proposed);
-    let fresh_c = proposed
-        .iter()
+    proposed
+        .into_iter()
         .find(|c| {
             c.executable
                 && c.mode == alfred_model::snapshot::DeploymentMode::OMENative
@@ -155,9 +207,31 @@ pub fn recheck(
                 && c.policy == candidate.policy
                 && c.reason == candidate.reason
         })
-        .cloned()
-        .ok_or(DispatchReason::PolicyNoLongerEligible)?;
-    // 3. The arbiter admits it alone on the fresh snapshot.
+        .map(|c| (c, evacuating))
+        .ok_or(DispatchReason::PolicyNoLongerEligible)
+}
+
+/// Steps 2 and 3: the move is still proposed on `snap` and the arbiter admits it alone
+/// there (against the journal without the entry being retried). A refusal carries the
+/// arbiter's reason.
+fn admitted_again(
+    ctx: &Recheck<'_>,
+    snap: &ClusterSnapshot,
+    candidate: &Candidate,
+    existing: Option<&Entry>,
+) -> Result<Candidate, DispatchReason> {
+    let (fresh_c, evacuating) = eligible_again(ctx, snap, candidate)?;
+    arbiter_admits(ctx, snap, fresh_c, &evacuating, existing)
+}
+
+/// Step 3: the arbiter alone on `candidate` against `snap`.
+fn arbiter_admits(
+    ctx: &Recheck<'_>,
+    snap: &ClusterSnapshot,
+    fresh_c: Candidate,
+    evacuating: &BTreeSet<String>,
+    existing: Option<&Entry>,
+) -> Result<Candidate, DispatchReason> {
     let journal_for_arbiter = match existing {
         Some(e) => {
             let mut j = ctx.journal.clone();
@@ -166,19 +240,19 @@ pub fn recheck(
         }
         None => ctx.journal.clone(),
     };
-    let one = [fresh_c.clone()];
+    let one = [fresh_c];
     let verdict = ctx
         .stages
         .arbitrate_one(
             &ArbiterInput {
                 candidates: &one,
-                snapshot: fresh_snap,
+                snapshot: snap,
                 config: ctx.config,
                 journal: &journal_for_arbiter,
                 breaker: ctx.breaker,
                 now: ctx.now,
             },
-            &evacuating,
+            evacuating,
         )
         .ok_or(DispatchReason::PolicyNoLongerEligible)?;
     if !verdict.admitted {
@@ -187,12 +261,67 @@ pub fn recheck(
             .map(DispatchReason::same_as_reject)
             .unwrap_or(DispatchReason::SafetyStateChanged));
     }
-    // 4. Lossless capture.
-    if fresh_snap
-        .problems
-        .iter()
-        .any(|p| p.kind == CAPTURE_PROBLEM_KIND)
+    let [fresh_c] = one;
+    Ok(fresh_c)
+}
+
+/// Step 12 on the `second` snapshot: the move is still proposed, captured, built the same
+/// way (profile, identities, fingerprint), the scheduling inputs are unchanged, the budget
+/// still holds and the arbiter still admits it. Returns the final candidate.
+#[allow(clippy::too_many_arguments)]
+fn second_look(
+    ctx: &Recheck<'_>,
+    first: &ClusterSnapshot,
+    second: &ClusterSnapshot,
+    candidate: &Candidate,
+    existing: Option<&Entry>,
+    selection: &crate::schedule::Selection,
+    ids: &(String, String, String),
+    fingerprint_then: &str,
+) -> Result<Candidate, DispatchReason> {
+    let (c, evacuating) = eligible_again(ctx, second, candidate)?;
+    if capture_failed(second) {
+        return Err(DispatchReason::SnapshotUnavailable);
+    }
+    let rebuilt = select_profile(second, &c, ctx.config)
+        .1
+        .ok_or(DispatchReason::SourceChanged)?;
+    if rebuilt.profile != selection.profile
+        || rebuilt.require_gang != selection.require_gang
+        || identities(second, &c).as_ref() != Some(ids)
+        || fingerprint(second, &c.workload, c.component, c.instance).as_deref()
+            != Some(fingerprint_then)
     {
+        return Err(DispatchReason::SourceChanged);
+    }
+    if !same_scheduling_inputs(first, second) {
+        return Err(DispatchReason::SchedulingStateChanged);
+    }
+    check_budget(
+        &c,
+        second,
+        ctx.journal,
+        ctx.config,
+        existing.map(|e| e.uuid.as_str()),
+        ctx.now,
+    )?;
+    arbiter_admits(ctx, second, c, &evacuating, existing)
+        .map_err(|_| DispatchReason::SafetyStateChanged)
+}
+
+/// Runs the re-check for `candidate` (`existing` = the prepared entry being retried).
+pub fn recheck(
+    ctx: &Recheck<'_>,
+    sim: &mut dyn Simulator,
+    candidate: &Candidate,
+    existing: Option<&Entry>,
+) -> Result<Cleared, DispatchReason> {
+    // 1. Fresh observation.
+    let fresh_snap = ctx.fresh.ok_or(DispatchReason::ObservationUnavailable)?;
+    // 2. The policies still propose it. 3. The arbiter admits it alone on the fresh snapshot.
+    let fresh_c = admitted_again(ctx, fresh_snap, candidate, existing)?;
+    // 4. Lossless capture.
+    if capture_failed(fresh_snap) {
         return Err(DispatchReason::SnapshotUnavailable);
     }
     // 5. Budget.
@@ -259,7 +388,7 @@ pub fn recheck(
         from_node: fresh_c.from_node.clone(),
         excluded_nodes: vec![fresh_c.from_node.clone()],
         hint_nodes: hints.clone(),
-        profile: selection.profile,
+        profile: selection.profile.clone(),
         require_gang: selection.require_gang,
     };
     let out = sim.simulate(&req);
@@ -272,7 +401,22 @@ pub fn recheck(
     {
         return Err(DispatchReason::SimulationStale);
     }
-    // 12. A second look would re-read the same immutable inputs here: nothing to compare.
+    // 12. The second look: the simulation answered for the cluster of the first look.
+    let second_owned;
+    let (fresh_snap, fresh_c) = match ctx.second_look {
+        // Same inputs, same verdicts: nothing to repeat.
+        SecondLook::Frozen => (fresh_snap, fresh_c),
+        SecondLook::Observe(observer) => {
+            second_owned = observer
+                .observe_again()
+                .ok_or(DispatchReason::ObservationUnavailable)?;
+            let second = &*second_owned;
+            let c = second_look(
+                ctx, fresh_snap, second, candidate, existing, &selection, &fresh_ids, &fp,
+            )?;
+            (second, c)
+        }
+    };
     // 13. Predicted targets: allowed, available, ready, not cooling.
     let allowed: &Vec<String> = if fresh_c.placement_target_nodes.is_empty() {
         &fresh_c.hint_target_nodes

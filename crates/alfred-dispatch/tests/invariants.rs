@@ -20,6 +20,9 @@ enum Step {
     Mode(bool),
     Candidates(Vec<(u8, u8, u8)>),
     Unhealthy(u8),
+    /// How the re-check's second look (after the simulation) sees the cluster from now
+    /// on: 0 frozen, 1 unobservable, 2 a person's request appeared, 3 node `b` unhealthy.
+    Look(u8),
 }
 
 fn step() -> impl Strategy<Value = Step> {
@@ -32,6 +35,7 @@ fn step() -> impl Strategy<Value = Step> {
         1 => any::<bool>().prop_map(Step::Mode),
         1 => proptest::collection::vec((0u8..2, 0u8..3, 0u8..3), 0..4).prop_map(Step::Candidates),
         1 => (0u8..3).prop_map(Step::Unhealthy),
+        1 => (0u8..4).prop_map(Step::Look),
     ]
 }
 
@@ -43,6 +47,7 @@ proptest! {
     fn dispatch_invariants_hold(steps in proptest::collection::vec(step(), 1..30)) {
         let mut w = World::execute();
         let mut written: BTreeSet<String> = BTreeSet::new();
+        let mut look = 0u8;
         for s in steps {
             match s {
                 Step::Advance(m) => w.advance_minutes(m),
@@ -94,7 +99,28 @@ proptest! {
                         node.health.state = alfred_model::snapshot::HealthState::Unhealthy;
                     }
                 }
+                Step::Look(k) => look = k,
                 Step::Pass => {
+                    w.second_look = match look {
+                        0 => None,
+                        1 => Some(ScriptedLook(None)),
+                        k => {
+                            let mut second = w.snap.clone();
+                            if k == 2 {
+                                second.workloads[1].migration.requests.push(alfred_model::snapshot::MigrationRequestObserved {
+                                    uuid: uuid(9001),
+                                    component: "engine".into(),
+                                    from_node: "d".into(),
+                                    requested_at: Some(w.now),
+                                    requested_by: "kubectl-ome".into(),
+                                    ..Default::default()
+                                });
+                            } else if let Some(b) = second.nodes.iter_mut().find(|x| x.name == "b") {
+                                b.health.state = alfred_model::snapshot::HealthState::Unhealthy;
+                            }
+                            Some(ScriptedLook(Some(second)))
+                        }
+                    };
                     let busy_cluster = w.snap.workloads.iter().any(|x| {
                         !x.migration.requests.is_empty()
                             || x.migration.records.iter().any(|r| !r.is_terminal())
@@ -108,6 +134,9 @@ proptest! {
                         _ => None,
                     }).collect();
                     prop_assert!(reqs.len() <= 1, "more than one submission in a pass");
+                    if look == 1 || look == 2 {
+                        prop_assert!(reqs.is_empty(), "submitted although the second look failed or saw a migration");
+                    }
                     if !reqs.is_empty() {
                         prop_assert!(!busy_cluster, "submitted while a migration waits or runs");
                         // §9.9: the follow-up runs first; after it no other entry may be
@@ -123,6 +152,7 @@ proptest! {
                         for t in &e.targets {
                             let n = snap.node(t).expect("target node");
                             prop_assert!(!n.unavailable() && n.ready, "move to excluded node {}", t);
+                            prop_assert!(look != 3 || t != "b", "move to a node the second look saw unhealthy");
                         }
                     }
                     if mode == Mode::RecommendOnly {

@@ -544,6 +544,189 @@ fn every_reachable_dispatch_reason_has_a_scenario() {
     check("source changed", w, D::SourceChanged);
 }
 
+/// The second look after the simulation (§9.6 step 12): the simulation answered for the
+/// cluster of the first look, so a cluster that moved on meanwhile stops the move, each
+/// kind of change with its own reason, and nothing is written.
+#[test]
+fn the_second_look_after_the_simulation_stops_a_move_the_cluster_moved_away_from() {
+    let check = |name: &str, mut w: World, want: D| {
+        let out = w.pass();
+        assert_eq!(reason(&out, "w1"), Some(want), "{name}: {:?}", out.record);
+        assert_eq!(requests(&out), 0, "{name}");
+        assert!(writes(&out).is_empty(), "{name}: {:?}", writes(&out));
+        assert_eq!(
+            w.sim.calls.len(),
+            1,
+            "{name}: the second look follows the simulation"
+        );
+    };
+    // Only w1 moves here, so each refusal is w1's own.
+    let world = || {
+        let mut w = World::execute();
+        w.stages.candidates.truncate(1);
+        w
+    };
+    let look = |w: &mut World, change: &dyn Fn(&mut alfred_model::ClusterSnapshot)| {
+        let mut s = w.snap.clone();
+        change(&mut s);
+        w.second_look = Some(ScriptedLook(Some(s)));
+    };
+
+    let mut w = world();
+    w.second_look = Some(ScriptedLook(None));
+    check("unobservable", w, D::ObservationUnavailable);
+
+    let mut w = world();
+    w.stages.fresh_candidates = Some(vec![]);
+    look(&mut w, &|s| {
+        s.problems.push(ObjectProblem {
+            kind: "FreshMarker".into(),
+            ..Default::default()
+        })
+    });
+    check("no longer proposed", w, D::PolicyNoLongerEligible);
+
+    let mut w = world();
+    look(&mut w, &|s| {
+        s.problems.push(ObjectProblem {
+            kind: CAPTURE_PROBLEM_KIND.into(),
+            ..Default::default()
+        })
+    });
+    check("second capture", w, D::SnapshotUnavailable);
+
+    let mut w = world();
+    look(&mut w, &|s| s.workloads[0].uid = "isvc-recreated".into());
+    check("owner re-created", w, D::SourceChanged);
+
+    let mut w = world();
+    look(&mut w, &|s| s.pods[0].uid = "pod-w1-restarted".into());
+    check("source pod replaced", w, D::SourceChanged);
+
+    let mut w = world();
+    look(&mut w, &|s| {
+        s.workloads[0].components[0].scheduler_name = "other".into()
+    });
+    check("request rebuilt differently", w, D::SourceChanged);
+
+    // Another pod landed on the predicted target meanwhile: the Instance is untouched, the
+    // scheduling inputs are not.
+    let mut w = world();
+    look(&mut w, &|s| {
+        let c = s.nodes.iter_mut().find(|n| n.name == "b").unwrap();
+        c.allocated_gpus += 4;
+        c.free_gpus -= 4;
+    });
+    check("scheduling inputs", w, D::SchedulingStateChanged);
+
+    // Outside the capture: the model's volume now pins it to its current node, so the
+    // arbiter finds no target; the scheduling inputs are identical.
+    let mut w = world();
+    let model = alfred_model::snapshot::ModelRef {
+        kind: "ClusterBaseModel".into(),
+        namespace: String::new(),
+        name: "llama".into(),
+    };
+    w.snap.workloads[0].model = Some(model.clone());
+    look(&mut w, &|s| {
+        s.models.insert(
+            model.key(),
+            alfred_model::snapshot::ModelInfo {
+                allowed_nodes: Some(["a".to_string()].into_iter().collect()),
+                ..Default::default()
+            },
+        );
+    });
+    check("safety inputs", w, D::SafetyStateChanged);
+
+    // An unchanged cluster passes the second look: the move is submitted.
+    let mut w = world();
+    look(&mut w, &|_| {});
+    let out = w.pass();
+    assert_eq!(reason(&out, "w1"), Some(D::RequestSubmitted));
+    assert_eq!(requests(&out), 1);
+}
+
+/// §9.9 attempt() step 6: the journal save after the request is the one write whose
+/// failure leaves the request standing while the journal says `prepared`. The pass
+/// returns that ending too: the same report with the row `submitted/
+/// SubmissionJournalUncertain`; the next pass learns the truth from the annotation.
+#[test]
+fn a_failed_save_after_the_request_reports_submission_journal_uncertain() {
+    let mut w = World::execute();
+    let out = w.pass();
+    let c = out
+        .if_final_save_fails
+        .clone()
+        .expect("a request was written");
+    assert!(matches!(
+        out.effects[c.save_index - 1],
+        Effect::RequestMigration { .. }
+    ));
+    let Effect::WriteJournal { state_json } = &out.effects[c.save_index] else {
+        panic!("not the save: {:?}", out.effects[c.save_index]);
+    };
+    assert!(state_json.contains("\"submitted\""), "{state_json}");
+    // The last journal the cluster holds after the failure: the `prepared` save before it.
+    let Some(Effect::WriteJournal {
+        state_json: prepared,
+    }) = out.effects[..c.save_index - 1]
+        .iter()
+        .rev()
+        .find(|e| matches!(e, Effect::WriteJournal { .. }))
+    else {
+        panic!("no prepared save before the request");
+    };
+    let record = |fx: &[Effect]| -> serde_json::Value {
+        let set = fx
+            .iter()
+            .find_map(|e| match e {
+                Effect::UpdateRecommendations { set, .. } => Some(set.clone()),
+                _ => None,
+            })
+            .expect("the record");
+        serde_json::from_str(&set["last-cycle.json"]).unwrap()
+    };
+    let row = |r: &serde_json::Value, name: &str| -> serde_json::Value {
+        r["recommendations"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|x| x["workload"] == format!("ns/{name}"))
+            .cloned()
+            .unwrap()
+    };
+    let normal = record(&out.effects[c.save_index + 1..]);
+    let uncertain = record(&c.then);
+    assert_eq!(row(&normal, "w1")["dispatchReason"], "RequestSubmitted");
+    assert_eq!(
+        row(&uncertain, "w1")["dispatchReason"],
+        "SubmissionJournalUncertain"
+    );
+    assert_eq!(row(&uncertain, "w1")["dispatchStatus"], "submitted");
+    assert_eq!(row(&uncertain, "w2"), row(&normal, "w2"));
+    assert!(
+        c.then.iter().all(|e| !matches!(
+            e,
+            Effect::WriteJournal { .. } | Effect::RequestMigration { .. }
+        )),
+        "the other ending writes no dispatch state"
+    );
+    // Next pass: the journal is the prepared one; the annotation tells the truth.
+    w.state.journal = JournalSlot::from_state_json(Some(prepared));
+    w.advance_minutes(1);
+    let next = w.pass();
+    assert_eq!(
+        reason(&next, "w1"),
+        Some(D::RequestAnnotationObserved),
+        "{:?}",
+        next.record
+    );
+    assert_eq!(requests(&next), 0, "no second request");
+    // A pass that writes no request has no other ending.
+    assert!(next.if_final_save_fails.is_none());
+}
+
 #[test]
 fn node_and_target_cooldowns_and_the_workload_cooldown() {
     // A completed request that left node a 5 minutes ago cools a (source) and b (target).

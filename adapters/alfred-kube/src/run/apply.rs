@@ -262,47 +262,83 @@ impl Applier {
 
     /// Applies `effects` in order.
     pub async fn apply_all(&self, effects: &[Effect]) -> ApplyReport {
+        self.apply_pass(effects, None).await
+    }
+
+    /// [`Self::apply_all`] for a pass that may have another ending: when the journal save
+    /// after the migration request (`contingency.save_index`) fails, the request stands
+    /// and the rest of the pass is `contingency.then` (the record saying
+    /// `SubmissionJournalUncertain`), applied instead of stopping.
+    pub async fn apply_pass(
+        &self,
+        effects: &[Effect],
+        contingency: Option<&alfred_dispatch::Contingency>,
+    ) -> ApplyReport {
         let mut report = ApplyReport::default();
         let mut stopped = false;
-        for e in effects {
-            if let Effect::Metric(m) = e {
-                if let Err(why) = self.metrics.apply(m) {
-                    tracing::warn!(error = %why, "metric effect ignored");
-                }
-                continue;
-            }
-            let label = effect_label(e);
-            if stopped || !self.gate.is_leader() {
-                if !stopped {
-                    tracing::warn!("not the leader (lease lost); stopping writes");
-                }
-                stopped = true;
-                self.count(label, &Outcome::Skipped);
-                report.writes.push((label, Outcome::Skipped));
-                continue;
-            }
-            let outcome = self.apply_one(e).await;
-            self.count(label, &outcome);
-            if let Some(hook) = &self.hook
-                && hook(e, &outcome)
-            {
-                tracing::warn!(effect = label, "test hook: frozen after this write");
-                std::future::pending::<()>().await;
-            }
-            let critical = matches!(
-                e,
-                Effect::WriteJournal { .. } | Effect::RequestMigration { .. }
-            );
-            if critical && outcome != Outcome::Applied {
+        for (i, e) in effects.iter().enumerate() {
+            let failed = self.apply_in_turn(e, &mut stopped, &mut report).await;
+            if failed && let Some(c) = contingency.filter(|c| c.save_index == i) {
                 tracing::warn!(
-                    effect = label,
-                    "dispatch write failed; the rest of this pass's writes are skipped"
+                    "journal save after the migration request failed; \
+                     reporting SubmissionJournalUncertain"
                 );
-                stopped = true;
+                stopped = false;
+                for e in &c.then {
+                    self.apply_in_turn(e, &mut stopped, &mut report).await;
+                }
+                return report;
             }
-            report.writes.push((label, outcome));
         }
         report
+    }
+
+    /// Applies `e` unless writes have stopped; returns whether a dispatch write (journal
+    /// or request) failed, which stops the rest.
+    async fn apply_in_turn(
+        &self,
+        e: &Effect,
+        stopped: &mut bool,
+        report: &mut ApplyReport,
+    ) -> bool {
+        if let Effect::Metric(m) = e {
+            if let Err(why) = self.metrics.apply(m) {
+                tracing::warn!(error = %why, "metric effect ignored");
+            }
+            return false;
+        }
+        let label = effect_label(e);
+        if *stopped || !self.gate.is_leader() {
+            if !*stopped {
+                tracing::warn!("not the leader (lease lost); stopping writes");
+            }
+            *stopped = true;
+            self.count(label, &Outcome::Skipped);
+            report.writes.push((label, Outcome::Skipped));
+            return false;
+        }
+        let outcome = self.apply_one(e).await;
+        self.count(label, &outcome);
+        if let Some(hook) = &self.hook
+            && hook(e, &outcome)
+        {
+            tracing::warn!(effect = label, "test hook: frozen after this write");
+            std::future::pending::<()>().await;
+        }
+        let critical = matches!(
+            e,
+            Effect::WriteJournal { .. } | Effect::RequestMigration { .. }
+        );
+        let failed = critical && outcome != Outcome::Applied;
+        if failed {
+            tracing::warn!(
+                effect = label,
+                "dispatch write failed; the rest of this pass's writes are skipped"
+            );
+            *stopped = true;
+        }
+        report.writes.push((label, outcome));
+        failed
     }
 
     /// Applies one write (no gate check; [`Self::apply_all`] does it).

@@ -185,14 +185,22 @@ impl Decider {
         } else {
             Default::default()
         };
-        let fresh = if self.runtime.executor_available() && config.is_execute() {
+        let executing = self.runtime.executor_available() && config.is_execute();
+        let fresh = if executing {
             self.observer.observe_once().await.ok()
         } else {
             Some(snapshot.clone())
         };
+        let second_look = executing.then(|| {
+            Arc::new(SecondObservation {
+                observer: self.observer.clone(),
+                runtime: tokio::runtime::Handle::current(),
+            }) as Arc<dyn alfred_dispatch::FreshObserver + Send + Sync>
+        });
         let input = PassInput {
             snapshot,
             fresh,
+            second_look,
             config_changed: self.config.generation() != generation,
             config,
             runtime: self.runtime.clone(),
@@ -214,7 +222,10 @@ impl Decider {
         if let Some(e) = &output.journal_error {
             tracing::warn!(error = %e, "dispatch journal unavailable");
         }
-        *last_apply = self.applier.apply_all(&output.effects).await;
+        *last_apply = self
+            .applier
+            .apply_pass(&output.effects, output.if_final_save_fails.as_ref())
+            .await;
         pass.requests_failed(failed_requests(&output.effects, &last_apply.writes));
         if let Some(log) = &self.decision_log {
             log.after_pass(&input, &output);
@@ -228,6 +239,26 @@ impl Decider {
             writes = last_apply.writes.len(),
             "decision pass"
         );
+    }
+}
+
+/// The re-check's second look (alfred-engine.md §9.6 step 12): a new observation pass,
+/// run from inside the pass (which runs in `block_in_place`, so blocking on the runtime
+/// is allowed there).
+struct SecondObservation {
+    observer: Arc<Observer>,
+    runtime: tokio::runtime::Handle,
+}
+
+impl alfred_dispatch::FreshObserver for SecondObservation {
+    fn observe_again(&self) -> Option<Arc<alfred_model::ClusterSnapshot>> {
+        match self.runtime.block_on(self.observer.observe_once()) {
+            Ok(s) => Some(s),
+            Err(e) => {
+                tracing::warn!(error = %e, "second look after the simulation failed");
+                None
+            }
+        }
     }
 }
 

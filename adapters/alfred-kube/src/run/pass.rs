@@ -30,6 +30,9 @@ pub struct PassInput {
     pub snapshot: Arc<ClusterSnapshot>,
     /// A fresh snapshot for the execute-mode re-check (`None`: could not be built).
     pub fresh: Option<Arc<ClusterSnapshot>>,
+    /// Where the re-check's second look after the simulation comes from (§9.6 step 12);
+    /// `None`: the cluster is taken as frozen during the pass.
+    pub second_look: Option<Arc<dyn alfred_dispatch::FreshObserver + Send + Sync>>,
     /// The configuration the pass started with.
     pub config: Arc<Config>,
     /// A newer configuration arrived while the inputs were gathered.
@@ -67,6 +70,8 @@ pub struct PassOutput {
     pub journal_error: Option<String>,
     /// What `--decision-log` records of the pass.
     pub decision: super::decision_log::PassDecision,
+    /// The pass's other ending, should the journal save after its request fail.
+    pub if_final_save_fails: Option<alfred_dispatch::Contingency>,
 }
 
 /// A decision pass with its in-memory state (breaker, report flags, last node records); one
@@ -199,6 +204,10 @@ impl DecisionPass for AlfredPass {
             &alfred_dispatch::PassInput {
                 snapshot: &input.snapshot,
                 fresh_snapshot: input.fresh.as_deref(),
+                second_look: match &input.second_look {
+                    Some(look) => alfred_dispatch::SecondLook::Observe(&**look),
+                    None => alfred_dispatch::SecondLook::Frozen,
+                },
                 config: &input.config,
                 runtime: &input.runtime,
                 namespace: &input.namespace,
@@ -222,6 +231,7 @@ impl DecisionPass for AlfredPass {
             effects: out.effects,
             rows: out.record.recommendations.as_ref().map_or(0, Vec::len),
             journal_error: out.journal_error,
+            if_final_save_fails: out.if_final_save_fails,
             decision: super::decision_log::PassDecision {
                 pools: out.pools,
                 explain: out.explain,
@@ -268,6 +278,7 @@ mod tests {
         let out = pass.run(&PassInput {
             snapshot: Arc::new(ClusterSnapshot::default()),
             fresh: None,
+            second_look: None,
             config: Arc::new(Config::builtin()),
             config_changed: false,
             runtime: RuntimeOptions::default(),

@@ -360,6 +360,80 @@ async fn a_failed_patch_test_is_a_conflict_and_stops_later_writes() {
     assert_eq!(written(&t).len(), 2);
 }
 
+/// alfred-engine.md §9.9 attempt() step 6: the request landed but the journal save after
+/// it failed; the applier applies the pass's other ending (its record says
+/// `SubmissionJournalUncertain`) instead of the normal tail, and does not stop.
+#[tokio::test]
+async fn a_failed_save_after_the_request_applies_the_uncertain_ending() {
+    let empty = r#"{"version":"v1","entries":[]}"#;
+    let (client, t) = mock(vec![
+        ok(journal_cm("7", empty)),
+        ok(isvc(None)),
+        ok(isvc(None)),
+        status(409, "Conflict"),
+        ok(recommendations_cm("100")),
+        ok(recommendations_cm("101")),
+    ]);
+    let (a, _) = applier(client, true);
+    assert_eq!(a.read_journal().await, Ok(Some(empty.to_owned())));
+    let uncertain = match update_recommendations() {
+        Effect::UpdateRecommendations {
+            config_map,
+            mut set,
+            delete,
+        } => {
+            set.insert("last-cycle.json".into(), "{\"uncertain\":true}".into());
+            Effect::UpdateRecommendations {
+                config_map,
+                set,
+                delete,
+            }
+        }
+        _ => unreachable!(),
+    };
+    let contingency = alfred_dispatch::Contingency {
+        save_index: 1,
+        then: vec![uncertain],
+    };
+    let effects = [
+        request(),
+        Effect::WriteJournal {
+            state_json: "{}".into(),
+        },
+        update_recommendations(),
+        isvc_event(),
+    ];
+    let report = a.apply_pass(&effects, Some(&contingency)).await;
+    assert_eq!(
+        report.writes,
+        vec![
+            ("request_migration", Outcome::Applied),
+            ("write_journal", Outcome::Conflict),
+            ("update_recommendations", Outcome::Applied),
+        ]
+    );
+    let tr = written(&t);
+    assert_eq!(tr.len(), 6);
+    assert_eq!(
+        tr[5]["body"]["data"]["last-cycle.json"],
+        "{\"uncertain\":true}"
+    );
+    // Without the contingency the same failure stops every later write.
+    let (client, _) = mock(vec![
+        ok(journal_cm("7", empty)),
+        ok(isvc(None)),
+        ok(isvc(None)),
+        status(409, "Conflict"),
+    ]);
+    let (a, _) = applier(client, true);
+    a.read_journal().await.unwrap();
+    let report = a.apply_all(&effects).await;
+    assert_eq!(
+        report.writes[2],
+        ("update_recommendations", Outcome::Skipped)
+    );
+}
+
 fn journal_cm(rv: &str, state: &str) -> Value {
     json!({
         "apiVersion": "v1", "kind": "ConfigMap",

@@ -7,8 +7,8 @@ use std::collections::BTreeMap;
 use alfred_dispatch::guard::{GuardObservation, guard_username, healthy_guard};
 use alfred_dispatch::journal::Journal;
 use alfred_dispatch::{
-    DurableState, JournalSlot, PassInput, PassOutput, ScriptedSimulator, ScriptedStages, Session,
-    run_pass,
+    DurableState, FreshObserver, JournalSlot, PassInput, PassOutput, ScriptedSimulator,
+    ScriptedStages, SecondLook, Session, run_pass,
 };
 use alfred_model::config::{Config, MigrationApiVersion, Mode, RuntimeOptions, SchedulingProfile};
 use alfred_model::effect::Effect;
@@ -124,10 +124,22 @@ pub fn uuid(i: u32) -> String {
     format!("00000000-0000-4000-8000-{i:012x}")
 }
 
+/// The second look of the re-check (§9.6 step 12) as a test scripts it: what the cluster
+/// looks like after the simulation (`None`: it cannot be observed).
+pub struct ScriptedLook(pub Option<ClusterSnapshot>);
+
+impl FreshObserver for ScriptedLook {
+    fn observe_again(&self) -> Option<std::sync::Arc<ClusterSnapshot>> {
+        self.0.clone().map(std::sync::Arc::new)
+    }
+}
+
 pub struct World {
     pub snap: ClusterSnapshot,
     pub fresh: Option<ClusterSnapshot>,
     pub fresh_same: bool,
+    /// `None`: the cluster is frozen during the pass ([`SecondLook::Frozen`]).
+    pub second_look: Option<ScriptedLook>,
     pub config: Config,
     pub runtime: RuntimeOptions,
     pub state: DurableState,
@@ -183,6 +195,7 @@ impl World {
             snap,
             fresh: None,
             fresh_same: true,
+            second_look: None,
             config,
             guard: healthy_guard(&guard_username("ome", "ome-alfred")),
             runtime,
@@ -227,6 +240,10 @@ impl World {
         let input = PassInput {
             snapshot: &self.snap,
             fresh_snapshot: fresh.as_ref(),
+            second_look: match &self.second_look {
+                None => SecondLook::Frozen,
+                Some(look) => SecondLook::Observe(look),
+            },
             config: &self.config,
             runtime: &self.runtime,
             namespace: "ome",
