@@ -3,12 +3,15 @@
 //!
 //! `cargo bench -p alfred-benches --bench score` (`ALFRED_BENCH_SIZES=S,M` picks sizes).
 //! Besides criterion's report, each size prints one line:
-//! `size nodes pods bytes/node bytes/pod score_ms floor_ms ratio`.
+//! `size nodes pods bytes/node bytes/pod score_ms floor_ms ratio index_build_ms`. `score`
+//! walks the snapshot's flat index (`alfred_model::index`), built once per snapshot — by
+//! `alfred_observe::observe`, else on first use — and timed on its own as `<size>-index`.
 
 use std::hint::black_box;
 use std::time::{Duration, Instant};
 
 use alfred_benches::{generate_cluster, snapshot_bytes};
+use alfred_model::index::SnapshotIndex;
 use alfred_score::{ScoreSettings, score_with};
 use criterion::{Criterion, criterion_group, criterion_main};
 
@@ -72,6 +75,11 @@ fn bench_score(c: &mut Criterion) {
         group.bench_function(format!("{name}-floor"), |b| {
             b.iter(|| floor_read(black_box(&buf)))
         });
+        // Building the snapshot's flat index: once per snapshot (observation's cost, or the
+        // first scoring of a snapshot that arrives without one), not part of `score`.
+        group.bench_function(format!("{name}-index"), |b| {
+            b.iter(|| SnapshotIndex::build(black_box(&snap)))
+        });
         group.finish();
 
         let runs = if name == "XL" { 11 } else { 51 };
@@ -81,15 +89,21 @@ fn bench_score(c: &mut Criterion) {
         let floor_t = median(runs, || {
             black_box(floor_read(black_box(&buf)));
         });
+        let index_t = median(runs.min(11), || {
+            black_box(SnapshotIndex::build(black_box(&snap)));
+        });
+        let (_, _, instance_bytes) = snap.index().heap_bytes();
         let out = score_with(&snap, &settings);
         lines.push(format!(
-            "{name:>3} nodes {nodes:>7} pods {pods:>8} pending {:>6} | bytes/node {:>5} bytes/pod {:>5} | score {:>9.3} ms floor {:>8.3} ms ratio {:>6.2} | cluster score {:.4} pools {}",
+            "{name:>3} nodes {nodes:>7} pods {pods:>8} pending {:>6} | bytes/node {:>5} bytes/pod {:>5} | score {:>9.3} ms floor {:>8.3} ms ratio {:>6.2} | index build {:>8.3} ms, instance tables {} B | cluster score {:.4} pools {}",
             snap.pending_pods.len(),
             node_bytes / nodes,
             pod_bytes / pods,
             score_t.as_secs_f64() * 1e3,
             floor_t.as_secs_f64() * 1e3,
             score_t.as_secs_f64() / floor_t.as_secs_f64(),
+            index_t.as_secs_f64() * 1e3,
+            instance_bytes,
             out.score,
             out.pools.len(),
         ));

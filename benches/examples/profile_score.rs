@@ -18,6 +18,12 @@ fn main() {
     let t = Instant::now();
     let snap = generate_cluster(nodes, pods, 0xA1F2_ED00 + nodes as u64);
     eprintln!("generated in {:?}", t.elapsed());
+    for _ in 0..args.get(3).copied().unwrap_or(3) {
+        let t = Instant::now();
+        let index = alfred_model::index::SnapshotIndex::build(black_box(&snap));
+        eprintln!("index built in {:?}", t.elapsed());
+        drop(index);
+    }
     let settings = ScoreSettings::default();
     let mut times = Vec::new();
     for _ in 0..iterations {

@@ -449,7 +449,8 @@ pub fn generate_cluster(nodes: usize, pods: usize, seed: u64) -> ClusterSnapshot
 
 /// Approximate memory of a snapshot's node and pod arrays: `(node_bytes, pod_bytes)`, each
 /// inline size plus the heap behind strings and maps (a B-tree entry is counted as its
-/// key + value plus 16 bytes of node overhead).
+/// key + value plus 16 bytes of node overhead), plus the node and pod tables of the
+/// snapshot's flat index (`alfred_model::index`, built here if it was not yet).
 pub fn snapshot_bytes(snap: &ClusterSnapshot) -> (usize, usize) {
     fn map_bytes<V>(m: &BTreeMap<String, V>, value_heap: impl Fn(&V) -> usize) -> usize {
         m.iter()
@@ -489,7 +490,10 @@ pub fn snapshot_bytes(snap: &ClusterSnapshot) -> (usize, usize) {
                 + map_bytes(&p.scheduling.node_selector, String::capacity)
         })
         .sum();
-    (node_bytes, pod_bytes)
+    // The snapshot's flat index (`alfred_model::index`): node and pod tables count with the
+    // node and pod arrays; its Instance tables, like the workloads, do not.
+    let (index_nodes, index_pods, _) = snap.index().heap_bytes();
+    (node_bytes + index_nodes, pod_bytes + index_pods)
 }
 
 #[cfg(test)]

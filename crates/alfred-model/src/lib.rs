@@ -6,6 +6,7 @@
 
 pub mod config;
 pub mod effect;
+pub mod index;
 pub mod reason;
 pub mod record;
 pub mod snapshot;

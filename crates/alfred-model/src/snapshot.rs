@@ -15,6 +15,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use serde::{Deserialize, Serialize};
 
 use crate::Timestamp;
+use crate::index::IndexCache;
 
 /// One immutable observation of the cluster.
 #[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
@@ -47,6 +48,10 @@ pub struct ClusterSnapshot {
     /// Objects the builder could not fully understand; never silently dropped.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub problems: Vec<ObjectProblem>,
+    /// The lazily built flat index of the lists above ([`ClusterSnapshot::index`]): not
+    /// serialized, not compared, not cloned.
+    #[serde(skip)]
+    pub index_cache: IndexCache,
 }
 
 /// Executor availability (§A.10).
@@ -939,6 +944,7 @@ impl ClusterSnapshot {
     /// Sorts every list by its documented key, so that two snapshots of the same cluster
     /// compare equal whatever order the objects arrived in.
     pub fn normalize(&mut self) {
+        self.index_cache.clear();
         self.nodes.sort_by(|a, b| a.name.cmp(&b.name));
         self.pods
             .sort_by(|a, b| (&a.namespace, &a.name).cmp(&(&b.namespace, &b.name)));

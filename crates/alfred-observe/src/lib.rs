@@ -449,8 +449,12 @@ pub fn observe(
         models: model_infos,
         pod_groups,
         problems: problems.0,
+        index_cache: Default::default(),
     };
     snapshot.normalize();
+    // The flat index the scorer and the policies walk is part of observing (built once here,
+    // cached in the snapshot; see `alfred_model::index`).
+    drop(snapshot.index());
     Observation { snapshot }
 }
 

@@ -1,125 +1,10 @@
-//! Lookup structures built once per scoring call: node name → node index, and pod key →
-//! pod index. Both are deterministic (a fixed hash function, no random seed, never
-//! iterated for output) and independent of the order of the snapshot's lists.
+//! Pod lookup by `namespace/name` key for the callers that hold a key rather than the
+//! snapshot's index ([`crate::omenative_eligibility`]); independent of the order of the
+//! snapshot's pods.
 
 use std::cmp::Ordering;
 
 use alfred_model::snapshot::Pod;
-
-/// Node name → index, as an open-addressing table with a fixed hash (no `HashMap`: the
-/// table is only probed, never iterated, so no output can depend on hash order). The names
-/// are copied into one contiguous arena and each slot carries the name's place in it, so a
-/// probe touches one table slot and one arena range rather than the node structs.
-///
-/// With duplicate names the first one in input order wins (Kubernetes names are unique).
-pub(crate) struct NameIndex {
-    table: Vec<Slot>,
-    mask: usize,
-    arena: Vec<u8>,
-}
-
-#[derive(Clone, Copy, Default)]
-struct Slot {
-    /// High 32 bits of the hash.
-    tag: u32,
-    /// Node index + 1; 0 = empty.
-    index: u32,
-    /// The name's range in the arena.
-    start: u32,
-    len: u32,
-}
-
-impl NameIndex {
-    pub(crate) fn new<'a>(names: impl ExactSizeIterator<Item = &'a str>) -> Self {
-        let n = names.len();
-        let size = (n * 2).next_power_of_two().max(16);
-        let mut index = NameIndex {
-            table: vec![Slot::default(); size],
-            mask: size - 1,
-            arena: Vec::new(),
-        };
-        for (i, name) in names.enumerate() {
-            let (Ok(start), Ok(len), Ok(idx)) = (
-                u32::try_from(index.arena.len()),
-                u32::try_from(name.len()),
-                u32::try_from(i + 1),
-            ) else {
-                break; // beyond 4 GiB of names: not a cluster this index serves
-            };
-            let h = hash(name.as_bytes());
-            let tag = (h >> 32) as u32;
-            let mut slot = (h as usize) & index.mask;
-            loop {
-                let entry = index.table[slot];
-                if entry.index == 0 {
-                    index.arena.extend_from_slice(name.as_bytes());
-                    index.table[slot] = Slot {
-                        tag,
-                        index: idx,
-                        start,
-                        len,
-                    };
-                    break;
-                }
-                if entry.tag == tag && index.name(entry) == name.as_bytes() {
-                    break; // duplicate: keep the first
-                }
-                slot = (slot + 1) & index.mask;
-            }
-        }
-        index
-    }
-
-    #[inline]
-    fn name(&self, s: Slot) -> &[u8] {
-        let start = s.start as usize;
-        self.arena
-            .get(start..start + s.len as usize)
-            .unwrap_or_default()
-    }
-
-    pub(crate) fn get(&self, name: &str) -> Option<usize> {
-        let h = hash(name.as_bytes());
-        let tag = (h >> 32) as u32;
-        let mut slot = (h as usize) & self.mask;
-        loop {
-            let entry = self.table[slot];
-            if entry.index == 0 {
-                return None;
-            }
-            if entry.tag == tag
-                && entry.len as usize == name.len()
-                && self.name(entry) == name.as_bytes()
-            {
-                return Some(entry.index as usize - 1);
-            }
-            slot = (slot + 1) & self.mask;
-        }
-    }
-}
-
-/// A fixed 64-bit string hash (word-at-a-time multiply–rotate, murmur3 finaliser).
-fn hash(bytes: &[u8]) -> u64 {
-    const K: u64 = 0x9E37_79B9_7F4A_7C15;
-    let mut h: u64 = bytes.len() as u64;
-    let mut chunks = bytes.chunks_exact(8);
-    for c in &mut chunks {
-        let mut w = [0u8; 8];
-        w.copy_from_slice(c);
-        h = (h.rotate_left(5) ^ u64::from_le_bytes(w)).wrapping_mul(K);
-    }
-    let rest = chunks.remainder();
-    if !rest.is_empty() {
-        let mut w = [0u8; 8];
-        w[..rest.len()].copy_from_slice(rest);
-        h = (h.rotate_left(5) ^ u64::from_le_bytes(w)).wrapping_mul(K);
-    }
-    h ^= h >> 33;
-    h = h.wrapping_mul(0xFF51_AFD7_ED55_8CCD);
-    h ^= h >> 33;
-    h = h.wrapping_mul(0xC4CE_B9FE_1A85_EC53);
-    h ^ (h >> 33)
-}
 
 /// Finds bound pods by `namespace/name` key. The snapshot keeps `pods` sorted by
 /// `(namespace, name)`, and lookups gallop from the previous hit, so keys that arrive
@@ -266,19 +151,6 @@ impl<'s> PodFinder<'s> {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn name_index_finds_every_name_and_nothing_else() {
-        let names: Vec<String> = (0..1000).map(|i| format!("node-{i:05}")).collect();
-        let idx = NameIndex::new(names.iter().map(String::as_str));
-        for (i, n) in names.iter().enumerate() {
-            assert_eq!(idx.get(n), Some(i));
-        }
-        assert_eq!(idx.get("node-01000"), None);
-        assert_eq!(idx.get(""), None);
-        let dup = NameIndex::new(["a", "b", "a"].into_iter());
-        assert_eq!(dup.get("a"), Some(0));
-    }
 
     fn pod(ns: &str, name: &str) -> Pod {
         Pod {

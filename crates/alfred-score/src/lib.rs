@@ -25,7 +25,11 @@
 //!
 //! Pure: no IO, no clock (`T` is `snapshot.observed_at`), no randomness, no hash-ordered
 //! collections; results do not depend on the order of the snapshot's lists. No input makes
-//! it panic. One pass over Instances and pods, O((pods + nodes) · log nodes) at worst.
+//! it panic. One pass over Instances and pods, O(pods + nodes + Instances) plus the repack's
+//! O(items · log nodes): pod keys, node names, pool keys and status strings are read through
+//! the snapshot's flat index ([`alfred_model::index::SnapshotIndex`], `u32` indices and bit
+//! flags built once per snapshot by [`ClusterSnapshot::index`](alfred_model::ClusterSnapshot::index)),
+//! never hashed or compared per call.
 
 mod bins;
 mod index;

@@ -236,6 +236,16 @@ pub(crate) fn workload_state_block(w: &Workload) -> Option<RepackBlock> {
 
 /// §C.3 steps 3–7 (component level).
 pub(crate) fn component_block(c: &Component) -> Option<RepackBlock> {
+    let settled = c
+        .replica
+        .as_ref()
+        .is_some_and(|r| !r.current_revision.is_empty() && r.current_revision == r.update_revision);
+    component_block_with(c, settled)
+}
+
+/// [`component_block`] with the revision test (`currentRevision` and `updateRevision`
+/// non-empty and equal) already answered, e.g. by the snapshot's index.
+pub(crate) fn component_block_with(c: &Component, revisions_settled: bool) -> Option<RepackBlock> {
     let Some(r) = c.replica.as_ref() else {
         return Some(RepackBlock::ObservationInvalid);
     };
@@ -260,10 +270,7 @@ pub(crate) fn component_block(c: &Component) -> Option<RepackBlock> {
     {
         return Some(RepackBlock::StateIneligible);
     }
-    if r.current_revision.is_empty()
-        || r.update_revision.is_empty()
-        || r.current_revision != r.update_revision
-    {
+    if !revisions_settled {
         return Some(RepackBlock::StateIneligible);
     }
     None
@@ -276,17 +283,51 @@ pub(crate) fn instance_block<'p>(
     i: &Instance,
     mut pod: impl FnMut(&str) -> Option<&'p Pod>,
 ) -> Option<RepackBlock> {
+    let current = c
+        .replica
+        .as_ref()
+        .map(|r: &ReplicaState| r.current_revision.as_str())
+        .unwrap_or("");
+    let (phase_ready, revision_current) = i.status.as_ref().map_or((false, false), |s| {
+        (
+            s.phase == "Ready",
+            !s.running_revision.is_empty()
+                && s.running_revision == current
+                && s.target_revision.is_empty(),
+        )
+    });
+    instance_block_with(
+        i,
+        phase_ready,
+        revision_current,
+        i.pods
+            .iter()
+            .map(|key| pod(key).map(|p| p.ready && !p.terminating)),
+    )
+}
+
+/// [`instance_block`] with the string tests already answered (e.g. by the snapshot's
+/// index): `phase_ready` (status `phase` is `Ready`), `revision_current` (`runningRevision`
+/// non-empty and equal to the component's `currentRevision`, no `targetRevision`), and per
+/// pod of the Instance, in order, `None` when missing from the snapshot, else whether it is
+/// Ready and not terminating.
+pub(crate) fn instance_block_with(
+    i: &Instance,
+    phase_ready: bool,
+    revision_current: bool,
+    pods: impl ExactSizeIterator<Item = Option<bool>>,
+) -> Option<RepackBlock> {
     let Some(s) = i.status.as_ref() else {
         return Some(RepackBlock::ObservationInvalid);
     };
     if s.invalid.is_some() {
         return Some(RepackBlock::ObservationInvalid);
     }
-    if !s.admitted || s.phase != "Ready" || s.operation.is_some() {
+    if !s.admitted || !phase_ready || s.operation.is_some() {
         return Some(RepackBlock::StateIneligible);
     }
     let desired = s.desired_pods;
-    let live = i64::try_from(i.pods.len()).unwrap_or(i64::MAX);
+    let live = i64::try_from(pods.len()).unwrap_or(i64::MAX);
     let counts = [
         s.status_pods,
         s.observed_pods,
@@ -298,15 +339,7 @@ pub(crate) fn instance_block<'p>(
     if desired <= 0 || counts.iter().any(|n| *n != desired) {
         return Some(RepackBlock::StateIneligible);
     }
-    let current = c
-        .replica
-        .as_ref()
-        .map(|r: &ReplicaState| r.current_revision.as_str())
-        .unwrap_or("");
-    if s.running_revision.is_empty()
-        || s.running_revision != current
-        || !s.target_revision.is_empty()
-    {
+    if !revision_current {
         return Some(RepackBlock::StateIneligible);
     }
     // 13. every pod Ready and not terminating; a pod missing from the snapshot is a missing
@@ -314,10 +347,10 @@ pub(crate) fn instance_block<'p>(
     if i.any_terminating {
         return Some(RepackBlock::StateIneligible);
     }
-    for key in &i.pods {
-        match pod(key) {
-            Some(p) if p.ready && !p.terminating => {}
-            Some(_) => return Some(RepackBlock::StateIneligible),
+    for ok in pods {
+        match ok {
+            Some(true) => {}
+            Some(false) => return Some(RepackBlock::StateIneligible),
             None => return Some(RepackBlock::ObservationInvalid),
         }
     }

@@ -4,17 +4,20 @@ use std::cmp::Ordering;
 
 use alfred_model::ClusterSnapshot;
 use alfred_model::config::Config;
-use alfred_model::snapshot::{DeploymentMode, Instance, PoolAttribution};
+use alfred_model::index::{
+    COMPONENT_REVISIONS_SETTLED, INSTANCE_PHASE_READY, INSTANCE_REVISION_CURRENT, InstanceFacts,
+    NONE, POD_READY, POD_TERMINATING, PodFacts,
+};
+use alfred_model::snapshot::{DeploymentMode, PoolAttribution};
 use serde::{Deserialize, Serialize};
 
 use crate::ScoreSettings;
 use crate::bins::{Bins, Weights, frag, slots, weighted_fragmentation, weighted_fragmentation_raw};
-use crate::index::{NameIndex, PodFinder};
 use crate::movable::{
-    component_block, in_cooldown, instance_block, model_info_block, model_key_into,
+    component_block_with, in_cooldown, instance_block_with, model_info_block, model_key_into,
     workload_state_block,
 };
-use crate::repack::{Item, NONE, repack};
+use crate::repack::{Item, repack};
 
 /// `slots(s)` and `frag(s)` of one ladder size on the observed bins (§B.2–§B.3).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -214,7 +217,8 @@ const FIXED: u8 = 2;
 ///
 /// Pure and deterministic: the result does not depend on the order of the snapshot's
 /// lists (nodes, pods, pending pods, workloads); an unnormalized snapshot only costs an
-/// extra sort. Node names and pod keys are assumed unique, as Kubernetes makes them; a pod
+/// extra sort when its index is built. The first call on a snapshot without an index
+/// ([`ClusterSnapshot::index`]) builds and caches it. Node names and pod keys are assumed unique, as Kubernetes makes them; a pod
 /// listed by several Instances is counted once, and moves in the repack only when every
 /// Instance listing it is movable.
 pub fn analyze<'s>(snapshot: &'s ClusterSnapshot, settings: &ScoreSettings) -> Analysis<'s> {
@@ -224,49 +228,18 @@ pub fn analyze<'s>(snapshot: &'s ClusterSnapshot, settings: &ScoreSettings) -> A
     let nodes = &snapshot.nodes;
     let pods = &snapshot.pods;
 
-    // Pools: the sorted set of pool keys of GPU nodes, and each node's pool index.
-    let mut pool_names: Vec<&'s str> = Vec::new();
-    for n in nodes.iter().filter(|n| n.has_gpus()) {
-        let p = n.pool.as_deref().unwrap_or("");
-        if pool_names.last() != Some(&p)
-            && let Err(pos) = pool_names.binary_search(&p)
-        {
-            pool_names.insert(pos, p);
-        }
-    }
+    // The snapshot's flat index: pools, node and pod indices, status facts (built once per
+    // snapshot, see `alfred_model::index`).
+    let idx = snapshot.index();
+    let pool_names: Vec<&str> = idx.pools.iter().map(String::as_str).collect();
     let np = pool_names.len();
-    let node_pool: Vec<u32> = nodes
-        .iter()
-        .map(|n| {
-            if n.has_gpus() {
-                let p = n.pool.as_deref().unwrap_or("");
-                pool_names
-                    .binary_search(&p)
-                    .map(|i| i as u32)
-                    .unwrap_or(NONE)
-            } else {
-                NONE
-            }
-        })
-        .collect();
+    let node_pool: &[u32] = &idx.node_pool;
+    let pod_facts: &[PodFacts] = &idx.pods;
 
     // Schedulable bins per pool, in name order (§B.1).
-    let names_sorted = nodes.windows(2).all(|w| w[0].name <= w[1].name);
-    let by_name: Vec<u32> = if names_sorted {
-        (0..nodes.len() as u32).collect()
-    } else {
-        let mut v: Vec<u32> = (0..nodes.len() as u32).collect();
-        v.sort_by(|a, b| {
-            nodes[*a as usize]
-                .name
-                .cmp(&nodes[*b as usize].name)
-                .then(a.cmp(b))
-        });
-        v
-    };
     let mut bins: Vec<Bins<'s>> = (0..np).map(|_| Bins::new()).collect();
     let mut node_bin = vec![NONE; nodes.len()];
-    for &i in &by_name {
+    for &i in &idx.nodes_by_name {
         let i = i as usize;
         let n = &nodes[i];
         let p = node_pool[i];
@@ -278,25 +251,17 @@ pub fn analyze<'s>(snapshot: &'s ClusterSnapshot, settings: &ScoreSettings) -> A
         b.push_sorted(&n.name, i, n.free_gpus, n.total_gpus);
     }
 
-    let index = NameIndex::new(nodes.iter().map(|n| n.name.as_str()));
     let mut demand = vec![vec![0u64; ladder.len()]; np];
     let mut items: Vec<Vec<Item>> = vec![Vec::new(); np];
     let mut state = vec![UNSEEN; pods.len()];
-    let mut finder = PodFinder::new(pods);
     let repack_possible = st.omenative_migration_enabled && snapshot.executor.available;
     let mut key_buf = String::new();
 
     // The pool of an Instance for condition 3 of §B.5: all of its nodes in one pool.
-    let instance_pool = |inst: &Instance, single: Option<usize>| -> u32 {
-        if let Some(i) = single {
-            return node_pool[i];
-        }
+    let instance_pool = |inst_nodes: &[u32]| -> u32 {
         let mut pool = NONE;
-        for name in inst.nodes.keys() {
-            let Some(i) = index.get(name) else {
-                return NONE;
-            };
-            let p = node_pool[i];
+        for &i in inst_nodes {
+            let p = node_pool.get(i as usize).copied().unwrap_or(NONE);
             if p == NONE || (pool != NONE && p != pool) {
                 return NONE;
             }
@@ -305,6 +270,12 @@ pub fn analyze<'s>(snapshot: &'s ClusterSnapshot, settings: &ScoreSettings) -> A
         pool
     };
 
+    let no_facts = InstanceFacts {
+        pods: (0, 0),
+        nodes: (0, 0),
+        flags: 0,
+    };
+    let (mut next_component, mut next_instance) = (0usize, 0usize);
     for w in &snapshot.workloads {
         let w_ok = repack_possible
             && workload_state_block(w).is_none()
@@ -312,43 +283,45 @@ pub fn analyze<'s>(snapshot: &'s ClusterSnapshot, settings: &ScoreSettings) -> A
             && (!model_key_into(w, &mut key_buf)
                 || model_info_block(snapshot.models.get(key_buf.as_str())).is_none());
         for c in &w.components {
-            let c_ok = w_ok && c.mode == DeploymentMode::OMENative && component_block(c).is_none();
+            let c_flags = idx.component_flags.get(next_component).copied();
+            next_component += 1;
+            let c_ok = w_ok
+                && c.mode == DeploymentMode::OMENative
+                && component_block_with(c, c_flags.unwrap_or(0) & COMPONENT_REVISIONS_SETTLED != 0)
+                    .is_none();
             for inst in &c.instances {
-                // A single-node Instance (the usual case) resolves its node once.
-                let mut single: Option<(&str, usize)> = None;
+                let facts = idx.instances.get(next_instance).unwrap_or(&no_facts);
+                next_instance += 1;
+                let inst_pods = idx.pods_of(facts);
                 let movable_pool = if c_ok
-                    && instance_block(c, inst, |key| finder.find(key).map(|i| &pods[i])).is_none()
+                    && instance_block_with(
+                        inst,
+                        facts.flags & INSTANCE_PHASE_READY != 0,
+                        facts.flags & INSTANCE_REVISION_CURRENT != 0,
+                        inst_pods.iter().map(|p| {
+                            pod_facts
+                                .get(*p as usize)
+                                .map(|f| f.flags & POD_READY != 0 && f.flags & POD_TERMINATING == 0)
+                        }),
+                    )
+                    .is_none()
                 {
-                    if inst.nodes.len() == 1 {
-                        single = inst
-                            .nodes
-                            .keys()
-                            .next()
-                            .and_then(|n| index.get(n).map(|i| (n.as_str(), i)));
-                    }
-                    instance_pool(inst, single.map(|(_, i)| i))
+                    instance_pool(idx.nodes_of(facts))
                 } else {
                     NONE
                 };
-                for key in &inst.pods {
-                    let Some(pi) = finder.find(key) else {
+                for &pi in inst_pods {
+                    let Some(pod) = pod_facts.get(pi as usize) else {
                         continue;
                     };
-                    let pod = &pods[pi];
-                    if pod.gpus == 0 || pod.node.is_empty() {
+                    if pod.gpus == 0 || pod.node == NONE {
                         continue;
                     }
-                    let ni = match single {
-                        Some((name, i)) if name == pod.node => Some(i),
-                        _ => index.get(&pod.node),
-                    };
-                    let Some(ni) = ni else {
-                        continue;
-                    };
-                    let q = node_pool[ni];
+                    let q = node_pool[pod.node as usize];
                     if q == NONE {
                         continue;
                     }
+                    let pi = pi as usize;
                     let is_item = movable_pool != NONE && q == movable_pool;
                     match state[pi] {
                         UNSEEN => {
@@ -357,7 +330,7 @@ pub fn analyze<'s>(snapshot: &'s ClusterSnapshot, settings: &ScoreSettings) -> A
                                 state[pi] = ITEM;
                                 items[q as usize].push(Item {
                                     pod: pi as u32,
-                                    node: ni as u32,
+                                    node: pod.node,
                                     gpus: pod.gpus,
                                 });
                             } else {
@@ -374,20 +347,10 @@ pub fn analyze<'s>(snapshot: &'s ClusterSnapshot, settings: &ScoreSettings) -> A
 
     // Pending pods, in a canonical order (the urgency product is order-sensitive in f64).
     let pending = &snapshot.pending_pods;
-    let mut pending_order: Vec<u32> = (0..pending.len() as u32).collect();
-    pending_order.sort_by(|a, b| {
-        let (x, y) = (&pending[*a as usize], &pending[*b as usize]);
-        (&x.namespace, &x.name, x.pending_since, x.gpus_needed).cmp(&(
-            &y.namespace,
-            &y.name,
-            y.pending_since,
-            y.gpus_needed,
-        ))
-    });
     let tau = f64::from(st.pending_urgency_tau_minutes);
     let mut pending_by_pool: Vec<Vec<(u32, f64)>> = vec![Vec::new(); np];
     let mut pools_of: Vec<u32> = Vec::new();
-    for &k in &pending_order {
+    for &k in &idx.pending_order {
         let p = &pending[k as usize];
         let g = p.gpus_needed;
         if g == 0 {

@@ -1,0 +1,821 @@
+//! Flat lookup tables derived from a [`ClusterSnapshot`]: what the hot loops (the scorer's
+//! walk over every Instance) would otherwise find by string — pod keys, node names, pool
+//! keys, status strings — resolved once into `u32` indices and bit flags.
+//!
+//! The index is a pure function of the snapshot. It is built lazily by
+//! [`ClusterSnapshot::index`] (every producer — `alfred_observe::observe`, JSON
+//! deserialization, test builders — gets it the same way) and cached inside the snapshot in
+//! an [`IndexCache`], which is never serialized, never compared and never cloned (a clone
+//! starts without one). Staleness is guarded, not assumed away: the cache records the
+//! address and length of every list it was built from and is ignored when any differs, any
+//! `&mut self` method of the snapshot drops it, and debug builds (every test) rebuild the
+//! index on each use and panic if the cached one differs — so editing an already indexed
+//! snapshot in place without [`ClusterSnapshot::invalidate_index`] is caught by the tests.
+//!
+//! Lookups reproduce the string semantics exactly: a duplicate node name or pod key resolves
+//! to the first one in input order, an empty or unknown name to [`NONE`].
+
+use std::cmp::Ordering;
+use std::sync::OnceLock;
+
+use crate::snapshot::{ClusterSnapshot, Pod};
+
+/// "No such node / pod / pool".
+pub const NONE: u32 = u32::MAX;
+
+/// Pod flag: the `Ready` condition is `True`.
+pub const POD_READY: u8 = 1;
+/// Pod flag: deletion timestamp set.
+pub const POD_TERMINATING: u8 = 2;
+
+/// Instance flag: the status row's `phase` is exactly `Ready`.
+pub const INSTANCE_PHASE_READY: u8 = 1;
+/// Instance flag: the status row's `runningRevision` is non-empty and equals the
+/// component's InferenceReplica `currentRevision`, and `targetRevision` is empty.
+pub const INSTANCE_REVISION_CURRENT: u8 = 2;
+
+/// Component flag: the InferenceReplica's `currentRevision` and `updateRevision` are
+/// non-empty and equal.
+pub const COMPONENT_REVISIONS_SETTLED: u8 = 1;
+
+/// One bound pod (`ClusterSnapshot::pods`, same position).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct PodFacts {
+    /// Index of `spec.nodeName` in `ClusterSnapshot::nodes`, [`NONE`] when empty or unknown.
+    pub node: u32,
+    /// `Pod::gpus`.
+    pub gpus: u32,
+    /// [`POD_READY`], [`POD_TERMINATING`].
+    pub flags: u8,
+}
+
+/// One Instance, in walk order (workloads, their components, their Instances, each as
+/// stored).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct InstanceFacts {
+    /// `pods[start..end]` of [`SnapshotIndex::instance_pods`].
+    pub pods: (u32, u32),
+    /// `nodes[start..end]` of [`SnapshotIndex::instance_nodes`].
+    pub nodes: (u32, u32),
+    /// [`INSTANCE_PHASE_READY`], [`INSTANCE_REVISION_CURRENT`].
+    pub flags: u8,
+}
+
+/// The flat tables of one snapshot (see the module documentation).
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct SnapshotIndex {
+    fingerprint: Fingerprint,
+    /// Node indices in name order (ties: input order); the identity when sorted.
+    pub nodes_by_name: Vec<u32>,
+    /// The sorted set of pool keys of nodes with GPUs ([`ClusterSnapshot::pools`]).
+    pub pools: Vec<String>,
+    /// Per node: its position in [`SnapshotIndex::pools`] when it has GPUs, else [`NONE`].
+    pub node_pool: Vec<u32>,
+    /// Per bound pod.
+    pub pods: Vec<PodFacts>,
+    /// Pending pod indices ordered by `(namespace, name, pendingSince, gpusNeeded)`, ties by
+    /// input order.
+    pub pending_order: Vec<u32>,
+    /// Per component, in walk order: [`COMPONENT_REVISIONS_SETTLED`].
+    pub component_flags: Vec<u8>,
+    /// Per Instance, in walk order.
+    pub instances: Vec<InstanceFacts>,
+    /// Pod indices of the Instances' `pods` keys, in each Instance's order ([`NONE`] for a
+    /// key with no bound pod).
+    pub instance_pods: Vec<u32>,
+    /// Node indices of the Instances' `nodes` keys, in key order ([`NONE`] when unknown).
+    pub instance_nodes: Vec<u32>,
+}
+
+/// Where and how long each list was when the index was built.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+struct Fingerprint([(usize, usize); 4]);
+
+impl Fingerprint {
+    fn of(s: &ClusterSnapshot) -> Self {
+        fn at<T>(v: &[T]) -> (usize, usize) {
+            (v.as_ptr() as usize, v.len())
+        }
+        Fingerprint([
+            at(&s.nodes),
+            at(&s.pods),
+            at(&s.pending_pods),
+            at(&s.workloads),
+        ])
+    }
+}
+
+/// The lazily built [`SnapshotIndex`] of a snapshot. Not part of its value: it is skipped by
+/// serde, equal to every other cache, and a clone starts empty.
+#[derive(Default)]
+pub struct IndexCache(OnceLock<SnapshotIndex>);
+
+impl IndexCache {
+    /// Drops the cached index.
+    pub fn clear(&mut self) {
+        self.0 = OnceLock::new();
+    }
+
+    /// Whether an index is cached.
+    pub fn is_built(&self) -> bool {
+        self.0.get().is_some()
+    }
+}
+
+impl Clone for IndexCache {
+    fn clone(&self) -> Self {
+        IndexCache::default()
+    }
+}
+
+impl PartialEq for IndexCache {
+    fn eq(&self, _: &Self) -> bool {
+        true
+    }
+}
+
+impl std::fmt::Debug for IndexCache {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(if self.is_built() {
+            "IndexCache(built)"
+        } else {
+            "IndexCache(empty)"
+        })
+    }
+}
+
+/// A snapshot's index: the cached one, or one built for this use.
+pub enum IndexRef<'s> {
+    /// The cached index.
+    Cached(&'s SnapshotIndex),
+    /// Built for this use (the cache did not match the snapshot).
+    Fresh(Box<SnapshotIndex>),
+}
+
+impl std::ops::Deref for IndexRef<'_> {
+    type Target = SnapshotIndex;
+    fn deref(&self) -> &SnapshotIndex {
+        match self {
+            IndexRef::Cached(i) => i,
+            IndexRef::Fresh(i) => i,
+        }
+    }
+}
+
+impl ClusterSnapshot {
+    /// The snapshot's flat index ([`SnapshotIndex`]), built on first use and cached.
+    ///
+    /// # Panics
+    ///
+    /// In debug builds only, when the cached index no longer matches the snapshot (it was
+    /// edited in place after indexing without [`ClusterSnapshot::invalidate_index`]).
+    pub fn index(&self) -> IndexRef<'_> {
+        let fp = Fingerprint::of(self);
+        let cached = self
+            .index_cache
+            .0
+            .get_or_init(|| SnapshotIndex::build(self));
+        if cached.fingerprint != fp {
+            return IndexRef::Fresh(Box::new(SnapshotIndex::build(self)));
+        }
+        #[cfg(debug_assertions)]
+        {
+            let fresh = SnapshotIndex::build(self);
+            assert!(
+                *cached == fresh,
+                "ClusterSnapshot edited in place after its index was built; \
+                 call invalidate_index() after editing"
+            );
+        }
+        IndexRef::Cached(cached)
+    }
+
+    /// Drops the cached index (after editing the snapshot in place).
+    pub fn invalidate_index(&mut self) {
+        self.index_cache.clear();
+    }
+}
+
+fn cmp_pod(p: &Pod, ns: &str, name: &str) -> Ordering {
+    (p.namespace.as_str(), p.name.as_str()).cmp(&(ns, name))
+}
+
+/// Indices of `items` sorted by `cmp`, ties by index; the identity when already sorted.
+fn sorted_order<T>(items: &[T], cmp: impl Fn(&T, &T) -> Ordering) -> Vec<u32> {
+    let mut order: Vec<u32> = (0..items.len() as u32).collect();
+    if !items
+        .windows(2)
+        .all(|w| cmp(&w[0], &w[1]) != Ordering::Greater)
+    {
+        order.sort_by(|a, b| cmp(&items[*a as usize], &items[*b as usize]).then(a.cmp(b)));
+    }
+    order
+}
+
+impl SnapshotIndex {
+    /// Builds the index of a snapshot (any list order).
+    pub fn build(s: &ClusterSnapshot) -> Self {
+        let nodes = &s.nodes;
+        let pods = &s.pods;
+        let nodes_by_name = sorted_order(nodes, |a, b| a.name.cmp(&b.name));
+        let names = NameIndex::new(nodes.iter().map(|n| n.name.as_str()));
+        let node_of = |name: &str| -> u32 { names.get(name).map_or(NONE, |i| i as u32) };
+
+        let mut pools: Vec<String> = Vec::new();
+        for n in nodes.iter().filter(|n| n.has_gpus()) {
+            let p = n.pool.as_deref().unwrap_or("");
+            if pools.last().map(String::as_str) != Some(p)
+                && let Err(pos) = pools.binary_search_by(|x| x.as_str().cmp(p))
+            {
+                pools.insert(pos, p.to_owned());
+            }
+        }
+        let node_pool = nodes
+            .iter()
+            .map(|n| {
+                if n.has_gpus() {
+                    let p = n.pool.as_deref().unwrap_or("");
+                    pools
+                        .binary_search_by(|x| x.as_str().cmp(p))
+                        .map(|i| i as u32)
+                        .unwrap_or(NONE)
+                } else {
+                    NONE
+                }
+            })
+            .collect();
+
+        // Pods of one Instance usually share a node: try the previous pod's node first.
+        let mut last: (&str, u32) = ("", NONE);
+        let pod_facts = pods
+            .iter()
+            .map(|p| {
+                let node = if p.node.is_empty() {
+                    NONE
+                } else if p.node == last.0 {
+                    last.1
+                } else {
+                    let i = node_of(&p.node);
+                    last = (p.node.as_str(), i);
+                    i
+                };
+                PodFacts {
+                    node,
+                    gpus: p.gpus,
+                    flags: if p.ready { POD_READY } else { 0 }
+                        | if p.terminating { POD_TERMINATING } else { 0 },
+                }
+            })
+            .collect();
+        let mut finder = PodFinder {
+            pods,
+            order: None,
+            verified: false,
+            hint: 0,
+        };
+        let pending = &s.pending_pods;
+        let pending_order = sorted_order(pending, |x, y| {
+            (&x.namespace, &x.name, x.pending_since, x.gpus_needed).cmp(&(
+                &y.namespace,
+                &y.name,
+                y.pending_since,
+                y.gpus_needed,
+            ))
+        });
+
+        let mut component_flags = Vec::new();
+        let mut instances = Vec::new();
+        let mut instance_pods = Vec::new();
+        let mut instance_nodes = Vec::new();
+        for w in &s.workloads {
+            for c in &w.components {
+                let current = c
+                    .replica
+                    .as_ref()
+                    .map(|r| r.current_revision.as_str())
+                    .unwrap_or("");
+                let settled = c.replica.as_ref().is_some_and(|r| {
+                    !r.current_revision.is_empty() && r.current_revision == r.update_revision
+                });
+                component_flags.push(if settled {
+                    COMPONENT_REVISIONS_SETTLED
+                } else {
+                    0
+                });
+                for inst in &c.instances {
+                    let p0 = instance_pods.len() as u32;
+                    instance_pods.extend(inst.pods.iter().map(|k| finder.find(k)));
+                    let n0 = instance_nodes.len() as u32;
+                    instance_nodes.extend(inst.nodes.keys().map(|k| node_of(k)));
+                    let mut flags = 0;
+                    if let Some(st) = &inst.status {
+                        if st.phase == "Ready" {
+                            flags |= INSTANCE_PHASE_READY;
+                        }
+                        if !st.running_revision.is_empty()
+                            && st.running_revision == current
+                            && st.target_revision.is_empty()
+                        {
+                            flags |= INSTANCE_REVISION_CURRENT;
+                        }
+                    }
+                    instances.push(InstanceFacts {
+                        pods: (p0, instance_pods.len() as u32),
+                        nodes: (n0, instance_nodes.len() as u32),
+                        flags,
+                    });
+                }
+            }
+        }
+        SnapshotIndex {
+            fingerprint: Fingerprint::of(s),
+            nodes_by_name,
+            pools,
+            node_pool,
+            pods: pod_facts,
+            pending_order,
+            component_flags,
+            instances,
+            instance_pods,
+            instance_nodes,
+        }
+    }
+
+    /// Heap bytes of the tables, split as `(per-node tables, per-pod tables, the rest)`:
+    /// node order and pools; pod facts; pending order, component and Instance tables.
+    pub fn heap_bytes(&self) -> (usize, usize, usize) {
+        fn b<T>(v: &Vec<T>) -> usize {
+            v.capacity() * std::mem::size_of::<T>()
+        }
+        let nodes = b(&self.nodes_by_name)
+            + b(&self.node_pool)
+            + b(&self.pools)
+            + self.pools.iter().map(String::capacity).sum::<usize>();
+        let pods = b(&self.pods);
+        let rest = b(&self.pending_order)
+            + b(&self.component_flags)
+            + b(&self.instances)
+            + b(&self.instance_pods)
+            + b(&self.instance_nodes);
+        (nodes, pods, rest)
+    }
+
+    /// The pod indices of an Instance.
+    pub fn pods_of(&self, i: &InstanceFacts) -> &[u32] {
+        self.instance_pods
+            .get(i.pods.0 as usize..i.pods.1 as usize)
+            .unwrap_or_default()
+    }
+
+    /// The node indices of an Instance's `nodes` keys.
+    pub fn nodes_of(&self, i: &InstanceFacts) -> &[u32] {
+        self.instance_nodes
+            .get(i.nodes.0 as usize..i.nodes.1 as usize)
+            .unwrap_or_default()
+    }
+}
+
+/// Node name → index, as an open-addressing table with a fixed hash (no `HashMap`: the
+/// table is only probed, never iterated, so no output can depend on hash order). The names
+/// are copied into one contiguous arena and each slot carries the name's place in it, so a
+/// probe touches one table slot and one arena range rather than the node structs.
+///
+/// With duplicate names the first one in input order wins (Kubernetes names are unique).
+struct NameIndex {
+    table: Vec<Slot>,
+    mask: usize,
+    arena: Vec<u8>,
+}
+
+#[derive(Clone, Copy, Default)]
+struct Slot {
+    /// High 32 bits of the hash.
+    tag: u32,
+    /// Node index + 1; 0 = empty.
+    index: u32,
+    /// The name's range in the arena.
+    start: u32,
+    len: u32,
+}
+
+impl NameIndex {
+    fn new<'a>(names: impl ExactSizeIterator<Item = &'a str>) -> Self {
+        let n = names.len();
+        let size = (n * 2).next_power_of_two().max(16);
+        let mut index = NameIndex {
+            table: vec![Slot::default(); size],
+            mask: size - 1,
+            arena: Vec::new(),
+        };
+        for (i, name) in names.enumerate() {
+            let (Ok(start), Ok(len), Ok(idx)) = (
+                u32::try_from(index.arena.len()),
+                u32::try_from(name.len()),
+                u32::try_from(i + 1),
+            ) else {
+                break; // beyond 4 GiB of names: not a cluster this index serves
+            };
+            let h = hash(name.as_bytes());
+            let tag = (h >> 32) as u32;
+            let mut slot = (h as usize) & index.mask;
+            loop {
+                let entry = index.table[slot];
+                if entry.index == 0 {
+                    index.arena.extend_from_slice(name.as_bytes());
+                    index.table[slot] = Slot {
+                        tag,
+                        index: idx,
+                        start,
+                        len,
+                    };
+                    break;
+                }
+                if entry.tag == tag && index.name(entry) == name.as_bytes() {
+                    break; // duplicate: keep the first
+                }
+                slot = (slot + 1) & index.mask;
+            }
+        }
+        index
+    }
+
+    #[inline]
+    fn name(&self, s: Slot) -> &[u8] {
+        let start = s.start as usize;
+        self.arena
+            .get(start..start + s.len as usize)
+            .unwrap_or_default()
+    }
+
+    fn get(&self, name: &str) -> Option<usize> {
+        let h = hash(name.as_bytes());
+        let tag = (h >> 32) as u32;
+        let mut slot = (h as usize) & self.mask;
+        loop {
+            let entry = self.table[slot];
+            if entry.index == 0 {
+                return None;
+            }
+            if entry.tag == tag
+                && entry.len as usize == name.len()
+                && self.name(entry) == name.as_bytes()
+            {
+                return Some(entry.index as usize - 1);
+            }
+            slot = (slot + 1) & self.mask;
+        }
+    }
+}
+
+/// A fixed 64-bit string hash (word-at-a-time multiply–rotate, murmur3 finaliser).
+fn hash(bytes: &[u8]) -> u64 {
+    const K: u64 = 0x9E37_79B9_7F4A_7C15;
+    let mut h: u64 = bytes.len() as u64;
+    let mut chunks = bytes.chunks_exact(8);
+    for c in &mut chunks {
+        let mut w = [0u8; 8];
+        w.copy_from_slice(c);
+        h = (h.rotate_left(5) ^ u64::from_le_bytes(w)).wrapping_mul(K);
+    }
+    let rest = chunks.remainder();
+    if !rest.is_empty() {
+        let mut w = [0u8; 8];
+        w[..rest.len()].copy_from_slice(rest);
+        h = (h.rotate_left(5) ^ u64::from_le_bytes(w)).wrapping_mul(K);
+    }
+    h ^= h >> 33;
+    h = h.wrapping_mul(0xFF51_AFD7_ED55_8CCD);
+    h ^= h >> 33;
+    h = h.wrapping_mul(0xC4CE_B9FE_1A85_EC53);
+    h ^ (h >> 33)
+}
+
+/// Bound pods by `namespace/name` key over their key order, galloping from the previous
+/// hit: Instances list their pods roughly in pod order (workloads are sorted and pods are
+/// named after them), so a lookup costs O(log distance) rather than O(log n). A duplicate
+/// key resolves to its first pod in input order.
+///
+/// The pods are assumed sorted (as [`ClusterSnapshot::normalize`] leaves them) until a key
+/// is not found: a hit is exact whatever the order, so only a miss can come from an
+/// unsorted list. On the first miss the order is checked once and, when unsorted, a sorted
+/// permutation is built and the lookup retried.
+struct PodFinder<'s> {
+    pods: &'s [Pod],
+    /// Key order, when the pods are not sorted.
+    order: Option<Vec<u32>>,
+    verified: bool,
+    hint: usize,
+}
+
+impl PodFinder<'_> {
+    #[inline]
+    fn at(&self, i: usize) -> usize {
+        match &self.order {
+            None => i,
+            Some(o) => o[i] as usize,
+        }
+    }
+
+    #[inline]
+    fn cmp_at(&self, i: usize, ns: &str, name: &str) -> Ordering {
+        cmp_pod(&self.pods[self.at(i)], ns, name)
+    }
+
+    fn find(&mut self, key: &str) -> u32 {
+        match self.search(key) {
+            NONE if !self.verified => {
+                self.verified = true;
+                let order = sorted_order(self.pods, |a, b| cmp_pod(a, &b.namespace, &b.name));
+                if order.iter().enumerate().any(|(k, i)| k != *i as usize) {
+                    self.order = Some(order);
+                    self.hint = 0;
+                    self.search(key)
+                } else {
+                    NONE
+                }
+            }
+            found => found,
+        }
+    }
+
+    /// First position in `[lo, hi)` whose pod is not less than the key.
+    fn lower_bound(&self, mut lo: usize, mut hi: usize, ns: &str, name: &str) -> usize {
+        while lo < hi {
+            let mid = lo + (hi - lo) / 2;
+            if self.cmp_at(mid, ns, name) == Ordering::Less {
+                lo = mid + 1;
+            } else {
+                hi = mid;
+            }
+        }
+        lo
+    }
+
+    fn search(&mut self, key: &str) -> u32 {
+        let Some((ns, name)) = key.split_once('/') else {
+            return NONE;
+        };
+        let n = self.pods.len();
+        if n == 0 {
+            return NONE;
+        }
+        let h = self.hint.min(n - 1);
+        let pos = match self.cmp_at(h, ns, name) {
+            // The first pod not less than the key is at or before the hint (a run of
+            // duplicates may start before it).
+            Ordering::Equal | Ordering::Greater => {
+                let mut hi = h;
+                let mut step = 1usize;
+                let lo = loop {
+                    if step > h {
+                        break 0;
+                    }
+                    let probe = h - step;
+                    if self.cmp_at(probe, ns, name) == Ordering::Less {
+                        break probe + 1;
+                    }
+                    hi = probe;
+                    step = step.saturating_mul(2);
+                };
+                self.lower_bound(lo, hi, ns, name)
+            }
+            Ordering::Less => {
+                let mut lo = h + 1;
+                let mut step = 1usize;
+                let hi = loop {
+                    let probe = h.saturating_add(step);
+                    if probe >= n {
+                        break n;
+                    }
+                    if self.cmp_at(probe, ns, name) != Ordering::Less {
+                        break probe + 1;
+                    }
+                    lo = probe + 1;
+                    step = step.saturating_mul(2);
+                };
+                self.lower_bound(lo, hi, ns, name)
+            }
+        };
+        self.hint = pos.min(n - 1);
+        if pos < n && self.cmp_at(pos, ns, name) == Ordering::Equal {
+            self.at(pos) as u32
+        } else {
+            NONE
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::collections::BTreeMap;
+
+    use super::*;
+    use crate::snapshot::{
+        Component, ComponentKind, DeploymentMode, Instance, InstanceStatus, Node, ReplicaState,
+        Workload,
+    };
+
+    fn node(name: &str, pool: Option<&str>, gpus: u32) -> Node {
+        Node {
+            name: name.into(),
+            pool: pool.map(str::to_owned),
+            total_gpus: gpus,
+            ..Node::default()
+        }
+    }
+
+    fn pod(ns: &str, name: &str, node: &str) -> Pod {
+        Pod {
+            namespace: ns.into(),
+            name: name.into(),
+            node: node.into(),
+            gpus: 1,
+            ready: true,
+            ..Pod::default()
+        }
+    }
+
+    fn instance(pods: &[&str], nodes: &[&str], phase: &str, revision: &str) -> Instance {
+        Instance {
+            pods: pods.iter().map(|p| (*p).to_owned()).collect(),
+            nodes: nodes
+                .iter()
+                .map(|n| ((*n).to_owned(), 1))
+                .collect::<BTreeMap<_, _>>(),
+            status: Some(InstanceStatus {
+                phase: phase.into(),
+                running_revision: revision.into(),
+                ..InstanceStatus::default()
+            }),
+            ..Instance::default()
+        }
+    }
+
+    fn snapshot() -> ClusterSnapshot {
+        let mut pods: Vec<Pod> = (0..300)
+            .map(|i| {
+                pod(
+                    &format!("ns{}", i % 4),
+                    &format!("p{i:03}"),
+                    &format!("n{}", i % 7),
+                )
+            })
+            .collect();
+        pods.push(pod("a-b", "x", ""));
+        pods.push(pod("a", "x", "ghost"));
+        ClusterSnapshot {
+            nodes: (0..7)
+                .map(|i| node(&format!("n{i}"), (i != 3).then_some(["B", "A"][i % 2]), 8))
+                .collect(),
+            pods,
+            workloads: vec![Workload {
+                namespace: "ns0".into(),
+                name: "w".into(),
+                components: vec![Component {
+                    kind: ComponentKind::Engine,
+                    mode: DeploymentMode::OMENative,
+                    replica: Some(ReplicaState {
+                        current_revision: "r1".into(),
+                        update_revision: "r1".into(),
+                        ..ReplicaState::default()
+                    }),
+                    observation_invalid: None,
+                    instances: vec![
+                        instance(&["ns0/p000", "ns0/p004"], &["n0", "n4"], "Ready", "r1"),
+                        instance(
+                            &["ns1/p001", "nope/x", "bad"],
+                            &["n1", "zz"],
+                            "Migrating",
+                            "r0",
+                        ),
+                        instance(&["a-b/x", "a/x"], &[], "Ready", "r1"),
+                    ],
+                    pods: Vec::new(),
+                    scheduler_name: String::new(),
+                    topology_key: String::new(),
+                }],
+                ..Workload::default()
+            }],
+            ..ClusterSnapshot::default()
+        }
+    }
+
+    /// The index answers exactly what the string lookups answer.
+    fn check(s: &ClusterSnapshot) {
+        let idx = s.index();
+        assert_eq!(idx.pools, s.pools());
+        for (i, n) in s.nodes.iter().enumerate() {
+            let want = n
+                .has_gpus()
+                .then(|| s.pools().iter().position(|p| Some(p) == n.pool.as_ref()))
+                .flatten()
+                .map_or(NONE, |p| p as u32);
+            assert_eq!(idx.node_pool[i], want, "{}", n.name);
+        }
+        let names: Vec<&str> = idx
+            .nodes_by_name
+            .iter()
+            .map(|i| s.nodes[*i as usize].name.as_str())
+            .collect();
+        assert!(names.windows(2).all(|w| w[0] <= w[1]));
+        let node_of = |name: &str| {
+            s.nodes
+                .iter()
+                .position(|n| n.name == name && !name.is_empty())
+                .map_or(NONE, |i| i as u32)
+        };
+        for (p, f) in s.pods.iter().zip(&idx.pods) {
+            assert_eq!(f.node, node_of(&p.node), "{}", p.key());
+            assert_eq!(f.gpus, p.gpus);
+        }
+        let mut k = 0;
+        for w in &s.workloads {
+            for c in &w.components {
+                for inst in &c.instances {
+                    let f = &idx.instances[k];
+                    k += 1;
+                    let pods: Vec<u32> = inst
+                        .pods
+                        .iter()
+                        .map(|key| {
+                            s.pods
+                                .iter()
+                                .position(|p| p.key() == *key)
+                                .map_or(NONE, |i| i as u32)
+                        })
+                        .collect();
+                    assert_eq!(idx.pods_of(f), pods.as_slice());
+                    let nodes: Vec<u32> = inst.nodes.keys().map(|n| node_of(n)).collect();
+                    assert_eq!(idx.nodes_of(f), nodes.as_slice());
+                }
+            }
+        }
+        assert_eq!(k, idx.instances.len());
+    }
+
+    #[test]
+    fn index_matches_string_lookups_in_any_order() {
+        let mut s = snapshot();
+        check(&s);
+        s.normalize();
+        check(&s);
+        let mut r = s.clone();
+        r.pods.reverse();
+        r.nodes.reverse();
+        check(&r);
+        let idx = s.index();
+        let f = &idx.instances;
+        assert_eq!(f[0].flags, INSTANCE_PHASE_READY | INSTANCE_REVISION_CURRENT);
+        assert_eq!(f[1].flags, 0);
+        assert_eq!(idx.component_flags, vec![COMPONENT_REVISIONS_SETTLED]);
+        // `a-b/x` sorts before `a/x` as a key, after it as (namespace, name).
+        let ab = idx.pods_of(&f[2]);
+        assert_eq!(s.pods[ab[0] as usize].key(), "a-b/x");
+        assert_eq!(s.pods[ab[1] as usize].key(), "a/x");
+        assert_eq!(idx.pods[ab[0] as usize].node, NONE);
+        assert_eq!(idx.pods[ab[1] as usize].node, NONE);
+    }
+
+    #[test]
+    fn cache_is_not_part_of_the_value() {
+        let mut s = snapshot();
+        s.normalize();
+        assert!(!s.index_cache.is_built());
+        drop(s.index());
+        assert!(s.index_cache.is_built());
+        let c = s.clone();
+        assert!(!c.index_cache.is_built());
+        assert_eq!(c, s);
+        let text = serde_json::to_string(&s).expect("serializes");
+        assert!(!text.contains("indexCache"));
+        let back: ClusterSnapshot = serde_json::from_str(&text).expect("parses");
+        assert_eq!(back, s);
+        s.normalize();
+        assert!(!s.index_cache.is_built());
+    }
+
+    #[test]
+    fn a_replaced_or_grown_list_is_not_served_from_the_cache() {
+        let mut s = snapshot();
+        s.normalize();
+        drop(s.index());
+        s.pods.push(pod("zz", "new", "n1"));
+        let idx = s.index();
+        assert!(matches!(idx, IndexRef::Fresh(_)));
+        assert_eq!(idx.pods.len(), s.pods.len());
+        drop(idx);
+        s.invalidate_index();
+        assert!(matches!(s.index(), IndexRef::Cached(_)));
+    }
+
+    #[test]
+    #[cfg(debug_assertions)]
+    #[should_panic(expected = "edited in place")]
+    fn an_in_place_edit_without_invalidation_is_caught_in_debug_builds() {
+        let mut s = snapshot();
+        s.normalize();
+        drop(s.index());
+        s.pods[0].node = "n6".into();
+        drop(s.index());
+    }
+}
