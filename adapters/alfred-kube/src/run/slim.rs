@@ -78,9 +78,8 @@ impl SlimResources {
     }
 }
 
-/// Metadata of a cached object: identity, resource version (the watcher resumes from it),
-/// labels, creation/deletion times and owners. Annotations only where `keep_annotations`
-/// (Nodes: `scale-down-disabled`); pods' annotations can be large and are never read.
+/// A Node's metadata: identity, resource version (the watcher resumes from it), labels,
+/// annotations (`scale-down-disabled`), creation/deletion times and owners; no managed fields.
 #[derive(Deserialize, Default)]
 #[serde(rename_all = "camelCase")]
 struct MetaWire {
@@ -96,18 +95,14 @@ struct MetaWire {
 }
 
 impl MetaWire {
-    fn into_meta(self, keep_annotations: bool) -> ObjectMeta {
+    fn into_meta(self) -> ObjectMeta {
         ObjectMeta {
             name: self.name,
             namespace: self.namespace,
             uid: self.uid,
             resource_version: self.resource_version,
             labels: self.labels,
-            annotations: if keep_annotations {
-                self.annotations
-            } else {
-                None
-            },
+            annotations: self.annotations,
             creation_timestamp: self.creation_timestamp,
             deletion_timestamp: self.deletion_timestamp,
             owner_references: self.owner_references,
@@ -116,7 +111,9 @@ impl MetaWire {
     }
 }
 
-/// A pod's annotations are skipped while parsing (not even collected into a map).
+/// A Pod's metadata: as [`MetaWire`] without the annotations, which can be large and are never
+/// read (skipped while parsing, not even collected into a map), and with the labels as
+/// [`Pairs`].
 #[derive(Deserialize, Default)]
 #[serde(rename_all = "camelCase")]
 struct PodMetaWire {
@@ -133,18 +130,16 @@ struct PodMetaWire {
 impl PodMetaWire {
     /// The metadata without the labels, and the labels.
     fn split(self) -> (ObjectMeta, Option<Pairs<String>>) {
-        let meta = MetaWire {
+        let meta = ObjectMeta {
             name: self.name,
             namespace: self.namespace,
             uid: self.uid,
             resource_version: self.resource_version,
-            labels: None,
-            annotations: None,
             creation_timestamp: self.creation_timestamp,
             deletion_timestamp: self.deletion_timestamp,
             owner_references: self.owner_references,
-        }
-        .into_meta(false);
+            ..ObjectMeta::default()
+        };
         (meta, self.labels)
     }
 }
@@ -358,7 +353,7 @@ pub struct SlimNode {
 impl From<NodeWire> for SlimNode {
     fn from(n: NodeWire) -> SlimNode {
         SlimNode {
-            metadata: n.metadata.unwrap_or_default().into_meta(true),
+            metadata: n.metadata.unwrap_or_default().into_meta(),
             spec: n.spec,
             status: n.status,
         }

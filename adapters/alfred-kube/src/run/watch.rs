@@ -2,7 +2,7 @@
 //!
 //! One watcher per kind, cluster-wide. Pods and Nodes, the kinds that reach tens of thousands of
 //! objects, are decoded straight into the slim types of [`super::slim`] (nothing else is ever
-//! allocated) and listed in large pages; the other kinds keep the `modify` hook of
+//! allocated) and listed in pages of 1,000; the other kinds keep the `modify` hook of
 //! [`super::strip`]. Each kind tracks whether its first list finished and whether its watch is
 //! currently failing: a snapshot needs Nodes, Pods, InferenceServices and InferenceReplicas
 //! listed and healthy ("build snapshot: ..." otherwise), so no pass acts on a cache that stopped
