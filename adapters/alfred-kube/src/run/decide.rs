@@ -73,10 +73,17 @@ impl Decider {
             // Signals from before the term are covered by the first pass.
             while early.try_recv().is_ok() {}
             // The first pass of a term needs a snapshot: right after start-up the caches are
-            // still listing, so wait for the observation loop's first one (not a whole
-            // decision interval).
+            // still listing, so wait for the observation loop's first one (woken when it is
+            // published, not a whole decision interval) or the end of the term.
             while self.observer.latest().is_none() && *leader_rx.borrow() {
-                tokio::time::sleep(Duration::from_millis(200)).await;
+                tokio::select! {
+                    _ = self.observer.wait_latest() => {}
+                    r = leader_rx.changed() => {
+                        if r.is_err() {
+                            return;
+                        }
+                    }
+                }
             }
             if !*leader_rx.borrow() {
                 continue;

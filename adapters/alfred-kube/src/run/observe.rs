@@ -1,7 +1,9 @@
 //! The observation loop (alfred-engine.md §4): every replica, every
 //! `observationLoopInterval`, builds the snapshot from the caches with the pure
 //! `alfred_observe::observe`, publishes it as "latest" and republishes the cluster gauges.
-//! A refresh (early passes) is the same pass, serialized with the periodic one.
+//! A refresh (early passes) is the same pass, serialized with the periodic one. Until the
+//! first snapshot exists the loop waits on the caches' first lists (woken by the last one to
+//! finish), and the decision loop waits on the first snapshot ([`Observer::wait_latest`]).
 
 use std::sync::{Arc, RwLock};
 use std::time::Instant;
@@ -9,8 +11,8 @@ use std::time::Instant;
 use alfred_model::config::{Config, RuntimeOptions};
 use alfred_model::effect::Effect;
 use alfred_model::{ClusterSnapshot, Timestamp};
-use alfred_observe::{ObserveSettings, observe};
-use tokio::sync::Mutex;
+use alfred_observe::ObserveSettings;
+use tokio::sync::{Mutex, Notify};
 
 use super::config::ConfigStore;
 use super::metrics::Metrics;
@@ -37,6 +39,8 @@ pub struct Observer {
     runtime: RuntimeOptions,
     metrics: Arc<Metrics>,
     latest: RwLock<Option<Arc<ClusterSnapshot>>>,
+    /// Woken whenever a snapshot is published.
+    published: Notify,
     serial: Mutex<()>,
     /// Optional path the latest snapshot is written to (JSON) after every observation.
     dump: Option<std::path::PathBuf>,
@@ -57,6 +61,7 @@ impl Observer {
             runtime,
             metrics,
             latest: RwLock::new(None),
+            published: Notify::new(),
             serial: Mutex::new(()),
             dump,
         }
@@ -68,6 +73,18 @@ impl Observer {
             .read()
             .unwrap_or_else(std::sync::PoisonError::into_inner)
             .clone()
+    }
+
+    /// The latest snapshot, waiting for the first one if there is none yet.
+    pub async fn wait_latest(&self) -> Arc<ClusterSnapshot> {
+        loop {
+            // Created before the check: `notify_waiters` reaches a `Notified` from its creation.
+            let published = self.published.notified();
+            if let Some(s) = self.latest() {
+                return s;
+            }
+            published.await;
+        }
     }
 
     /// One observation pass (periodic or refresh).
@@ -88,7 +105,7 @@ impl Observer {
         let cfg = config.clone();
         let (snapshot, gauges) = tokio::task::spawn_blocking(move || {
             let settings = ObserveSettings::from_config(&cfg, executor);
-            let snapshot = observe(&objects, &settings, now()).snapshot;
+            let snapshot = objects.observe(&settings, now()).snapshot;
             drop(objects);
             let gauges = cluster_gauges(&snapshot, &cfg);
             (snapshot, gauges)
@@ -100,6 +117,7 @@ impl Observer {
             .latest
             .write()
             .unwrap_or_else(std::sync::PoisonError::into_inner) = Some(snapshot.clone());
+        self.published.notify_waiters();
         self.metrics.reset_cluster_gauges();
         for g in &gauges {
             if let Effect::Metric(m) = g
@@ -147,16 +165,21 @@ impl Observer {
             }
             first = false;
             let (config, _) = self.config.current();
-            let wait = if self.latest().is_none() {
-                // Caches still syncing: try again soon so the first snapshot is not a whole
-                // interval late.
-                config
-                    .observation_loop_interval
-                    .min(std::time::Duration::from_secs(1))
+            if self.latest().is_some() {
+                tokio::time::sleep(config.observation_loop_interval).await;
+                continue;
+            }
+            // No snapshot yet. While the caches are still listing, the next pass starts the
+            // moment the last required kind finishes its first list; the bound keeps a pass
+            // (and its log line saying what is missing) at least every second meanwhile.
+            let retry = config
+                .observation_loop_interval
+                .min(std::time::Duration::from_secs(1));
+            if self.caches.listed() {
+                tokio::time::sleep(retry).await;
             } else {
-                config.observation_loop_interval
-            };
-            tokio::time::sleep(wait).await;
+                let _ = tokio::time::timeout(retry, self.caches.wait_listed()).await;
+            }
         }
     }
 }
