@@ -194,7 +194,13 @@ impl Decider {
         };
         let executing = self.runtime.executor_available() && config.is_execute();
         let fresh = if executing {
-            self.observer.observe_once().await.ok()
+            match self.observer.observe_fresh().await {
+                Ok(s) => Some(s),
+                Err(e) => {
+                    tracing::warn!(error = %e, "fresh observation for the re-check failed");
+                    None
+                }
+            }
         } else {
             Some(snapshot.clone())
         };
@@ -249,9 +255,9 @@ impl Decider {
     }
 }
 
-/// The re-check's second look (alfred-engine.md §9.6 step 12): a new observation pass,
-/// run from inside the pass (which runs in `block_in_place`, so blocking on the runtime
-/// is allowed there).
+/// The re-check's second look (alfred-engine.md §9.6 step 12): a new snapshot from uncached
+/// reads, taken from inside the pass (which runs in `block_in_place`, so blocking on the
+/// runtime is allowed there).
 struct SecondObservation {
     observer: Arc<Observer>,
     runtime: tokio::runtime::Handle,
@@ -259,7 +265,7 @@ struct SecondObservation {
 
 impl alfred_dispatch::FreshObserver for SecondObservation {
     fn observe_again(&self) -> Option<Arc<alfred_model::ClusterSnapshot>> {
-        match self.runtime.block_on(self.observer.observe_once()) {
+        match self.runtime.block_on(self.observer.observe_fresh()) {
             Ok(s) => Some(s),
             Err(e) => {
                 tracing::warn!(error = %e, "second look after the simulation failed");

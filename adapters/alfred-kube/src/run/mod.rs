@@ -333,6 +333,7 @@ async fn run(args: RunArgs, options: RuntimeOptions, harness: Harness) -> Result
     let (early_tx, early_rx) = mpsc::channel(1);
     let caches = Arc::new(Caches::start(&client, config.clone(), early_tx));
     let observer = Arc::new(Observer::new(
+        client.clone(),
         caches,
         config.clone(),
         options.clone(),

@@ -34,6 +34,8 @@ pub fn cluster_gauges(snap: &ClusterSnapshot, config: &Config) -> Vec<Effect> {
 
 /// The observation loop's state.
 pub struct Observer {
+    /// For the uncached reads of [`Observer::observe_fresh`].
+    client: kube::Client,
     caches: Arc<Caches>,
     config: Arc<ConfigStore>,
     runtime: RuntimeOptions,
@@ -49,6 +51,7 @@ pub struct Observer {
 impl Observer {
     /// A new observer.
     pub fn new(
+        client: kube::Client,
         caches: Arc<Caches>,
         config: Arc<ConfigStore>,
         runtime: RuntimeOptions,
@@ -56,6 +59,7 @@ impl Observer {
         dump: Option<std::path::PathBuf>,
     ) -> Observer {
         Observer {
+            client,
             caches,
             config,
             runtime,
@@ -85,6 +89,21 @@ impl Observer {
             }
             published.await;
         }
+    }
+
+    /// A snapshot from uncached reads (alfred-engine.md §9.6 steps 1 and 12: the execute-mode
+    /// re-check must not decide on what a lagging watch last saw). Not published as the
+    /// latest snapshot and no gauges: the observation loop keeps that role.
+    pub async fn observe_fresh(&self) -> Result<Arc<ClusterSnapshot>, String> {
+        let (config, _) = self.config.current();
+        let executor = self.runtime.executor_available();
+        let objects = super::watch::read_uncached(&self.client).await?;
+        tokio::task::spawn_blocking(move || {
+            let settings = ObserveSettings::from_config(&config, executor);
+            Arc::new(objects.observe(&settings, now()).snapshot)
+        })
+        .await
+        .map_err(|e| format!("build fresh snapshot: {e}"))
     }
 
     /// One observation pass (periodic or refresh).
@@ -170,7 +189,7 @@ impl Observer {
                 continue;
             }
             // No snapshot yet. While the caches are still listing, the next pass starts the
-            // moment the last required kind finishes its first list; the bound keeps a pass
+            // moment the last kind finishes its first list (or fails: a missing CRD); the bound keeps a pass
             // (and its log line saying what is missing) at least every second meanwhile.
             let retry = config
                 .observation_loop_interval

@@ -22,7 +22,7 @@ use alfred_observe::{ClusterObjects, Observation, ObserveSettings};
 use futures::StreamExt;
 use k8s_openapi::api::core::v1::{PersistentVolume, PersistentVolumeClaim};
 use kube::Client;
-use kube::api::{Api, ApiResource, DynamicObject, GroupVersionKind};
+use kube::api::{Api, ApiResource, DynamicObject, GroupVersionKind, ListParams};
 use kube::runtime::WatchStreamExt;
 use kube::runtime::reflector::{self, ObjectRef, Store};
 use kube::runtime::watcher::{self, Event};
@@ -39,6 +39,8 @@ const FAILING_FOR: Duration = Duration::from_secs(30);
 pub struct WatchHealth {
     kind: &'static str,
     synced: AtomicBool,
+    /// Whether the watch ever failed (an optional kind whose CRD is missing never lists).
+    failed_once: AtomicBool,
     /// Milliseconds since `origin` of the last error, or -1.
     last_error_ms: AtomicI64,
     origin: Instant,
@@ -51,6 +53,7 @@ impl WatchHealth {
         Arc::new(WatchHealth {
             kind,
             synced: AtomicBool::new(false),
+            failed_once: AtomicBool::new(false),
             last_error_ms: AtomicI64::new(-1),
             origin: Instant::now(),
             listed,
@@ -63,6 +66,9 @@ impl WatchHealth {
 
     fn error(&self) {
         self.last_error_ms.store(self.now_ms(), Ordering::SeqCst);
+        if !self.failed_once.swap(true, Ordering::SeqCst) {
+            self.listed.notify_waiters();
+        }
     }
 
     /// Called after the reflector applied `e` to the store, so a kind counts as listed only
@@ -91,6 +97,11 @@ impl WatchHealth {
     /// Whether the first list finished.
     pub fn synced(&self) -> bool {
         self.synced.load(Ordering::SeqCst)
+    }
+
+    /// Whether the kind has said what it has: listed, or failed (absent) at least once.
+    pub fn settled(&self) -> bool {
+        self.synced() || self.failed_once.load(Ordering::SeqCst)
     }
 }
 
@@ -349,13 +360,27 @@ impl Caches {
         ]
     }
 
-    /// Whether every kind a snapshot needs finished its first list.
-    pub fn listed(&self) -> bool {
-        self.required().iter().all(|h| h.synced())
+    /// The kinds a snapshot reads when they exist (a missing CRD or a refused list leaves
+    /// them empty).
+    fn optional(&self) -> [&Arc<WatchHealth>; 5] {
+        [
+            &self.pvcs.health,
+            &self.pvs.health,
+            &self.cluster_base_models.health,
+            &self.base_models.health,
+            &self.pod_groups.health,
+        ]
     }
 
-    /// Returns once every kind a snapshot needs finished its first list (at once if they
-    /// have). Woken by each kind's `InitDone`, so the first snapshot does not wait for a poll.
+    /// Whether every kind a snapshot needs finished its first list and every optional kind
+    /// listed or failed: a first snapshot taken before the models were listed would call
+    /// every model unresolved.
+    pub fn listed(&self) -> bool {
+        self.required().iter().all(|h| h.synced()) && self.optional().iter().all(|h| h.settled())
+    }
+
+    /// Returns once [`Caches::listed`] holds (at once if it does). Woken by each kind's
+    /// `InitDone` or first failure, so the first snapshot does not wait for a poll.
     pub async fn wait_listed(&self) {
         loop {
             // Created before the check: `notify_waiters` reaches a `Notified` from its creation.
@@ -373,6 +398,9 @@ impl Caches {
     pub fn objects(&self) -> Result<CachedObjects, String> {
         for h in self.required() {
             h.check()?;
+        }
+        if let Some(h) = self.optional().into_iter().find(|h| !h.settled()) {
+            return Err(format!("{} not listed yet", h.kind));
         }
         let json = |c: &Cache<DynamicObject>| -> Vec<serde_json::Value> {
             c.store
@@ -404,6 +432,104 @@ impl Caches {
             nodes: self.nodes.store.state(),
             pods: self.pods.store.state(),
         })
+    }
+}
+
+/// Every object a snapshot needs, read from the API server itself, not from the caches
+/// (alfred-engine.md §9.6 step 1: the execute-mode re-check's fresh observation). Lists
+/// without a `resourceVersion` are served from etcd with a quorum read, so the result is as
+/// new as the server knows, never older than a watch event already seen. The same types and
+/// strips as the watches, so a fresh snapshot differs from a cached one only where the
+/// cluster does. A required kind that cannot be listed fails the read (the re-check then
+/// says `ObservationUnavailable`); an optional one (models, PodGroups) that cannot be listed
+/// counts as empty, as an unlisted cache does.
+pub async fn read_uncached(client: &Client) -> Result<CachedObjects, String> {
+    let (nodes, pods, pvcs, pvs, isvcs, irs, cbms, bms, pgs) = futures::join!(
+        list_typed(
+            Api::<SlimNode>::all(client.clone()),
+            LARGE_PAGE_SIZE,
+            |_| {}
+        ),
+        list_typed(Api::<SlimPod>::all(client.clone()), LARGE_PAGE_SIZE, |_| {}),
+        list_typed(
+            Api::<PersistentVolumeClaim>::all(client.clone()),
+            PAGE_SIZE,
+            |p| strip::managed_fields(&mut p.metadata)
+        ),
+        list_typed(
+            Api::<PersistentVolume>::all(client.clone()),
+            PAGE_SIZE,
+            |p| strip::managed_fields(&mut p.metadata)
+        ),
+        list_dynamic(client, ISVC),
+        list_dynamic(client, IR),
+        list_dynamic(client, CBM),
+        list_dynamic(client, BM),
+        list_dynamic(client, PG),
+    );
+    let optional = |r: Result<Vec<serde_json::Value>, String>| r.unwrap_or_default();
+    Ok(CachedObjects {
+        others: ClusterObjects {
+            nodes: Vec::new(),
+            pods: Vec::new(),
+            pvcs: pvcs.unwrap_or_default(),
+            pvs: pvs.unwrap_or_default(),
+            inference_services: isvcs?,
+            inference_replicas: irs?,
+            cluster_base_models: optional(cbms),
+            base_models: optional(bms),
+            pod_groups: optional(pgs),
+            unrecognised: Vec::new(),
+        },
+        nodes: nodes?.into_iter().map(Arc::new).collect(),
+        pods: pods?.into_iter().map(Arc::new).collect(),
+    })
+}
+
+/// Every object of a kind, page by page, each passed through `strip`.
+async fn list_typed<K>(api: Api<K>, page_size: u32, strip: fn(&mut K)) -> Result<Vec<K>, String>
+where
+    K: kube::Resource<DynamicType = ()> + Clone + std::fmt::Debug + serde::de::DeserializeOwned,
+{
+    let mut out = Vec::new();
+    let mut params = ListParams::default().limit(page_size);
+    loop {
+        let page = api
+            .list(&params)
+            .await
+            .map_err(|e| format!("list {}: {e}", K::kind(&())))?;
+        out.extend(page.items.into_iter().map(|mut o| {
+            strip(&mut o);
+            o
+        }));
+        match page.metadata.continue_.filter(|c| !c.is_empty()) {
+            Some(token) => params = params.continue_token(&token),
+            None => return Ok(out),
+        }
+    }
+}
+
+/// [`list_typed`] for a kind read as JSON, stripped as its watch strips it.
+async fn list_dynamic(client: &Client, k: DynKind) -> Result<Vec<serde_json::Value>, String> {
+    let api: Api<DynamicObject> = Api::all_with(client.clone(), &k.resource());
+    let mut out = Vec::new();
+    let mut params = ListParams::default().limit(PAGE_SIZE);
+    let api_version = k.api_version();
+    loop {
+        let page = api
+            .list(&params)
+            .await
+            .map_err(|e| format!("list {}: {e}", k.kind))?;
+        for mut o in page.items {
+            strip::dynamic(&mut o, &api_version, k.kind, k.keep_status);
+            if let Ok(v) = serde_json::to_value(&o) {
+                out.push(v);
+            }
+        }
+        match page.metadata.continue_.filter(|c| !c.is_empty()) {
+            Some(token) => params = params.continue_token(&token),
+            None => return Ok(out),
+        }
     }
 }
 

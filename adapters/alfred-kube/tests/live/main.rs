@@ -94,6 +94,18 @@ async fn the_snapshot_from_real_watches_equals_the_offline_observe_of_the_same_o
         }
     })
     .await;
+    // The execute-mode re-check's uncached read (with alfred's own RBAC-bound identity) sees
+    // the same cluster as the watches and the offline observe.
+    let as_alfred = client(&s.alfred_kubeconfig).await;
+    let fresh = alfred_kube::run::watch::read_uncached(&as_alfred)
+        .await
+        .expect("uncached read");
+    let objects = ClusterObjects::from_list_json(&read_back(&s.admin).await.to_string()).unwrap();
+    let t = alfred_model::Timestamp::from_unix_secs(1_800_000_000);
+    assert_eq!(
+        fresh.observe(&settings, t).snapshot,
+        observe(&objects, &settings, t).snapshot
+    );
     // Every replica publishes the cluster gauges.
     let m = alfred.metrics();
     assert!(
