@@ -25,7 +25,7 @@ proptest! {
         let ctx = Ctx::new(&snap, &cfg, snap.observed_at);
         let analysis = ctx.analyze();
         let evals: Vec<_> = ctx.snap.pools().iter().filter_map(|p| analysis.pool(p)).collect();
-        let pricers: Vec<Pricer> = evals.iter().map(|e| Pricer::new(e)).collect();
+        let pricers: Vec<Pricer> = evals.iter().map(|e| Pricer::new(&ctx, e)).collect();
         for w in &ctx.snap.workloads {
             for comp in &w.components {
                 if comp.mode != DeploymentMode::OMENative {
@@ -156,7 +156,7 @@ fn fast_plan_and_price_equal_the_reference_on_a_larger_cluster() {
                     let Some(plan) = fast else { continue };
                     planned += 1;
                     for eval in &evals {
-                        let pricer = Pricer::new(eval);
+                        let pricer = Pricer::new(&ctx, eval);
                         let a = price(&ctx, eval, &pricer, w, &plan);
                         let b = price_by_clone(&ctx, eval, w, &plan);
                         assert_eq!(
