@@ -192,6 +192,8 @@ pub struct AlfredCaretaker {
     /// Time spent inside the core (s).
     pub core_seconds: f64,
     score_cache: Option<(i64, Vec<PoolGauge>)>,
+    /// The pass's snapshot, kept up to date from pass to pass.
+    snapshot: snapshot::Incremental,
 }
 
 const ALFRED_NAMESPACE: &str = "alfred";
@@ -270,6 +272,7 @@ impl AlfredCaretaker {
             passes: 0,
             core_seconds: 0.0,
             score_cache: None,
+            snapshot: snapshot::Incremental::new(),
         }
     }
 
@@ -293,13 +296,13 @@ impl Caretaker for AlfredCaretaker {
     fn pass(&mut self, sim: &Sim, now: i64) -> Vec<Action> {
         self.passes += 1;
         let started = std::time::Instant::now();
-        let snap = snapshot::build(sim, now, true);
+        let snap = self.snapshot.update(sim, now);
         let uuids: Vec<String> = (0..4).map(|_| self.rng.uuid()).collect();
         let guard = healthy_guard(&guard_username(ALFRED_NAMESPACE, SERVICE_ACCOUNT));
         let previous = self.state.node_records.clone();
         let input = PassInput {
-            snapshot: &snap,
-            fresh_snapshot: Some(&snap),
+            snapshot: snap,
+            fresh_snapshot: Some(snap),
             config: &self.config,
             runtime: &self.runtime,
             namespace: ALFRED_NAMESPACE,

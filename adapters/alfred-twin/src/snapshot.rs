@@ -131,11 +131,16 @@ pub fn build(sim: &Sim, now: i64, workloads: bool) -> ClusterSnapshot {
         },
         ..ClusterSnapshot::default()
     };
-    snap.nodes = sim
-        .world
-        .nodes
-        .iter()
-        .map(|n| {
+    snap.nodes = sim.world.nodes.iter().map(|n| node(sim, n)).collect();
+    for ti in 0..sim.tasks.len() {
+        add_task(&mut snap, sim, ti, now, workloads);
+    }
+    snap.normalize();
+    snap
+}
+
+/// The snapshot's node of a twin node.
+fn node(sim: &Sim, n: &crate::world::NodeState) -> Node {
             let mut alloc = BTreeMap::new();
             alloc.insert("cpu".to_owned(), n.cpu);
             alloc.insert("memory".to_owned(), n.mem * MIB);
@@ -163,12 +168,15 @@ pub fn build(sim: &Sim, now: i64, workloads: bool) -> ClusterSnapshot {
                 .collect(),
                 ..Node::default()
             }
-        })
-        .collect();
+}
+
+/// Adds task `ti`'s entries (pods, pending pods, workload, PodGroups) to `snap`, unsorted.
+fn add_task(snap: &mut ClusterSnapshot, sim: &Sim, ti: usize, now: i64, workloads: bool) {
     let horizon_keep = 120 * MINUTE;
-    for (ti, t) in sim.tasks.iter().enumerate() {
+    let t = &sim.tasks[ti];
+    {
         match t.state {
-            TaskState::Gone => continue,
+            TaskState::Gone => {}
             TaskState::Pending => {
                 let labels = labels_of(t, t.incarnation);
                 let spec: &[String] = if t.gang {
@@ -212,7 +220,7 @@ pub fn build(sim: &Sim, now: i64, workloads: bool) -> ClusterSnapshot {
                 }
             }
             TaskState::Running => {
-                let Some(node) = t.node else { continue };
+                let Some(node) = t.node else { return };
                 let node_name = &sim.world.nodes[node].name;
                 let labels = labels_of(t, t.incarnation);
                 let owner = OwnerRef {
@@ -248,7 +256,7 @@ pub fn build(sim: &Sim, now: i64, workloads: bool) -> ClusterSnapshot {
                 }
                 let _ = node_name;
                 if !workloads {
-                    continue;
+                    return;
                 }
                 if t.gang {
                     snap.pod_groups.push(PodGroup {
@@ -436,6 +444,128 @@ pub fn build(sim: &Sim, now: i64, workloads: bool) -> ClusterSnapshot {
             }
         }
     }
-    snap.normalize();
-    snap
+}
+
+/// The task an object is named after (`t<id>-engine-…` → `t<id>`).
+fn task_of(object: &str) -> &str {
+    object.split_once("-engine-").map_or(object, |(t, _)| t)
+}
+
+/// What [`add_task`] reads of a task that can change while it lives, besides its
+/// migrations (a task with any is rebuilt on every pass: its rows age out after two hours).
+type Fingerprint = (TaskState, Option<usize>, Option<usize>, u32, i64, Option<i64>);
+
+fn fingerprint(t: &Task) -> Fingerprint {
+    (t.state, t.node, t.worker, t.incarnation, t.started, t.evicted_at)
+}
+
+/// The snapshot of [`build`] (`workloads = true`) kept from pass to pass and brought up to
+/// date by rebuilding only the entries of tasks that changed: new tasks, tasks whose
+/// [`Fingerprint`] changed, tasks that left, tasks with migrations; the nodes' GPU counts
+/// and cordons are updated in place. The result equals [`build`]'s at the same instant
+/// (debug builds check it on every update), and it stays normalized, so the policies read
+/// it without copying it.
+#[derive(Debug, Default)]
+pub struct Incremental {
+    snap: Option<ClusterSnapshot>,
+    /// Tasks with entries in the snapshot, ascending, with their fingerprint.
+    tracked: Vec<(usize, Fingerprint)>,
+    /// `sim.tasks[..seen]` have been looked at.
+    seen: usize,
+    /// Position in `snap.nodes` of each twin node.
+    node_pos: Vec<usize>,
+}
+
+impl Incremental {
+    /// An empty one (the first [`Incremental::update`] builds the whole snapshot).
+    pub fn new() -> Incremental {
+        Incremental::default()
+    }
+
+    /// The snapshot at `now`.
+    pub fn update(&mut self, sim: &Sim, now: i64) -> &ClusterSnapshot {
+        let snap = match self.snap.take() {
+            None => self.first(sim, now),
+            Some(snap) => self.refresh(snap, sim, now),
+        };
+        #[cfg(debug_assertions)]
+        assert!(
+            snap == build(sim, now, true),
+            "the incremental snapshot differs from a fresh one at {now}"
+        );
+        self.snap.insert(snap)
+    }
+
+    fn first(&mut self, sim: &Sim, now: i64) -> ClusterSnapshot {
+        let snap = build(sim, now, true);
+        self.tracked = sim
+            .tasks
+            .iter()
+            .enumerate()
+            .filter(|(_, t)| t.state != TaskState::Gone)
+            .map(|(i, t)| (i, fingerprint(t)))
+            .collect();
+        self.seen = sim.tasks.len();
+        self.node_pos = sim
+            .world
+            .nodes
+            .iter()
+            .map(|n| {
+                snap.nodes
+                    .binary_search_by(|x| x.name.as_str().cmp(&n.name))
+                    .unwrap_or(0)
+            })
+            .collect();
+        snap
+    }
+
+    fn refresh(&mut self, mut snap: ClusterSnapshot, sim: &Sim, now: i64) -> ClusterSnapshot {
+        snap.observed_at = ts(now);
+        for (n, &pos) in sim.world.nodes.iter().zip(&self.node_pos) {
+            let node = &mut snap.nodes[pos];
+            node.allocated_gpus = n.gpus - n.free_gpus;
+            node.free_gpus = n.free_gpus;
+            node.cordoned = n.cordoned;
+        }
+        // Dirty tasks: (index, still live).
+        let mut dirty: Vec<usize> = Vec::new();
+        self.tracked.retain_mut(|(i, fp)| {
+            let t = &sim.tasks[*i];
+            if t.state == TaskState::Gone {
+                dirty.push(*i);
+                return false;
+            }
+            let now_fp = fingerprint(t);
+            if now_fp != *fp || !t.migrations.is_empty() {
+                *fp = now_fp;
+                dirty.push(*i);
+            }
+            true
+        });
+        for (i, t) in sim.tasks.iter().enumerate().skip(self.seen) {
+            if t.state != TaskState::Gone {
+                self.tracked.push((i, fingerprint(t)));
+                dirty.push(i);
+            }
+        }
+        self.seen = sim.tasks.len();
+        if dirty.is_empty() {
+            return snap;
+        }
+        let mut marked = vec![false; sim.tasks.len()];
+        for &i in &dirty {
+            marked[i] = true;
+        }
+        let is_dirty = |task: &str| sim.task_index(task).is_some_and(|i| marked[i]);
+        snap.pods.retain(|p| !is_dirty(task_of(&p.name)));
+        snap.pending_pods
+            .retain(|p| !p.isvc.as_deref().is_some_and(is_dirty));
+        snap.workloads.retain(|w| !is_dirty(&w.name));
+        snap.pod_groups.retain(|g| !is_dirty(task_of(&g.name)));
+        for &i in &dirty {
+            add_task(&mut snap, sim, i, now, true);
+        }
+        snap.normalize();
+        snap
+    }
 }
