@@ -28,6 +28,59 @@ pub(crate) struct Ctx<'a> {
     /// The surge plan's ordered target lists (§C.4), built once per (pool, spot avoidance,
     /// model-allowed set) on first use.
     targets: RefCell<BTreeMap<TargetKey, Rc<TargetList>>>,
+    /// Name prefixes of `snap.nodes`, for [`Ctx::node`].
+    node_names: NameIndex,
+    /// Name prefixes of `snap.pods`, for [`Ctx::pod`].
+    pod_names: NameIndex,
+    /// `snap.pods` as runs `[start, end)` of one namespace, in order.
+    pod_namespaces: Vec<(usize, usize)>,
+}
+
+/// The first 16 bytes of each name of a sorted list, as big-endian integers (zero-padded):
+/// truncating and zero-padding keep the order (not strictly), so a lookup narrows the list
+/// to the names sharing the searched name's prefix by integer comparisons in one small
+/// array, and compares whole names (a pointer away each) only in that range. The answer is
+/// the plain binary search's (the lists it serves are strictly ordered).
+#[derive(Debug, Default)]
+pub(crate) struct NameIndex(Vec<u128>);
+
+impl NameIndex {
+    fn new<'n>(names: impl Iterator<Item = &'n str>) -> NameIndex {
+        NameIndex(names.map(prefix16).collect())
+    }
+
+    /// The range of positions within `[start, end)` whose prefix is `name`'s.
+    fn range(&self, start: usize, end: usize, name: &str) -> (usize, usize) {
+        let key = prefix16(name);
+        let part = &self.0[start..end];
+        let lo = part.partition_point(|p| *p < key);
+        let hi = lo + part[lo..].partition_point(|p| *p == key);
+        (start + lo, start + hi)
+    }
+}
+
+fn prefix16(s: &str) -> u128 {
+    let b = s.as_bytes();
+    let mut a = [0u8; 16];
+    let n = b.len().min(16);
+    a[..n].copy_from_slice(&b[..n]);
+    u128::from_be_bytes(a)
+}
+
+/// The lookup indexes of a normalized, deduplicated snapshot.
+fn indexes(snap: &ClusterSnapshot) -> (NameIndex, NameIndex, Vec<(usize, usize)>) {
+    let mut runs: Vec<(usize, usize)> = Vec::new();
+    for (i, p) in snap.pods.iter().enumerate() {
+        match runs.last_mut() {
+            Some(r) if snap.pods[r.0].namespace == p.namespace => r.1 = i + 1,
+            _ => runs.push((i, i + 1)),
+        }
+    }
+    (
+        NameIndex::new(snap.nodes.iter().map(|n| n.name.as_str())),
+        NameIndex::new(snap.pods.iter().map(|p| p.name.as_str())),
+        runs,
+    )
 }
 
 /// `(pool, avoid spot, model key when the model constrains the targets)`.
@@ -50,11 +103,15 @@ impl<'a> Ctx<'a> {
         // An adapter that keeps its snapshot normalized (alfred-twin) is not copied: the
         // copy below would equal it.
         if is_normalized_at(snapshot, now) {
+            let (node_names, pod_names, pod_namespaces) = indexes(snapshot);
             return Ctx {
                 snap: Cow::Borrowed(snapshot),
                 cfg,
                 now,
                 targets: RefCell::default(),
+                node_names,
+                pod_names,
+                pod_namespaces,
             };
         }
         let mut snap = snapshot.clone();
@@ -73,11 +130,15 @@ impl<'a> Ctx<'a> {
                 c.instances.dedup_by(|b, a| a.index == b.index);
             }
         }
+        let (node_names, pod_names, pod_namespaces) = indexes(&snap);
         Ctx {
             snap: Cow::Owned(snap),
             cfg,
             now,
             targets: RefCell::default(),
+            node_names,
+            pod_names,
+            pod_namespaces,
         }
     }
 
@@ -87,12 +148,30 @@ impl<'a> Ctx<'a> {
         alfred_score::analyze(&self.snap, &self.cfg.score_settings())
     }
 
+    /// `snap.node(name)`, through the name index.
     pub fn node(&self, name: &str) -> Option<&Node> {
-        self.snap.node(name)
+        let nodes = &self.snap.nodes;
+        let (lo, hi) = self.node_names.range(0, nodes.len(), name);
+        nodes[lo..hi]
+            .binary_search_by(|n| n.name.as_str().cmp(name))
+            .ok()
+            .map(|i| &nodes[lo + i])
     }
 
+    /// `snap.pod_by_key(key)`, through the name index.
     pub fn pod(&self, key: &str) -> Option<&Pod> {
-        self.snap.pod_by_key(key)
+        let (ns, name) = key.split_once('/')?;
+        let pods = &self.snap.pods;
+        let run = self
+            .pod_namespaces
+            .binary_search_by(|(start, _)| pods[*start].namespace.as_str().cmp(ns))
+            .ok()?;
+        let (start, end) = self.pod_namespaces[run];
+        let (lo, hi) = self.pod_names.range(start, end, name);
+        pods[lo..hi]
+            .binary_search_by(|p| p.name.as_str().cmp(name))
+            .ok()
+            .map(|i| &pods[lo + i])
     }
 
     /// The pool of a node with GPUs.
