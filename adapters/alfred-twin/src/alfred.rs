@@ -208,6 +208,9 @@ impl AlfredCaretaker {
     pub fn new(mut config: Config, seed: u64, placement: Placement) -> AlfredCaretaker {
         config.mode = Mode::Execute;
         config.omenative_migration_enabled = true;
+        // The twin has no recommendations ConfigMap: the pass need not serialize its record
+        // (thousands of advice rows) into one. Decisions do not read this switch.
+        config.recommendations_config_map_enabled = false;
         if !config.scheduling.profiles.contains_key("default-scheduler") {
             let id = alfred_sim::load_config(&crate::world::profile_yaml(placement))
                 .map(|p| {

@@ -141,33 +141,33 @@ pub fn build(sim: &Sim, now: i64, workloads: bool) -> ClusterSnapshot {
 
 /// The snapshot's node of a twin node.
 fn node(sim: &Sim, n: &crate::world::NodeState) -> Node {
-            let mut alloc = BTreeMap::new();
-            alloc.insert("cpu".to_owned(), n.cpu);
-            alloc.insert("memory".to_owned(), n.mem * MIB);
-            alloc.insert(GPU.to_owned(), i64::from(n.gpus));
-            alloc.insert("pods".to_owned(), 110);
-            Node {
-                name: n.name.clone(),
-                uid: format!("uid-{}", n.name),
-                pool: Some(sim.world.pools[n.pool].clone()),
-                gpu_resource: GPU.into(),
-                total_gpus: n.gpus,
-                allocated_gpus: n.gpus - n.free_gpus,
-                free_gpus: n.free_gpus,
-                cordoned: n.cordoned,
-                ready: true,
-                allocatable: alloc,
-                labels: [
-                    ("kubernetes.io/hostname".to_owned(), n.name.clone()),
-                    (
-                        GANG_TOPOLOGY_KEY.to_owned(),
-                        sim.world.pools[n.pool].clone(),
-                    ),
-                ]
-                .into_iter()
-                .collect(),
-                ..Node::default()
-            }
+    let mut alloc = BTreeMap::new();
+    alloc.insert("cpu".to_owned(), n.cpu);
+    alloc.insert("memory".to_owned(), n.mem * MIB);
+    alloc.insert(GPU.to_owned(), i64::from(n.gpus));
+    alloc.insert("pods".to_owned(), 110);
+    Node {
+        name: n.name.clone(),
+        uid: format!("uid-{}", n.name),
+        pool: Some(sim.world.pools[n.pool].clone()),
+        gpu_resource: GPU.into(),
+        total_gpus: n.gpus,
+        allocated_gpus: n.gpus - n.free_gpus,
+        free_gpus: n.free_gpus,
+        cordoned: n.cordoned,
+        ready: true,
+        allocatable: alloc,
+        labels: [
+            ("kubernetes.io/hostname".to_owned(), n.name.clone()),
+            (
+                GANG_TOPOLOGY_KEY.to_owned(),
+                sim.world.pools[n.pool].clone(),
+            ),
+        ]
+        .into_iter()
+        .collect(),
+        ..Node::default()
+    }
 }
 
 /// Adds task `ti`'s entries (pods, pending pods, workload, PodGroups) to `snap`, unsorted.
@@ -446,17 +446,26 @@ fn add_task(snap: &mut ClusterSnapshot, sim: &Sim, ti: usize, now: i64, workload
     }
 }
 
-/// The task an object is named after (`t<id>-engine-…` → `t<id>`).
-fn task_of(object: &str) -> &str {
-    object.split_once("-engine-").map_or(object, |(t, _)| t)
-}
-
 /// What [`add_task`] reads of a task that can change while it lives, besides its
 /// migrations (a task with any is rebuilt on every pass: its rows age out after two hours).
-type Fingerprint = (TaskState, Option<usize>, Option<usize>, u32, i64, Option<i64>);
+type Fingerprint = (
+    TaskState,
+    Option<usize>,
+    Option<usize>,
+    u32,
+    i64,
+    Option<i64>,
+);
 
 fn fingerprint(t: &Task) -> Fingerprint {
-    (t.state, t.node, t.worker, t.incarnation, t.started, t.evicted_at)
+    (
+        t.state,
+        t.node,
+        t.worker,
+        t.incarnation,
+        t.started,
+        t.evicted_at,
+    )
 }
 
 /// The snapshot of [`build`] (`workloads = true`) kept from pass to pass and brought up to
@@ -552,20 +561,134 @@ impl Incremental {
         if dirty.is_empty() {
             return snap;
         }
-        let mut marked = vec![false; sim.tasks.len()];
+        // The dirty tasks' objects: each task's are one run of the sorted lists (its
+        // workload is named `t<id>`, its pods, pending pods and PodGroups `t<id>-engine-…`).
+        let prefixes: Vec<(String, String)> = dirty
+            .iter()
+            .map(|&i| {
+                (
+                    sim.tasks[i].name.clone(),
+                    format!("{}-engine-", sim.tasks[i].name),
+                )
+            })
+            .collect();
+        let mut fresh = ClusterSnapshot::default();
         for &i in &dirty {
-            marked[i] = true;
+            add_task(&mut fresh, sim, i, now, true);
         }
-        let is_dirty = |task: &str| sim.task_index(task).is_some_and(|i| marked[i]);
-        snap.pods.retain(|p| !is_dirty(task_of(&p.name)));
-        snap.pending_pods
-            .retain(|p| !p.isvc.as_deref().is_some_and(is_dirty));
-        snap.workloads.retain(|w| !is_dirty(&w.name));
-        snap.pod_groups.retain(|g| !is_dirty(task_of(&g.name)));
-        for &i in &dirty {
-            add_task(&mut snap, sim, i, now, true);
-        }
-        snap.normalize();
+        fresh.normalize();
+        let by_key = |ns: &str, name: &str, x: (&str, &str)| (ns, name).cmp(&x);
+        let named =
+            |ns: &str, name: &str, prefix: &str| ns == NAMESPACE && name.starts_with(prefix);
+        splice(
+            &mut snap.pods,
+            fresh.pods,
+            |a, b| (&a.namespace, &a.name) < (&b.namespace, &b.name),
+            |v| {
+                prefixes
+                    .iter()
+                    .map(|(_, pre)| {
+                        run(
+                            v,
+                            |p| by_key(&p.namespace, &p.name, (NAMESPACE, pre)),
+                            |p| named(&p.namespace, &p.name, pre),
+                        )
+                    })
+                    .collect()
+            },
+        );
+        splice(
+            &mut snap.pending_pods,
+            fresh.pending_pods,
+            |a, b| (&a.namespace, &a.name) < (&b.namespace, &b.name),
+            |v| {
+                prefixes
+                    .iter()
+                    .map(|(_, pre)| {
+                        run(
+                            v,
+                            |p| by_key(&p.namespace, &p.name, (NAMESPACE, pre)),
+                            |p| named(&p.namespace, &p.name, pre),
+                        )
+                    })
+                    .collect()
+            },
+        );
+        splice(
+            &mut snap.pod_groups,
+            fresh.pod_groups,
+            |a, b| (&a.namespace, &a.name) < (&b.namespace, &b.name),
+            |v| {
+                prefixes
+                    .iter()
+                    .map(|(_, pre)| {
+                        run(
+                            v,
+                            |p| by_key(&p.namespace, &p.name, (NAMESPACE, pre)),
+                            |p| named(&p.namespace, &p.name, pre),
+                        )
+                    })
+                    .collect()
+            },
+        );
+        splice(
+            &mut snap.workloads,
+            fresh.workloads,
+            |a, b| (&a.namespace, &a.name) < (&b.namespace, &b.name),
+            |v| {
+                prefixes
+                    .iter()
+                    .map(|(t, _)| {
+                        run(
+                            v,
+                            |w| by_key(&w.namespace, &w.name, (NAMESPACE, t)),
+                            |w| w.namespace == NAMESPACE && w.name == *t,
+                        )
+                    })
+                    .collect()
+            },
+        );
         snap
     }
+}
+
+/// The run `[lo, hi)` of sorted `v` whose elements match: those from the first one not
+/// before the searched key (`before` says `Less` for the elements ordered before it) while
+/// `matches` holds.
+fn run<T>(
+    v: &[T],
+    before: impl Fn(&T) -> std::cmp::Ordering,
+    matches: impl Fn(&T) -> bool,
+) -> (usize, usize) {
+    let lo = v.partition_point(|x| before(x) == std::cmp::Ordering::Less);
+    let hi = lo + v[lo..].iter().take_while(|x| matches(x)).count();
+    (lo, hi)
+}
+
+/// Removes from sorted `v` the runs `stale` finds and merges sorted `fresh` in, by `less`
+/// (the lists' keys are unique, so the result is the sorted union).
+fn splice<T>(
+    v: &mut Vec<T>,
+    fresh: Vec<T>,
+    less: impl Fn(&T, &T) -> bool,
+    stale: impl Fn(&[T]) -> Vec<(usize, usize)>,
+) {
+    let mut drop = vec![false; v.len()];
+    for (lo, hi) in stale(v) {
+        drop[lo..hi].iter_mut().for_each(|d| *d = true);
+    }
+    let old = std::mem::take(v);
+    let mut out = Vec::with_capacity(old.len() + fresh.len());
+    let mut fresh = fresh.into_iter().peekable();
+    for (x, gone) in old.into_iter().zip(drop) {
+        if gone {
+            continue;
+        }
+        while fresh.peek().is_some_and(|f| less(f, &x)) {
+            out.extend(fresh.next());
+        }
+        out.push(x);
+    }
+    out.extend(fresh);
+    *v = out;
 }
