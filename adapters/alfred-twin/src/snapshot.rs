@@ -666,29 +666,33 @@ fn run<T>(
 }
 
 /// Removes from sorted `v` the runs `stale` finds and merges sorted `fresh` in, by `less`
-/// (the lists' keys are unique, so the result is the sorted union).
+/// (the lists' keys are unique, so the result is the sorted union): each fresh element goes
+/// before the first old one not less than it (a binary search), then one pass moves them.
 fn splice<T>(
     v: &mut Vec<T>,
     fresh: Vec<T>,
     less: impl Fn(&T, &T) -> bool,
     stale: impl Fn(&[T]) -> Vec<(usize, usize)>,
 ) {
-    let mut drop = vec![false; v.len()];
+    let mut gone = vec![false; v.len()];
     for (lo, hi) in stale(v) {
-        drop[lo..hi].iter_mut().for_each(|d| *d = true);
+        gone[lo..hi].iter_mut().for_each(|d| *d = true);
     }
+    let at: Vec<usize> = fresh
+        .iter()
+        .map(|f| v.partition_point(|x| less(x, f)))
+        .collect();
     let old = std::mem::take(v);
     let mut out = Vec::with_capacity(old.len() + fresh.len());
-    let mut fresh = fresh.into_iter().peekable();
-    for (x, gone) in old.into_iter().zip(drop) {
-        if gone {
-            continue;
+    let mut fresh = fresh.into_iter().zip(at).peekable();
+    for (i, (x, gone)) in old.into_iter().zip(gone).enumerate() {
+        while let Some((f, _)) = fresh.next_if(|(_, a)| *a <= i) {
+            out.push(f);
         }
-        while fresh.peek().is_some_and(|f| less(f, &x)) {
-            out.extend(fresh.next());
+        if !gone {
+            out.push(x);
         }
-        out.push(x);
     }
-    out.extend(fresh);
+    out.extend(fresh.map(|(f, _)| f));
     *v = out;
 }

@@ -196,6 +196,20 @@ proptest! {
             crate::defragmentation::evaluate_with(&normalized, &s, snap.observed_at)
         );
         let snap = &*borrowed.snap;
+        let mut pools = snap.pools();
+        pools.push("no-such-pool".into());
+        for w in &snap.workloads {
+            for comp in &w.components {
+                for inst in &comp.instances {
+                    for p in &pools {
+                        prop_assert_eq!(
+                            borrowed.instance_in_pool(inst, p),
+                            borrowed.instance_pool(inst) == Some(p.as_str())
+                        );
+                    }
+                }
+            }
+        }
         let mut names: Vec<String> = snap.nodes.iter().map(|n| n.name.clone()).collect();
         names.extend(["".into(), "zzzzzzzzzzzzzzzzzz".into(), "\0".into()]);
         for n in names.clone() {
