@@ -236,7 +236,9 @@ fn name_lookups_with_long_shared_prefixes() {
     for i in [3, 1, 20, 2, 10] {
         b = b.node(&format!("{long}{i}"), "H100", 8);
     }
-    b = b.node("a", "H100", 8).node("gpu-node-with-a-very-long-common-prefix", "H100", 8);
+    b = b
+        .node("a", "H100", 8)
+        .node("gpu-node-with-a-very-long-common-prefix", "H100", 8);
     let snap = b.build();
     let cfg = crate::settings::PolicySettings::default().sanitized();
     let ctx = Ctx::new(&snap, &cfg, snap.observed_at);
