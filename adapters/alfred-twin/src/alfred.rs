@@ -192,6 +192,8 @@ pub struct AlfredCaretaker {
     /// Time spent inside the core (s).
     pub core_seconds: f64,
     score_cache: Option<(i64, Vec<PoolGauge>)>,
+    /// The pass's snapshot, kept up to date from pass to pass.
+    snapshot: snapshot::Incremental,
 }
 
 const ALFRED_NAMESPACE: &str = "alfred";
@@ -206,6 +208,9 @@ impl AlfredCaretaker {
     pub fn new(mut config: Config, seed: u64, placement: Placement) -> AlfredCaretaker {
         config.mode = Mode::Execute;
         config.omenative_migration_enabled = true;
+        // The twin has no recommendations ConfigMap: the pass need not serialize its record
+        // (thousands of advice rows) into one. Decisions do not read this switch.
+        config.recommendations_config_map_enabled = false;
         if !config.scheduling.profiles.contains_key("default-scheduler") {
             let id = alfred_sim::load_config(&crate::world::profile_yaml(placement))
                 .map(|p| {
@@ -270,6 +275,7 @@ impl AlfredCaretaker {
             passes: 0,
             core_seconds: 0.0,
             score_cache: None,
+            snapshot: snapshot::Incremental::new(),
         }
     }
 
@@ -293,13 +299,13 @@ impl Caretaker for AlfredCaretaker {
     fn pass(&mut self, sim: &Sim, now: i64) -> Vec<Action> {
         self.passes += 1;
         let started = std::time::Instant::now();
-        let snap = snapshot::build(sim, now, true);
+        let snap = self.snapshot.update(sim, now);
         let uuids: Vec<String> = (0..4).map(|_| self.rng.uuid()).collect();
         let guard = healthy_guard(&guard_username(ALFRED_NAMESPACE, SERVICE_ACCOUNT));
         let previous = self.state.node_records.clone();
         let input = PassInput {
-            snapshot: &snap,
-            fresh_snapshot: Some(&snap),
+            snapshot: snap,
+            fresh_snapshot: Some(snap),
             second_look: alfred_dispatch::SecondLook::Frozen,
             config: &self.config,
             runtime: &self.runtime,

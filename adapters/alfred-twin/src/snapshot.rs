@@ -131,44 +131,52 @@ pub fn build(sim: &Sim, now: i64, workloads: bool) -> ClusterSnapshot {
         },
         ..ClusterSnapshot::default()
     };
-    snap.nodes = sim
-        .world
-        .nodes
-        .iter()
-        .map(|n| {
-            let mut alloc = BTreeMap::new();
-            alloc.insert("cpu".to_owned(), n.cpu);
-            alloc.insert("memory".to_owned(), n.mem * MIB);
-            alloc.insert(GPU.to_owned(), i64::from(n.gpus));
-            alloc.insert("pods".to_owned(), 110);
-            Node {
-                name: n.name.clone(),
-                uid: format!("uid-{}", n.name),
-                pool: Some(sim.world.pools[n.pool].clone()),
-                gpu_resource: GPU.into(),
-                total_gpus: n.gpus,
-                allocated_gpus: n.gpus - n.free_gpus,
-                free_gpus: n.free_gpus,
-                cordoned: n.cordoned,
-                ready: true,
-                allocatable: alloc,
-                labels: [
-                    ("kubernetes.io/hostname".to_owned(), n.name.clone()),
-                    (
-                        GANG_TOPOLOGY_KEY.to_owned(),
-                        sim.world.pools[n.pool].clone(),
-                    ),
-                ]
-                .into_iter()
-                .collect(),
-                ..Node::default()
-            }
-        })
-        .collect();
+    snap.nodes = sim.world.nodes.iter().map(|n| node(sim, n)).collect();
+    for ti in 0..sim.tasks.len() {
+        add_task(&mut snap, sim, ti, now, workloads);
+    }
+    snap.normalize();
+    snap
+}
+
+/// The snapshot's node of a twin node.
+fn node(sim: &Sim, n: &crate::world::NodeState) -> Node {
+    let mut alloc = BTreeMap::new();
+    alloc.insert("cpu".to_owned(), n.cpu);
+    alloc.insert("memory".to_owned(), n.mem * MIB);
+    alloc.insert(GPU.to_owned(), i64::from(n.gpus));
+    alloc.insert("pods".to_owned(), 110);
+    Node {
+        name: n.name.clone(),
+        uid: format!("uid-{}", n.name),
+        pool: Some(sim.world.pools[n.pool].clone()),
+        gpu_resource: GPU.into(),
+        total_gpus: n.gpus,
+        allocated_gpus: n.gpus - n.free_gpus,
+        free_gpus: n.free_gpus,
+        cordoned: n.cordoned,
+        ready: true,
+        allocatable: alloc,
+        labels: [
+            ("kubernetes.io/hostname".to_owned(), n.name.clone()),
+            (
+                GANG_TOPOLOGY_KEY.to_owned(),
+                sim.world.pools[n.pool].clone(),
+            ),
+        ]
+        .into_iter()
+        .collect(),
+        ..Node::default()
+    }
+}
+
+/// Adds task `ti`'s entries (pods, pending pods, workload, PodGroups) to `snap`, unsorted.
+fn add_task(snap: &mut ClusterSnapshot, sim: &Sim, ti: usize, now: i64, workloads: bool) {
     let horizon_keep = 120 * MINUTE;
-    for (ti, t) in sim.tasks.iter().enumerate() {
+    let t = &sim.tasks[ti];
+    {
         match t.state {
-            TaskState::Gone => continue,
+            TaskState::Gone => {}
             TaskState::Pending => {
                 let labels = labels_of(t, t.incarnation);
                 let spec: &[String] = if t.gang {
@@ -212,7 +220,7 @@ pub fn build(sim: &Sim, now: i64, workloads: bool) -> ClusterSnapshot {
                 }
             }
             TaskState::Running => {
-                let Some(node) = t.node else { continue };
+                let Some(node) = t.node else { return };
                 let node_name = &sim.world.nodes[node].name;
                 let labels = labels_of(t, t.incarnation);
                 let owner = OwnerRef {
@@ -248,7 +256,7 @@ pub fn build(sim: &Sim, now: i64, workloads: bool) -> ClusterSnapshot {
                 }
                 let _ = node_name;
                 if !workloads {
-                    continue;
+                    return;
                 }
                 if t.gang {
                     snap.pod_groups.push(PodGroup {
@@ -436,6 +444,255 @@ pub fn build(sim: &Sim, now: i64, workloads: bool) -> ClusterSnapshot {
             }
         }
     }
-    snap.normalize();
-    snap
+}
+
+/// What [`add_task`] reads of a task that can change while it lives, besides its
+/// migrations (a task with any is rebuilt on every pass: its rows age out after two hours).
+type Fingerprint = (
+    TaskState,
+    Option<usize>,
+    Option<usize>,
+    u32,
+    i64,
+    Option<i64>,
+);
+
+fn fingerprint(t: &Task) -> Fingerprint {
+    (
+        t.state,
+        t.node,
+        t.worker,
+        t.incarnation,
+        t.started,
+        t.evicted_at,
+    )
+}
+
+/// The snapshot of [`build`] (`workloads = true`) kept from pass to pass and brought up to
+/// date by rebuilding only the entries of tasks that changed: new tasks, tasks whose
+/// [`Fingerprint`] changed, tasks that left, tasks with migrations; the nodes' GPU counts
+/// and cordons are updated in place. The result equals [`build`]'s at the same instant
+/// (debug builds check it on every update), and it stays normalized, so the policies read
+/// it without copying it.
+#[derive(Debug, Default)]
+pub struct Incremental {
+    snap: Option<ClusterSnapshot>,
+    /// Tasks with entries in the snapshot, ascending, with their fingerprint.
+    tracked: Vec<(usize, Fingerprint)>,
+    /// `sim.tasks[..seen]` have been looked at.
+    seen: usize,
+    /// Position in `snap.nodes` of each twin node.
+    node_pos: Vec<usize>,
+}
+
+impl Incremental {
+    /// An empty one (the first [`Incremental::update`] builds the whole snapshot).
+    pub fn new() -> Incremental {
+        Incremental::default()
+    }
+
+    /// The snapshot at `now`.
+    pub fn update(&mut self, sim: &Sim, now: i64) -> &ClusterSnapshot {
+        let snap = match self.snap.take() {
+            None => self.first(sim, now),
+            Some(snap) => self.refresh(snap, sim, now),
+        };
+        #[cfg(debug_assertions)]
+        assert!(
+            snap == build(sim, now, true),
+            "the incremental snapshot differs from a fresh one at {now}"
+        );
+        self.snap.insert(snap)
+    }
+
+    fn first(&mut self, sim: &Sim, now: i64) -> ClusterSnapshot {
+        let snap = build(sim, now, true);
+        self.tracked = sim
+            .tasks
+            .iter()
+            .enumerate()
+            .filter(|(_, t)| t.state != TaskState::Gone)
+            .map(|(i, t)| (i, fingerprint(t)))
+            .collect();
+        self.seen = sim.tasks.len();
+        self.node_pos = sim
+            .world
+            .nodes
+            .iter()
+            .map(|n| {
+                snap.nodes
+                    .binary_search_by(|x| x.name.as_str().cmp(&n.name))
+                    .unwrap_or(0)
+            })
+            .collect();
+        snap
+    }
+
+    fn refresh(&mut self, mut snap: ClusterSnapshot, sim: &Sim, now: i64) -> ClusterSnapshot {
+        snap.observed_at = ts(now);
+        for (n, &pos) in sim.world.nodes.iter().zip(&self.node_pos) {
+            let node = &mut snap.nodes[pos];
+            node.allocated_gpus = n.gpus - n.free_gpus;
+            node.free_gpus = n.free_gpus;
+            node.cordoned = n.cordoned;
+        }
+        // Dirty tasks: (index, still live).
+        let mut dirty: Vec<usize> = Vec::new();
+        self.tracked.retain_mut(|(i, fp)| {
+            let t = &sim.tasks[*i];
+            if t.state == TaskState::Gone {
+                dirty.push(*i);
+                return false;
+            }
+            let now_fp = fingerprint(t);
+            if now_fp != *fp || !t.migrations.is_empty() {
+                *fp = now_fp;
+                dirty.push(*i);
+            }
+            true
+        });
+        for (i, t) in sim.tasks.iter().enumerate().skip(self.seen) {
+            if t.state != TaskState::Gone {
+                self.tracked.push((i, fingerprint(t)));
+                dirty.push(i);
+            }
+        }
+        self.seen = sim.tasks.len();
+        if dirty.is_empty() {
+            return snap;
+        }
+        // The dirty tasks' objects: each task's are one run of the sorted lists (its
+        // workload is named `t<id>`, its pods, pending pods and PodGroups `t<id>-engine-…`).
+        let prefixes: Vec<(String, String)> = dirty
+            .iter()
+            .map(|&i| {
+                (
+                    sim.tasks[i].name.clone(),
+                    format!("{}-engine-", sim.tasks[i].name),
+                )
+            })
+            .collect();
+        let mut fresh = ClusterSnapshot::default();
+        for &i in &dirty {
+            add_task(&mut fresh, sim, i, now, true);
+        }
+        fresh.normalize();
+        let by_key = |ns: &str, name: &str, x: (&str, &str)| (ns, name).cmp(&x);
+        let named =
+            |ns: &str, name: &str, prefix: &str| ns == NAMESPACE && name.starts_with(prefix);
+        splice(
+            &mut snap.pods,
+            fresh.pods,
+            |a, b| (&a.namespace, &a.name) < (&b.namespace, &b.name),
+            |v| {
+                prefixes
+                    .iter()
+                    .map(|(_, pre)| {
+                        run(
+                            v,
+                            |p| by_key(&p.namespace, &p.name, (NAMESPACE, pre)),
+                            |p| named(&p.namespace, &p.name, pre),
+                        )
+                    })
+                    .collect()
+            },
+        );
+        splice(
+            &mut snap.pending_pods,
+            fresh.pending_pods,
+            |a, b| (&a.namespace, &a.name) < (&b.namespace, &b.name),
+            |v| {
+                prefixes
+                    .iter()
+                    .map(|(_, pre)| {
+                        run(
+                            v,
+                            |p| by_key(&p.namespace, &p.name, (NAMESPACE, pre)),
+                            |p| named(&p.namespace, &p.name, pre),
+                        )
+                    })
+                    .collect()
+            },
+        );
+        splice(
+            &mut snap.pod_groups,
+            fresh.pod_groups,
+            |a, b| (&a.namespace, &a.name) < (&b.namespace, &b.name),
+            |v| {
+                prefixes
+                    .iter()
+                    .map(|(_, pre)| {
+                        run(
+                            v,
+                            |p| by_key(&p.namespace, &p.name, (NAMESPACE, pre)),
+                            |p| named(&p.namespace, &p.name, pre),
+                        )
+                    })
+                    .collect()
+            },
+        );
+        splice(
+            &mut snap.workloads,
+            fresh.workloads,
+            |a, b| (&a.namespace, &a.name) < (&b.namespace, &b.name),
+            |v| {
+                prefixes
+                    .iter()
+                    .map(|(t, _)| {
+                        run(
+                            v,
+                            |w| by_key(&w.namespace, &w.name, (NAMESPACE, t)),
+                            |w| w.namespace == NAMESPACE && w.name == *t,
+                        )
+                    })
+                    .collect()
+            },
+        );
+        snap
+    }
+}
+
+/// The run `[lo, hi)` of sorted `v` whose elements match: those from the first one not
+/// before the searched key (`before` says `Less` for the elements ordered before it) while
+/// `matches` holds.
+fn run<T>(
+    v: &[T],
+    before: impl Fn(&T) -> std::cmp::Ordering,
+    matches: impl Fn(&T) -> bool,
+) -> (usize, usize) {
+    let lo = v.partition_point(|x| before(x) == std::cmp::Ordering::Less);
+    let hi = lo + v[lo..].iter().take_while(|x| matches(x)).count();
+    (lo, hi)
+}
+
+/// Removes from sorted `v` the runs `stale` finds and merges sorted `fresh` in, by `less`
+/// (the lists' keys are unique, so the result is the sorted union): each fresh element goes
+/// before the first old one not less than it (a binary search), then one pass moves them.
+fn splice<T>(
+    v: &mut Vec<T>,
+    fresh: Vec<T>,
+    less: impl Fn(&T, &T) -> bool,
+    stale: impl Fn(&[T]) -> Vec<(usize, usize)>,
+) {
+    let mut gone = vec![false; v.len()];
+    for (lo, hi) in stale(v) {
+        gone[lo..hi].iter_mut().for_each(|d| *d = true);
+    }
+    let at: Vec<usize> = fresh
+        .iter()
+        .map(|f| v.partition_point(|x| less(x, f)))
+        .collect();
+    let old = std::mem::take(v);
+    let mut out = Vec::with_capacity(old.len() + fresh.len());
+    let mut fresh = fresh.into_iter().zip(at).peekable();
+    for (i, (x, gone)) in old.into_iter().zip(gone).enumerate() {
+        while let Some((f, _)) = fresh.next_if(|(_, a)| *a <= i) {
+            out.push(f);
+        }
+        if !gone {
+            out.push(x);
+        }
+    }
+    out.extend(fresh.map(|(f, _)| f));
+    *v = out;
 }

@@ -1,6 +1,7 @@
 //! What both policies share: the pass context, OMENative eligibility (§C.3), the model
 //! view (§A.8), the per-workload cooldown (§C.8) and the surge plan (§C.4).
 
+use std::borrow::Cow;
 use std::cell::RefCell;
 use std::collections::{BTreeMap, BTreeSet};
 use std::rc::Rc;
@@ -16,16 +17,70 @@ use alfred_score::{Analysis, RepackBlock};
 
 use crate::settings::PolicySettings;
 
-/// One pass's read-only inputs. The snapshot is a normalized copy, so every lookup and
-/// every iteration order is independent of the order the caller's lists came in; its
-/// `observed_at` is the pass time `now` (the `T` of alfred-score).
+/// One pass's read-only inputs. The snapshot is normalized (a normalized copy, or the
+/// caller's snapshot itself when it already is exactly what normalizing would make of it),
+/// so every lookup and every iteration order is independent of the order the caller's
+/// lists came in; its `observed_at` is the pass time `now` (the `T` of alfred-score).
 pub(crate) struct Ctx<'a> {
-    pub snap: ClusterSnapshot,
+    pub snap: Cow<'a, ClusterSnapshot>,
     pub cfg: &'a PolicySettings,
     pub now: Timestamp,
     /// The surge plan's ordered target lists (§C.4), built once per (pool, spot avoidance,
     /// model-allowed set) on first use.
     targets: RefCell<BTreeMap<TargetKey, Rc<TargetList>>>,
+    /// Name prefixes of `snap.nodes`, for [`Ctx::node`].
+    node_names: NameIndex,
+    /// Name prefixes of `snap.pods`, for [`Ctx::pod`].
+    pod_names: NameIndex,
+    /// `snap.pods` as runs `[start, end)` of one namespace, in order.
+    pod_namespaces: Vec<(usize, usize)>,
+}
+
+/// The first 16 bytes of each name of a sorted list, as big-endian integers (zero-padded):
+/// truncating and zero-padding keep the order (not strictly), so a lookup narrows the list
+/// to the names sharing the searched name's prefix by integer comparisons in one small
+/// array, and compares whole names (a pointer away each) only in that range. The answer is
+/// the plain binary search's (the lists it serves are strictly ordered).
+#[derive(Debug, Default)]
+pub(crate) struct NameIndex(Vec<u128>);
+
+impl NameIndex {
+    fn new<'n>(names: impl Iterator<Item = &'n str>) -> NameIndex {
+        NameIndex(names.map(prefix16).collect())
+    }
+
+    /// The range of positions within `[start, end)` whose prefix is `name`'s.
+    fn range(&self, start: usize, end: usize, name: &str) -> (usize, usize) {
+        let key = prefix16(name);
+        let part = &self.0[start..end];
+        let lo = part.partition_point(|p| *p < key);
+        let hi = lo + part[lo..].partition_point(|p| *p == key);
+        (start + lo, start + hi)
+    }
+}
+
+fn prefix16(s: &str) -> u128 {
+    let b = s.as_bytes();
+    let mut a = [0u8; 16];
+    let n = b.len().min(16);
+    a[..n].copy_from_slice(&b[..n]);
+    u128::from_be_bytes(a)
+}
+
+/// The lookup indexes of a normalized, deduplicated snapshot.
+fn indexes(snap: &ClusterSnapshot) -> (NameIndex, NameIndex, Vec<(usize, usize)>) {
+    let mut runs: Vec<(usize, usize)> = Vec::new();
+    for (i, p) in snap.pods.iter().enumerate() {
+        match runs.last_mut() {
+            Some(r) if snap.pods[r.0].namespace == p.namespace => r.1 = i + 1,
+            _ => runs.push((i, i + 1)),
+        }
+    }
+    (
+        NameIndex::new(snap.nodes.iter().map(|n| n.name.as_str())),
+        NameIndex::new(snap.pods.iter().map(|p| p.name.as_str())),
+        runs,
+    )
 }
 
 /// `(pool, avoid spot, model key when the model constrains the targets)`.
@@ -44,7 +99,21 @@ pub(crate) struct TargetList {
 }
 
 impl<'a> Ctx<'a> {
-    pub fn new(snapshot: &ClusterSnapshot, cfg: &'a PolicySettings, now: Timestamp) -> Self {
+    pub fn new(snapshot: &'a ClusterSnapshot, cfg: &'a PolicySettings, now: Timestamp) -> Self {
+        // An adapter that keeps its snapshot normalized (alfred-twin) is not copied: the
+        // copy below would equal it.
+        if is_normalized_at(snapshot, now) {
+            let (node_names, pod_names, pod_namespaces) = indexes(snapshot);
+            return Ctx {
+                snap: Cow::Borrowed(snapshot),
+                cfg,
+                now,
+                targets: RefCell::default(),
+                node_names,
+                pod_names,
+                pod_namespaces,
+            };
+        }
         let mut snap = snapshot.clone();
         snap.normalize();
         snap.observed_at = now;
@@ -61,11 +130,15 @@ impl<'a> Ctx<'a> {
                 c.instances.dedup_by(|b, a| a.index == b.index);
             }
         }
+        let (node_names, pod_names, pod_namespaces) = indexes(&snap);
         Ctx {
-            snap,
+            snap: Cow::Owned(snap),
             cfg,
             now,
             targets: RefCell::default(),
+            node_names,
+            pod_names,
+            pod_namespaces,
         }
     }
 
@@ -75,12 +148,30 @@ impl<'a> Ctx<'a> {
         alfred_score::analyze(&self.snap, &self.cfg.score_settings())
     }
 
+    /// `snap.node(name)`, through the name index.
     pub fn node(&self, name: &str) -> Option<&Node> {
-        self.snap.node(name)
+        let nodes = &self.snap.nodes;
+        let (lo, hi) = self.node_names.range(0, nodes.len(), name);
+        nodes[lo..hi]
+            .binary_search_by(|n| n.name.as_str().cmp(name))
+            .ok()
+            .map(|i| &nodes[lo + i])
     }
 
+    /// `snap.pod_by_key(key)`, through the name index.
     pub fn pod(&self, key: &str) -> Option<&Pod> {
-        self.snap.pod_by_key(key)
+        let (ns, name) = key.split_once('/')?;
+        let pods = &self.snap.pods;
+        let run = self
+            .pod_namespaces
+            .binary_search_by(|(start, _)| pods[*start].namespace.as_str().cmp(ns))
+            .ok()?;
+        let (start, end) = self.pod_namespaces[run];
+        let (lo, hi) = self.pod_names.range(start, end, name);
+        pods[lo..hi]
+            .binary_search_by(|p| p.name.as_str().cmp(name))
+            .ok()
+            .map(|i| &pods[lo + i])
     }
 
     /// The pool of a node with GPUs.
@@ -107,11 +198,23 @@ impl<'a> Ctx<'a> {
     /// Primary node (§C.2): the node holding the most of the pods' GPUs, ties to the
     /// smallest name; falls back to the node with most pods when no pod holds GPUs.
     pub fn primary_node(&self, pods: &[String], fallback: Option<&Instance>) -> String {
-        let by = self.gpus_by_node(pods);
+        // [`Ctx::gpus_by_node`] without copying node names: (node, GPUs) in name order.
+        let mut by: Vec<(&str, u64)> = Vec::with_capacity(pods.len());
+        for key in pods {
+            if let Some(p) = self.pod(key)
+                && p.gpus > 0
+                && !p.node.is_empty()
+            {
+                match by.binary_search_by(|(n, _)| (*n).cmp(p.node.as_str())) {
+                    Ok(i) => by[i].1 += u64::from(p.gpus),
+                    Err(i) => by.insert(i, (p.node.as_str(), u64::from(p.gpus))),
+                }
+            }
+        }
         let mut best: Option<(&str, u64)> = None;
-        for (n, g) in &by {
-            if best.is_none_or(|(_, bg)| *g > bg) {
-                best = Some((n.as_str(), *g));
+        for &(n, g) in &by {
+            if best.is_none_or(|(_, bg)| g > bg) {
+                best = Some((n, g));
             }
         }
         match best {
@@ -142,8 +245,20 @@ impl<'a> Ctx<'a> {
     }
 
     /// Whether every node of the Instance is in `pool` (and it has at least one).
+    #[cfg(test)]
     pub fn instance_in_pool(&self, inst: &Instance, pool: &str) -> bool {
         !inst.nodes.is_empty() && inst.nodes.keys().all(|n| self.pool_of(n) == Some(pool))
+    }
+
+    /// The pool every node of the Instance is in, if there is one (and it has a node):
+    /// `instance_in_pool(inst, p)` is `instance_pool(inst) == Some(p)`, so a pass resolves
+    /// it once per Instance rather than once per Instance and pool.
+    pub fn instance_pool(&self, inst: &Instance) -> Option<&str> {
+        let mut nodes = inst.nodes.keys();
+        let first = self.pool_of(nodes.next()?)?;
+        nodes
+            .all(|n| self.pool_of(n) == Some(first))
+            .then_some(first)
     }
 
     /// `modelAdvisoryReason(w)` (§A.8).
@@ -210,6 +325,62 @@ impl<'a> Ctx<'a> {
             SpotOverride::Default | SpotOverride::Avoid => self.cfg.prefer_spot_as_source,
         }
     }
+}
+
+/// Whether `snap` is exactly what [`Ctx::new`] would make of it at `now`: observed at
+/// `now`, every list already in [`ClusterSnapshot::normalize`]'s order (a stable sort of a
+/// sorted list changes nothing) and the lists [`Ctx::new`] deduplicates free of duplicates
+/// (strictly increasing). O(size of the snapshot), no allocation.
+pub(crate) fn is_normalized_at(snap: &ClusterSnapshot, now: Timestamp) -> bool {
+    use std::cmp::Ordering;
+    /// Every neighbour pair in order (`Less`; or `Equal` too when not `strict`).
+    fn ordered<T>(v: &[T], cmp: impl Fn(&T, &T) -> Ordering, strict: bool) -> bool {
+        v.windows(2).all(|w| match cmp(&w[0], &w[1]) {
+            Ordering::Less => true,
+            Ordering::Equal => !strict,
+            Ordering::Greater => false,
+        })
+    }
+    let by_name = |a: (&String, &String), b: (&String, &String)| a.cmp(&b);
+    snap.observed_at == now
+        && ordered(&snap.nodes, |a, b| a.name.cmp(&b.name), true)
+        && ordered(
+            &snap.pods,
+            |a, b| by_name((&a.namespace, &a.name), (&b.namespace, &b.name)),
+            true,
+        )
+        && ordered(
+            &snap.pending_pods,
+            |a, b| by_name((&a.namespace, &a.name), (&b.namespace, &b.name)),
+            false,
+        )
+        && ordered(
+            &snap.workloads,
+            |a, b| by_name((&a.namespace, &a.name), (&b.namespace, &b.name)),
+            true,
+        )
+        && ordered(
+            &snap.pod_groups,
+            |a, b| by_name((&a.namespace, &a.name), (&b.namespace, &b.name)),
+            false,
+        )
+        && snap.problems.is_sorted()
+        && snap.workloads.iter().all(|w| {
+            ordered(&w.components, |a, b| a.kind.cmp(&b.kind), true)
+                && w.components.iter().all(|c| {
+                    ordered(&c.instances, |a, b| a.index.cmp(&b.index), true)
+                        && c.pods.is_sorted()
+                        && c.instances.iter().all(|i| i.pods.is_sorted())
+                })
+                && ordered(&w.migration.requests, |a, b| a.uuid.cmp(&b.uuid), false)
+                && w.migration.malformed_requests.is_sorted()
+                && ordered(
+                    &w.migration.records,
+                    |a, b| by_name((&a.uuid, &a.component), (&b.uuid, &b.component)),
+                    false,
+                )
+                && ordered(&w.migration.active, |a, b| a.uuid.cmp(&b.uuid), false)
+        })
 }
 
 /// The shared OMENative eligibility (§C.3, alfred-score's) as the reason to report;
@@ -292,7 +463,7 @@ fn surge_prints<'c>(
     // Validate the prints: every pod resolves to a bound pod of this namespace on a known node,
     // the GPU total and per-node pod counts agree with the Instance.
     let mut prints: Vec<(String, String, u32)> = Vec::new();
-    let mut counts: BTreeMap<String, u32> = BTreeMap::new();
+    let mut counts: BTreeMap<&str, u32> = BTreeMap::new();
     let mut total: u64 = 0;
     for key in &inst.pods {
         let p = ctx.pod(key)?;
@@ -300,13 +471,19 @@ fn surge_prints<'c>(
             return None;
         }
         ctx.node(&p.node)?;
-        *counts.entry(p.node.clone()).or_default() += 1;
+        *counts.entry(p.node.as_str()).or_default() += 1;
         total += u64::from(p.gpus);
         if p.gpus > 0 {
             prints.push((key.clone(), p.node.clone(), p.gpus));
         }
     }
-    if prints.is_empty() || total != u64::from(inst.total_gpus) || counts != inst.nodes {
+    if prints.is_empty()
+        || total != u64::from(inst.total_gpus)
+        || !counts
+            .iter()
+            .map(|(n, c)| (*n, *c))
+            .eq(inst.nodes.iter().map(|(n, c)| (n.as_str(), *c)))
+    {
         return None;
     }
     let sources: Vec<String> = inst.nodes.keys().cloned().collect();

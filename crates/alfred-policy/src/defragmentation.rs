@@ -14,7 +14,9 @@ use alfred_model::Timestamp;
 use alfred_model::config::Config;
 use alfred_model::reason::{AdvisoryReason, RowReason};
 use alfred_model::record::{Candidate, Policy};
-use alfred_model::snapshot::{ClusterSnapshot, Component, DeploymentMode, Instance, Workload};
+use alfred_model::snapshot::{
+    ClusterSnapshot, Component, DeploymentMode, Instance, PendingPod, Workload,
+};
 use alfred_score::{
     Bins, LadderSlots, PoolAnalysis, PoolScore, ThresholdCase, weighted_fragmentation,
 };
@@ -62,6 +64,9 @@ pub(crate) fn run(ctx: &Ctx<'_>) -> Vec<Candidate> {
     }
     let analysis = ctx.analyze();
     let mut out = Vec::new();
+    // The pool of every Instance ([`Ctx::instance_pool`]), by workload, component, Instance:
+    // resolved on the first pool that needs it, then reused by the others.
+    let mut inst_pools: Option<Vec<Vec<Vec<Option<&str>>>>> = None;
     for pool in ctx.snap.pools() {
         let Some(eval) = analysis.pool(&pool) else {
             continue;
@@ -71,10 +76,22 @@ pub(crate) fn run(ctx: &Ctx<'_>) -> Vec<Candidate> {
             ThresholdCase::AdvisoryOnly => false,
             ThresholdCase::Quiet => continue,
         };
-        let pricer = Pricer::new(eval);
-        for w in &ctx.snap.workloads {
-            for c in &w.components {
-                component(ctx, eval, &pricer, exec, w, c, &mut out);
+        let inst_pools = inst_pools.get_or_insert_with(|| {
+            ctx.snap
+                .workloads
+                .iter()
+                .map(|w| {
+                    w.components
+                        .iter()
+                        .map(|c| c.instances.iter().map(|i| ctx.instance_pool(i)).collect())
+                        .collect()
+                })
+                .collect()
+        });
+        let pricer = Pricer::new(ctx, eval);
+        for (w, pools) in ctx.snap.workloads.iter().zip(inst_pools.iter()) {
+            for (c, pools) in w.components.iter().zip(pools) {
+                component(ctx, eval, &pricer, exec, w, c, pools, &mut out);
             }
         }
     }
@@ -117,13 +134,16 @@ pub(crate) fn component_pods(c: &Component) -> Vec<String> {
     pods
 }
 
+/// `inst_pools`: the pool of each of `c`'s Instances ([`Ctx::instance_pool`]).
+#[allow(clippy::too_many_arguments)]
 fn component(
     ctx: &Ctx<'_>,
     eval: &PoolAnalysis<'_>,
-    pricer: &Pricer,
+    pricer: &Pricer<'_>,
     exec: bool,
     w: &Workload,
     c: &Component,
+    inst_pools: &[Option<&str>],
     out: &mut Vec<Candidate>,
 ) {
     let pool = eval.score.pool.as_str();
@@ -156,9 +176,8 @@ fn component(
             if busy {
                 return;
             }
-            for inst in &c.instances {
-                if inst.total_gpus == 0 || inst.any_terminating || !ctx.instance_in_pool(inst, pool)
-                {
+            for (inst, in_pool) in c.instances.iter().zip(inst_pools) {
+                if inst.total_gpus == 0 || inst.any_terminating || *in_pool != Some(pool) {
                     continue;
                 }
                 let from = ctx.primary_node(&inst.pods, Some(inst));
@@ -178,8 +197,8 @@ fn component(
                 }
                 return;
             }
-            for inst in &c.instances {
-                if inst.total_gpus == 0 || !ctx.instance_in_pool(inst, pool) {
+            for (inst, in_pool) in c.instances.iter().zip(inst_pools) {
+                if inst.total_gpus == 0 || *in_pool != Some(pool) {
                     continue;
                 }
                 out.extend(omenative_instance(ctx, eval, pricer, exec, w, c, inst));
@@ -194,7 +213,7 @@ fn component(
 fn omenative_instance(
     ctx: &Ctx<'_>,
     eval: &PoolAnalysis<'_>,
-    pricer: &Pricer,
+    pricer: &Pricer<'_>,
     exec: bool,
     w: &Workload,
     c: &Component,
@@ -273,22 +292,36 @@ pub(crate) struct Priced {
 
 /// What pricing needs of a pool's observed bins, computed once per pool: the slot counts
 /// per ladder size, `TotalFree`, and the bins by free GPUs (largest first) for the
-/// emergency test.
-pub(crate) struct Pricer {
+/// emergency test, and the pending pods that test reads (the pool's, old enough, asking
+/// GPUs: the parts of the test that do not depend on the candidate).
+pub(crate) struct Pricer<'s> {
     slots: LadderSlots,
     total_free: u64,
     by_free_desc: Vec<usize>,
+    emergency_pods: Vec<&'s PendingPod>,
 }
 
-impl Pricer {
-    pub(crate) fn new(eval: &PoolAnalysis<'_>) -> Self {
+impl<'s> Pricer<'s> {
+    pub(crate) fn new(ctx: &'s Ctx<'_>, eval: &PoolAnalysis<'_>) -> Self {
         let free = eval.bins.free();
         let mut by_free_desc: Vec<usize> = (0..free.len()).collect();
         by_free_desc.sort_by(|a, b| free[*b].cmp(&free[*a]).then(a.cmp(b)));
+        let pool = eval.score.pool.as_str();
+        let age = f64::from(ctx.cfg.emergency_pending_age_minutes);
         Pricer {
             slots: LadderSlots::new(&eval.bins, &eval.weights),
             total_free: eval.bins.total_free(),
             by_free_desc,
+            emergency_pods: ctx
+                .snap
+                .pending_pods
+                .iter()
+                .filter(|p| {
+                    p.gpus_needed > 0
+                        && p.counts_in(pool)
+                        && ctx.now.minutes_since(p.pending_since) > age
+                })
+                .collect(),
         }
     }
 }
@@ -345,7 +378,7 @@ fn extra_bins<'c>(
 pub(crate) fn price(
     ctx: &Ctx<'_>,
     eval: &PoolAnalysis<'_>,
-    pricer: &Pricer,
+    pricer: &Pricer<'_>,
     w: &Workload,
     plan: &SurgePlan,
 ) -> Option<Priced> {
@@ -420,7 +453,12 @@ pub(crate) fn price(
         .unwrap_or(0);
     let touched_max = touched.iter().map(|t| t.2).max().unwrap_or(0);
     let max_after = untouched_pool_max.max(untouched_extra_max).max(touched_max);
-    let emergency = emergency(ctx, eval.score.pool.as_str(), w, max_before, max_after);
+    // [`emergency`] on the pool's pods prefiltered by the pricer (no pod can pass when the
+    // largest free bin does not grow).
+    let emergency = max_after > max_before
+        && pricer.emergency_pods.iter().any(|p| {
+            tenant_compatible(ctx, w, p) && max_before < p.gpus_needed && max_after >= p.gpus_needed
+        });
     Some(Priced { benefit, emergency })
 }
 

@@ -82,8 +82,16 @@ pub(crate) fn run(ctx: &Ctx<'_>) -> NodeHealthOutput {
         };
     }
     let mut candidates = Vec::new();
-    for w in &ctx.snap.workloads {
-        findings(ctx, w, &mut candidates);
+    // Findings need a node with an evacuation reason: with none, every workload has none.
+    let any_evacuating = ctx
+        .snap
+        .nodes
+        .iter()
+        .any(|n| evacuation_reason(ctx, &n.name).is_some());
+    if any_evacuating {
+        for w in &ctx.snap.workloads {
+            findings(ctx, w, &mut candidates);
+        }
     }
     rank(&mut candidates);
     NodeHealthOutput {

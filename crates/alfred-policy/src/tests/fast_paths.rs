@@ -25,7 +25,7 @@ proptest! {
         let ctx = Ctx::new(&snap, &cfg, snap.observed_at);
         let analysis = ctx.analyze();
         let evals: Vec<_> = ctx.snap.pools().iter().filter_map(|p| analysis.pool(p)).collect();
-        let pricers: Vec<Pricer> = evals.iter().map(|e| Pricer::new(e)).collect();
+        let pricers: Vec<Pricer> = evals.iter().map(|e| Pricer::new(&ctx, e)).collect();
         for w in &ctx.snap.workloads {
             for comp in &w.components {
                 if comp.mode != DeploymentMode::OMENative {
@@ -156,7 +156,7 @@ fn fast_plan_and_price_equal_the_reference_on_a_larger_cluster() {
                     let Some(plan) = fast else { continue };
                     planned += 1;
                     for eval in &evals {
-                        let pricer = Pricer::new(eval);
+                        let pricer = Pricer::new(&ctx, eval);
                         let a = price(&ctx, eval, &pricer, w, &plan);
                         let b = price_by_clone(&ctx, eval, w, &plan);
                         assert_eq!(
@@ -173,4 +173,78 @@ fn fast_plan_and_price_equal_the_reference_on_a_larger_cluster() {
         planned >= 40 && priced >= 40,
         "planned {planned} priced {priced}"
     );
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 256, ..ProptestConfig::default() })]
+
+    /// The context borrows a snapshot that is already normalized (and copies one that is
+    /// not) with the same result, and its indexed lookups answer as the snapshot's binary
+    /// searches, for present names, their prefixes and extensions, and absent ones.
+    #[test]
+    fn borrowed_context_and_indexed_lookups_equal_the_plain_forms(c in case()) {
+        let (snap, s) = build(&c);
+        let cfg = s.sanitized();
+        let owned = Ctx::new(&snap, &cfg, snap.observed_at);
+        let normalized = owned.snap.clone().into_owned();
+        let borrowed = Ctx::new(&normalized, &cfg, snap.observed_at);
+        prop_assert!(crate::common::is_normalized_at(&normalized, snap.observed_at));
+        prop_assert!(matches!(borrowed.snap, std::borrow::Cow::Borrowed(_)));
+        prop_assert_eq!(&*owned.snap, &*borrowed.snap);
+        prop_assert_eq!(
+            crate::defragmentation::evaluate_with(&snap, &s, snap.observed_at),
+            crate::defragmentation::evaluate_with(&normalized, &s, snap.observed_at)
+        );
+        let snap = &*borrowed.snap;
+        let mut pools = snap.pools();
+        pools.push("no-such-pool".into());
+        for w in &snap.workloads {
+            for comp in &w.components {
+                for inst in &comp.instances {
+                    for p in &pools {
+                        prop_assert_eq!(
+                            borrowed.instance_in_pool(inst, p),
+                            borrowed.instance_pool(inst) == Some(p.as_str())
+                        );
+                    }
+                }
+            }
+        }
+        let mut names: Vec<String> = snap.nodes.iter().map(|n| n.name.clone()).collect();
+        names.extend(["".into(), "zzzzzzzzzzzzzzzzzz".into(), "\0".into()]);
+        for n in names.clone() {
+            for m in [n.clone(), format!("{n}x"), n.chars().take(3).collect(), format!("{n}\0")] {
+                prop_assert_eq!(borrowed.node(&m), snap.node(&m));
+            }
+        }
+        let mut keys: Vec<String> =
+            snap.pods.iter().map(|p| format!("{}/{}", p.namespace, p.name)).collect();
+        keys.extend(["nope".into(), "/".into(), "ns0/".into(), "zz/zz".into()]);
+        for k in keys {
+            for m in [k.clone(), format!("{k}x"), k.chars().take(5).collect()] {
+                prop_assert_eq!(borrowed.pod(&m), snap.pod_by_key(&m));
+            }
+        }
+    }
+}
+
+#[test]
+fn name_lookups_with_long_shared_prefixes() {
+    use crate::testkit::ClusterBuilder;
+    let long = "gpu-node-with-a-very-long-common-prefix-";
+    let mut b = ClusterBuilder::new();
+    for i in [3, 1, 20, 2, 10] {
+        b = b.node(&format!("{long}{i}"), "H100", 8);
+    }
+    b = b
+        .node("a", "H100", 8)
+        .node("gpu-node-with-a-very-long-common-prefix", "H100", 8);
+    let snap = b.build();
+    let cfg = crate::settings::PolicySettings::default().sanitized();
+    let ctx = Ctx::new(&snap, &cfg, snap.observed_at);
+    for n in &ctx.snap.nodes {
+        assert_eq!(ctx.node(&n.name).map(|x| &x.name), Some(&n.name));
+    }
+    assert!(ctx.node(&format!("{long}4")).is_none());
+    assert!(ctx.node("gpu-node-with-a-very-long-common-prefi").is_none());
 }
