@@ -529,6 +529,8 @@ impl Incremental {
     }
 
     fn refresh(&mut self, mut snap: ClusterSnapshot, sim: &Sim, now: i64) -> ClusterSnapshot {
+        // Edited in place below: the flat index the last pass built no longer describes it.
+        snap.invalidate_index();
         snap.observed_at = ts(now);
         for (n, &pos) in sim.world.nodes.iter().zip(&self.node_pos) {
             let node = &mut snap.nodes[pos];
