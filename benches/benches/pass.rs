@@ -72,8 +72,7 @@ impl Fixture {
         let previous = self.state.node_records.clone();
         let input = PassInput {
             snapshot: &self.snap,
-            fresh_snapshot: Some(&self.snap),
-            second_look: alfred_dispatch::SecondLook::Frozen,
+            fresh: alfred_dispatch::FreshLooks::Frozen(Some(&self.snap)),
             config,
             runtime: &self.runtime,
             namespace: "alfred-system",

@@ -172,8 +172,7 @@ fn run(args: &ReplayArgs) -> Result<String, Failure> {
     let previous = state.node_records.clone();
     let input = PassInput {
         snapshot: &snapshot,
-        fresh_snapshot: Some(&snapshot),
-        second_look: alfred_dispatch::SecondLook::Frozen,
+        fresh: alfred_dispatch::FreshLooks::Frozen(Some(&snapshot)),
         config: &config,
         runtime: &runtime,
         namespace: &args.namespace,

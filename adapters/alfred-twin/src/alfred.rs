@@ -305,8 +305,7 @@ impl Caretaker for AlfredCaretaker {
         let previous = self.state.node_records.clone();
         let input = PassInput {
             snapshot: snap,
-            fresh_snapshot: Some(snap),
-            second_look: alfred_dispatch::SecondLook::Frozen,
+            fresh: alfred_dispatch::FreshLooks::Frozen(Some(snap)),
             config: &self.config,
             runtime: &self.runtime,
             namespace: ALFRED_NAMESPACE,

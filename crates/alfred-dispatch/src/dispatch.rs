@@ -11,7 +11,7 @@ use alfred_model::snapshot::DeploymentMode;
 
 use crate::guard::{GuardObservation, check_guard, guard_username};
 use crate::journal::{Entry, Journal, Phase, WorkloadRef, retention};
-use crate::preflight::{Recheck, SecondLook, recheck};
+use crate::preflight::{Looks, Recheck, recheck};
 use crate::request::{RequestPayload, annotation_key};
 use crate::schedule::fresh;
 use crate::sim::Simulator;
@@ -63,10 +63,8 @@ pub struct DispatchCtx<'a> {
     pub stages: &'a dyn Stages,
     /// The pass's snapshot.
     pub snapshot: &'a ClusterSnapshot,
-    /// The fresh snapshot for the re-check.
-    pub fresh: Option<&'a ClusterSnapshot>,
-    /// Where the re-check's second look after the simulation comes from.
-    pub second_look: SecondLook<'a>,
+    /// The re-check's fresh looks.
+    pub looks: &'a Looks<'a>,
     /// Configuration.
     pub config: &'a Config,
     /// Flags.
@@ -306,13 +304,12 @@ pub fn execute(
         }
         let rc = Recheck {
             stages: ctx.stages,
-            fresh: ctx.fresh,
+            looks: ctx.looks,
             observed: None,
             config: ctx.config,
             runtime: ctx.runtime,
             journal: &journal,
             breaker: &*breaker,
-            second_look: ctx.second_look,
             now: ctx.now,
         };
         let cand = entry_candidate(e);
@@ -345,13 +342,12 @@ pub fn execute(
     }
     let rc = Recheck {
         stages: ctx.stages,
-        fresh: ctx.fresh,
+        looks: ctx.looks,
         observed: Some(ctx.snapshot),
         config: ctx.config,
         runtime: ctx.runtime,
         journal: &journal,
         breaker: &*breaker,
-        second_look: ctx.second_look,
         now: ctx.now,
     };
     let mut submitted_at = None;
@@ -398,7 +394,8 @@ pub fn execute(
         out.uuids_used += 1;
         let mut next = journal.clone();
         let overrides = ctx
-            .fresh
+            .looks
+            .taken()
             .unwrap_or(ctx.snapshot)
             .workloads
             .iter()

@@ -18,12 +18,12 @@
 //!                                                                                   // --migration-api-version=v1
 //!                    node_records: parsed node.* keys of the recommendations ConfigMap }
 //!     guard     = GuardObservation from uncached GETs of the two admission objects
-//!     fresh     = a snapshot from uncached reads (execute mode; may equal `snapshot`)
-//!     second    = SecondLook::Observe(observer): the re-check calls it after a feasible
-//!                 simulation to observe once more (SecondLook::Frozen for a recorded
-//!                 cluster)
+//!     fresh     = FreshLooks::Observe(observer) in execute mode: the re-check asks it for
+//!                 a snapshot from uncached reads when the first move reaches it, and again
+//!                 after each feasible simulation (FreshLooks::Frozen(Some(&snapshot)) for a
+//!                 recorded cluster)
 //!     uuids     = a few freshly generated lower-case v4 UUIDs
-//!     out = run_pass(&PassInput { snapshot, fresh_snapshot, second_look, config, runtime,
+//!     out = run_pass(&PassInput { snapshot, fresh, config, runtime,
 //!                                 namespace, config_map_name, state, previous_node_records, guard,
 //!                                 uuids, config_changed, deadline, now }, &stages,
 //!                    &session, &mut simulator)
@@ -52,12 +52,12 @@
 //!
 //! * `SchedulingStateChanged` and `SafetyStateChanged` (§9.6 step 12): after a feasible
 //!   simulation the re-check looks at the cluster a second time through
-//!   [`PassInput::second_look`] ([`SecondLook::Observe`] with the adapter's
+//!   [`PassInput::fresh`] ([`FreshLooks::Observe`] with the adapter's
 //!   [`FreshObserver`]; `alfred run` runs a new observation pass there). The capture of
 //!   scheduling inputs is the snapshot's nodes, pods, PodGroups and workloads
 //!   ([`preflight::same_scheduling_inputs`]); what lies outside it (the models' storage
 //!   constraints, the executor's state) can still change the arbiter's verdict, which
-//!   is `SafetyStateChanged`. `replay` and the twin pass [`SecondLook::Frozen`]: their
+//!   is `SafetyStateChanged`. `replay` and the twin pass [`FreshLooks::Frozen`]: their
 //!   cluster cannot change during a pass.
 //! * `SubmissionUncertain` (§9.9 `attempt()` step 5) is produced one pass late: the
 //!   adapter reports the failed request write through [`Session::failed_requests`]; the
@@ -98,7 +98,7 @@ pub use guard::GuardObservation;
 pub use journal::{Entry, Journal, JournalError, Phase};
 pub use model_sim::{ModelProfiles, ModelSimulator};
 pub use pass::{Contingency, DurableState, Explained, PassInput, PassOutput, Session, run_pass};
-pub use preflight::{FreshObserver, SecondLook};
+pub use preflight::{FreshLooks, FreshObserver};
 pub use request::RequestPayload;
 #[cfg(any(test, feature = "testkit"))]
 pub use sim::ScriptedSimulator;

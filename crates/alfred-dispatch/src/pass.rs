@@ -14,7 +14,7 @@ use serde::{Deserialize, Serialize};
 use crate::dispatch::{Breaker, Decision, DispatchCtx, JournalSlot, execute};
 use crate::guard::GuardObservation;
 use crate::journal::Journal;
-use crate::preflight::SecondLook;
+use crate::preflight::{FreshLooks, Looks};
 use crate::report;
 use crate::sim::Simulator;
 use crate::stages::{ArbiterInput, PoolGauge, Stages};
@@ -177,13 +177,10 @@ pub struct Session {
 pub struct PassInput<'a> {
     /// The pass's snapshot.
     pub snapshot: &'a ClusterSnapshot,
-    /// A fresh snapshot for the pre-submit re-check (may be the same); `None` when it
-    /// could not be built (`ObservationUnavailable`).
-    pub fresh_snapshot: Option<&'a ClusterSnapshot>,
-    /// Where the re-check's second fresh observation, after the simulation, comes from
-    /// (alfred-engine.md §9.6 step 12): [`SecondLook::Frozen`] when the cluster cannot
-    /// change during the pass.
-    pub second_look: SecondLook<'a>,
+    /// Where the execute-mode re-check's fresh observations come from (alfred-engine.md
+    /// §9.6 steps 1 and 12): [`FreshLooks::Frozen`] with a snapshot when the cluster cannot
+    /// change during the pass, [`FreshLooks::Observe`] to observe on demand.
+    pub fresh: FreshLooks<'a>,
     /// Configuration (one object for the whole pass).
     pub config: &'a Config,
     /// Validated flags.
@@ -327,12 +324,12 @@ pub fn run_pass(
     let mut new_state = input.state.clone();
     let mut journal_error = None;
     let mut uuids_used = 0;
+    let looks = Looks::new(input.fresh);
     let decisions = if dispatcher {
         let ctx = DispatchCtx {
             stages,
             snapshot: snap,
-            fresh: input.fresh_snapshot,
-            second_look: input.second_look,
+            looks: &looks,
             config: cfg,
             runtime: input.runtime,
             namespace: input.namespace,

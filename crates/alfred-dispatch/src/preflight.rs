@@ -7,11 +7,12 @@
 //! [`CAPTURE_PROBLEM_KIND`] in the fresh snapshot.
 //!
 //! The simulation takes time, and the cluster moves on meanwhile; so after a feasible
-//! simulation the re-check looks a *second* time (step 12) through the [`SecondLook`]
+//! simulation the re-check looks a *second* time (step 12) through the [`FreshObserver`]
 //! port and refuses the move if what the simulation answered no longer describes the
 //! cluster. In this model one snapshot is both the observation and the capture of
 //! scheduling inputs; [`same_scheduling_inputs`] says which part of it is the capture.
 
+use std::cell::OnceCell;
 use std::collections::BTreeSet;
 use std::sync::Arc;
 use std::time::Duration;
@@ -109,22 +110,59 @@ pub struct Cleared {
     pub targets: Vec<String>,
 }
 
-/// Where the re-check's second fresh observation (§9.6 step 12) comes from.
+/// Where the execute-mode re-check's fresh observations come from (§9.6 step 1, the first
+/// look, and step 12, the second look after the simulation).
 #[derive(Clone, Copy)]
-pub enum SecondLook<'a> {
+pub enum FreshLooks<'a> {
     /// The cluster cannot change while the pass runs (a recorded cluster in `replay`, the
-    /// twin's stopped clock): the second look sees the first fresh snapshot again, so
-    /// step 12 passes by construction.
-    Frozen,
-    /// Ask the adapter for a new snapshot after the simulation.
+    /// twin's stopped clock): both looks see this snapshot (`None`: it could not be built,
+    /// `ObservationUnavailable`), so step 12 passes by construction.
+    Frozen(Option<&'a ClusterSnapshot>),
+    /// The adapter observes on demand: the first look when the first move reaches the
+    /// re-check (then shared by the pass's later re-checks), the second after each feasible
+    /// simulation. A pass with nothing to dispatch reads nothing.
     Observe(&'a dyn FreshObserver),
 }
 
-impl std::fmt::Debug for SecondLook<'_> {
+impl std::fmt::Debug for FreshLooks<'_> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         match self {
-            SecondLook::Frozen => f.write_str("Frozen"),
-            SecondLook::Observe(_) => f.write_str("Observe(..)"),
+            FreshLooks::Frozen(s) => {
+                write!(f, "Frozen({})", if s.is_some() { ".." } else { "None" })
+            }
+            FreshLooks::Observe(_) => f.write_str("Observe(..)"),
+        }
+    }
+}
+
+/// A pass's fresh looks, the first taken at most once.
+pub struct Looks<'a> {
+    source: FreshLooks<'a>,
+    first: OnceCell<Option<Arc<ClusterSnapshot>>>,
+}
+
+impl<'a> Looks<'a> {
+    /// Nothing observed yet.
+    pub fn new(source: FreshLooks<'a>) -> Looks<'a> {
+        Looks {
+            source,
+            first: OnceCell::new(),
+        }
+    }
+
+    /// The first look (observed now if it was not yet); `None`: unavailable.
+    pub fn first(&self) -> Option<&ClusterSnapshot> {
+        match self.source {
+            FreshLooks::Frozen(s) => s,
+            FreshLooks::Observe(o) => self.first.get_or_init(|| o.observe_again()).as_deref(),
+        }
+    }
+
+    /// The first look if it has been taken (never observes).
+    pub fn taken(&self) -> Option<&ClusterSnapshot> {
+        match self.source {
+            FreshLooks::Frozen(s) => s,
+            FreshLooks::Observe(_) => self.first.get().and_then(|s| s.as_deref()),
         }
     }
 }
@@ -156,8 +194,8 @@ pub fn same_scheduling_inputs(a: &ClusterSnapshot, b: &ClusterSnapshot) -> bool 
 pub struct Recheck<'a> {
     /// The stages (policies and arbiter run again).
     pub stages: &'a dyn Stages,
-    /// The fresh snapshot, `None` when it could not be built.
-    pub fresh: Option<&'a ClusterSnapshot>,
+    /// The pass's fresh looks.
+    pub looks: &'a Looks<'a>,
     /// The pass's own snapshot (for the identity comparison), when the move came from it.
     pub observed: Option<&'a ClusterSnapshot>,
     /// Configuration.
@@ -168,8 +206,6 @@ pub struct Recheck<'a> {
     pub journal: &'a Journal,
     /// The session's circuit breaker.
     pub breaker: &'a Breaker,
-    /// Where the second fresh observation comes from.
-    pub second_look: SecondLook<'a>,
     /// Now.
     pub now: Timestamp,
 }
@@ -317,7 +353,10 @@ pub fn recheck(
     existing: Option<&Entry>,
 ) -> Result<Cleared, DispatchReason> {
     // 1. Fresh observation.
-    let fresh_snap = ctx.fresh.ok_or(DispatchReason::ObservationUnavailable)?;
+    let fresh_snap = ctx
+        .looks
+        .first()
+        .ok_or(DispatchReason::ObservationUnavailable)?;
     // 2. The policies still propose it. 3. The arbiter admits it alone on the fresh snapshot.
     let fresh_c = admitted_again(ctx, fresh_snap, candidate, existing)?;
     // 4. Lossless capture.
@@ -403,10 +442,10 @@ pub fn recheck(
     }
     // 12. The second look: the simulation answered for the cluster of the first look.
     let second_owned;
-    let (fresh_snap, fresh_c) = match ctx.second_look {
+    let (fresh_snap, fresh_c) = match ctx.looks.source {
         // Same inputs, same verdicts: nothing to repeat.
-        SecondLook::Frozen => (fresh_snap, fresh_c),
-        SecondLook::Observe(observer) => {
+        FreshLooks::Frozen(_) => (fresh_snap, fresh_c),
+        FreshLooks::Observe(observer) => {
             second_owned = observer
                 .observe_again()
                 .ok_or(DispatchReason::ObservationUnavailable)?;

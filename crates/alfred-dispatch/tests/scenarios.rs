@@ -647,6 +647,46 @@ fn the_second_look_after_the_simulation_stops_a_move_the_cluster_moved_away_from
     assert_eq!(requests(&out), 1);
 }
 
+/// The adapter observes on demand: a pass with a move to dispatch looks twice (before and
+/// after the simulation, the first look shared by every re-check of the pass); a pass with
+/// nothing to dispatch, or in recommend-only, never lists the cluster.
+#[test]
+fn fresh_looks_are_taken_only_when_a_move_reaches_the_re_check() {
+    let mut w = World::execute();
+    let second = w.snap.clone();
+    w.second_look = Some(ScriptedLook(Some(second)));
+    let out = w.pass();
+    assert_eq!(requests(&out), 1);
+    assert_eq!(w.observations, 2, "first look + second look");
+
+    let mut w = World::execute();
+    w.second_look = Some(ScriptedLook(Some(w.snap.clone())));
+    for c in &mut w.stages.candidates {
+        advisory(c);
+    }
+    let out = w.pass();
+    assert_eq!(requests(&out), 0);
+    assert_eq!(w.observations, 0, "nothing to dispatch, nothing read");
+
+    let mut w = World::execute();
+    w.config.mode = Mode::RecommendOnly;
+    w.second_look = Some(ScriptedLook(Some(w.snap.clone())));
+    w.pass();
+    assert_eq!(w.observations, 0, "recommend-only reads nothing");
+
+    // The first look fails: the cluster is asked once, and every move the pass reaches is
+    // refused for it.
+    let mut w = World::execute();
+    w.fresh_same = false;
+    w.fresh = None;
+    w.second_look = Some(ScriptedLook(Some(w.snap.clone())));
+    let out = w.pass();
+    assert_eq!(reason(&out, "w1"), Some(D::ObservationUnavailable));
+    assert_eq!(reason(&out, "w2"), Some(D::ObservationUnavailable));
+    assert_eq!(requests(&out), 0);
+    assert_eq!(w.observations, 1);
+}
+
 /// §9.9 attempt() step 6: the journal save after the request is the one write whose
 /// failure leaves the request standing while the journal says `prepared`. The pass
 /// returns that ending too: the same report with the row `submitted/

@@ -193,19 +193,8 @@ impl Decider {
             Default::default()
         };
         let executing = self.runtime.executor_available() && config.is_execute();
-        let fresh = if executing {
-            match self.observer.observe_fresh().await {
-                Ok(s) => Some(s),
-                Err(e) => {
-                    tracing::warn!(error = %e, "fresh observation for the re-check failed");
-                    None
-                }
-            }
-        } else {
-            Some(snapshot.clone())
-        };
-        let second_look = executing.then(|| {
-            Arc::new(SecondObservation {
+        let fresh = executing.then(|| {
+            Arc::new(UncachedObservation {
                 observer: self.observer.clone(),
                 runtime: tokio::runtime::Handle::current(),
             }) as Arc<dyn alfred_dispatch::FreshObserver + Send + Sync>
@@ -213,7 +202,6 @@ impl Decider {
         let input = PassInput {
             snapshot,
             fresh,
-            second_look,
             config_changed: self.config.generation() != generation,
             config,
             runtime: self.runtime.clone(),
@@ -255,20 +243,21 @@ impl Decider {
     }
 }
 
-/// The re-check's second look (alfred-engine.md §9.6 step 12): a new snapshot from uncached
-/// reads, taken from inside the pass (which runs in `block_in_place`, so blocking on the
-/// runtime is allowed there).
-struct SecondObservation {
+/// The re-check's fresh looks (alfred-engine.md §9.6 steps 1 and 12): a new snapshot from
+/// uncached reads each time the pass asks, from inside the pass (which runs in
+/// `block_in_place`, so blocking on the runtime is allowed there). A pass with no move to
+/// dispatch never asks, so no pass lists the whole cluster for nothing.
+struct UncachedObservation {
     observer: Arc<Observer>,
     runtime: tokio::runtime::Handle,
 }
 
-impl alfred_dispatch::FreshObserver for SecondObservation {
+impl alfred_dispatch::FreshObserver for UncachedObservation {
     fn observe_again(&self) -> Option<Arc<alfred_model::ClusterSnapshot>> {
         match self.runtime.block_on(self.observer.observe_fresh()) {
             Ok(s) => Some(s),
             Err(e) => {
-                tracing::warn!(error = %e, "second look after the simulation failed");
+                tracing::warn!(error = %e, "fresh observation for the re-check failed");
                 None
             }
         }

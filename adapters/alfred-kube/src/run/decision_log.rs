@@ -317,7 +317,6 @@ mod tests {
         let input = PassInput {
             snapshot: Arc::new(snapshot(t0, true)),
             fresh: None,
-            second_look: None,
             config: Arc::new(config.clone()),
             config_changed: false,
             runtime: RuntimeOptions::default(),

@@ -28,11 +28,10 @@ pub const DISPATCH_DEADLINE: Duration = Duration::from_secs(30);
 pub struct PassInput {
     /// The snapshot the pass decides on (latest cached, or freshly built for early passes).
     pub snapshot: Arc<ClusterSnapshot>,
-    /// A fresh snapshot for the execute-mode re-check (`None`: could not be built).
-    pub fresh: Option<Arc<ClusterSnapshot>>,
-    /// Where the re-check's second look after the simulation comes from (§9.6 step 12);
-    /// `None`: the cluster is taken as frozen during the pass.
-    pub second_look: Option<Arc<dyn alfred_dispatch::FreshObserver + Send + Sync>>,
+    /// Where the execute-mode re-check's fresh snapshots come from (alfred-engine.md §9.6
+    /// steps 1 and 12: uncached reads, on demand); `None`: the pass's own snapshot stands
+    /// for them (nothing is dispatched then: recommend-only, or no executor).
+    pub fresh: Option<Arc<dyn alfred_dispatch::FreshObserver + Send + Sync>>,
     /// The configuration the pass started with.
     pub config: Arc<Config>,
     /// A newer configuration arrived while the inputs were gathered.
@@ -203,10 +202,9 @@ impl DecisionPass for AlfredPass {
         let out = alfred_dispatch::run_pass(
             &alfred_dispatch::PassInput {
                 snapshot: &input.snapshot,
-                fresh_snapshot: input.fresh.as_deref(),
-                second_look: match &input.second_look {
-                    Some(look) => alfred_dispatch::SecondLook::Observe(&**look),
-                    None => alfred_dispatch::SecondLook::Frozen,
+                fresh: match &input.fresh {
+                    Some(look) => alfred_dispatch::FreshLooks::Observe(&**look),
+                    None => alfred_dispatch::FreshLooks::Frozen(Some(&input.snapshot)),
                 },
                 config: &input.config,
                 runtime: &input.runtime,
@@ -278,7 +276,6 @@ mod tests {
         let out = pass.run(&PassInput {
             snapshot: Arc::new(ClusterSnapshot::default()),
             fresh: None,
-            second_look: None,
             config: Arc::new(Config::builtin()),
             config_changed: false,
             runtime: RuntimeOptions::default(),

@@ -7,8 +7,8 @@ use std::collections::BTreeMap;
 use alfred_dispatch::guard::{GuardObservation, guard_username, healthy_guard};
 use alfred_dispatch::journal::Journal;
 use alfred_dispatch::{
-    DurableState, FreshObserver, JournalSlot, PassInput, PassOutput, ScriptedSimulator,
-    ScriptedStages, SecondLook, Session, run_pass,
+    DurableState, FreshLooks, FreshObserver, JournalSlot, PassInput, PassOutput, ScriptedSimulator,
+    ScriptedStages, Session, run_pass,
 };
 use alfred_model::config::{Config, MigrationApiVersion, Mode, RuntimeOptions, SchedulingProfile};
 use alfred_model::effect::Effect;
@@ -128,9 +128,20 @@ pub fn uuid(i: u32) -> String {
 /// looks like after the simulation (`None`: it cannot be observed).
 pub struct ScriptedLook(pub Option<ClusterSnapshot>);
 
-impl FreshObserver for ScriptedLook {
+/// The adapter's observer as the harness plays it: the first call is the first fresh look,
+/// every later one the scripted second look.
+struct ScriptedLooks {
+    first: Option<ClusterSnapshot>,
+    then: Option<ClusterSnapshot>,
+    calls: std::cell::Cell<usize>,
+}
+
+impl FreshObserver for ScriptedLooks {
     fn observe_again(&self) -> Option<std::sync::Arc<ClusterSnapshot>> {
-        self.0.clone().map(std::sync::Arc::new)
+        let n = self.calls.get();
+        self.calls.set(n + 1);
+        let s = if n == 0 { &self.first } else { &self.then };
+        s.clone().map(std::sync::Arc::new)
     }
 }
 
@@ -138,8 +149,11 @@ pub struct World {
     pub snap: ClusterSnapshot,
     pub fresh: Option<ClusterSnapshot>,
     pub fresh_same: bool,
-    /// `None`: the cluster is frozen during the pass ([`SecondLook::Frozen`]).
+    /// `None`: the cluster is frozen during the pass ([`FreshLooks::Frozen`]); else the
+    /// adapter observes on demand ([`FreshLooks::Observe`]) and the second look sees this.
     pub second_look: Option<ScriptedLook>,
+    /// How many times the last pass observed the cluster on demand.
+    pub observations: usize,
     pub config: Config,
     pub runtime: RuntimeOptions,
     pub state: DurableState,
@@ -196,6 +210,7 @@ impl World {
             fresh: None,
             fresh_same: true,
             second_look: None,
+            observations: 0,
             config,
             guard: healthy_guard(&guard_username("ome", "ome-alfred")),
             runtime,
@@ -237,12 +252,16 @@ impl World {
             self.fresh.clone()
         };
         let prev = self.state.node_records.clone();
+        let looks = self.second_look.as_ref().map(|second| ScriptedLooks {
+            first: fresh.clone(),
+            then: second.0.clone(),
+            calls: std::cell::Cell::new(0),
+        });
         let input = PassInput {
             snapshot: &self.snap,
-            fresh_snapshot: fresh.as_ref(),
-            second_look: match &self.second_look {
-                None => SecondLook::Frozen,
-                Some(look) => SecondLook::Observe(look),
+            fresh: match &looks {
+                None => FreshLooks::Frozen(fresh.as_ref()),
+                Some(looks) => FreshLooks::Observe(looks),
             },
             config: &self.config,
             runtime: &self.runtime,
@@ -257,6 +276,7 @@ impl World {
             now: self.now,
         };
         let out = run_pass(&input, &self.stages, &self.session, &mut self.sim);
+        self.observations = looks.as_ref().map_or(0, |l| l.calls.get());
         self.next_uuid += out.uuids_used as u32;
         // Apply: journal writes and annotations.
         for e in &out.effects {
