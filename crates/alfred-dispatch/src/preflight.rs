@@ -150,11 +150,11 @@ impl<'a> Looks<'a> {
         }
     }
 
-    /// The first look (observed now if it was not yet); `None`: unavailable.
-    pub fn first(&self) -> Option<&ClusterSnapshot> {
+    /// The first look (observed at `now` if it was not yet); `None`: unavailable.
+    pub fn first(&self, now: Timestamp) -> Option<&ClusterSnapshot> {
         match self.source {
             FreshLooks::Frozen(s) => s,
-            FreshLooks::Observe(o) => self.first.get_or_init(|| o.observe_again()).as_deref(),
+            FreshLooks::Observe(o) => self.first.get_or_init(|| o.observe_again(now)).as_deref(),
         }
     }
 
@@ -171,9 +171,10 @@ impl<'a> Looks<'a> {
 /// [`Simulator`], it is the one place where the adapter's IO enters the pass: the
 /// adapter builds a snapshot from uncached reads with the pass's configuration.
 pub trait FreshObserver {
-    /// A snapshot of the cluster as it is now; `None` when it cannot be built
-    /// (`ObservationUnavailable`).
-    fn observe_again(&self) -> Option<Arc<ClusterSnapshot>>;
+    /// A snapshot of the cluster as it is now, observed at `now` — the pass's own time: a
+    /// pure pass has one clock, so a look taken during it is dated by it, like the pass's
+    /// writes. `None` when it cannot be built (`ObservationUnavailable`).
+    fn observe_again(&self, now: Timestamp) -> Option<Arc<ClusterSnapshot>>;
 }
 
 /// Whether two snapshots hold the same scheduling inputs: the objects the lossless
@@ -355,7 +356,7 @@ pub fn recheck(
     // 1. Fresh observation.
     let fresh_snap = ctx
         .looks
-        .first()
+        .first(ctx.now)
         .ok_or(DispatchReason::ObservationUnavailable)?;
     // 2. The policies still propose it. 3. The arbiter admits it alone on the fresh snapshot.
     let fresh_c = admitted_again(ctx, fresh_snap, candidate, existing)?;
@@ -447,7 +448,7 @@ pub fn recheck(
         FreshLooks::Frozen(_) => (fresh_snap, fresh_c),
         FreshLooks::Observe(observer) => {
             second_owned = observer
-                .observe_again()
+                .observe_again(ctx.now)
                 .ok_or(DispatchReason::ObservationUnavailable)?;
             let second = &*second_owned;
             let c = second_look(

@@ -253,8 +253,11 @@ struct UncachedObservation {
 }
 
 impl alfred_dispatch::FreshObserver for UncachedObservation {
-    fn observe_again(&self) -> Option<Arc<alfred_model::ClusterSnapshot>> {
-        match self.runtime.block_on(self.observer.observe_fresh()) {
+    fn observe_again(
+        &self,
+        at: alfred_model::Timestamp,
+    ) -> Option<Arc<alfred_model::ClusterSnapshot>> {
+        match self.runtime.block_on(self.observer.observe_fresh(at)) {
             Ok(s) => Some(s),
             Err(e) => {
                 tracing::warn!(error = %e, "fresh observation for the re-check failed");

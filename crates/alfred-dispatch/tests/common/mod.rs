@@ -137,7 +137,7 @@ struct ScriptedLooks {
 }
 
 impl FreshObserver for ScriptedLooks {
-    fn observe_again(&self) -> Option<std::sync::Arc<ClusterSnapshot>> {
+    fn observe_again(&self, _: Timestamp) -> Option<std::sync::Arc<ClusterSnapshot>> {
         let n = self.calls.get();
         self.calls.set(n + 1);
         let s = if n == 0 { &self.first } else { &self.then };
