@@ -20,7 +20,8 @@ use crate::settings::PolicySettings;
 /// One pass's read-only inputs. The snapshot is normalized (a normalized copy, or the
 /// caller's snapshot itself when it already is exactly what normalizing would make of it),
 /// so every lookup and every iteration order is independent of the order the caller's
-/// lists came in; its `observed_at` is the pass time `now` (the `T` of alfred-score).
+/// lists came in. The pass time `now` is the `T` of alfred-score ([`Ctx::analyze`] passes
+/// it); the snapshot's own `observed_at` is not read.
 pub(crate) struct Ctx<'a> {
     pub snap: Cow<'a, ClusterSnapshot>,
     pub cfg: &'a PolicySettings,
@@ -100,9 +101,10 @@ pub(crate) struct TargetList {
 
 impl<'a> Ctx<'a> {
     pub fn new(snapshot: &'a ClusterSnapshot, cfg: &'a PolicySettings, now: Timestamp) -> Self {
-        // An adapter that keeps its snapshot normalized (alfred-twin) is not copied: the
-        // copy below would equal it.
-        if is_normalized_at(snapshot, now) {
+        // A normalized snapshot (what `alfred_observe::observe` and alfred-twin produce) is
+        // not copied: the copy below would equal it but for `observed_at`, which nothing
+        // here reads.
+        if is_normalized(snapshot) {
             let (node_names, pod_names, pod_namespaces) = indexes(snapshot);
             return Ctx {
                 snap: Cow::Borrowed(snapshot),
@@ -145,7 +147,7 @@ impl<'a> Ctx<'a> {
     /// The pool scores of §B (alfred-score) at `now`, with the bins and weights that price a
     /// move (§C.5).
     pub fn analyze(&self) -> Analysis<'_> {
-        alfred_score::analyze(&self.snap, &self.cfg.score_settings())
+        alfred_score::analyze_at(&self.snap, &self.cfg.score_settings(), self.now)
     }
 
     /// `snap.node(name)`, through the name index.
@@ -327,11 +329,11 @@ impl<'a> Ctx<'a> {
     }
 }
 
-/// Whether `snap` is exactly what [`Ctx::new`] would make of it at `now`: observed at
-/// `now`, every list already in [`ClusterSnapshot::normalize`]'s order (a stable sort of a
-/// sorted list changes nothing) and the lists [`Ctx::new`] deduplicates free of duplicates
+/// Whether `snap` is what [`Ctx::new`]'s copy would make of it (but for `observed_at`):
+/// every list already in [`ClusterSnapshot::normalize`]'s order (a stable sort of a sorted
+/// list changes nothing) and the lists [`Ctx::new`] deduplicates free of duplicates
 /// (strictly increasing). O(size of the snapshot), no allocation.
-pub(crate) fn is_normalized_at(snap: &ClusterSnapshot, now: Timestamp) -> bool {
+pub(crate) fn is_normalized(snap: &ClusterSnapshot) -> bool {
     use std::cmp::Ordering;
     /// Every neighbour pair in order (`Less`; or `Equal` too when not `strict`).
     fn ordered<T>(v: &[T], cmp: impl Fn(&T, &T) -> Ordering, strict: bool) -> bool {
@@ -342,8 +344,7 @@ pub(crate) fn is_normalized_at(snap: &ClusterSnapshot, now: Timestamp) -> bool {
         })
     }
     let by_name = |a: (&String, &String), b: (&String, &String)| a.cmp(&b);
-    snap.observed_at == now
-        && ordered(&snap.nodes, |a, b| a.name.cmp(&b.name), true)
+    ordered(&snap.nodes, |a, b| a.name.cmp(&b.name), true)
         && ordered(
             &snap.pods,
             |a, b| by_name((&a.namespace, &a.name), (&b.namespace, &b.name)),

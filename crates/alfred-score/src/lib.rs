@@ -43,7 +43,7 @@ pub use movable::{
     RepackBlock, in_cooldown, model_block, omenative_eligibility, repack_block, repack_movable,
 };
 pub use score::{
-    Analysis, ClusterScore, PoolAnalysis, PoolScore, SizeScore, ThresholdCase, analyze, score,
-    score_with,
+    Analysis, ClusterScore, PoolAnalysis, PoolScore, SizeScore, ThresholdCase, analyze, analyze_at,
+    score, score_with,
 };
 pub use settings::ScoreSettings;

@@ -2,13 +2,13 @@
 
 use std::cmp::Ordering;
 
-use alfred_model::ClusterSnapshot;
 use alfred_model::config::Config;
 use alfred_model::index::{
     COMPONENT_REVISIONS_SETTLED, INSTANCE_PHASE_READY, INSTANCE_REVISION_CURRENT, InstanceFacts,
     NONE, POD_READY, POD_TERMINATING, PodFacts,
 };
 use alfred_model::snapshot::{DeploymentMode, PoolAttribution};
+use alfred_model::{ClusterSnapshot, Timestamp};
 use serde::{Deserialize, Serialize};
 
 use crate::ScoreSettings;
@@ -222,9 +222,18 @@ const FIXED: u8 = 2;
 /// listed by several Instances is counted once, and moves in the repack only when every
 /// Instance listing it is movable.
 pub fn analyze<'s>(snapshot: &'s ClusterSnapshot, settings: &ScoreSettings) -> Analysis<'s> {
+    analyze_at(snapshot, settings, snapshot.observed_at)
+}
+
+/// [`analyze`] at `T = now` instead of the snapshot's `observed_at`: a caller deciding at
+/// its own time (the policies) reads the snapshot as it is, with no copy to re-date it.
+pub fn analyze_at<'s>(
+    snapshot: &'s ClusterSnapshot,
+    settings: &ScoreSettings,
+    now: Timestamp,
+) -> Analysis<'s> {
     let st = settings.sanitized();
     let ladder: &[u32] = &st.size_ladder;
-    let now = snapshot.observed_at;
     let nodes = &snapshot.nodes;
     let pods = &snapshot.pods;
 

@@ -188,12 +188,24 @@ proptest! {
         let owned = Ctx::new(&snap, &cfg, snap.observed_at);
         let normalized = owned.snap.clone().into_owned();
         let borrowed = Ctx::new(&normalized, &cfg, snap.observed_at);
-        prop_assert!(crate::common::is_normalized_at(&normalized, snap.observed_at));
+        prop_assert!(crate::common::is_normalized(&normalized));
         prop_assert!(matches!(borrowed.snap, std::borrow::Cow::Borrowed(_)));
         prop_assert_eq!(&*owned.snap, &*borrowed.snap);
         prop_assert_eq!(
             crate::defragmentation::evaluate_with(&snap, &s, snap.observed_at),
             crate::defragmentation::evaluate_with(&normalized, &s, snap.observed_at)
+        );
+        // Observed earlier than the pass (as every `alfred run` snapshot is): still borrowed,
+        // and decided at the pass time, not at the observation's.
+        let mut older = normalized.clone();
+        older.observed_at = snap.observed_at.minus(std::time::Duration::from_secs(90));
+        prop_assert!(matches!(
+            Ctx::new(&older, &cfg, snap.observed_at).snap,
+            std::borrow::Cow::Borrowed(_)
+        ));
+        prop_assert_eq!(
+            crate::defragmentation::evaluate_with(&snap, &s, snap.observed_at),
+            crate::defragmentation::evaluate_with(&older, &s, snap.observed_at)
         );
         let snap = &*borrowed.snap;
         let mut pools = snap.pools();
