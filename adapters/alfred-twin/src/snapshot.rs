@@ -579,60 +579,21 @@ impl Incremental {
             add_task(&mut fresh, sim, i, now, true);
         }
         fresh.normalize();
-        let by_key = |ns: &str, name: &str, x: (&str, &str)| (ns, name).cmp(&x);
-        let named =
-            |ns: &str, name: &str, prefix: &str| ns == NAMESPACE && name.starts_with(prefix);
-        splice(
-            &mut snap.pods,
-            fresh.pods,
-            |a, b| (&a.namespace, &a.name) < (&b.namespace, &b.name),
-            |v| {
-                prefixes
-                    .iter()
-                    .map(|(_, pre)| {
-                        run(
-                            v,
-                            |p| by_key(&p.namespace, &p.name, (NAMESPACE, pre)),
-                            |p| named(&p.namespace, &p.name, pre),
-                        )
-                    })
-                    .collect()
-            },
-        );
-        splice(
+        let task_pods: Vec<&str> = prefixes.iter().map(|(_, pre)| pre.as_str()).collect();
+        splice_named(&mut snap.pods, fresh.pods, pod_key, &task_pods);
+        splice_named(
             &mut snap.pending_pods,
             fresh.pending_pods,
-            |a, b| (&a.namespace, &a.name) < (&b.namespace, &b.name),
-            |v| {
-                prefixes
-                    .iter()
-                    .map(|(_, pre)| {
-                        run(
-                            v,
-                            |p| by_key(&p.namespace, &p.name, (NAMESPACE, pre)),
-                            |p| named(&p.namespace, &p.name, pre),
-                        )
-                    })
-                    .collect()
-            },
+            pending_key,
+            &task_pods,
         );
-        splice(
+        splice_named(
             &mut snap.pod_groups,
             fresh.pod_groups,
-            |a, b| (&a.namespace, &a.name) < (&b.namespace, &b.name),
-            |v| {
-                prefixes
-                    .iter()
-                    .map(|(_, pre)| {
-                        run(
-                            v,
-                            |p| by_key(&p.namespace, &p.name, (NAMESPACE, pre)),
-                            |p| named(&p.namespace, &p.name, pre),
-                        )
-                    })
-                    .collect()
-            },
+            pod_group_key,
+            &task_pods,
         );
+        let by_key = |ns: &str, name: &str, x: (&str, &str)| (ns, name).cmp(&x);
         splice(
             &mut snap.workloads,
             fresh.workloads,
@@ -652,6 +613,44 @@ impl Incremental {
         );
         snap
     }
+}
+
+fn pod_key(p: &Pod) -> (&str, &str) {
+    (&p.namespace, &p.name)
+}
+
+fn pending_key(p: &PendingPod) -> (&str, &str) {
+    (&p.namespace, &p.name)
+}
+
+fn pod_group_key(g: &PodGroup) -> (&str, &str) {
+    (&g.namespace, &g.name)
+}
+
+/// [`splice`] for a list sorted by `(namespace, name)` whose stale entries are the twin
+/// namespace's objects named with one of `prefixes` (a task's pods, pending pods and
+/// PodGroups are all named `t<id>-engine-…`).
+fn splice_named<T>(v: &mut Vec<T>, fresh: Vec<T>, key: fn(&T) -> (&str, &str), prefixes: &[&str]) {
+    splice(
+        v,
+        fresh,
+        |a, b| key(a) < key(b),
+        |v| {
+            prefixes
+                .iter()
+                .map(|pre| {
+                    run(
+                        v,
+                        |x| key(x).cmp(&(NAMESPACE, pre)),
+                        |x| {
+                            let (ns, name) = key(x);
+                            ns == NAMESPACE && name.starts_with(pre)
+                        },
+                    )
+                })
+                .collect()
+        },
+    );
 }
 
 /// The run `[lo, hi)` of sorted `v` whose elements match: those from the first one not

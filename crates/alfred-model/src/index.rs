@@ -267,12 +267,7 @@ impl SnapshotIndex {
                 }
             })
             .collect();
-        let mut finder = PodFinder {
-            pods,
-            order: None,
-            verified: false,
-            hint: 0,
-        };
+        let mut finder = PodFinder::new(pods);
         let pending = &s.pending_pods;
         let pending_order = sorted_order(pending, |x, y| {
             (&x.namespace, &x.name, x.pending_since, x.gpus_needed).cmp(&(
@@ -499,7 +494,7 @@ fn hash(bytes: &[u8]) -> u64 {
 /// is not found: a hit is exact whatever the order, so only a miss can come from an
 /// unsorted list. On the first miss the order is checked once and, when unsorted, a sorted
 /// permutation is built and the lookup retried.
-struct PodFinder<'s> {
+pub struct PodFinder<'s> {
     pods: &'s [Pod],
     /// Key order, when the pods are not sorted.
     order: Option<Vec<u32>>,
@@ -507,7 +502,25 @@ struct PodFinder<'s> {
     hint: usize,
 }
 
-impl PodFinder<'_> {
+impl<'s> PodFinder<'s> {
+    /// A finder over `pods` (a snapshot's bound pods, in any order).
+    pub fn new(pods: &'s [Pod]) -> PodFinder<'s> {
+        PodFinder {
+            pods,
+            order: None,
+            verified: false,
+            hint: 0,
+        }
+    }
+
+    /// The position in `pods` of the pod with this `namespace/name` key.
+    pub fn position(&mut self, key: &str) -> Option<usize> {
+        match self.find(key) {
+            NONE => None,
+            i => Some(i as usize),
+        }
+    }
+
     #[inline]
     fn at(&self, i: usize) -> usize {
         match &self.order {
@@ -622,6 +635,32 @@ mod tests {
             total_gpus: gpus,
             ..Node::default()
         }
+    }
+
+    /// Lookups by key, from any hit to any other, on sorted and on unsorted pods.
+    #[test]
+    fn pod_finder_positions_sorted_and_unsorted() {
+        let mut pods: Vec<Pod> = (0..200)
+            .map(|i| pod(&format!("ns{}", i % 3), &format!("p{i:04}"), ""))
+            .collect();
+        pods.sort_by(|a, b| (&a.namespace, &a.name).cmp(&(&b.namespace, &b.name)));
+        let keys: Vec<String> = pods.iter().map(Pod::key).collect();
+        let mut f = PodFinder::new(&pods);
+        for (i, k) in keys.iter().enumerate().rev() {
+            assert_eq!(f.position(k), Some(i));
+        }
+        for (i, k) in keys.iter().enumerate().step_by(7) {
+            assert_eq!(f.position(k), Some(i));
+        }
+        assert_eq!(f.position("ns9/x"), None);
+        assert_eq!(f.position("nokey"), None);
+        pods.reverse();
+        let mut f = PodFinder::new(&pods);
+        for k in &keys {
+            let i = f.position(k).expect("found");
+            assert_eq!(&pods[i].key(), k);
+        }
+        assert_eq!(f.position("ns0/zzz"), None);
     }
 
     fn pod(ns: &str, name: &str, node: &str) -> Pod {

@@ -32,7 +32,6 @@
 //! never hashed or compared per call.
 
 mod bins;
-mod index;
 mod movable;
 mod repack;
 mod score;

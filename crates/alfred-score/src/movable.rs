@@ -11,7 +11,7 @@ use alfred_model::snapshot::{
 use serde::{Deserialize, Serialize};
 
 use crate::ScoreSettings;
-use crate::index::PodFinder;
+use alfred_model::index::PodFinder;
 
 /// Why an Instance is not movable for the repack: the first failing condition of §B.5, in
 /// the spec's order (1 migration surface, 2 mode, 3 pool, 4 model, 5 the §C.3 eligibility
@@ -220,7 +220,7 @@ pub fn omenative_eligibility(
         .or_else(|| (!snapshot.executor.available).then_some(RepackBlock::Unavailable))
         .or_else(|| {
             instance_block(component, instance, |key| {
-                finder.find(key).map(|i| &snapshot.pods[i])
+                finder.position(key).map(|i| &snapshot.pods[i])
             })
         })
 }
