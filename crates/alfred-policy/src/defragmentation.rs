@@ -340,24 +340,35 @@ fn extra_bins<'c>(
     eval: &PoolAnalysis<'_>,
     plan: &SurgePlan,
 ) -> Vec<(&'c str, u32, u32)> {
+    preemptible_sources(ctx, eval, plan)
+        .into_iter()
+        .map(|(_, n)| (n.name.as_str(), n.free_gpus.min(n.total_gpus), n.total_gpus))
+        .collect()
+}
+
+/// The plan's sources that G.12 adds as bins: preemptible, available nodes of the pool with
+/// GPUs that are not bins already, with their index in the snapshot, in source order.
+fn preemptible_sources<'c>(
+    ctx: &'c Ctx<'_>,
+    eval: &PoolAnalysis<'_>,
+    plan: &SurgePlan,
+) -> Vec<(usize, &'c alfred_model::snapshot::Node)> {
     let pool = eval.score.pool.as_str();
-    let mut extra = Vec::new();
-    for source in &plan.sources {
-        if eval.bins.position(source).is_some() {
-            continue;
-        }
-        let nodes = &ctx.snap.nodes;
-        if let Ok(i) = nodes.binary_search_by(|n| n.name.as_str().cmp(source))
-            && let n = &nodes[i]
-            && n.preemptible
-            && n.has_gpus()
-            && n.pool.as_deref() == Some(pool)
-            && !n.unavailable()
-        {
-            extra.push((n.name.as_str(), n.free_gpus.min(n.total_gpus), n.total_gpus));
-        }
-    }
-    extra
+    let nodes = &ctx.snap.nodes;
+    plan.sources
+        .iter()
+        .filter_map(|source| {
+            if eval.bins.position(source).is_some() {
+                return None;
+            }
+            let i = nodes
+                .binary_search_by(|n| n.name.as_str().cmp(source))
+                .ok()?;
+            let n = &nodes[i];
+            (n.preemptible && n.has_gpus() && n.pool.as_deref() == Some(pool) && !n.unavailable())
+                .then_some((i, n))
+        })
+        .collect()
 }
 
 /// Benefit (§C.5) and the emergency test (§C.6.1) of a plan, on the pool's observed bins
@@ -474,20 +485,8 @@ pub(crate) fn price_by_clone(
 ) -> Option<Priced> {
     let pool = eval.score.pool.as_str();
     let mut before = eval.bins.clone();
-    for source in &plan.sources {
-        if eval.bins.position(source).is_some() {
-            continue;
-        }
-        let nodes = &ctx.snap.nodes;
-        if let Ok(i) = nodes.binary_search_by(|n| n.name.as_str().cmp(source))
-            && let n = &nodes[i]
-            && n.preemptible
-            && n.has_gpus()
-            && n.pool.as_deref() == Some(pool)
-            && !n.unavailable()
-        {
-            before.insert(n, i);
-        }
+    for (i, n) in preemptible_sources(ctx, eval, plan) {
+        before.insert(n, i);
     }
     let denominator = before.total_free();
     let mut after = before.clone();

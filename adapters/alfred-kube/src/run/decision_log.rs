@@ -205,10 +205,8 @@ pub async fn follow(log: Arc<DecisionLog>, observer: Arc<Observer>, config: Arc<
 
 #[cfg(test)]
 mod tests {
-    use std::collections::BTreeMap;
 
     use alfred_model::Timestamp;
-    use alfred_model::config::RuntimeOptions;
     use alfred_model::effect::Effect;
     use alfred_model::reason::RowReason;
     use alfred_model::record::{Candidate, Policy, Verdict};
@@ -314,22 +312,7 @@ mod tests {
         );
         let mut config = Config::builtin();
         config.mode = alfred_model::config::Mode::Execute;
-        let input = PassInput {
-            snapshot: Arc::new(snapshot(t0, true)),
-            fresh: None,
-            config: Arc::new(config.clone()),
-            config_changed: false,
-            runtime: RuntimeOptions::default(),
-            namespace: "ome".into(),
-            config_map_name: "alfred-config".into(),
-            journal: None,
-            journal_error: None,
-            stored_records: BTreeMap::new(),
-            guard_policy: None,
-            guard_binding: None,
-            now: t0,
-            uuids: vec!["6f1c2d3e-8a4b-4c5d-9e6f-0a1b2c3d4e5f".into()],
-        };
+        let input = PassInput::for_test(snapshot(t0, true), config.clone(), t0);
         // A pass that decided nothing writes nothing.
         log.after_pass(&input, &PassOutput::default());
         assert!(buffer.lines().is_empty());

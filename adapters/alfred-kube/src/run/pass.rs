@@ -58,6 +58,30 @@ pub struct PassInput {
     pub uuids: Vec<String>,
 }
 
+#[cfg(test)]
+impl PassInput {
+    /// A pass over `snapshot` with no journal, guard or stored records, flags at their
+    /// defaults, namespace `ome` and one UUID (the adapter's unit tests).
+    pub(crate) fn for_test(snapshot: ClusterSnapshot, config: Config, now: Timestamp) -> PassInput {
+        PassInput {
+            snapshot: Arc::new(snapshot),
+            fresh: None,
+            config: Arc::new(config),
+            config_changed: false,
+            runtime: RuntimeOptions::default(),
+            namespace: "ome".into(),
+            config_map_name: "alfred-config".into(),
+            journal: None,
+            journal_error: None,
+            stored_records: BTreeMap::new(),
+            guard_policy: None,
+            guard_binding: None,
+            now,
+            uuids: vec!["6f1c2d3e-8a4b-4c5d-9e6f-0a1b2c3d4e5f".into()],
+        }
+    }
+}
+
 /// What one pass returns.
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct PassOutput {
@@ -273,22 +297,11 @@ mod tests {
     #[test]
     fn a_recommend_only_pass_on_an_empty_cluster_writes_the_record() {
         let mut pass = AlfredPass::default();
-        let out = pass.run(&PassInput {
-            snapshot: Arc::new(ClusterSnapshot::default()),
-            fresh: None,
-            config: Arc::new(Config::builtin()),
-            config_changed: false,
-            runtime: RuntimeOptions::default(),
-            namespace: "ome".into(),
-            config_map_name: "alfred-config".into(),
-            journal: None,
-            journal_error: None,
-            stored_records: BTreeMap::new(),
-            guard_policy: None,
-            guard_binding: None,
-            now: Timestamp::from_unix_secs(1_790_000_000),
-            uuids: vec!["6f1c2d3e-8a4b-4c5d-9e6f-0a1b2c3d4e5f".into()],
-        });
+        let out = pass.run(&PassInput::for_test(
+            ClusterSnapshot::default(),
+            Config::builtin(),
+            Timestamp::from_unix_secs(1_790_000_000),
+        ));
         assert!(out.effects.iter().any(|e| matches!(
             e,
             Effect::UpdateRecommendations { config_map, .. } if config_map == "alfred-recommendations"
