@@ -10,7 +10,7 @@
 //! candidates (executable ones in brackets).
 
 use std::hint::black_box;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use alfred_benches::generate_cluster;
 use alfred_dispatch::{
@@ -89,23 +89,8 @@ impl Fixture {
     }
 }
 
-/// Median wall time of `runs` calls.
-fn median(runs: usize, mut f: impl FnMut()) -> Duration {
-    let mut t: Vec<Duration> = (0..runs)
-        .map(|_| {
-            let start = Instant::now();
-            f();
-            start.elapsed()
-        })
-        .collect();
-    t.sort();
-    t[t.len() / 2]
-}
-
 fn bench_pass(c: &mut Criterion) {
-    let filter: Vec<String> = std::env::var("ALFRED_BENCH_SIZES")
-        .map(|v| v.split(',').map(|x| x.trim().to_string()).collect())
-        .unwrap_or_default();
+    let filter: Vec<String> = alfred_benches::size_filter();
     let secs: u64 = std::env::var("ALFRED_BENCH_SECS")
         .ok()
         .and_then(|v| v.parse().ok())
@@ -138,13 +123,13 @@ fn bench_pass(c: &mut Criterion) {
         group.finish();
 
         let runs = 7;
-        let propose_t = median(runs, || {
+        let propose_t = alfred_benches::median(runs, || {
             black_box(alfred_policy::propose(black_box(&fx.snap), &recommend, now));
         });
-        let rec_t = median(runs, || {
+        let rec_t = alfred_benches::median(runs, || {
             black_box(fx.pass(&recommend));
         });
-        let exe_t = median(runs, || {
+        let exe_t = alfred_benches::median(runs, || {
             black_box(fx.pass(&execute));
         });
         let proposal = alfred_policy::propose(&fx.snap, &recommend, now);

@@ -8,7 +8,7 @@
 //! `alfred_observe::observe`, else on first use — and timed on its own as `<size>-index`.
 
 use std::hint::black_box;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use alfred_benches::{generate_cluster, snapshot_bytes};
 use alfred_model::index::SnapshotIndex;
@@ -36,24 +36,9 @@ fn floor_read(buf: &[u8]) -> u64 {
     acc.iter().fold(tail, |x, y| x.wrapping_add(*y))
 }
 
-/// Median wall time of `runs` calls.
-fn median(runs: usize, mut f: impl FnMut()) -> Duration {
-    let mut t: Vec<Duration> = (0..runs)
-        .map(|_| {
-            let start = Instant::now();
-            f();
-            start.elapsed()
-        })
-        .collect();
-    t.sort();
-    t[t.len() / 2]
-}
-
 fn bench_score(c: &mut Criterion) {
     // `ALFRED_BENCH_SIZES=S,M` limits the sizes (default: all four).
-    let filter: Vec<String> = std::env::var("ALFRED_BENCH_SIZES")
-        .map(|v| v.split(',').map(|x| x.trim().to_string()).collect())
-        .unwrap_or_default();
+    let filter: Vec<String> = alfred_benches::size_filter();
     let settings = ScoreSettings::default();
     let mut lines = Vec::new();
     for (name, nodes, pods) in SIZES {
@@ -83,13 +68,13 @@ fn bench_score(c: &mut Criterion) {
         group.finish();
 
         let runs = if name == "XL" { 11 } else { 51 };
-        let score_t = median(runs, || {
+        let score_t = alfred_benches::median(runs, || {
             black_box(score_with(black_box(&snap), &settings));
         });
-        let floor_t = median(runs, || {
+        let floor_t = alfred_benches::median(runs, || {
             black_box(floor_read(black_box(&buf)));
         });
-        let index_t = median(runs.min(11), || {
+        let index_t = alfred_benches::median(runs.min(11), || {
             black_box(SnapshotIndex::build(black_box(&snap)));
         });
         let (_, _, instance_bytes) = snap.index().heap_bytes();

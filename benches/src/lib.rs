@@ -496,6 +496,26 @@ pub fn snapshot_bytes(snap: &ClusterSnapshot) -> (usize, usize) {
     (node_bytes + index_nodes, pod_bytes + index_pods)
 }
 
+/// Median wall time of `runs` calls (the figures the benches print beside criterion's).
+pub fn median(runs: usize, mut f: impl FnMut()) -> std::time::Duration {
+    let mut t: Vec<std::time::Duration> = (0..runs)
+        .map(|_| {
+            let start = std::time::Instant::now();
+            f();
+            start.elapsed()
+        })
+        .collect();
+    t.sort();
+    t[t.len() / 2]
+}
+
+/// The sizes named in `ALFRED_BENCH_SIZES` (comma-separated, e.g. `S,M`); empty: all.
+pub fn size_filter() -> Vec<String> {
+    std::env::var("ALFRED_BENCH_SIZES")
+        .map(|v| v.split(',').map(|x| x.trim().to_string()).collect())
+        .unwrap_or_default()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
