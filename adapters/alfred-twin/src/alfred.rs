@@ -302,7 +302,6 @@ impl Caretaker for AlfredCaretaker {
         let snap = self.snapshot.update(sim, now);
         let uuids: Vec<String> = (0..4).map(|_| self.rng.uuid()).collect();
         let guard = healthy_guard(&guard_username(ALFRED_NAMESPACE, SERVICE_ACCOUNT));
-        let previous = self.state.node_records.clone();
         let input = PassInput {
             snapshot: snap,
             fresh: alfred_dispatch::FreshLooks::Frozen(Some(snap)),
@@ -311,7 +310,7 @@ impl Caretaker for AlfredCaretaker {
             namespace: ALFRED_NAMESPACE,
             config_map_name: "alfred-config",
             state: &self.state,
-            previous_node_records: &previous,
+            previous_node_records: &self.state.node_records,
             guard: &guard,
             uuids: &uuids,
             config_changed: false,
@@ -324,9 +323,10 @@ impl Caretaker for AlfredCaretaker {
         };
         let out = run_pass(&input, &CoreStages, &self.session, &mut simulator);
         self.core_seconds += started.elapsed().as_secs_f64();
-        self.state = out.new_state.clone();
-        self.session = out.session.clone();
-        self.score_cache = Some((now, out.pools.clone()));
+        // Moved out, not copied: the rest of the pass reads only the effects, the
+        // explanations and the pools.
+        self.state = out.new_state;
+        self.session = out.session;
         let mut actions = Vec::new();
         let mut dispatched = Vec::new();
         let mut pools = Vec::new();
@@ -425,6 +425,7 @@ impl Caretaker for AlfredCaretaker {
                 });
             }
         }
+        self.score_cache = Some((now, out.pools));
         actions
     }
 

@@ -11,7 +11,7 @@ use alfred_model::snapshot::DeploymentMode;
 
 use crate::guard::{GuardObservation, check_guard, guard_username};
 use crate::journal::{Entry, Journal, Phase, WorkloadRef, retention};
-use crate::preflight::{Looks, Recheck, recheck};
+use crate::preflight::{Looks, Proposal, Recheck, recheck};
 use crate::request::{RequestPayload, annotation_key};
 use crate::schedule::fresh;
 use crate::sim::Simulator;
@@ -63,6 +63,9 @@ pub struct DispatchCtx<'a> {
     pub stages: &'a dyn Stages,
     /// The pass's snapshot.
     pub snapshot: &'a ClusterSnapshot,
+    /// The policies' proposal on [`DispatchCtx::snapshot`], when the pass's candidates are
+    /// exactly it (see [`Proposal`]).
+    pub proposed: Option<&'a Proposal<'a>>,
     /// The re-check's fresh looks.
     pub looks: &'a Looks<'a>,
     /// Configuration.
@@ -306,6 +309,7 @@ pub fn execute(
             stages: ctx.stages,
             looks: ctx.looks,
             observed: None,
+            proposed: ctx.proposed,
             config: ctx.config,
             runtime: ctx.runtime,
             journal: &journal,
@@ -344,6 +348,7 @@ pub fn execute(
         stages: ctx.stages,
         looks: ctx.looks,
         observed: Some(ctx.snapshot),
+        proposed: ctx.proposed,
         config: ctx.config,
         runtime: ctx.runtime,
         journal: &journal,

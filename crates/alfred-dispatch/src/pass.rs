@@ -14,7 +14,7 @@ use serde::{Deserialize, Serialize};
 use crate::dispatch::{Breaker, Decision, DispatchCtx, JournalSlot, execute};
 use crate::guard::GuardObservation;
 use crate::journal::Journal;
-use crate::preflight::{FreshLooks, Looks};
+use crate::preflight::{FreshLooks, Looks, Proposal};
 use crate::report;
 use crate::sim::Simulator;
 use crate::stages::{ArbiterInput, PoolGauge, Stages};
@@ -293,7 +293,8 @@ pub fn run_pass(
     // 3. Propose.
     let mut candidates = stages.propose(snap, cfg, input.runtime, input.now);
     // 4. Scheduling annotation: recommend-only or no dispatcher.
-    if !dispatcher || cfg.mode != Mode::Execute {
+    let annotated = !dispatcher || cfg.mode != Mode::Execute;
+    if annotated {
         let simulator = if input.runtime.simulation_configured {
             Some(&mut *sim as &mut dyn Simulator)
         } else {
@@ -316,10 +317,15 @@ pub fn run_pass(
     });
     let order: Vec<usize> = verdicts.iter().map(|(i, _)| *i).collect();
     let mut by_index: BTreeMap<usize, Verdict> = verdicts.into_iter().collect();
+    // The bare proposal, for the re-check (not needed when nothing can be dispatched).
+    let proposal = (dispatcher && !annotated).then(|| Proposal::new(snap, &candidates));
     let decisions: Vec<Decision> = candidates
-        .iter()
+        .into_iter()
         .enumerate()
-        .map(|(i, c)| (c.clone(), by_index.remove(&i)))
+        .map(|(i, c)| {
+            let v = by_index.remove(&i);
+            (c, v)
+        })
         .collect();
     let mut new_state = input.state.clone();
     let mut journal_error = None;
@@ -329,6 +335,7 @@ pub fn run_pass(
         let ctx = DispatchCtx {
             stages,
             snapshot: snap,
+            proposed: proposal.as_ref(),
             looks: &looks,
             config: cfg,
             runtime: input.runtime,

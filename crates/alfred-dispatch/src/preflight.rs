@@ -191,6 +191,37 @@ pub fn same_scheduling_inputs(a: &ClusterSnapshot, b: &ClusterSnapshot) -> bool 
         && a.workloads == b.workloads
 }
 
+/// The part of the policies' proposal on the pass's own snapshot that step 2 reads: the
+/// nodes the candidates evacuate and the executable OMENative candidates, in proposal
+/// order. The policies are a pure function of the snapshot, the configuration and `now`,
+/// so a look that is that very snapshot (the same object: [`FreshLooks::Frozen`] with the
+/// pass's snapshot, as in `replay`, the twin and the benches) would propose exactly these
+/// again; step 2 reads them instead of running the policies once more per re-checked move
+/// (a pass with several admitted moves that fail the re-check ran them once per move).
+/// Any other look, and every [`FreshLooks::Observe`] look, runs the policies.
+pub struct Proposal<'a> {
+    snapshot: &'a ClusterSnapshot,
+    evacuating: BTreeSet<String>,
+    executable: Vec<Candidate>,
+}
+
+impl<'a> Proposal<'a> {
+    /// The proposal `candidates` the policies made on `snapshot`.
+    pub fn new(snapshot: &'a ClusterSnapshot, candidates: &[Candidate]) -> Proposal<'a> {
+        Proposal {
+            snapshot,
+            evacuating: alfred_arbiter::evacuating_nodes(candidates),
+            executable: candidates
+                .iter()
+                .filter(|c| {
+                    c.executable && c.mode == alfred_model::snapshot::DeploymentMode::OMENative
+                })
+                .cloned()
+                .collect(),
+        }
+    }
+}
+
 /// Everything a re-check reads.
 pub struct Recheck<'a> {
     /// The stages (policies and arbiter run again).
@@ -199,6 +230,9 @@ pub struct Recheck<'a> {
     pub looks: &'a Looks<'a>,
     /// The pass's own snapshot (for the identity comparison), when the move came from it.
     pub observed: Option<&'a ClusterSnapshot>,
+    /// What the policies proposed on the pass's own snapshot, when the pass's candidates
+    /// are that bare proposal (see [`Proposal`]).
+    pub proposed: Option<&'a Proposal<'a>>,
     /// Configuration.
     pub config: &'a Config,
     /// Flags.
@@ -230,10 +264,16 @@ fn eligible_again(
     snap: &ClusterSnapshot,
     candidate: &Candidate,
 ) -> Result<(Candidate, BTreeSet<String>), DispatchReason> {
-    let proposed = ctx.stages.propose(snap, ctx.config, ctx.runtime, ctx.now);
-    let evacuating = alfred_arbiter::evacuating_nodes(&proposed);
+    let again;
+    let (proposed, evacuating): (&[Candidate], _) = match ctx.proposed {
+        Some(p) if std::ptr::eq(p.snapshot, snap) => (&p.executable, p.evacuating.clone()),
+        _ => {
+            again = ctx.stages.propose(snap, ctx.config, ctx.runtime, ctx.now);
+            (&again, alfred_arbiter::evacuating_nodes(&again))
+        }
+    };
     proposed
-        .into_iter()
+        .iter()
         .find(|c| {
             c.executable
                 && c.mode == alfred_model::snapshot::DeploymentMode::OMENative
@@ -244,7 +284,7 @@ fn eligible_again(
                 && c.policy == candidate.policy
                 && c.reason == candidate.reason
         })
-        .map(|c| (c, evacuating))
+        .map(|c| (c.clone(), evacuating))
         .ok_or(DispatchReason::PolicyNoLongerEligible)
 }
 
