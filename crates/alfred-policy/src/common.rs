@@ -7,6 +7,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::rc::Rc;
 
 use alfred_model::Timestamp;
+use alfred_model::index::{InstanceFacts, NONE, SnapshotIndex};
 use alfred_model::reason::{AdvisoryReason, RowReason};
 use alfred_model::record::{Candidate, Policy};
 use alfred_model::snapshot::{
@@ -35,6 +36,10 @@ pub(crate) struct Ctx<'a> {
     pod_names: NameIndex,
     /// `snap.pods` as runs `[start, end)` of one namespace, in order.
     pod_namespaces: Vec<(usize, usize)>,
+    /// alfred-score's analysis of `snap` at `now` with the policies' scoring settings, when
+    /// the caller already made it ([`crate::analyze_and_propose`]); [`Ctx::analyze`]
+    /// otherwise.
+    pub shared: Option<&'a Analysis<'a>>,
 }
 
 /// The first 16 bytes of each name of a sorted list, as big-endian integers (zero-padded):
@@ -114,6 +119,7 @@ impl<'a> Ctx<'a> {
                 node_names,
                 pod_names,
                 pod_namespaces,
+                shared: None,
             };
         }
         let mut snap = snapshot.clone();
@@ -141,6 +147,7 @@ impl<'a> Ctx<'a> {
             node_names,
             pod_names,
             pod_namespaces,
+            shared: None,
         }
     }
 
@@ -254,13 +261,77 @@ impl<'a> Ctx<'a> {
 
     /// The pool every node of the Instance is in, if there is one (and it has a node):
     /// `instance_in_pool(inst, p)` is `instance_pool(inst) == Some(p)`, so a pass resolves
-    /// it once per Instance rather than once per Instance and pool.
+    /// it once per Instance rather than once per Instance and pool (the pass reads it from
+    /// the index: [`Ctx::instance_pool_at`]; this is the by-name form it is tested against).
+    #[cfg(test)]
     pub fn instance_pool(&self, inst: &Instance) -> Option<&str> {
         let mut nodes = inst.nodes.keys();
         let first = self.pool_of(nodes.next()?)?;
         nodes
             .all(|n| self.pool_of(n) == Some(first))
             .then_some(first)
+    }
+
+    /// [`Ctx::instance_pool`] read from the snapshot's index (`idx` is `self.snap`'s,
+    /// `facts` the Instance's entry): the Instance's node keys are already resolved there,
+    /// so no name is looked up. Same answer: the index resolves a key to the node of that
+    /// name, or to none, as [`Ctx::node`] does (the names are unique).
+    pub fn instance_pool_at<'s>(
+        &'s self,
+        idx: &SnapshotIndex,
+        facts: &InstanceFacts,
+    ) -> Option<&'s str> {
+        let pool_of = |i: u32| -> Option<&'s str> {
+            let n = self.snap.nodes.get(i as usize)?;
+            n.has_gpus().then_some(())?;
+            n.pool.as_deref()
+        };
+        let mut nodes = idx.nodes_of(facts).iter();
+        let first = pool_of(*nodes.next()?)?;
+        nodes.all(|&n| pool_of(n) == Some(first)).then_some(first)
+    }
+
+    /// [`Ctx::primary_node`] of an Instance's pods read from the snapshot's index (`idx` is
+    /// `self.snap`'s, `facts` the Instance's entry): pods and their nodes come resolved, and
+    /// node positions are name order (the snapshot is normalized, names unique), so "ties to
+    /// the smallest name" is "ties to the smallest position". A GPU pod on a node the snapshot
+    /// does not know (which the index cannot name) takes the by-name path.
+    pub fn primary_node_at(
+        &self,
+        idx: &SnapshotIndex,
+        facts: &InstanceFacts,
+        inst: &Instance,
+    ) -> String {
+        // (node position, GPUs), ascending by position.
+        let mut by: Vec<(u32, u64)> = Vec::new();
+        for &pi in idx.pods_of(facts) {
+            let Some(f) = idx.pods.get(pi as usize) else {
+                continue;
+            };
+            if f.gpus == 0 {
+                continue;
+            }
+            if f.node == NONE {
+                if self.snap.pods[pi as usize].node.is_empty() {
+                    continue;
+                }
+                return self.primary_node(&inst.pods, Some(inst));
+            }
+            match by.binary_search_by(|(n, _)| n.cmp(&f.node)) {
+                Ok(i) => by[i].1 += u64::from(f.gpus),
+                Err(i) => by.insert(i, (f.node, u64::from(f.gpus))),
+            }
+        }
+        let mut best: Option<(u32, u64)> = None;
+        for &(n, g) in &by {
+            if best.is_none_or(|(_, bg)| g > bg) {
+                best = Some((n, g));
+            }
+        }
+        match best {
+            Some((n, _)) => self.snap.nodes[n as usize].name.clone(),
+            None => inst.primary_node_by_pods().unwrap_or_default().to_owned(),
+        }
     }
 
     /// `modelAdvisoryReason(w)` (§A.8).
@@ -395,6 +466,21 @@ pub(crate) fn omenative_eligibility(
     alfred_score::omenative_eligibility(&ctx.snap, w, c, inst).map(advisory)
 }
 
+/// [`omenative_eligibility`] read from the snapshot's index (`idx` is `ctx.snap`'s;
+/// `component_flags` and `facts` the component's and the Instance's entries).
+pub(crate) fn omenative_eligibility_at(
+    ctx: &Ctx<'_>,
+    idx: &SnapshotIndex,
+    w: &Workload,
+    c: &Component,
+    component_flags: u8,
+    inst: &Instance,
+    facts: &InstanceFacts,
+) -> Option<AdvisoryReason> {
+    alfred_score::omenative_eligibility_indexed(&ctx.snap, idx, w, c, component_flags, inst, facts)
+        .map(advisory)
+}
+
 /// The advisory reason of a block (every block the policies see has one).
 fn advisory(block: RepackBlock) -> AdvisoryReason {
     block
@@ -501,6 +587,85 @@ fn surge_prints<'c>(
     Some((prints, sources, pool))
 }
 
+/// [`surge_prints`] read from the snapshot's index (`idx` is `ctx.snap`'s, `facts` the
+/// Instance's entry): the pods and their nodes come resolved, so nothing is looked up by
+/// name, and node positions are name order (normalized snapshot, unique names), so the
+/// per-node pod counts compare with the Instance's `nodes` by position. Same answer.
+#[allow(clippy::type_complexity)]
+fn surge_prints_at<'c>(
+    ctx: &'c Ctx<'_>,
+    idx: &SnapshotIndex,
+    facts: &InstanceFacts,
+    w: &Workload,
+    inst: &Instance,
+) -> Option<(Vec<(String, String, u32)>, Vec<String>, &'c str)> {
+    let pod_ix = idx.pods_of(facts);
+    if pod_ix.len() != inst.pods.len() {
+        return surge_prints(ctx, w, inst);
+    }
+    if ctx.model_reason(w).is_some() {
+        return None;
+    }
+    let snap: &'c ClusterSnapshot = &ctx.snap;
+    let mut prints: Vec<(String, String, u32)> = Vec::with_capacity(pod_ix.len());
+    // (node position, pods), ascending.
+    let mut counts: Vec<(u32, u32)> = Vec::with_capacity(2);
+    let mut total: u64 = 0;
+    let mut pool: Option<&'c str> = None;
+    for (key, &pi) in inst.pods.iter().zip(pod_ix) {
+        let p = snap.pods.get(pi as usize)?;
+        if p.namespace != w.namespace || p.name.is_empty() || p.node.is_empty() {
+            return None;
+        }
+        let node = idx.pods.get(pi as usize)?.node;
+        let n = snap.nodes.get(node as usize)?;
+        match counts.binary_search_by(|(x, _)| x.cmp(&node)) {
+            Ok(i) => counts[i].1 += 1,
+            Err(i) => counts.insert(i, (node, 1)),
+        }
+        total += u64::from(p.gpus);
+        if p.gpus > 0 {
+            // [`Ctx::pool_of`]. Every `None` here is also `surge_prints`'s answer: it checks
+            // the same things, only later.
+            if !n.has_gpus() {
+                return None;
+            }
+            let q = n.pool.as_deref()?;
+            if pool.is_some_and(|x| x != q) {
+                return None;
+            }
+            pool = Some(q);
+            prints.push((key.clone(), p.node.clone(), p.gpus));
+        }
+    }
+    if prints.is_empty()
+        || total != u64::from(inst.total_gpus)
+        || !counts.iter().copied().eq(idx
+            .nodes_of(facts)
+            .iter()
+            .copied()
+            .zip(inst.nodes.values().copied()))
+    {
+        return None;
+    }
+    let sources: Vec<String> = inst.nodes.keys().cloned().collect();
+    let pool = pool?;
+    prints.sort_by(|a, b| b.2.cmp(&a.2).then_with(|| a.0.cmp(&b.0)));
+    Some((prints, sources, pool))
+}
+
+/// [`plan_surge`] with the prints read from the snapshot's index ([`surge_prints_at`]):
+/// the defragmentation walk's form.
+pub(crate) fn plan_surge_at(
+    ctx: &Ctx<'_>,
+    idx: &SnapshotIndex,
+    facts: &InstanceFacts,
+    w: &Workload,
+    inst: &Instance,
+) -> Option<SurgePlan> {
+    plan_from_prints(ctx, w, surge_prints_at(ctx, idx, facts, w, inst)?)
+}
+
 /// `planSurge(w, inst)`; `None` = `NoSurgeHeadroom`.
 ///
 /// The targets come from the pool's ordered list ([`Ctx::target_list`], built once): the
@@ -510,7 +675,16 @@ fn surge_prints<'c>(
 /// O(log n + prints · (prints + sources)), and the exhaustive `placementTargets` are only
 /// listed for the rows that carry them ([`SurgePlan::placement_targets`]).
 pub(crate) fn plan_surge(ctx: &Ctx<'_>, w: &Workload, inst: &Instance) -> Option<SurgePlan> {
-    let (prints, sources, pool) = surge_prints(ctx, w, inst)?;
+    plan_from_prints(ctx, w, surge_prints(ctx, w, inst)?)
+}
+
+/// [`plan_surge`] from the validated prints, sources and pool.
+#[allow(clippy::type_complexity)]
+fn plan_from_prints(
+    ctx: &Ctx<'_>,
+    w: &Workload,
+    (prints, sources, pool): (Vec<(String, String, u32)>, Vec<String>, &str),
+) -> Option<SurgePlan> {
     let minimum = prints.iter().map(|p| p.2).min()?;
     let targets = ctx.target_list(pool, w);
     let is_source = |pos: usize| {

@@ -12,6 +12,7 @@ use std::cmp::Ordering;
 
 use alfred_model::Timestamp;
 use alfred_model::config::Config;
+use alfred_model::index::{InstanceFacts, SnapshotIndex};
 use alfred_model::reason::{AdvisoryReason, RowReason};
 use alfred_model::record::{Candidate, Policy};
 use alfred_model::snapshot::{
@@ -21,7 +22,7 @@ use alfred_score::{
     Bins, LadderSlots, PoolAnalysis, PoolScore, ThresholdCase, weighted_fragmentation,
 };
 
-use crate::common::{Ctx, SurgePlan, omenative_eligibility, plan_surge, row};
+use crate::common::{Ctx, SurgePlan, omenative_eligibility_at, plan_surge_at, row};
 use crate::settings::PolicySettings;
 
 /// Runs the defragmentation policy on `snapshot` at `now` (the snapshot time `T`).
@@ -62,11 +63,22 @@ pub(crate) fn run(ctx: &Ctx<'_>) -> Vec<Candidate> {
     if !ctx.cfg.defragmentation_enabled {
         return Vec::new();
     }
-    let analysis = ctx.analyze();
+    let own;
+    let analysis = match ctx.shared {
+        Some(a) => a,
+        None => {
+            own = ctx.analyze();
+            &own
+        }
+    };
+    // The snapshot's index (cached in it; the analysis above built it): the Instances' pods
+    // and nodes resolved, in walk order.
+    let idx = ctx.snap.index();
     let mut out = Vec::new();
-    // The pool of every Instance ([`Ctx::instance_pool`]), by workload, component, Instance:
-    // resolved on the first pool that needs it, then reused by the others.
-    let mut inst_pools: Option<Vec<Vec<Vec<Option<&str>>>>> = None;
+    // Per workload, per component: the component's index flags and, per Instance, its pool
+    // ([`Ctx::instance_pool`]) and its index entry — resolved on the first pool that needs
+    // them, then reused by the others.
+    let mut walk: Option<Vec<Vec<ComponentWalk<'_>>>> = None;
     for pool in ctx.snap.pools() {
         let Some(eval) = analysis.pool(&pool) else {
             continue;
@@ -76,22 +88,48 @@ pub(crate) fn run(ctx: &Ctx<'_>) -> Vec<Candidate> {
             ThresholdCase::AdvisoryOnly => false,
             ThresholdCase::Quiet => continue,
         };
-        let inst_pools = inst_pools.get_or_insert_with(|| {
+        let walk = walk.get_or_insert_with(|| {
+            let no_facts = InstanceFacts {
+                pods: (0, 0),
+                nodes: (0, 0),
+                flags: 0,
+            };
+            let (mut next_component, mut next_instance) = (0usize, 0usize);
             ctx.snap
                 .workloads
                 .iter()
                 .map(|w| {
                     w.components
                         .iter()
-                        .map(|c| c.instances.iter().map(|i| ctx.instance_pool(i)).collect())
+                        .map(|c| {
+                            let flags = idx.component_flags.get(next_component).copied();
+                            next_component += 1;
+                            let instances = c
+                                .instances
+                                .iter()
+                                .map(|_| {
+                                    let facts = idx
+                                        .instances
+                                        .get(next_instance)
+                                        .copied()
+                                        .unwrap_or(no_facts);
+                                    next_instance += 1;
+                                    (ctx.instance_pool_at(&idx, &facts), facts)
+                                })
+                                .collect();
+                            ComponentWalk {
+                                flags: flags.unwrap_or(0),
+                                instances,
+                            }
+                        })
                         .collect()
                 })
                 .collect()
         });
         let pricer = Pricer::new(ctx, eval);
-        for (w, pools) in ctx.snap.workloads.iter().zip(inst_pools.iter()) {
-            for (c, pools) in w.components.iter().zip(pools) {
-                component(ctx, eval, &pricer, exec, w, c, pools, &mut out);
+        for (w, comps) in ctx.snap.workloads.iter().zip(walk.iter()) {
+            for (c, cw) in w.components.iter().zip(comps) {
+                component(ctx, &idx, eval, &pricer, exec, w, c, cw, &mut out);
             }
         }
     }
@@ -134,18 +172,31 @@ pub(crate) fn component_pods(c: &Component) -> Vec<String> {
     pods
 }
 
-/// `inst_pools`: the pool of each of `c`'s Instances ([`Ctx::instance_pool`]).
+/// A component as the walk reads it: its [`SnapshotIndex::component_flags`] entry and,
+/// per Instance, its pool ([`Ctx::instance_pool`]) and its [`SnapshotIndex::instances`]
+/// entry.
+///
+/// [`SnapshotIndex::component_flags`]: alfred_model::index::SnapshotIndex::component_flags
+/// [`SnapshotIndex::instances`]: alfred_model::index::SnapshotIndex::instances
+struct ComponentWalk<'s> {
+    flags: u8,
+    instances: Vec<(Option<&'s str>, InstanceFacts)>,
+}
+
+/// `cw`: the index entries and pools of `c` and its Instances.
 #[allow(clippy::too_many_arguments)]
 fn component(
     ctx: &Ctx<'_>,
+    idx: &SnapshotIndex,
     eval: &PoolAnalysis<'_>,
     pricer: &Pricer<'_>,
     exec: bool,
     w: &Workload,
     c: &Component,
-    inst_pools: &[Option<&str>],
+    cw: &ComponentWalk<'_>,
     out: &mut Vec<Candidate>,
 ) {
+    let inst_pools = &cw.instances;
     let pool = eval.score.pool.as_str();
     let busy = !w.settings.movable || !w.migration.active.is_empty() || ctx.in_cooldown(w);
     let mk = |instance: i64, from: String, why: AdvisoryReason| {
@@ -176,11 +227,11 @@ fn component(
             if busy {
                 return;
             }
-            for (inst, in_pool) in c.instances.iter().zip(inst_pools) {
+            for (inst, (in_pool, facts)) in c.instances.iter().zip(inst_pools) {
                 if inst.total_gpus == 0 || inst.any_terminating || *in_pool != Some(pool) {
                     continue;
                 }
-                let from = ctx.primary_node(&inst.pods, Some(inst));
+                let from = ctx.primary_node_at(idx, facts, inst);
                 out.push(mk(
                     i64::from(inst.index),
                     from,
@@ -197,21 +248,36 @@ fn component(
                 }
                 return;
             }
-            for (inst, in_pool) in c.instances.iter().zip(inst_pools) {
+            for (inst, (in_pool, facts)) in c.instances.iter().zip(inst_pools) {
                 if inst.total_gpus == 0 || *in_pool != Some(pool) {
                     continue;
                 }
-                out.extend(omenative_instance(ctx, eval, pricer, exec, w, c, inst));
+                let at = IndexAt {
+                    idx,
+                    component_flags: cw.flags,
+                    facts,
+                };
+                out.extend(omenative_instance(ctx, &at, eval, pricer, exec, w, c, inst));
             }
         }
         DeploymentMode::Other(_) => {}
     }
 }
 
+/// Where an Instance sits in the snapshot's index: the index, its component's flags and
+/// its own entry.
+struct IndexAt<'i> {
+    idx: &'i SnapshotIndex,
+    component_flags: u8,
+    facts: &'i InstanceFacts,
+}
+
 /// The OMENative ladder of §C.2 for one Instance (steps 2–8). `None` only when the
 /// fail-closed guard of §C.5 drops the candidate.
+#[allow(clippy::too_many_arguments)]
 fn omenative_instance(
     ctx: &Ctx<'_>,
+    at: &IndexAt<'_>,
     eval: &PoolAnalysis<'_>,
     pricer: &Pricer<'_>,
     exec: bool,
@@ -219,7 +285,7 @@ fn omenative_instance(
     c: &Component,
     inst: &Instance,
 ) -> Option<Candidate> {
-    let from = ctx.primary_node(&inst.pods, Some(inst));
+    let from = ctx.primary_node_at(at.idx, at.facts, inst);
     let mut r = row(
         Policy::Defragmentation,
         w,
@@ -241,7 +307,9 @@ fn omenative_instance(
     if ctx.in_cooldown(w) {
         return Some(advice(r, AdvisoryReason::OMENativeStateIneligible));
     }
-    if let Some(why) = omenative_eligibility(ctx, w, c, inst) {
+    if let Some(why) =
+        omenative_eligibility_at(ctx, at.idx, w, c, at.component_flags, inst, at.facts)
+    {
         return Some(advice(r, why));
     }
     if !exec {
@@ -250,7 +318,7 @@ fn omenative_instance(
             AdvisoryReason::NonExecutableObservedFragmentation,
         ));
     }
-    let Some(plan) = plan_surge(ctx, w, inst) else {
+    let Some(plan) = plan_surge_at(ctx, at.idx, at.facts, w, inst) else {
         r.footprint_gpus = inst.total_gpus;
         return Some(advice(r, AdvisoryReason::NoSurgeHeadroom));
     };

@@ -5,7 +5,8 @@
 //! Every output is sorted by a total key, so it does not depend on the order of the
 //! snapshot's lists. No input makes these functions panic.
 //!
-//! Entry points: [`propose`] (both policies, node health first),
+//! Entry points: [`propose`] (both policies, node health first; [`analyze_and_propose`]
+//! with the pass's pool scores),
 //! [`defragmentation::evaluate_with`], [`nodehealth::evaluate_with`],
 //! [`early_tick::warrants_early_pass`]. They read [`PolicySettings`], the part of the
 //! configuration the policies use.
@@ -46,6 +47,7 @@ use alfred_model::Timestamp;
 use alfred_model::config::Config;
 use alfred_model::record::Candidate;
 use alfred_model::snapshot::ClusterSnapshot;
+use alfred_score::{Analysis, ScoreSettings};
 
 pub use early_tick::EarlyTickReason;
 pub use nodehealth::{NodeHealthOutput, NodeMarker};
@@ -73,9 +75,41 @@ pub fn propose_with(
 ) -> Proposal {
     let cfg = settings.sanitized();
     let ctx = common::Ctx::new(snapshot, &cfg, now);
-    let nh = nodehealth::run(&ctx);
+    propose_in(&ctx)
+}
+
+/// alfred-score's analysis of `snapshot` (at its `observed_at`, with `scoring`: the pass's
+/// pool scores) and [`propose_with`], analysing the snapshot once for both when the
+/// policies would analyse the very same thing: the snapshot needs no normalizing copy
+/// (see [`propose_with`]'s context), `now` is its `observed_at`, and the policies' scoring
+/// settings are `scoring` (after repair). Otherwise the policies analyse it themselves.
+/// Either way the result is exactly `(alfred_score::analyze(snapshot, scoring),
+/// propose_with(snapshot, settings, now))`; a decision pass scores every pool and proposes
+/// on the same snapshot, and one analysis was ~10% of a pass.
+pub fn analyze_and_propose<'s>(
+    snapshot: &'s ClusterSnapshot,
+    scoring: &ScoreSettings,
+    settings: &PolicySettings,
+    now: Timestamp,
+) -> (Analysis<'s>, Proposal) {
+    let analysis = alfred_score::analyze(snapshot, scoring);
+    let cfg = settings.sanitized();
+    let mut ctx = common::Ctx::new(snapshot, &cfg, now);
+    if matches!(ctx.snap, std::borrow::Cow::Borrowed(_))
+        && now == snapshot.observed_at
+        && scoring.sanitized() == cfg.score_settings().sanitized()
+    {
+        ctx.shared = Some(&analysis);
+    }
+    let proposal = propose_in(&ctx);
+    drop(ctx);
+    (analysis, proposal)
+}
+
+fn propose_in(ctx: &common::Ctx<'_>) -> Proposal {
+    let nh = nodehealth::run(ctx);
     let mut candidates = nh.candidates;
-    candidates.extend(defragmentation::run(&ctx));
+    candidates.extend(defragmentation::run(ctx));
     Proposal {
         candidates,
         node_markers: nh.node_markers,

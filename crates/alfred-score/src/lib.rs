@@ -39,7 +39,8 @@ mod settings;
 
 pub use bins::{Bin, Bins, LadderSlots, Weights, weighted_fragmentation};
 pub use movable::{
-    RepackBlock, in_cooldown, model_block, omenative_eligibility, repack_block, repack_movable,
+    RepackBlock, in_cooldown, model_block, omenative_eligibility, omenative_eligibility_indexed,
+    repack_block, repack_movable,
 };
 pub use score::{
     Analysis, ClusterScore, PoolAnalysis, PoolScore, SizeScore, ThresholdCase, analyze, analyze_at,

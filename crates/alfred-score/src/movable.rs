@@ -11,7 +11,10 @@ use alfred_model::snapshot::{
 use serde::{Deserialize, Serialize};
 
 use crate::ScoreSettings;
-use alfred_model::index::PodFinder;
+use alfred_model::index::{
+    COMPONENT_REVISIONS_SETTLED, INSTANCE_PHASE_READY, INSTANCE_REVISION_CURRENT, InstanceFacts,
+    POD_READY, POD_TERMINATING, PodFinder, SnapshotIndex,
+};
 
 /// Why an Instance is not movable for the repack: the first failing condition of §B.5, in
 /// the spec's order (1 migration surface, 2 mode, 3 pool, 4 model, 5 the §C.3 eligibility
@@ -222,6 +225,47 @@ pub fn omenative_eligibility(
             instance_block(component, instance, |key| {
                 finder.position(key).map(|i| &snapshot.pods[i])
             })
+        })
+}
+
+/// [`omenative_eligibility`] with the string tests answered by the snapshot's index
+/// ([`ClusterSnapshot::index`]): `component_flags` is the component's
+/// [`SnapshotIndex::component_flags`] entry and `facts` the Instance's
+/// [`SnapshotIndex::instances`] entry (both in walk order). Same answer, without looking
+/// the Instance's pods up by key again (the defragmentation walk asks it of every
+/// Instance of every pass).
+///
+/// [`SnapshotIndex::component_flags`]: alfred_model::index::SnapshotIndex::component_flags
+/// [`SnapshotIndex::instances`]: alfred_model::index::SnapshotIndex::instances
+pub fn omenative_eligibility_indexed(
+    snapshot: &ClusterSnapshot,
+    index: &SnapshotIndex,
+    workload: &Workload,
+    component: &Component,
+    component_flags: u8,
+    instance: &Instance,
+    facts: &InstanceFacts,
+) -> Option<RepackBlock> {
+    workload_state_block(workload)
+        .or_else(|| {
+            component_block_with(
+                component,
+                component_flags & COMPONENT_REVISIONS_SETTLED != 0,
+            )
+        })
+        .or_else(|| (!snapshot.executor.available).then_some(RepackBlock::Unavailable))
+        .or_else(|| {
+            instance_block_with(
+                instance,
+                facts.flags & INSTANCE_PHASE_READY != 0,
+                facts.flags & INSTANCE_REVISION_CURRENT != 0,
+                index.pods_of(facts).iter().map(|p| {
+                    index
+                        .pods
+                        .get(*p as usize)
+                        .map(|f| f.flags & POD_READY != 0 && f.flags & POD_TERMINATING == 0)
+                }),
+            )
         })
 }
 

@@ -207,9 +207,64 @@ proptest! {
             crate::defragmentation::evaluate_with(&snap, &s, snap.observed_at),
             crate::defragmentation::evaluate_with(&older, &s, snap.observed_at)
         );
+        // One analysis for the pool scores and the policies: the same answers as two, on a
+        // normalized snapshot (shared), a raw one and an older one (each analysed again).
+        let scoring = s.score_settings();
+        for (x, now) in [
+            (&normalized, normalized.observed_at),
+            (&snap, snap.observed_at),
+            (&older, snap.observed_at),
+        ] {
+            let (a, p) = crate::analyze_and_propose(x, &scoring, &s, now);
+            prop_assert_eq!(
+                a.into_scores(),
+                alfred_score::analyze(x, &scoring).into_scores()
+            );
+            prop_assert_eq!(p, crate::propose_with(x, &s, now));
+        }
         let snap = &*borrowed.snap;
         let mut pools = snap.pools();
         pools.push("no-such-pool".into());
+        index_forms_agree(&borrowed);
+        // Again with pods missing, on unknown nodes, not ready or terminating, with no GPUs,
+        // and Instances and components in other states.
+        let mut odd = snap.clone();
+        for (i, p) in odd.pods.iter_mut().enumerate() {
+            match i % 6 {
+                1 => p.node = "ghost-node".into(),
+                2 => p.ready = false,
+                3 => p.terminating = true,
+                4 => p.gpus = 0,
+                _ => {}
+            }
+        }
+        let mut k = 0;
+        odd.pods.retain(|_| {
+            k += 1;
+            k % 7 != 3
+        });
+        for (i, w) in odd.workloads.iter_mut().enumerate() {
+            for c in &mut w.components {
+                if i % 3 == 1
+                    && let Some(r) = c.replica.as_mut()
+                {
+                    r.update_revision = "other".into();
+                }
+                for (j, inst) in c.instances.iter_mut().enumerate() {
+                    if let Some(st) = inst.status.as_mut() {
+                        match (i + j) % 4 {
+                            1 => st.phase = "Pending".into(),
+                            2 => st.running_revision = "old".into(),
+                            _ => {}
+                        }
+                    }
+                }
+            }
+        }
+        odd.invalidate_index();
+        let odd_ctx = Ctx::new(&odd, &cfg, snap.observed_at);
+        prop_assert!(matches!(odd_ctx.snap, std::borrow::Cow::Borrowed(_)));
+        index_forms_agree(&odd_ctx);
         for w in &snap.workloads {
             for comp in &w.components {
                 for inst in &comp.instances {
@@ -235,6 +290,39 @@ proptest! {
         for k in keys {
             for m in [k.clone(), format!("{k}x"), k.chars().take(5).collect()] {
                 prop_assert_eq!(borrowed.pod(&m), snap.pod_by_key(&m));
+            }
+        }
+    }
+}
+
+/// The index-read forms of the defragmentation walk answer as the by-name ones, Instance
+/// by Instance: pool, primary node, eligibility.
+fn index_forms_agree(ctx: &Ctx<'_>) {
+    let snap = &*ctx.snap;
+    let idx = snap.index();
+    let (mut k_comp, mut k_inst) = (0, 0);
+    for w in &snap.workloads {
+        for comp in &w.components {
+            let flags = idx.component_flags[k_comp];
+            k_comp += 1;
+            for inst in &comp.instances {
+                let facts = idx.instances[k_inst];
+                k_inst += 1;
+                assert_eq!(ctx.instance_pool_at(&idx, &facts), ctx.instance_pool(inst));
+                assert_eq!(
+                    ctx.primary_node_at(&idx, &facts, inst),
+                    ctx.primary_node(&inst.pods, Some(inst))
+                );
+                assert_eq!(
+                    crate::common::plan_surge_at(ctx, &idx, &facts, w, inst),
+                    crate::common::plan_surge(ctx, w, inst)
+                );
+                assert_eq!(
+                    crate::common::omenative_eligibility_at(
+                        ctx, &idx, w, comp, flags, inst, &facts
+                    ),
+                    crate::common::omenative_eligibility(ctx, w, comp, inst)
+                );
             }
         }
     }
