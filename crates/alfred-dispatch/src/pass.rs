@@ -289,9 +289,8 @@ pub fn run_pass(
     } else {
         session.omenative_unavailable_reported = false;
     }
-    let pools = stages.score(snap, cfg);
-    // 3. Propose.
-    let mut candidates = stages.propose(snap, cfg, input.runtime, input.now);
+    // Pool scores; 3. Propose.
+    let (pools, mut candidates) = stages.score_and_propose(snap, cfg, input.runtime, input.now);
     // 4. Scheduling annotation: recommend-only or no dispatcher.
     let annotated = !dispatcher || cfg.mode != Mode::Execute;
     if annotated {
@@ -372,8 +371,10 @@ pub fn run_pass(
         .filter(|&i| matches!(effects.get(i), Some(Effect::WriteJournal { .. })));
     // 6.–7. Breaker gauge and the report.
     let (node_records, node_fx, deleted) = report::node_records(snap, input.previous_node_records);
-    let tail = |decisions: &[Decision]| {
-        let mut fx = Vec::new();
+    // Appends the report's effects to `fx` (in place: a pass has thousands of them, one
+    // per advice row and per GPU node, so they are not collected and moved again).
+    let tail = |decisions: &[Decision], fx: &mut Vec<Effect>| {
+        fx.reserve(decisions.len() * 3 + snap.nodes.len() * 4 + node_fx.len() + 64);
         fx.push(Effect::Metric(alfred_model::effect::MetricUpdate {
             name: "alfred_circuit_breaker_state".into(),
             labels: vec![],
@@ -390,20 +391,24 @@ pub fn run_pass(
             labels: vec![],
             change: alfred_model::effect::MetricChange::Set(if dispatcher { 0.0 } else { 1.0 }),
         }));
-        let (rows, row_fx) = report::rows(decisions, cfg.mode);
+        let at = fx.len();
+        let rows = report::rows_into(decisions, cfg.mode, fx);
         let record = LastCycle::new(input.now, report::record_mode(cfg.mode), rows);
         if cfg.recommendations_config_map_enabled {
-            fx.push(report::recommendations_effect(
-                &cfg.recommendations_config_map_name,
-                &record,
-                &node_records,
-                deleted.clone(),
-            ));
+            // Before the rows' effects.
+            fx.insert(
+                at,
+                report::recommendations_effect(
+                    &cfg.recommendations_config_map_name,
+                    &record,
+                    &node_records,
+                    deleted.clone(),
+                ),
+            );
         }
-        fx.extend(row_fx);
         fx.extend(node_fx.iter().cloned());
         fx.extend(report::cluster_gauges(snap, &pools));
-        (record, fx)
+        record
     };
     let if_final_save_fails = final_save.map(|save_index| {
         let mut uncertain = decisions.clone();
@@ -414,13 +419,11 @@ pub fn run_pass(
                 v.dispatch_reason = Some(DispatchReason::SubmissionJournalUncertain);
             }
         }
-        Contingency {
-            save_index,
-            then: tail(&uncertain).1,
-        }
+        let mut then = Vec::new();
+        tail(&uncertain, &mut then);
+        Contingency { save_index, then }
     });
-    let (record, fx) = tail(&decisions);
-    effects.extend(fx);
+    let record = tail(&decisions, &mut effects);
     new_state.node_records = node_records.clone();
     new_state.verbatim = input.state.verbatim.clone();
     let explain = decisions

@@ -172,8 +172,14 @@ fn base_row(c: &Candidate, outcome: Outcome) -> Row {
 
 /// Builds the rows and their events and decision metrics (§11.1).
 pub fn rows(decisions: &[Decision], mode: ConfigMode) -> (Vec<Row>, Vec<Effect>) {
-    let mut out = Vec::new();
     let mut fx = Vec::new();
+    let rows = rows_into(decisions, mode, &mut fx);
+    (rows, fx)
+}
+
+/// [`rows`], appending the events and metrics to `fx`.
+pub fn rows_into(decisions: &[Decision], mode: ConfigMode, fx: &mut Vec<Effect>) -> Vec<Row> {
+    let mut out = Vec::with_capacity(decisions.len());
     for (c, v) in decisions {
         let comp = c.component.as_str();
         let exec = if c.executable { "true" } else { "false" };
@@ -301,7 +307,7 @@ pub fn rows(decisions: &[Decision], mode: ConfigMode) -> (Vec<Row>, Vec<Effect>)
             }
         }
     }
-    (out, fx)
+    out
 }
 
 /// The ConfigMap key of a node's record (§11.2).
@@ -515,7 +521,8 @@ pub fn recommendations_effect(
 
 /// Cluster gauges (§11.4) from the snapshot and the pool scores.
 pub fn cluster_gauges(snap: &ClusterSnapshot, pools: &[PoolGauge]) -> Vec<Effect> {
-    let mut fx = Vec::new();
+    // Four per GPU node, a few per pool and pending size.
+    let mut fx = Vec::with_capacity(snap.nodes.len() * 4 + pools.len() * 8 + 32);
     let best = pools.iter().map(|p| p.score).fold(0.0f64, f64::max);
     fx.push(gauge("alfred_cluster_fragmentation_score", &[], best));
     for p in pools {

@@ -62,6 +62,21 @@ pub trait Stages {
         runtime: &RuntimeOptions,
         now: Timestamp,
     ) -> Vec<Candidate>;
+    /// [`Stages::score`] and [`Stages::propose`] of one snapshot, as the pass asks for both:
+    /// a stage may share work between them (the real one analyses the snapshot once) but
+    /// must answer exactly as the two calls would. The default makes the two calls.
+    fn score_and_propose(
+        &self,
+        snapshot: &ClusterSnapshot,
+        config: &Config,
+        runtime: &RuntimeOptions,
+        now: Timestamp,
+    ) -> (Vec<PoolGauge>, Vec<Candidate>) {
+        (
+            self.score(snapshot, config),
+            self.propose(snapshot, config, runtime, now),
+        )
+    }
     /// Arbitrates the executable candidates: `(candidate index, verdict)` in arbitration
     /// order.
     fn arbitrate(&self, input: &ArbiterInput<'_>) -> Vec<(usize, Verdict)>;
@@ -140,19 +155,45 @@ pub fn core_arbitrate_one(
     ))
 }
 
+/// One [`PoolGauge`] per pool of a cluster score.
+fn gauges(score: alfred_score::ClusterScore) -> Vec<PoolGauge> {
+    score
+        .pools
+        .into_iter()
+        .map(|p| PoolGauge {
+            pool: p.pool,
+            score: p.score,
+            observed: p.per_size.iter().map(|s| (s.size, s.frag)).collect(),
+            reclaimable: p.reclaimable,
+            pending_pressure: p.pending_pressure,
+        })
+        .collect()
+}
+
 impl Stages for CoreStages {
     fn score(&self, snapshot: &ClusterSnapshot, config: &Config) -> Vec<PoolGauge> {
-        alfred_score::score_with(snapshot, &ScoreSettings::from_config(config))
-            .pools
-            .into_iter()
-            .map(|p| PoolGauge {
-                pool: p.pool,
-                score: p.score,
-                observed: p.per_size.iter().map(|s| (s.size, s.frag)).collect(),
-                reclaimable: p.reclaimable,
-                pending_pressure: p.pending_pressure,
-            })
-            .collect()
+        gauges(alfred_score::score_with(
+            snapshot,
+            &ScoreSettings::from_config(config),
+        ))
+    }
+
+    /// One `alfred-score` analysis for both when the policies would make the same one
+    /// ([`alfred_policy::analyze_and_propose`]).
+    fn score_and_propose(
+        &self,
+        snapshot: &ClusterSnapshot,
+        config: &Config,
+        _runtime: &RuntimeOptions,
+        now: Timestamp,
+    ) -> (Vec<PoolGauge>, Vec<Candidate>) {
+        let (analysis, proposal) = alfred_policy::analyze_and_propose(
+            snapshot,
+            &ScoreSettings::from_config(config),
+            &PolicySettings::from_config(config),
+            now,
+        );
+        (gauges(analysis.into_scores()), proposal.candidates)
     }
 
     fn propose(
