@@ -76,11 +76,13 @@ pub(crate) fn run(ctx: &Ctx<'_>) -> Vec<Candidate> {
     let idx = ctx.snap.index();
     let mut out = Vec::new();
     // Per workload, per component: the component's index flags and, per Instance, its pool
-    // ([`Ctx::instance_pool`]) and its index entry — resolved on the first pool that needs
-    // them, then reused by the others.
-    let mut walk: Option<Vec<Vec<ComponentWalk<'_>>>> = None;
-    for pool in ctx.snap.pools() {
-        let Some(eval) = analysis.pool(&pool) else {
+    // ([`Ctx::instance_pool`]) and its index entry; and per pool, the components that can
+    // make a row in it — resolved on the first pool that needs them, then reused by the
+    // others.
+    let pools = ctx.snap.pools();
+    let mut walk: Option<Walk<'_>> = None;
+    for (pid, pool) in pools.iter().enumerate() {
+        let Some(eval) = analysis.pool(pool) else {
             continue;
         };
         let exec = match eval.score.threshold_case {
@@ -88,49 +90,21 @@ pub(crate) fn run(ctx: &Ctx<'_>) -> Vec<Candidate> {
             ThresholdCase::AdvisoryOnly => false,
             ThresholdCase::Quiet => continue,
         };
-        let walk = walk.get_or_insert_with(|| {
-            let no_facts = InstanceFacts {
-                pods: (0, 0),
-                nodes: (0, 0),
-                flags: 0,
-            };
-            let (mut next_component, mut next_instance) = (0usize, 0usize);
-            ctx.snap
-                .workloads
-                .iter()
-                .map(|w| {
-                    w.components
-                        .iter()
-                        .map(|c| {
-                            let flags = idx.component_flags.get(next_component).copied();
-                            next_component += 1;
-                            let instances = c
-                                .instances
-                                .iter()
-                                .map(|_| {
-                                    let facts = idx
-                                        .instances
-                                        .get(next_instance)
-                                        .copied()
-                                        .unwrap_or(no_facts);
-                                    next_instance += 1;
-                                    (ctx.instance_pool_at(&idx, &facts), facts)
-                                })
-                                .collect();
-                            ComponentWalk {
-                                flags: flags.unwrap_or(0),
-                                instances,
-                            }
-                        })
-                        .collect()
-                })
-                .collect()
-        });
+        let walk = walk.get_or_insert_with(|| Walk::new(ctx, &idx, &pools));
         let pricer = Pricer::new(ctx, eval);
-        for (w, comps) in ctx.snap.workloads.iter().zip(walk.iter()) {
-            for (c, cw) in w.components.iter().zip(comps) {
-                component(ctx, &idx, eval, &pricer, exec, w, c, cw, &mut out);
-            }
+        for &(wi, ci) in &walk.visits[pid] {
+            let w = &ctx.snap.workloads[wi];
+            component(
+                ctx,
+                &idx,
+                eval,
+                &pricer,
+                exec,
+                w,
+                &w.components[ci],
+                &walk.components[wi][ci],
+                &mut out,
+            );
         }
     }
     if !ctx.cfg.window_open(ctx.now) {
@@ -181,6 +155,83 @@ pub(crate) fn component_pods(c: &Component) -> Vec<String> {
 struct ComponentWalk<'s> {
     flags: u8,
     instances: Vec<(Option<&'s str>, InstanceFacts)>,
+}
+
+/// The defragmentation walk's view of the snapshot, built once per pass.
+struct Walk<'s> {
+    /// Per workload, per component.
+    components: Vec<Vec<ComponentWalk<'s>>>,
+    /// Per pool (positions in `ClusterSnapshot::pools`): `(workload, component)` positions,
+    /// in walk order, of the components [`component`] can make a row for in that pool —
+    /// every LWS component and every OMENative one with a model reason (their rows follow
+    /// the component's primary pool), otherwise the RawDeployment and OMENative components
+    /// with an Instance in the pool. The others would make no row there: skipping them
+    /// changes nothing but the cost (a pass used to visit every Instance once per pool).
+    visits: Vec<Vec<(usize, usize)>>,
+}
+
+impl<'s> Walk<'s> {
+    fn new(ctx: &'s Ctx<'_>, idx: &SnapshotIndex, pools: &[String]) -> Walk<'s> {
+        let no_facts = InstanceFacts {
+            pods: (0, 0),
+            nodes: (0, 0),
+            flags: 0,
+        };
+        let mut visits: Vec<Vec<(usize, usize)>> = vec![Vec::new(); pools.len()];
+        let (mut next_component, mut next_instance) = (0usize, 0usize);
+        let mut components = Vec::with_capacity(ctx.snap.workloads.len());
+        for (wi, w) in ctx.snap.workloads.iter().enumerate() {
+            let mut comps = Vec::with_capacity(w.components.len());
+            for (ci, c) in w.components.iter().enumerate() {
+                let flags = idx.component_flags.get(next_component).copied();
+                next_component += 1;
+                let instances: Vec<(Option<&'s str>, InstanceFacts)> = c
+                    .instances
+                    .iter()
+                    .map(|_| {
+                        let facts = idx
+                            .instances
+                            .get(next_instance)
+                            .copied()
+                            .unwrap_or(no_facts);
+                        next_instance += 1;
+                        (ctx.instance_pool_at(idx, &facts), facts)
+                    })
+                    .collect();
+                let every_pool = match &c.mode {
+                    DeploymentMode::MultiNode => true,
+                    DeploymentMode::OMENative => ctx.model_reason(w).is_some(),
+                    DeploymentMode::RawDeployment => false,
+                    DeploymentMode::Other(_) => {
+                        comps.push(ComponentWalk {
+                            flags: flags.unwrap_or(0),
+                            instances,
+                        });
+                        continue;
+                    }
+                };
+                if every_pool {
+                    for v in &mut visits {
+                        v.push((wi, ci));
+                    }
+                } else {
+                    for p in instances.iter().filter_map(|(p, _)| *p) {
+                        if let Ok(pid) = pools.binary_search_by(|x| x.as_str().cmp(p))
+                            && visits[pid].last() != Some(&(wi, ci))
+                        {
+                            visits[pid].push((wi, ci));
+                        }
+                    }
+                }
+                comps.push(ComponentWalk {
+                    flags: flags.unwrap_or(0),
+                    instances,
+                });
+            }
+            components.push(comps);
+        }
+        Walk { components, visits }
+    }
 }
 
 /// `cw`: the index entries and pools of `c` and its Instances.
