@@ -16,6 +16,10 @@ use alfred_twin::world::{Placement, World};
 use anyhow::{Context, Result, bail};
 use clap::Parser;
 
+/// The twin's allocator (see the crate's Cargo.toml).
+#[global_allocator]
+static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
 /// A deterministic GPU-cluster twin driven by the Alibaba GPU trace, with alfred in the loop.
 #[derive(Debug, Parser)]
 #[command(name = "alfred-twin", version)]
