@@ -26,6 +26,7 @@ use std::borrow::Borrow;
 use std::collections::{BTreeMap, BTreeSet};
 
 use alfred_model::Timestamp;
+use alfred_model::shared::Interner;
 use alfred_model::snapshot::{
     ClusterSnapshot, ComponentKind, ExecutorState, Node, ObjectProblem, PendingPod, PodGroup,
     PodPhase, PoolAttribution,
@@ -130,10 +131,12 @@ where
         .collect();
 
     // Pods.
+    let mut schedulings = Interner::with_capacity(pods::SCHEDULING_INTERNER_CAPACITY);
     let mut pods: Vec<PodFacts> = pods
         .into_iter()
-        .filter_map(|p| pods::build_pod(p.borrow(), &mut problems))
+        .filter_map(|p| pods::build_pod(p.borrow(), &mut schedulings, &mut problems))
         .collect();
+    drop(schedulings);
     pods.sort_by(|a, b| (&a.pod.namespace, &a.pod.name).cmp(&(&b.pod.namespace, &b.pod.name)));
     let mut seen_pod: Option<(String, String)> = None;
     pods.retain(|f| {

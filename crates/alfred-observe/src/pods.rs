@@ -3,6 +3,7 @@
 use std::collections::BTreeMap;
 
 use alfred_model::Timestamp;
+use alfred_model::shared::Interner;
 use alfred_model::snapshot::{OwnerRef, Pod, PodPhase, PodScheduling};
 use k8s_openapi::api::core::v1 as k8s;
 
@@ -139,8 +140,17 @@ fn phase(p: Option<&str>) -> PodPhase {
     }
 }
 
-/// Builds the pod record; `None` (with a problem) when it has no name.
-pub(crate) fn build_pod(p: &k8s::Pod, problems: &mut Problems) -> Option<PodFacts> {
+/// How many distinct scheduling blocks [`build_pod`]'s interner remembers: a cluster's pods
+/// mostly share a few (per workload), and a miss only costs the sharing.
+pub(crate) const SCHEDULING_INTERNER_CAPACITY: usize = 32;
+
+/// Builds the pod record; `None` (with a problem) when it has no name. Its scheduling block is
+/// shared with an equal one `schedulings` has seen (most pods have the same one).
+pub(crate) fn build_pod(
+    p: &k8s::Pod,
+    schedulings: &mut Interner<PodScheduling>,
+    problems: &mut Problems,
+) -> Option<PodFacts> {
     let meta = &p.metadata;
     let ns = meta.namespace.clone().unwrap_or_default();
     let name = meta.name.clone().unwrap_or_default();
@@ -342,7 +352,7 @@ pub(crate) fn build_pod(p: &k8s::Pod, problems: &mut Problems) -> Option<PodFact
             uid: meta.uid.clone().unwrap_or_default(),
             labels,
             controller,
-            scheduling: PodScheduling {
+            scheduling: schedulings.intern(PodScheduling {
                 scheduler_name: spec.scheduler_name.clone().unwrap_or_default(),
                 requests,
                 node_selector: string_map(spec.node_selector.as_ref()),
@@ -351,7 +361,7 @@ pub(crate) fn build_pod(p: &k8s::Pod, problems: &mut Problems) -> Option<PodFact
                 topology_spread_constraints,
                 priority: spec.priority,
                 unsupported,
-            },
+            }),
         },
         unschedulable_since,
         controller_conflict,
