@@ -131,6 +131,7 @@ impl Observer {
         })
         .await
         .map_err(|e| format!("build snapshot: {e}"))?;
+        let built_ms = started.elapsed().as_millis();
         // Published before the gauges are computed: the decision pass needs only the snapshot,
         // and on a cold start at 5,000 nodes the gauges (pool scores, 20,000 per-node gauge
         // effects) would delay the first record by their whole cost (BENCH-LIVE.md). The pass
@@ -171,8 +172,11 @@ impl Observer {
         }
         tracing::debug!(
             nodes = snapshot.nodes.len(),
+            pods = snapshot.pods.len(),
             workloads = snapshot.workloads.len(),
             problems = snapshot.problems.len(),
+            built_ms,
+            total_ms = started.elapsed().as_millis(),
             "observation pass"
         );
         Ok(snapshot)
