@@ -26,7 +26,6 @@ use std::borrow::Borrow;
 use std::collections::{BTreeMap, BTreeSet};
 
 use alfred_model::Timestamp;
-use alfred_model::shared::Interner;
 use alfred_model::snapshot::{
     ClusterSnapshot, ComponentKind, ExecutorState, Node, ObjectProblem, PendingPod, PodGroup,
     PodPhase, PoolAttribution,
@@ -131,12 +130,12 @@ where
         .collect();
 
     // Pods.
-    let mut schedulings = Interner::with_capacity(pods::SCHEDULING_INTERNER_CAPACITY);
+    let mut specs = pods::PodSpecs::with_capacity(pods::SPEC_MEMO_CAPACITY);
     let mut pods: Vec<PodFacts> = pods
         .into_iter()
-        .filter_map(|p| pods::build_pod(p.borrow(), &mut schedulings, &mut problems))
+        .filter_map(|p| pods::build_pod(p.borrow(), &mut specs, &mut problems))
         .collect();
-    drop(schedulings);
+    drop(specs);
     pods.sort_by(|a, b| (&a.pod.namespace, &a.pod.name).cmp(&(&b.pod.namespace, &b.pod.name)));
     let mut seen_pod: Option<(String, String)> = None;
     pods.retain(|f| {
