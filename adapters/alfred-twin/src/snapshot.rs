@@ -26,6 +26,7 @@ use alfred_model::snapshot::{
     PendingPod, Pod, PodPhase, PodScheduling, PoolAttribution, ReplicaState, Runner, Workload,
 };
 
+use alfred_model::shared::Shared;
 use alfred_model::snapshot::PodGroup;
 
 use crate::engine::{MINUTE, MigPhase, Sim, Task, TaskState, ts};
@@ -79,8 +80,8 @@ fn labels_of(t: &Task, incarnation: u32) -> BTreeMap<String, String> {
     labels
 }
 
-fn scheduling_of(sim: &Sim, ti: usize) -> PodScheduling {
-    PodScheduling {
+fn scheduling_of(sim: &Sim, ti: usize) -> Shared<PodScheduling> {
+    Shared::new(PodScheduling {
         scheduler_name: if sim.tasks[ti].gang {
             GANG_SCHEDULER.into()
         } else {
@@ -88,7 +89,7 @@ fn scheduling_of(sim: &Sim, ti: usize) -> PodScheduling {
         },
         requests: requests(sim, ti),
         ..PodScheduling::default()
-    }
+    })
 }
 
 fn pod_group(t: &Task, incarnation: u32) -> PodGroup {

@@ -111,7 +111,8 @@ fn pod(name: &str, gpus: u32, node: &str, scheduler: &str, group: Option<&str>) 
             ]),
             tolerations: vec![json!({"key": GPU, "operator": "Exists", "effect": "NoSchedule"})],
             ..PodScheduling::default()
-        },
+        }
+        .into(),
         ..Pod::default()
     }
 }

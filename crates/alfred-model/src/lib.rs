@@ -9,6 +9,7 @@ pub mod effect;
 pub mod index;
 pub mod reason;
 pub mod record;
+pub mod shared;
 pub mod snapshot;
 pub mod time;
 

@@ -16,6 +16,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::Timestamp;
 use crate::index::IndexCache;
+use crate::shared::Shared;
 
 /// One immutable observation of the cluster.
 #[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
@@ -287,9 +288,10 @@ pub struct Pod {
     /// The controller owner reference, when there is one.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub controller: Option<OwnerRef>,
-    /// What the scheduler model needs of the pod spec.
+    /// What the scheduler model needs of the pod spec; equal blocks are shared between pods
+    /// (most pods have the same one), see [`Shared`].
     #[serde(default)]
-    pub scheduling: PodScheduling,
+    pub scheduling: Shared<PodScheduling>,
 }
 
 impl Pod {
@@ -370,9 +372,9 @@ pub struct PendingPod {
     /// Labels (gang membership, routing).
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub labels: BTreeMap<String, String>,
-    /// The scheduling part of its spec.
+    /// The scheduling part of its spec (shared with its pod record).
     #[serde(default)]
-    pub scheduling: PodScheduling,
+    pub scheduling: Shared<PodScheduling>,
 }
 
 impl PendingPod {

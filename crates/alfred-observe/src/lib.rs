@@ -130,10 +130,12 @@ where
         .collect();
 
     // Pods.
+    let mut specs = pods::PodSpecs::with_capacity(pods::SPEC_MEMO_CAPACITY);
     let mut pods: Vec<PodFacts> = pods
         .into_iter()
-        .filter_map(|p| pods::build_pod(p.borrow(), &mut problems))
+        .filter_map(|p| pods::build_pod(p.borrow(), &mut specs, &mut problems))
         .collect();
+    drop(specs);
     pods.sort_by(|a, b| (&a.pod.namespace, &a.pod.name).cmp(&(&b.pod.namespace, &b.pod.name)));
     let mut seen_pod: Option<(String, String)> = None;
     pods.retain(|f| {

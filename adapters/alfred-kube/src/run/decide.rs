@@ -215,7 +215,9 @@ impl Decider {
             now: now(),
             uuids: (0..UUIDS_PER_PASS).map(|_| uuid_v4()).collect(),
         };
+        let pass_started = Instant::now();
         let output = tokio::task::block_in_place(|| pass.run(&input));
+        let pass_ms = pass_started.elapsed().as_millis();
         if !self.gate.is_leader() {
             tracing::warn!("lease lost during the pass; its effects are dropped");
             return;
@@ -238,6 +240,8 @@ impl Decider {
             rows = output.rows,
             effects = output.effects.len(),
             writes = last_apply.writes.len(),
+            pass_ms,
+            total_ms = started.elapsed().as_millis(),
             "decision pass"
         );
     }

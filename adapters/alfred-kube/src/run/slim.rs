@@ -15,9 +15,16 @@
 //! Sub-objects whose JSON form `alfred_observe` re-serializes (affinity, tolerations, topology
 //! spread constraints) or whose exact shape it inspects (resource requirements, taints, owner
 //! references) are decoded with their `k8s_openapi` types, so nothing is re-interpreted here.
+//!
+//! A Pod's spec less its node is shared with the equal specs decoded before it
+//! ([`SlimPodSpec`]): the pods of a workload have the same containers, resources,
+//! tolerations and affinity, and one copy each was a large part of the cache.
 
 use std::borrow::Cow;
 use std::collections::BTreeMap;
+use std::sync::{LazyLock, Mutex};
+
+use alfred_model::shared::{Interner, Shared};
 
 use k8s_openapi::api::core::v1 as k8s;
 use k8s_openapi::apimachinery::pkg::api::resource::Quantity;
@@ -175,10 +182,11 @@ impl SlimContainer {
     }
 }
 
-/// The spec fields the snapshot reads: requests, scheduling constraints and the node.
+/// The spec fields the snapshot reads: requests, scheduling constraints and the node, as
+/// decoded; [`SlimPodSpec`] keeps them with everything but the node shared.
 #[derive(Deserialize, Clone, Debug, Default, PartialEq)]
 #[serde(rename_all = "camelCase")]
-pub struct SlimPodSpec {
+struct PodSpecWire {
     containers: Option<Vec<SlimContainer>>,
     init_containers: Option<Vec<SlimContainer>>,
     overhead: Option<BTreeMap<String, Quantity>>,
@@ -194,8 +202,45 @@ pub struct SlimPodSpec {
     priority: Option<i32>,
 }
 
+/// How many distinct pod specs (less the node) [`SPECS`] remembers: the pods of one
+/// workload share theirs, and a miss only costs the sharing.
+const SPEC_INTERNER_CAPACITY: usize = 64;
+
+/// The pod specs (less the node) the Pod watcher decoded last, shared by equal ones.
+static SPECS: LazyLock<Mutex<Interner<PodSpecWire>>> =
+    LazyLock::new(|| Mutex::new(Interner::with_capacity(SPEC_INTERNER_CAPACITY)));
+
+/// A Pod's spec as cached: the node, and the rest shared with every equal spec the watcher
+/// decoded before (most pods of a workload have the same containers, resources, tolerations
+/// and affinity; at 25,000 pods a copy each was a large part of the cache, BENCH-LIVE.md).
+#[derive(Deserialize, Clone, Debug, Default, PartialEq)]
+#[serde(from = "PodSpecWire")]
+pub struct SlimPodSpec {
+    node_name: Option<String>,
+    rest: Shared<PodSpecWire>,
+}
+
+impl From<PodSpecWire> for SlimPodSpec {
+    fn from(mut spec: PodSpecWire) -> SlimPodSpec {
+        let node_name = spec.node_name.take();
+        let rest = SPECS
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .intern(spec);
+        SlimPodSpec { node_name, rest }
+    }
+}
+
 impl SlimPodSpec {
     fn to_k8s(&self) -> k8s::PodSpec {
+        let node_name = self.node_name.clone();
+        let spec = &*self.rest;
+        spec.to_k8s(node_name)
+    }
+}
+
+impl PodSpecWire {
+    fn to_k8s(&self, node_name: Option<String>) -> k8s::PodSpec {
         k8s::PodSpec {
             containers: self
                 .containers
@@ -214,7 +259,7 @@ impl SlimPodSpec {
             affinity: self.affinity.as_deref().cloned(),
             tolerations: self.tolerations.clone(),
             topology_spread_constraints: self.topology_spread_constraints.clone(),
-            node_name: self.node_name.clone(),
+            node_name,
             node_selector: self.node_selector.clone(),
             scheduler_name: self.scheduler_name.clone(),
             priority: self.priority,
