@@ -22,7 +22,7 @@ use std::time::Duration;
 
 use alfred_model::config::{Config, Mode};
 use alfred_model::effect::Effect;
-use alfred_model::reason::AdvisoryReason;
+use alfred_model::reason::{AdvisoryReason, RowReason};
 use alfred_model::{ClusterSnapshot, Timestamp};
 use serde::Serialize;
 use serde_json::{Value, json};
@@ -274,7 +274,10 @@ pub fn decision_line(
     all_advice: bool,
 ) -> Value {
     let mut candidates = Vec::new();
-    let mut advice: BTreeMap<String, u64> = BTreeMap::new();
+    // The advice rows are counted per (reason, advisory reason) first and each distinct
+    // pair is spelled once below: a pass has thousands of advice rows and a handful of
+    // pairs, so the key is not built (through serde) once per row. Same counts, same keys.
+    let mut pairs: Vec<(RowReason, Option<AdvisoryReason>, u64)> = Vec::new();
     for e in explain {
         let c = &e.candidate;
         if c.executable || all_advice {
@@ -283,19 +286,29 @@ pub fn decision_line(
                 "verdict": e.verdict,
             }));
         } else {
-            let key = format!(
-                "{}/{}",
-                serde_json::to_value(c.reason)
-                    .ok()
-                    .and_then(|v| v.as_str().map(str::to_owned))
-                    .unwrap_or_default(),
-                c.advisory_reason
-                    .and_then(|r| serde_json::to_value(r).ok())
-                    .and_then(|v| v.as_str().map(str::to_owned))
-                    .unwrap_or_default()
-            );
-            *advice.entry(key).or_default() += 1;
+            match pairs
+                .iter_mut()
+                .find(|(r, a, _)| *r == c.reason && *a == c.advisory_reason)
+            {
+                Some(p) => p.2 += 1,
+                None => pairs.push((c.reason, c.advisory_reason, 1)),
+            }
         }
+    }
+    let mut advice: BTreeMap<String, u64> = BTreeMap::new();
+    for (reason, advisory, n) in pairs {
+        let key = format!(
+            "{}/{}",
+            serde_json::to_value(reason)
+                .ok()
+                .and_then(|v| v.as_str().map(str::to_owned))
+                .unwrap_or_default(),
+            advisory
+                .and_then(|r| serde_json::to_value(r).ok())
+                .and_then(|v| v.as_str().map(str::to_owned))
+                .unwrap_or_default()
+        );
+        *advice.entry(key).or_default() += n;
     }
     let dispatch: Vec<Value> = effects
         .iter()

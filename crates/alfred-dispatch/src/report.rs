@@ -2,6 +2,7 @@
 //! lifecycle, Events with the documented message shapes, and metric effects.
 
 use std::collections::{BTreeMap, BTreeSet};
+use std::fmt::Write as _;
 
 use alfred_model::ClusterSnapshot;
 use alfred_model::config::Mode as ConfigMode;
@@ -73,15 +74,26 @@ pub fn advisory_message(c: &Candidate) -> String {
     } else {
         0
     };
-    format!(
-        "{} advisory for {}/{}: {} (from {}, footprint {} GPUs)",
-        c.policy.as_str(),
-        c.workload,
-        c.component.as_str(),
-        reason,
-        c.from_node,
-        footprint
-    )
+    // Pieces pushed into one allocation of the right size rather than `format!`: every
+    // advice row of every pass makes one of these (thousands a pass). Same text.
+    let policy = c.policy.as_str();
+    let comp = c.component.as_str();
+    let mut s = String::with_capacity(
+        policy.len() + c.workload.len() + comp.len() + reason.len() + c.from_node.len() + 64,
+    );
+    s.push_str(policy);
+    s.push_str(" advisory for ");
+    s.push_str(&c.workload);
+    s.push('/');
+    s.push_str(comp);
+    s.push_str(": ");
+    s.push_str(reason);
+    s.push_str(" (from ");
+    s.push_str(&c.from_node);
+    s.push_str(", footprint ");
+    let _ = write!(s, "{footprint}");
+    s.push_str(" GPUs)");
+    s
 }
 
 /// The rejection message.

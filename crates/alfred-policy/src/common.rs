@@ -159,12 +159,19 @@ impl<'a> Ctx<'a> {
 
     /// `snap.node(name)`, through the name index.
     pub fn node(&self, name: &str) -> Option<&Node> {
+        self.node_position(name).map(|i| &self.snap.nodes[i])
+    }
+
+    /// The position in `snap.nodes` of [`Ctx::node`]'s answer. The snapshot is normalized
+    /// (sorted by name, no duplicates), so positions order nodes by name and a position
+    /// names exactly one node: plans and pricing compare positions instead of names.
+    pub fn node_position(&self, name: &str) -> Option<usize> {
         let nodes = &self.snap.nodes;
         let (lo, hi) = self.node_names.range(0, nodes.len(), name);
         nodes[lo..hi]
             .binary_search_by(|n| n.name.as_str().cmp(name))
             .ok()
-            .map(|i| &nodes[lo + i])
+            .map(|i| lo + i)
     }
 
     /// `snap.pod_by_key(key)`, through the name index.
@@ -488,15 +495,16 @@ fn advisory(block: RepackBlock) -> AdvisoryReason {
         .unwrap_or(AdvisoryReason::OMENativeStateIneligible)
 }
 
-/// A surge plan (§C.4).
+/// A surge plan (§C.4). Nodes are positions in `ctx.snap.nodes` ([`Ctx::node_position`]),
+/// not names: pricing reads the bins by position, and nothing is copied per move.
 #[derive(Debug, Clone, PartialEq)]
 pub(crate) struct SurgePlan {
     /// (source node, target node, gpus) per GPU pod.
-    pub moves: Vec<(String, String, u32)>,
+    pub moves: Vec<(usize, usize, u32)>,
     /// The first three eligible targets.
     pub hints: Vec<String>,
-    /// Every source node of the Instance (ascending).
-    pub sources: Vec<String>,
+    /// Every source node of the Instance (ascending, hence in name order).
+    pub sources: Vec<usize>,
     /// GPUs per GPU pod, largest first.
     pub pod_gpus: Vec<u32>,
     /// The ordered list the targets come from.
@@ -515,12 +523,27 @@ impl SurgePlan {
     fn target_names<'c>(&'c self, ctx: &'c Ctx<'_>) -> impl Iterator<Item = &'c str> + 'c {
         self.targets.nodes[self.start..]
             .iter()
+            .filter(|i| self.sources.binary_search(i).is_err())
             .map(|i| ctx.snap.nodes[*i].name.as_str())
-            .filter(|name| {
-                self.sources
-                    .binary_search_by(|s| s.as_str().cmp(name))
-                    .is_err()
-            })
+    }
+
+    /// [`SurgePlan::moves`] with node names, as §C.4 writes them.
+    #[cfg(test)]
+    pub fn named_moves(&self, ctx: &Ctx<'_>) -> Vec<(String, String, u32)> {
+        let name = |i: usize| ctx.snap.nodes[i].name.clone();
+        self.moves
+            .iter()
+            .map(|(from, to, gpus)| (name(*from), name(*to), *gpus))
+            .collect()
+    }
+
+    /// [`SurgePlan::sources`] by name.
+    #[cfg(test)]
+    pub fn source_names(&self, ctx: &Ctx<'_>) -> Vec<String> {
+        self.sources
+            .iter()
+            .map(|i| ctx.snap.nodes[*i].name.clone())
+            .collect()
     }
 }
 
@@ -536,20 +559,20 @@ pub(crate) fn eligible_target(ctx: &Ctx<'_>, w: &Workload, n: &Node) -> bool {
             .is_none_or(|allowed| allowed.contains(&n.name))
 }
 
-/// The validated prints of §C.4 `(pod key, node, gpus)` (GPU pods only), the sources and
-/// the pool; `None` = `NoSurgeHeadroom`.
+/// The validated prints of §C.4 `(pod key, node position, gpus)` (GPU pods only), the
+/// sources (node positions, ascending) and the pool; `None` = `NoSurgeHeadroom`.
 #[allow(clippy::type_complexity)]
-fn surge_prints<'c>(
+fn surge_prints<'c, 'i>(
     ctx: &'c Ctx<'_>,
     w: &Workload,
-    inst: &Instance,
-) -> Option<(Vec<(String, String, u32)>, Vec<String>, &'c str)> {
+    inst: &'i Instance,
+) -> Option<(Vec<(&'i str, usize, u32)>, Vec<usize>, &'c str)> {
     if ctx.model_reason(w).is_some() {
         return None;
     }
     // Validate the prints: every pod resolves to a bound pod of this namespace on a known node,
     // the GPU total and per-node pod counts agree with the Instance.
-    let mut prints: Vec<(String, String, u32)> = Vec::new();
+    let mut prints: Vec<(&'i str, usize, u32)> = Vec::new();
     let mut counts: BTreeMap<&str, u32> = BTreeMap::new();
     let mut total: u64 = 0;
     for key in &inst.pods {
@@ -557,11 +580,11 @@ fn surge_prints<'c>(
         if p.namespace != w.namespace || p.name.is_empty() || p.node.is_empty() {
             return None;
         }
-        ctx.node(&p.node)?;
+        let node = ctx.node_position(&p.node)?;
         *counts.entry(p.node.as_str()).or_default() += 1;
         total += u64::from(p.gpus);
         if p.gpus > 0 {
-            prints.push((key.clone(), p.node.clone(), p.gpus));
+            prints.push((key.as_str(), node, p.gpus));
         }
     }
     if prints.is_empty()
@@ -573,17 +596,23 @@ fn surge_prints<'c>(
     {
         return None;
     }
-    let sources: Vec<String> = inst.nodes.keys().cloned().collect();
+    // Every key is a counted node, found above.
+    let sources: Vec<usize> = inst
+        .nodes
+        .keys()
+        .map(|k| ctx.node_position(k))
+        .collect::<Option<_>>()?;
     let mut pool: Option<&str> = None;
     for (_, node, _) in &prints {
-        let p = ctx.pool_of(node)?;
+        let n = &ctx.snap.nodes[*node];
+        let p = n.pool.as_deref().filter(|_| n.has_gpus())?;
         if pool.is_some_and(|q| q != p) {
             return None;
         }
         pool = Some(p);
     }
     let pool = pool?;
-    prints.sort_by(|a, b| b.2.cmp(&a.2).then_with(|| a.0.cmp(&b.0)));
+    prints.sort_by(|a, b| b.2.cmp(&a.2).then_with(|| a.0.cmp(b.0)));
     Some((prints, sources, pool))
 }
 
@@ -592,13 +621,13 @@ fn surge_prints<'c>(
 /// name, and node positions are name order (normalized snapshot, unique names), so the
 /// per-node pod counts compare with the Instance's `nodes` by position. Same answer.
 #[allow(clippy::type_complexity)]
-fn surge_prints_at<'c>(
+fn surge_prints_at<'c, 'i>(
     ctx: &'c Ctx<'_>,
     idx: &SnapshotIndex,
     facts: &InstanceFacts,
     w: &Workload,
-    inst: &Instance,
-) -> Option<(Vec<(String, String, u32)>, Vec<String>, &'c str)> {
+    inst: &'i Instance,
+) -> Option<(Vec<(&'i str, usize, u32)>, Vec<usize>, &'c str)> {
     let pod_ix = idx.pods_of(facts);
     if pod_ix.len() != inst.pods.len() {
         return surge_prints(ctx, w, inst);
@@ -607,7 +636,7 @@ fn surge_prints_at<'c>(
         return None;
     }
     let snap: &'c ClusterSnapshot = &ctx.snap;
-    let mut prints: Vec<(String, String, u32)> = Vec::with_capacity(pod_ix.len());
+    let mut prints: Vec<(&'i str, usize, u32)> = Vec::with_capacity(pod_ix.len());
     // (node position, pods), ascending.
     let mut counts: Vec<(u32, u32)> = Vec::with_capacity(2);
     let mut total: u64 = 0;
@@ -635,7 +664,7 @@ fn surge_prints_at<'c>(
                 return None;
             }
             pool = Some(q);
-            prints.push((key.clone(), p.node.clone(), p.gpus));
+            prints.push((key.as_str(), node as usize, p.gpus));
         }
     }
     if prints.is_empty()
@@ -648,9 +677,10 @@ fn surge_prints_at<'c>(
     {
         return None;
     }
-    let sources: Vec<String> = inst.nodes.keys().cloned().collect();
+    // The Instance's `nodes` keys, resolved: equal to the counted nodes, checked above.
+    let sources: Vec<usize> = idx.nodes_of(facts).iter().map(|n| *n as usize).collect();
     let pool = pool?;
-    prints.sort_by(|a, b| b.2.cmp(&a.2).then_with(|| a.0.cmp(&b.0)));
+    prints.sort_by(|a, b| b.2.cmp(&a.2).then_with(|| a.0.cmp(b.0)));
     Some((prints, sources, pool))
 }
 
@@ -683,14 +713,11 @@ pub(crate) fn plan_surge(ctx: &Ctx<'_>, w: &Workload, inst: &Instance) -> Option
 fn plan_from_prints(
     ctx: &Ctx<'_>,
     w: &Workload,
-    (prints, sources, pool): (Vec<(String, String, u32)>, Vec<String>, &str),
+    (prints, sources, pool): (Vec<(&str, usize, u32)>, Vec<usize>, &str),
 ) -> Option<SurgePlan> {
     let minimum = prints.iter().map(|p| p.2).min()?;
     let targets = ctx.target_list(pool, w);
-    let is_source = |pos: usize| {
-        let name = ctx.snap.nodes[targets.nodes[pos]].name.as_str();
-        sources.binary_search_by(|s| s.as_str().cmp(name)).is_ok()
-    };
+    let is_source = |pos: usize| sources.binary_search(&targets.nodes[pos]).is_ok();
     let start = targets.free.partition_point(|f| *f < minimum);
     // Used targets `(position, free GPUs left)`, in position order.
     let mut used: Vec<(usize, u32)> = Vec::new();
@@ -721,8 +748,7 @@ fn plan_from_prints(
             }
             (None, None) => return None,
         };
-        let target = &ctx.snap.nodes[targets.nodes[pos]].name;
-        moves.push((from.clone(), target.clone(), *gpus));
+        moves.push((*from, targets.nodes[pos], *gpus));
     }
     let mut plan = SurgePlan {
         moves,
@@ -753,6 +779,12 @@ pub(crate) fn plan_surge_reference(
     Vec<u32>,
 )> {
     let (prints, sources, pool) = surge_prints(ctx, w, inst)?;
+    let name = |i: usize| ctx.snap.nodes[i].name.clone();
+    let prints: Vec<(&str, String, u32)> = prints
+        .into_iter()
+        .map(|(k, n, g)| (k, name(n), g))
+        .collect();
+    let sources: Vec<String> = sources.into_iter().map(name).collect();
     let minimum = prints.iter().map(|p| p.2).min()?;
     let mut targets: Vec<&Node> = ctx
         .snap
@@ -794,9 +826,15 @@ pub(crate) fn row(
     from_node: String,
     advisory: Option<AdvisoryReason>,
 ) -> Candidate {
+    // `w.key()` (`namespace/name`) pushed into one exact allocation instead of through
+    // `format!`: one per advice row, thousands a pass. Same text.
+    let mut workload = String::with_capacity(w.namespace.len() + 1 + w.name.len());
+    workload.push_str(&w.namespace);
+    workload.push('/');
+    workload.push_str(&w.name);
     Candidate {
         policy,
-        workload: w.key(),
+        workload,
         component: kind,
         instance,
         mode: mode.clone(),

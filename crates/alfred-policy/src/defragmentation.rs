@@ -12,7 +12,7 @@ use std::cmp::Ordering;
 
 use alfred_model::Timestamp;
 use alfred_model::config::Config;
-use alfred_model::index::{InstanceFacts, SnapshotIndex};
+use alfred_model::index::{InstanceFacts, NONE, SnapshotIndex};
 use alfred_model::reason::{AdvisoryReason, RowReason};
 use alfred_model::record::{Candidate, Policy};
 use alfred_model::snapshot::{
@@ -412,8 +412,11 @@ pub(crate) struct Priced {
 /// What pricing needs of a pool's observed bins, computed once per pool: the slot counts
 /// per ladder size, `TotalFree`, and the bins by free GPUs (largest first) for the
 /// emergency test, and the pending pods that test reads (the pool's, old enough, asking
-/// GPUs: the parts of the test that do not depend on the candidate).
+/// GPUs: the parts of the test that do not depend on the candidate); and each node's bin,
+/// so a plan's nodes (positions) find their bins without a search by name.
 pub(crate) struct Pricer<'s> {
+    /// Per node of `ctx.snap.nodes`: its position in the pool's bins, [`NONE`] when none.
+    bin_of: Vec<u32>,
     slots: LadderSlots,
     total_free: u64,
     by_free_desc: Vec<usize>,
@@ -427,7 +430,26 @@ impl<'s> Pricer<'s> {
         by_free_desc.sort_by(|a, b| free[*b].cmp(&free[*a]).then(a.cmp(b)));
         let pool = eval.score.pool.as_str();
         let age = f64::from(ctx.cfg.emergency_pending_age_minutes);
+        // A bin's node is its position in the snapshot the analysis read; that is `ctx.snap`
+        // (the pass shares its analysis only when so), and a bin whose position names
+        // another node is resolved by name, as `Bins::position` would.
+        let nodes = &ctx.snap.nodes;
+        let mut bin_of = vec![NONE; nodes.len()];
+        for (pos, bin) in eval.bins.iter().enumerate() {
+            let node = if nodes.get(bin.node).is_some_and(|n| n.name == bin.name) {
+                Some(bin.node)
+            } else {
+                ctx.node_position(bin.name)
+            };
+            if let (Some(slot), Ok(pos)) =
+                (node.and_then(|i| bin_of.get_mut(i)), u32::try_from(pos))
+                && *slot == NONE
+            {
+                *slot = pos;
+            }
+        }
         Pricer {
+            bin_of,
             slots: LadderSlots::new(&eval.bins, &eval.weights),
             total_free: eval.bins.total_free(),
             by_free_desc,
@@ -453,37 +475,38 @@ enum BinRef {
 }
 
 /// The preemptible sources that decision G.12 counts as bins (before and after the move):
-/// `(node name, free, cap)`, in source order.
-fn extra_bins<'c>(
-    ctx: &'c Ctx<'_>,
+/// `(node position, free, cap)`, in source order.
+fn extra_bins(
+    ctx: &Ctx<'_>,
     eval: &PoolAnalysis<'_>,
+    pricer: &Pricer<'_>,
     plan: &SurgePlan,
-) -> Vec<(&'c str, u32, u32)> {
-    preemptible_sources(ctx, eval, plan)
+) -> Vec<(usize, u32, u32)> {
+    let is_bin = |i: usize| pricer.bin_of.get(i).is_some_and(|b| *b != NONE);
+    preemptible_sources(ctx, eval, plan, is_bin)
         .into_iter()
-        .map(|(_, n)| (n.name.as_str(), n.free_gpus.min(n.total_gpus), n.total_gpus))
+        .map(|(i, n)| (i, n.free_gpus.min(n.total_gpus), n.total_gpus))
         .collect()
 }
 
 /// The plan's sources that G.12 adds as bins: preemptible, available nodes of the pool with
-/// GPUs that are not bins already, with their index in the snapshot, in source order.
+/// GPUs that are not bins already (`is_bin`, by node position), with their index in the
+/// snapshot, in source order.
 fn preemptible_sources<'c>(
     ctx: &'c Ctx<'_>,
     eval: &PoolAnalysis<'_>,
     plan: &SurgePlan,
+    is_bin: impl Fn(usize) -> bool,
 ) -> Vec<(usize, &'c alfred_model::snapshot::Node)> {
     let pool = eval.score.pool.as_str();
     let nodes = &ctx.snap.nodes;
     plan.sources
         .iter()
-        .filter_map(|source| {
-            if eval.bins.position(source).is_some() {
+        .filter_map(|&i| {
+            if is_bin(i) {
                 return None;
             }
-            let i = nodes
-                .binary_search_by(|n| n.name.as_str().cmp(source))
-                .ok()?;
-            let n = &nodes[i];
+            let n = nodes.get(i)?;
             (n.preemptible && n.has_gpus() && n.pool.as_deref() == Some(pool) && !n.unavailable())
                 .then_some((i, n))
         })
@@ -512,7 +535,7 @@ pub(crate) fn price(
     w: &Workload,
     plan: &SurgePlan,
 ) -> Option<Priced> {
-    let extra = extra_bins(ctx, eval, plan);
+    let extra = extra_bins(ctx, eval, pricer, plan);
     if extra
         .iter()
         .any(|(_, _, cap)| *cap > pricer.slots.max_cap())
@@ -525,12 +548,15 @@ pub(crate) fn price(
         before.add(*free, *cap);
         denominator += u64::from(*free);
     }
-    let lookup = |name: &str| -> Option<(BinRef, u32, u32)> {
-        if let Some(pos) = eval.bins.position(name) {
+    let lookup = |node: usize| -> Option<(BinRef, u32, u32)> {
+        if let Some(&pos) = pricer.bin_of.get(node)
+            && pos != NONE
+        {
+            let pos = pos as usize;
             let bin = eval.bins.get(pos)?;
             return Some((BinRef::Pool(pos), bin.free, bin.cap));
         }
-        let i = extra.iter().position(|(n, _, _)| *n == name)?;
+        let i = extra.iter().position(|(n, _, _)| *n == node)?;
         Some((BinRef::Extra(i), extra[i].1, extra[i].2))
     };
     // Touched bins: (bin, free before, free now, cap).
@@ -547,7 +573,7 @@ pub(crate) fn price(
             }
         };
     for (_, target, gpus) in &plan.moves {
-        let bin = lookup(target)?;
+        let bin = lookup(*target)?;
         let k = slot_of(bin, &mut touched);
         if touched[k].2 < *gpus {
             return None;
@@ -555,7 +581,7 @@ pub(crate) fn price(
         touched[k].2 -= gpus;
     }
     for (source, _, gpus) in &plan.moves {
-        if let Some(bin) = lookup(source) {
+        if let Some(bin) = lookup(*source) {
             let k = slot_of(bin, &mut touched);
             touched[k].2 = touched[k].2.saturating_add(*gpus).min(touched[k].3);
         }
@@ -604,18 +630,20 @@ pub(crate) fn price_by_clone(
 ) -> Option<Priced> {
     let pool = eval.score.pool.as_str();
     let mut before = eval.bins.clone();
-    for (i, n) in preemptible_sources(ctx, eval, plan) {
+    let nodes = &ctx.snap.nodes;
+    let is_bin = |i: usize| eval.bins.position(&nodes[i].name).is_some();
+    for (i, n) in preemptible_sources(ctx, eval, plan, is_bin) {
         before.insert(n, i);
     }
     let denominator = before.total_free();
     let mut after = before.clone();
     for (_, target, gpus) in &plan.moves {
-        if !after.take(target, *gpus) {
+        if !after.take(&nodes[*target].name, *gpus) {
             return None;
         }
     }
     for (source, _, gpus) in &plan.moves {
-        after.release(source, *gpus);
+        after.release(&nodes[*source].name, *gpus);
     }
     let benefit = weighted_fragmentation(&before, &eval.weights, denominator)
         - weighted_fragmentation(&after, &eval.weights, denominator);

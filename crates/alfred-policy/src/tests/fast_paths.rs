@@ -36,10 +36,10 @@ proptest! {
                     let reference = plan_surge_reference(&ctx, w, inst);
                     let fast_tuple = fast.as_ref().map(|p| {
                         (
-                            p.moves.clone(),
+                            p.named_moves(&ctx),
                             p.placement_targets(&ctx),
                             p.hints.clone(),
-                            p.sources.clone(),
+                            p.source_names(&ctx),
                             p.pod_gpus.clone(),
                         )
                     });
@@ -145,10 +145,10 @@ fn fast_plan_and_price_equal_the_reference_on_a_larger_cluster() {
                     let reference = plan_surge_reference(&ctx, w, inst);
                     let tuple = fast.as_ref().map(|p| {
                         (
-                            p.moves.clone(),
+                            p.named_moves(&ctx),
                             p.placement_targets(&ctx),
                             p.hints.clone(),
-                            p.sources.clone(),
+                            p.source_names(&ctx),
                             p.pod_gpus.clone(),
                         )
                     });
