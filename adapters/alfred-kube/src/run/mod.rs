@@ -21,6 +21,7 @@ pub mod leader;
 pub mod metrics;
 pub mod observe;
 pub mod pass;
+pub mod prefetch;
 pub mod slim;
 pub mod strip;
 pub mod watch;

@@ -291,8 +291,11 @@ fn spawn_dynamic(client: &Client, k: DynKind, listed: &Arc<Notify>) -> Cache<Dyn
 }
 
 impl Caches {
-    /// Starts every watch. Node updates feed the early ticker.
+    /// Starts every watch. Node updates feed the early ticker. The watches share one client
+    /// whose list pages are pipelined ([`super::prefetch`]): the next page is on its way while
+    /// the watcher decodes the current one.
     pub fn start(client: &Client, config: Arc<ConfigStore>, early_tx: mpsc::Sender<()>) -> Caches {
+        let client = &super::prefetch::client(client.clone());
         let listed = Arc::new(Notify::new());
         let nodes = spawn_typed(
             Api::<SlimNode>::all(client.clone()),
