@@ -43,6 +43,31 @@ fn execute_submits_one_request_and_serialises_the_rest() {
     );
 }
 
+/// The re-check on the pass's own snapshot object reads the pass's proposal instead of running
+/// the policies again (`preflight::Proposal`); on an equal copy it runs them. Both must decide
+/// alike, pass after pass: two admitted moves (one submitted, one held by the serial limit),
+/// then the following passes while the first is in flight.
+#[test]
+fn the_re_check_on_the_pass_s_own_snapshot_decides_as_on_an_equal_copy() {
+    let mut own = World::execute();
+    let mut copy = World::execute();
+    copy.fresh_copy = true;
+    let mut submitted = 0;
+    for _ in 0..3 {
+        let (a, b) = (own.pass(), copy.pass());
+        assert_eq!(a.effects, b.effects);
+        assert_eq!(a.record, b.record);
+        assert_eq!(own.journal(), copy.journal());
+        submitted += writes(&a).iter().filter(|w| **w == "request").count();
+        own.now = own.now.plus_minutes(1);
+        copy.now = copy.now.plus_minutes(1);
+    }
+    assert_eq!(
+        submitted, 1,
+        "the first pass submits, the journal then holds the rest"
+    );
+}
+
 #[test]
 fn story_submitted_acknowledged_completed() {
     let mut w = World::execute();

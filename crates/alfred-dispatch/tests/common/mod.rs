@@ -149,6 +149,10 @@ pub struct World {
     pub snap: ClusterSnapshot,
     pub fresh: Option<ClusterSnapshot>,
     pub fresh_same: bool,
+    /// With `fresh_same`: hand the re-check an equal copy of the pass's snapshot instead of
+    /// the very object (as `replay` and the twin do), so the re-check runs the policies again
+    /// rather than reading the pass's own proposal.
+    pub fresh_copy: bool,
     /// `None`: the cluster is frozen during the pass ([`FreshLooks::Frozen`]); else the
     /// adapter observes on demand ([`FreshLooks::Observe`]) and the second look sees this.
     pub second_look: Option<ScriptedLook>,
@@ -209,6 +213,7 @@ impl World {
             snap,
             fresh: None,
             fresh_same: true,
+            fresh_copy: false,
             second_look: None,
             observations: 0,
             config,
@@ -246,21 +251,30 @@ impl World {
         } else {
             (0..3).map(|k| uuid(self.next_uuid + k)).collect()
         };
-        let fresh = if self.fresh_same {
+        // The pass's own snapshot object, unless a copy or an on-demand look is asked for.
+        let own = self.fresh_same && !self.fresh_copy && self.second_look.is_none();
+        let owned = if own {
+            None
+        } else if self.fresh_same {
             Some(self.snap.clone())
         } else {
             self.fresh.clone()
         };
+        let fresh: Option<&ClusterSnapshot> = if own {
+            Some(&self.snap)
+        } else {
+            owned.as_ref()
+        };
         let prev = self.state.node_records.clone();
         let looks = self.second_look.as_ref().map(|second| ScriptedLooks {
-            first: fresh.clone(),
+            first: fresh.cloned(),
             then: second.0.clone(),
             calls: std::cell::Cell::new(0),
         });
         let input = PassInput {
             snapshot: &self.snap,
             fresh: match &looks {
-                None => FreshLooks::Frozen(fresh.as_ref()),
+                None => FreshLooks::Frozen(fresh),
                 Some(looks) => FreshLooks::Observe(looks),
             },
             config: &self.config,
