@@ -584,6 +584,35 @@ mod tests {
     }
 
     #[test]
+    fn equal_pod_specs_share_one_copy_and_keep_their_own_nodes() {
+        let on = |node: &str, gpus: &str| -> SlimPod {
+            serde_json::from_str(&format!(
+                r#"{{"metadata":{{"name":"p-{node}-{gpus}","namespace":"ns"}},
+                    "spec":{{"nodeName":"{node}","schedulerName":"default-scheduler",
+                    "containers":[{{"name":"c","resources":{{"limits":{{"nvidia.com/gpu":"{gpus}"}}}}}}]}}}}"#
+            ))
+            .unwrap()
+        };
+        let (a, b, other) = (on("n1", "1"), on("n2", "1"), on("n1", "2"));
+        let spec = |p: &SlimPod| p.spec.clone().unwrap();
+        assert!(Shared::ptr_eq(&spec(&a).rest, &spec(&b).rest));
+        assert!(!Shared::ptr_eq(&spec(&a).rest, &spec(&other).rest));
+        let node = |p: &SlimPod| p.to_k8s().spec.unwrap().node_name;
+        assert_eq!(node(&a).as_deref(), Some("n1"));
+        assert_eq!(node(&b).as_deref(), Some("n2"));
+        assert_eq!(
+            other.to_k8s().spec.unwrap().containers[0]
+                .resources
+                .as_ref()
+                .unwrap()
+                .limits
+                .as_ref()
+                .unwrap()["nvidia.com/gpu"],
+            Quantity("2".into())
+        );
+    }
+
+    #[test]
     fn sparse_and_null_fields_decode_like_k8s_openapi() {
         let full: Vec<k8s::Pod> = serde_json::from_str(SPARSE).unwrap();
         let slim: Vec<SlimPod> = serde_json::from_str(SPARSE).unwrap();
