@@ -131,27 +131,25 @@ where
 
     // Pods.
     let mut specs = pods::PodSpecs::with_capacity(pods::SPEC_MEMO_CAPACITY);
-    let mut pods: Vec<PodFacts> = pods
-        .into_iter()
-        .filter_map(|p| pods::build_pod(p.borrow(), &mut specs, &mut problems))
-        .collect();
+    let pods_in = pods.into_iter();
+    // Sized up front: the records are large, and growing by doubling would copy them all.
+    let mut pods: Vec<PodFacts> = Vec::with_capacity(pods_in.size_hint().0);
+    pods.extend(pods_in.filter_map(|p| pods::build_pod(p.borrow(), &mut specs, &mut problems)));
     drop(specs);
     pods.sort_by(|a, b| (&a.pod.namespace, &a.pod.name).cmp(&(&b.pod.namespace, &b.pod.name)));
-    let mut seen_pod: Option<(String, String)> = None;
-    pods.retain(|f| {
-        let key = (f.pod.namespace.clone(), f.pod.name.clone());
-        if seen_pod.as_ref() == Some(&key) {
+    pods.dedup_by(|later, kept| {
+        let duplicate =
+            (&later.pod.namespace, &later.pod.name) == (&kept.pod.namespace, &kept.pod.name);
+        if duplicate {
             problems.add(
                 "Pod",
-                &key.0,
-                &key.1,
+                &later.pod.namespace,
+                &later.pod.name,
                 "metadata.name",
                 "duplicate pod; the first one is kept",
             );
-            return false;
         }
-        seen_pod = Some(key);
-        true
+        duplicate
     });
     let finished = |f: &PodFacts| matches!(f.pod.phase, PodPhase::Succeeded | PodPhase::Failed);
 

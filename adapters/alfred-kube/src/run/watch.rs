@@ -2,8 +2,9 @@
 //!
 //! One watcher per kind, cluster-wide. Pods and Nodes, the kinds that reach tens of thousands of
 //! objects, are decoded straight into the slim types of [`super::slim`] (nothing else is ever
-//! allocated) and listed in pages of 1,000; the other kinds keep the `modify` hook of
-//! [`super::strip`]. Each kind tracks whether its first list finished and whether its watch is
+//! allocated) and listed by [`super::list_watch`]: one request served from the API server's
+//! watch cache, each object decoded as the body streams in. The other kinds use kube's
+//! watcher and keep the `modify` hook of [`super::strip`]. Each kind tracks whether its first list finished and whether its watch is
 //! currently failing: a snapshot needs Nodes, Pods, InferenceServices and InferenceReplicas
 //! listed and healthy ("build snapshot: ..." otherwise), so no pass acts on a cache that stopped
 //! following the API server. Models, PVCs, PVs and PodGroups are optional (a missing CRD leaves
@@ -19,7 +20,7 @@ use std::time::{Duration, Instant};
 
 use alfred_model::Timestamp;
 use alfred_observe::{ClusterObjects, Observation, ObserveSettings};
-use futures::StreamExt;
+use futures::{Stream, StreamExt};
 use k8s_openapi::api::core::v1::{PersistentVolume, PersistentVolumeClaim};
 use kube::Client;
 use kube::api::{Api, ApiResource, DynamicObject, GroupVersionKind, ListParams};
@@ -29,6 +30,7 @@ use kube::runtime::watcher::{self, Event};
 use tokio::sync::{Notify, mpsc};
 
 use super::config::ConfigStore;
+use super::list_watch::{self, ListFrom};
 use super::slim::{SlimNode, SlimPod};
 use super::{early, strip};
 
@@ -210,22 +212,12 @@ const PG: DynKind = DynKind {
 /// List page size of the small kinds (PVCs, PVs, OME objects, PodGroups).
 const PAGE_SIZE: u32 = 500;
 
-/// List page size of Pods and Nodes. A page is read whole and decoded before the next is
-/// requested, so the page size bounds the memory the initial list needs beside the cache: about
-/// three copies of the page's JSON (the body, kube's `String` copy of it, the decoded objects),
-/// ~2.4 MB each at the bench's ~2.4 KB per pod. Pages of 5,000 left ~30 MB more resident with
-/// no list-time difference measurable on the shared bench machine (the server's work per
-/// object dominates, not the 25 round trips); the old 500-object pages of full `k8s_openapi`
-/// Pods listed 3.5 × slower than one plain list.
-const LARGE_PAGE_SIZE: u32 = 1_000;
-
 fn watcher_config(page_size: u32) -> watcher::Config {
     watcher::Config::default().page_size(page_size)
 }
 
 fn spawn_typed<K>(
-    api: Api<K>,
-    page_size: u32,
+    events: impl Stream<Item = Result<Event<K>, watcher::Error>> + Send + 'static,
     strip: fn(&mut K),
     listed: &Arc<Notify>,
     on_event: impl Fn(&Store<K>, &Event<K>) + Send + 'static,
@@ -244,7 +236,7 @@ where
     let health = WatchHealth::new(Box::leak(kind.into_boxed_str()), listed.clone());
     let h = health.clone();
     let reader = store.clone();
-    let stream = watcher::watcher(api, watcher_config(page_size))
+    let stream = events
         .default_backoff()
         .modify(strip)
         // Before the store applies the event: `on_event` compares with the cached object.
@@ -291,15 +283,11 @@ fn spawn_dynamic(client: &Client, k: DynKind, listed: &Arc<Notify>) -> Cache<Dyn
 }
 
 impl Caches {
-    /// Starts every watch. Node updates feed the early ticker. The watches share one client
-    /// whose list pages are pipelined ([`super::prefetch`]): the next page is on its way while
-    /// the watcher decodes the current one.
+    /// Starts every watch. Node updates feed the early ticker.
     pub fn start(client: &Client, config: Arc<ConfigStore>, early_tx: mpsc::Sender<()>) -> Caches {
-        let client = &super::prefetch::client(client.clone());
         let listed = Arc::new(Notify::new());
         let nodes = spawn_typed(
-            Api::<SlimNode>::all(client.clone()),
-            LARGE_PAGE_SIZE,
+            list_watch::watcher::<SlimNode>(client.clone(), ListFrom::WatchCache),
             |_| {},
             &listed,
             move |store: &Store<SlimNode>, e: &Event<SlimNode>| {
@@ -319,22 +307,25 @@ impl Caches {
             },
         );
         let pods = spawn_typed(
-            Api::<SlimPod>::all(client.clone()),
-            LARGE_PAGE_SIZE,
+            list_watch::watcher::<SlimPod>(client.clone(), ListFrom::WatchCache),
             |_| {},
             &listed,
             |_, _| {},
         );
         let pvcs = spawn_typed(
-            Api::<PersistentVolumeClaim>::all(client.clone()),
-            PAGE_SIZE,
+            watcher::watcher(
+                Api::<PersistentVolumeClaim>::all(client.clone()),
+                watcher_config(PAGE_SIZE),
+            ),
             |p| strip::managed_fields(&mut p.metadata),
             &listed,
             |_, _| {},
         );
         let pvs = spawn_typed(
-            Api::<PersistentVolume>::all(client.clone()),
-            PAGE_SIZE,
+            watcher::watcher(
+                Api::<PersistentVolume>::all(client.clone()),
+                watcher_config(PAGE_SIZE),
+            ),
             |p| strip::managed_fields(&mut p.metadata),
             &listed,
             |_, _| {},
@@ -432,10 +423,24 @@ impl Caches {
                 pod_groups: optional(&self.pod_groups),
                 unrecognised: Vec::new(),
             },
-            nodes: self.nodes.store.state(),
-            pods: self.pods.store.state(),
+            nodes: sorted_by_key(self.nodes.store.state(), |n| &n.metadata),
+            pods: sorted_by_key(self.pods.store.state(), |p| &p.metadata),
         })
     }
+}
+
+/// The store's objects (in hash order) sorted by namespace and name, the order
+/// `alfred_observe` puts its records in: sorting the shared pointers here leaves it an
+/// already sorted run to check instead of ~25,000 large records to move around.
+fn sorted_by_key<K>(
+    mut objects: Vec<Arc<K>>,
+    meta: impl Fn(&K) -> &k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta,
+) -> Vec<Arc<K>> {
+    objects.sort_unstable_by(|a, b| {
+        let (a, b) = (meta(a), meta(b));
+        (&a.namespace, &a.name).cmp(&(&b.namespace, &b.name))
+    });
+    objects
 }
 
 /// Every object a snapshot needs, read from the API server itself, not from the caches
@@ -448,12 +453,8 @@ impl Caches {
 /// counts as empty, as an unlisted cache does.
 pub async fn read_uncached(client: &Client) -> Result<CachedObjects, String> {
     let (nodes, pods, pvcs, pvs, isvcs, irs, cbms, bms, pgs) = futures::join!(
-        list_typed(
-            Api::<SlimNode>::all(client.clone()),
-            LARGE_PAGE_SIZE,
-            |_| {}
-        ),
-        list_typed(Api::<SlimPod>::all(client.clone()), LARGE_PAGE_SIZE, |_| {}),
+        list_watch::list_all::<SlimNode>(client, ListFrom::Etcd),
+        list_watch::list_all::<SlimPod>(client, ListFrom::Etcd),
         list_typed(
             Api::<PersistentVolumeClaim>::all(client.clone()),
             PAGE_SIZE,
@@ -484,8 +485,16 @@ pub async fn read_uncached(client: &Client) -> Result<CachedObjects, String> {
             pod_groups: optional(pgs),
             unrecognised: Vec::new(),
         },
-        nodes: nodes?.into_iter().map(Arc::new).collect(),
-        pods: pods?.into_iter().map(Arc::new).collect(),
+        nodes: nodes
+            .map_err(|e| format!("list Node: {e}"))?
+            .into_iter()
+            .map(Arc::new)
+            .collect(),
+        pods: pods
+            .map_err(|e| format!("list Pod: {e}"))?
+            .into_iter()
+            .map(Arc::new)
+            .collect(),
     })
 }
 
