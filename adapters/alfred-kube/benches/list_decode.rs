@@ -1,0 +1,106 @@
+//! Decoding a 25,000-Pod list body (the size of `cargo xtask bench-live`'s cluster, ~2.4 KB a
+//! Pod as the API server writes it, managed fields included) into alfred's slim Pods.
+//!
+//! `streamed`: what `alfred run` does, the body fed in 16 KB network-sized chunks to the
+//! `ListSplitter` and each item decoded as it completes. `whole`: the body decoded at once as
+//! one list (what a plain `Api::list` does after buffering it), for comparison.
+//! `cargo bench -p alfred-kube --bench list_decode`.
+
+use std::hint::black_box;
+
+use alfred_kube::run::list_split::ListSplitter;
+use alfred_kube::run::slim::SlimPod;
+use criterion::{Criterion, Throughput, criterion_group, criterion_main};
+use serde_json::json;
+
+const PODS: usize = 25_000;
+const CHUNK: usize = 16 * 1024;
+
+fn pod(i: usize) -> serde_json::Value {
+    let gpus = (1 + i % 2).to_string();
+    let resources = json!({"requests": {"cpu": "8", "memory": "64Gi", "nvidia.com/gpu": gpus},
+                           "limits": {"nvidia.com/gpu": gpus}});
+    json!({
+        "metadata": {
+            "name": format!("bench-pod-{i:06}"), "namespace": "bench",
+            "uid": format!("6f1c2b9e-0000-4000-8000-{i:012}"), "resourceVersion": format!("{}", 10_000 + i),
+            "creationTimestamp": "2026-11-29T07:00:00Z", "labels": {"app": format!("job-{}", i / 5)},
+            "managedFields": [
+                {"manager": "python-urllib", "operation": "Update", "apiVersion": "v1",
+                 "time": "2026-11-29T07:00:00Z", "fieldsType": "FieldsV1",
+                 "fieldsV1": {"f:metadata": {"f:labels": {".": {}, "f:app": {}}},
+                              "f:spec": {"f:containers": {"k:{\"name\":\"main\"}": {".": {}, "f:image": {},
+                                  "f:imagePullPolicy": {}, "f:name": {}, "f:resources": {}}}}}},
+                {"manager": "python-urllib", "operation": "Update", "apiVersion": "v1",
+                 "time": "2026-11-29T07:00:01Z", "fieldsType": "FieldsV1", "subresource": "status",
+                 "fieldsV1": {"f:status": {"f:conditions": {}, "f:phase": {}, "f:startTime": {}}}}
+            ]
+        },
+        "spec": {
+            "nodeName": format!("bench-gpu-{:05}", i / 5),
+            "containers": [{"name": "main", "image": "nvcr.io/nvidia/pytorch:25.08-py3",
+                            "resources": resources, "terminationMessagePath": "/dev/termination-log",
+                            "terminationMessagePolicy": "File", "imagePullPolicy": "IfNotPresent"}],
+            "restartPolicy": "Always", "terminationGracePeriodSeconds": 30, "dnsPolicy": "ClusterFirst",
+            "securityContext": {}, "schedulerName": "default-scheduler", "priority": 0,
+            "enableServiceLinks": true, "preemptionPolicy": "PreemptLowerPriority",
+            "tolerations": [{"key": "nvidia.com/gpu", "operator": "Exists", "effect": "NoSchedule"}]
+        },
+        "status": {"phase": "Running", "startTime": "2026-11-29T07:01:00Z", "qosClass": "Burstable",
+                   "conditions": [
+                       {"type": "Ready", "status": "True", "lastTransitionTime": "2026-11-29T07:05:00Z"},
+                       {"type": "PodScheduled", "status": "True", "lastTransitionTime": "2026-11-29T07:00:00Z"}]}
+    })
+}
+
+fn body() -> Vec<u8> {
+    let items: Vec<_> = (0..PODS).map(pod).collect();
+    serde_json::to_vec(&json!({"kind": "PodList", "apiVersion": "v1",
+                                "metadata": {"resourceVersion": "99999"}, "items": items}))
+    .expect("a JSON body")
+}
+
+#[derive(serde::Deserialize)]
+struct List {
+    items: Vec<SlimPod>,
+}
+
+fn decode(c: &mut Criterion) {
+    let body = body();
+    let mut group = c.benchmark_group("pod_list_25k");
+    group.sample_size(10);
+    group.throughput(Throughput::Bytes(body.len() as u64));
+    group.bench_function("streamed", |b| {
+        b.iter(|| {
+            let mut splitter = ListSplitter::new();
+            let mut pods = Vec::with_capacity(PODS);
+            for chunk in body.chunks(CHUNK) {
+                splitter
+                    .push(chunk, |item| {
+                        pods.push(serde_json::from_slice::<SlimPod>(item).expect("a pod"));
+                    })
+                    .expect("a list");
+            }
+            splitter.finish().expect("a whole list");
+            black_box(pods)
+        })
+    });
+    group.bench_function("split_only", |b| {
+        b.iter(|| {
+            let mut splitter = ListSplitter::new();
+            let mut items = 0usize;
+            for chunk in body.chunks(CHUNK) {
+                splitter.push(chunk, |_| items += 1).expect("a list");
+            }
+            splitter.finish().expect("a whole list");
+            black_box(items)
+        })
+    });
+    group.bench_function("whole", |b| {
+        b.iter(|| black_box(serde_json::from_slice::<List>(&body).expect("a list").items))
+    });
+    group.finish();
+}
+
+criterion_group!(benches, decode);
+criterion_main!(benches);
