@@ -557,99 +557,13 @@ pub struct CachedObjects {
 impl CachedObjects {
     /// `alfred_observe::observe` of these objects; each Node and Pod is converted just before
     /// it is read and dropped right after, so the converted set never exists as a whole.
-    ///
-    /// The conversion runs on a second thread, a few batches ahead of the observation that
-    /// reads them, through bounded channels: at 25,000 pods it is ~40 % of the snapshot's
-    /// time, and at a cold start the core the API server used for the list is free by then.
-    /// The objects arrive in the same order, so the snapshot is the one a single thread
-    /// builds.
     pub fn observe(&self, settings: &ObserveSettings, now: Timestamp) -> Observation {
-        let (node_tx, nodes) = std::sync::mpsc::sync_channel(BATCHES_AHEAD);
-        let (pod_tx, pods) = std::sync::mpsc::sync_channel(BATCHES_AHEAD);
-        std::thread::scope(|scope| {
-            scope.spawn(move || {
-                // A send fails only when the observation stopped reading: nothing left to do.
-                if send_converted(&self.nodes, SlimNode::to_k8s, &node_tx).is_ok() {
-                    drop(node_tx);
-                    let _ = send_converted(&self.pods, SlimPod::to_k8s, &pod_tx);
-                }
-            });
-            alfred_observe::observe_streamed(
-                &self.others,
-                nodes.iter().flatten(),
-                pods.iter().flatten(),
-                settings,
-                now,
-            )
-        })
-    }
-}
-
-/// Objects per batch handed from the converting thread to the observing one, and the batches
-/// converted ahead of it: enough to keep both busy, little enough to stay around a MB.
-const BATCH: usize = 64;
-const BATCHES_AHEAD: usize = 8;
-
-/// Converts `objects` in order and sends them in batches of [`BATCH`]; `Err` once the
-/// receiver is gone.
-fn send_converted<S, K>(
-    objects: &[Arc<S>],
-    convert: fn(&S) -> K,
-    to: &std::sync::mpsc::SyncSender<Vec<K>>,
-) -> Result<(), std::sync::mpsc::SendError<Vec<K>>> {
-    for chunk in objects.chunks(BATCH) {
-        to.send(chunk.iter().map(|o| convert(o)).collect())?;
-    }
-    Ok(())
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-    use serde_json::json;
-
-    fn slim<K: serde::de::DeserializeOwned>(v: serde_json::Value) -> Arc<K> {
-        Arc::new(serde_json::from_value(v).expect("a slim object"))
-    }
-
-    /// More objects than one batch holds, a few of them with problems, duplicates included:
-    /// the snapshot built while a second thread converts equals the one-thread `observe` of the
-    /// same objects converted up front.
-    #[test]
-    fn the_threaded_observation_equals_a_plain_observe_of_the_converted_objects() {
-        let nodes: Vec<Arc<SlimNode>> = (0..(3 * BATCH + 5))
-            .map(|i| {
-                slim(json!({"metadata": {"name": format!("n{i:03}")},
-                            "status": {"allocatable": {"nvidia.com/gpu": if i % 7 == 0 { "x" } else { "8" }},
-                                       "conditions": [{"type": "Ready", "status": "True"}]}}))
-            })
-            .collect();
-        let mut pods: Vec<Arc<SlimPod>> = (0..(BATCH * BATCHES_AHEAD * 2 + 17))
-            .map(|i| {
-                slim(json!({"metadata": {"name": format!("p{i:05}"), "namespace": "ns", "uid": format!("u{i}")},
-                            "spec": {"nodeName": format!("n{:03}", i % nodes.len()),
-                                     "containers": [{"name": "c", "resources": {"requests": {"nvidia.com/gpu": (1 + i % 2).to_string()}}}]},
-                            "status": {"phase": if i % 11 == 0 { "Succeeded" } else { "Running" }}}))
-            })
-            .collect();
-        pods.push(pods[3].clone());
-        let nodes = sorted_by_key(nodes, |n| &n.metadata);
-        let pods = sorted_by_key(pods, |p| &p.metadata);
-        let plain = ClusterObjects {
-            nodes: nodes.iter().map(|n| n.to_k8s()).collect(),
-            pods: pods.iter().map(|p| p.to_k8s()).collect(),
-            ..ClusterObjects::default()
-        };
-        let cached = CachedObjects {
-            others: ClusterObjects::default(),
-            nodes,
-            pods,
-        };
-        let settings = ObserveSettings::default();
-        let now = Timestamp::from_unix_secs(1_767_229_200);
-        let threaded = cached.observe(&settings, now);
-        assert_eq!(threaded, alfred_observe::observe(&plain, &settings, now));
-        assert_eq!(threaded.snapshot.nodes.len(), 3 * BATCH + 5);
-        assert!(!threaded.snapshot.problems.is_empty());
+        alfred_observe::observe_streamed(
+            &self.others,
+            self.nodes.iter().map(|n| n.to_k8s()),
+            self.pods.iter().map(|p| p.to_k8s()),
+            settings,
+            now,
+        )
     }
 }
