@@ -4,14 +4,20 @@
 //! `streamed`: what `alfred run` does, the body fed in 16 KB network-sized chunks to the
 //! `ListSplitter` and each item decoded as it completes. `whole`: the body decoded at once as
 //! one list (what a plain `Api::list` does after buffering it), for comparison.
+//! `snapshot`: then the first snapshot of those Pods on 5,000 8-GPU Nodes
+//! (`CachedObjects::observe`: converting each slim object and `alfred_observe`).
 //! `cargo bench -p alfred-kube --bench list_decode`.
 
 use std::hint::black_box;
 
 use alfred_kube::run::list_split::ListSplitter;
-use alfred_kube::run::slim::SlimPod;
+use alfred_kube::run::slim::{SlimNode, SlimPod};
+use alfred_kube::run::watch::CachedObjects;
+use alfred_model::Timestamp;
+use alfred_observe::{ClusterObjects, ObserveSettings};
 use criterion::{Criterion, Throughput, criterion_group, criterion_main};
 use serde_json::json;
+use std::sync::Arc;
 
 const PODS: usize = 25_000;
 const CHUNK: usize = 16 * 1024;
@@ -102,5 +108,32 @@ fn decode(c: &mut Criterion) {
     group.finish();
 }
 
-criterion_group!(benches, decode);
+fn node(i: usize) -> SlimNode {
+    serde_json::from_value(json!({
+        "metadata": {"name": format!("bench-gpu-{i:05}"), "resourceVersion": "7",
+                     "labels": {"nvidia.com/gpu.product": "NVIDIA-H100-80GB-HBM3", "kubernetes.io/hostname": format!("bench-gpu-{i:05}")}},
+        "spec": {"taints": [{"key": "nvidia.com/gpu", "value": "present", "effect": "NoSchedule"}]},
+        "status": {"allocatable": {"cpu": "128", "memory": "1Ti", "pods": "110", "nvidia.com/gpu": "8"},
+                   "conditions": [{"type": "Ready", "status": "True", "lastTransitionTime": "2026-11-29T07:00:00Z"}]}
+    }))
+    .expect("a node")
+}
+
+fn snapshot(c: &mut Criterion) {
+    let nodes = (0..PODS / 5).map(|i| Arc::new(node(i))).collect();
+    let pods = (0..PODS)
+        .map(|i| Arc::new(serde_json::from_value::<SlimPod>(pod(i)).expect("a pod")))
+        .collect();
+    let objects = CachedObjects::new(ClusterObjects::default(), nodes, pods);
+    let settings = ObserveSettings::default();
+    let now = Timestamp::from_unix_secs(1_795_000_000);
+    let mut group = c.benchmark_group("snapshot_25k");
+    group.sample_size(10);
+    group.bench_function("observe", |b| {
+        b.iter(|| black_box(objects.observe(&settings, now)))
+    });
+    group.finish();
+}
+
+criterion_group!(benches, decode, snapshot);
 criterion_main!(benches);

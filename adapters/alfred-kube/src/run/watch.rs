@@ -555,6 +555,20 @@ pub struct CachedObjects {
 }
 
 impl CachedObjects {
+    /// Objects as the caches hold them, sorted as [`Caches::objects`] sorts them (for
+    /// embedding and benchmarks: `alfred run` builds them from its caches).
+    pub fn new(
+        others: ClusterObjects,
+        nodes: Vec<Arc<SlimNode>>,
+        pods: Vec<Arc<SlimPod>>,
+    ) -> CachedObjects {
+        CachedObjects {
+            others,
+            nodes: sorted_by_key(nodes, |n| &n.metadata),
+            pods: sorted_by_key(pods, |p| &p.metadata),
+        }
+    }
+
     /// `alfred_observe::observe` of these objects; each Node and Pod is converted just before
     /// it is read and dropped right after, so the converted set never exists as a whole.
     pub fn observe(&self, settings: &ObserveSettings, now: Timestamp) -> Observation {
