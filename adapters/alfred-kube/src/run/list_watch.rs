@@ -5,10 +5,11 @@
 //! At 25,000 Pods that costs the API server 25 etcd range reads and alfred ~25 round trips, and
 //! a single unpaged list through kube would hold the ~60 MB body in memory. This loop instead:
 //!
-//! 1. lists with `resourceVersion=0`, which the API server answers from its watch cache
-//!    (no etcd read; what client-go's informers do), or without one for a quorum read from
-//!    etcd ([`ListFrom`]), splitting the body into items with [`ListSplitter`] while it
-//!    arrives and emitting each decoded item at once (`Init`, `InitApply`..., `InitDone`);
+//! 1. lists in one request, splitting the body into items with [`ListSplitter`] while it
+//!    arrives and emitting each decoded item at once (`Init`, `InitApply`..., `InitDone`).
+//!    The first list may be served from the API server's watch cache (`resourceVersion=0`: no
+//!    etcd read, what client-go's informers do at start); every later one is a quorum read
+//!    from etcd ([`ListFrom`]), so a relist never goes back behind a version already seen;
 //! 2. watches from the list's `resourceVersion` with bookmarks, re-watching from the last
 //!    version seen when a watch ends or stays silent past its timeout;
 //! 3. lists again after `410 Gone` or a failed list.
@@ -79,30 +80,36 @@ enum State<K> {
     },
 }
 
-/// The events of `K`'s cluster-wide collection, listed [`ListFrom`] `list_from` (see the
-/// module doc). Errors do not end the stream: the next poll retries (put a backoff behind it,
-/// as `WatchStreamExt::default_backoff` does).
+/// The events of `K`'s cluster-wide collection (see the module doc): lists from `first_list`
+/// until one list completes, from etcd after that. Errors do not end the stream: the next
+/// poll retries (put a backoff behind it, as `WatchStreamExt::default_backoff` does).
 pub fn watcher<K>(
     client: Client,
-    list_from: ListFrom,
+    first_list: ListFrom,
 ) -> impl Stream<Item = Result<Event<K>, Error>> + Send
 where
     K: Resource<DynamicType = ()> + Clone + DeserializeOwned + std::fmt::Debug + Send + 'static,
 {
     let api = Api::<K>::all(client.clone());
-    futures::stream::unfold(State::Empty, move |mut state| {
-        let client = client.clone();
-        let api = api.clone();
-        async move {
-            loop {
-                let (event, next) = step(&client, &api, list_from, state).await;
-                state = next;
-                if let Some(event) = event {
-                    return Some((event, state));
+    futures::stream::unfold(
+        (State::Empty, first_list),
+        move |(mut state, mut list_from)| {
+            let client = client.clone();
+            let api = api.clone();
+            async move {
+                loop {
+                    let (event, next) = step(&client, &api, list_from, state).await;
+                    state = next;
+                    if matches!(event, Some(Ok(Event::InitDone))) {
+                        list_from = ListFrom::Etcd;
+                    }
+                    if let Some(event) = event {
+                        return Some((event, (state, list_from)));
+                    }
                 }
             }
-        }
-    })
+        },
+    )
 }
 
 async fn step<K>(
@@ -467,7 +474,7 @@ mod tests {
     }
 
     #[tokio::test]
-    async fn gone_starts_a_new_list_from_the_watch_cache() {
+    async fn gone_starts_a_new_list_from_etcd() {
         let gone = r#"{"type":"ERROR","object":{"kind":"Status","apiVersion":"v1","metadata":{},"status":"Failure","message":"too old","reason":"Expired","code":410}}"#;
         let (client, seen) = scripted(vec![
             chunked(200, &list("10", &[pod("a", "8")]), 64),
@@ -487,7 +494,8 @@ mod tests {
                 "InitDone"
             ]
         );
-        assert_eq!(seen.lock().unwrap()[2], "/api/v1/pods?&resourceVersion=0");
+        // Not from the watch cache: it could be behind the version the first list showed.
+        assert_eq!(seen.lock().unwrap()[2], "/api/v1/pods?");
     }
 
     #[tokio::test]
@@ -509,7 +517,13 @@ mod tests {
             "{got:?}"
         );
         assert_eq!(got[2..], ["Init", "InitDone"]);
-        assert_eq!(seen.lock().unwrap().len(), 3);
+        // Until a list completes, every attempt may use the watch cache.
+        let seen = seen.lock().unwrap().clone();
+        assert_eq!(seen.len(), 3);
+        assert!(
+            seen.iter().all(|q| q == "/api/v1/pods?&resourceVersion=0"),
+            "{seen:?}"
+        );
     }
 
     #[tokio::test]
