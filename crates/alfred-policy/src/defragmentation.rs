@@ -115,17 +115,37 @@ pub(crate) fn run(ctx: &Ctx<'_>) -> Vec<Candidate> {
 }
 
 /// The final sort of §C.1, completed with the remaining row fields so it is total.
-pub(crate) fn sort_rows(rows: &mut [Candidate]) {
-    rows.sort_by(|a, b| {
-        b.score
-            .total_cmp(&a.score)
-            .then_with(|| a.footprint_gpus.cmp(&b.footprint_gpus))
-            .then_with(|| a.workload.cmp(&b.workload))
-            .then_with(|| a.component.cmp(&b.component))
-            .then_with(|| a.instance.cmp(&b.instance))
-            .then_with(|| a.from_node.cmp(&b.from_node))
-            .then_with(|| reason_key(a).cmp(&reason_key(b)))
+///
+/// A pass sorts thousands of rows of a few hundred bytes each: the sort orders their
+/// positions (each compared first by a copy of its score and footprint, then by the rows'
+/// other fields), then moves every row once into its place. A stable sort of the positions
+/// by the rows' order is the very permutation a stable sort of the rows makes.
+pub(crate) fn sort_rows(rows: &mut Vec<Candidate>) {
+    let keys: Vec<(f64, u32)> = rows.iter().map(|r| (r.score, r.footprint_gpus)).collect();
+    let mut order: Vec<usize> = (0..rows.len()).collect();
+    order.sort_by(|&a, &b| {
+        let ((sa, fa), (sb, fb)) = (keys[a], keys[b]);
+        sb.total_cmp(&sa)
+            .then_with(|| fa.cmp(&fb))
+            .then_with(|| row_order(&rows[a], &rows[b]))
     });
+    if order.iter().enumerate().all(|(k, &i)| k == i) {
+        return;
+    }
+    let mut slots: Vec<Option<Candidate>> = rows.drain(..).map(Some).collect();
+    rows.extend(order.iter().filter_map(|&i| slots[i].take()));
+}
+
+/// [`sort_rows`]'s order in full.
+pub(crate) fn row_order(a: &Candidate, b: &Candidate) -> std::cmp::Ordering {
+    b.score
+        .total_cmp(&a.score)
+        .then_with(|| a.footprint_gpus.cmp(&b.footprint_gpus))
+        .then_with(|| a.workload.cmp(&b.workload))
+        .then_with(|| a.component.cmp(&b.component))
+        .then_with(|| a.instance.cmp(&b.instance))
+        .then_with(|| a.from_node.cmp(&b.from_node))
+        .then_with(|| reason_key(a).cmp(&reason_key(b)))
 }
 
 fn reason_key(c: &Candidate) -> (&'static str, bool) {
