@@ -6,7 +6,7 @@ use std::fmt::Write as _;
 
 use alfred_model::ClusterSnapshot;
 use alfred_model::config::Mode as ConfigMode;
-use alfred_model::effect::{Effect, Event, EventType, MetricChange, MetricUpdate, ObjectRef};
+use alfred_model::effect::{Effect, Event, EventType, MetricChange, MetricUpdate, ObjectRef, Text};
 use alfred_model::reason::AdvisoryReason;
 use alfred_model::record::{
     Candidate, DispatchStatus, LastCycle, Mode, NodeRecord, NodeRecordMaintenance, Outcome, Policy,
@@ -25,41 +25,50 @@ pub const OMENATIVE_UNAVAILABLE_MESSAGE: &str =
 fn isvc_ref(workload: &str) -> ObjectRef {
     let (ns, name) = workload.split_once('/').unwrap_or(("", workload));
     ObjectRef {
-        api_version: "ome.io/v1beta1".into(),
-        kind: "InferenceService".into(),
+        api_version: Text::Borrowed("ome.io/v1beta1"),
+        kind: Text::Borrowed("InferenceService"),
         namespace: ns.into(),
         name: name.into(),
         uid: String::new(),
     }
 }
 
-fn event(regarding: ObjectRef, t: EventType, reason: &str, message: String) -> Effect {
+fn event(regarding: ObjectRef, t: EventType, reason: &'static str, message: String) -> Effect {
     Effect::RecordEvent(Event {
         regarding,
         event_type: t,
-        reason: reason.into(),
+        reason: Text::Borrowed(reason),
         message,
     })
 }
 
-fn counter(name: &str, labels: &[(&str, &str)]) -> Effect {
+/// A label pair whose name and value are fixed strings (borrowed, not copied).
+fn fixed(name: &'static str, value: &'static str) -> (Text, Text) {
+    (Text::Borrowed(name), Text::Borrowed(value))
+}
+
+/// A label pair with a fixed name and a value from the cluster (copied).
+fn copied(name: &'static str, value: &str) -> (Text, Text) {
+    (Text::Borrowed(name), Text::Owned(value.to_owned()))
+}
+
+/// A label pair with a fixed name and a value built for it.
+fn built(name: &'static str, value: String) -> (Text, Text) {
+    (Text::Borrowed(name), Text::Owned(value))
+}
+
+fn counter(name: &'static str, labels: Vec<(Text, Text)>) -> Effect {
     Effect::Metric(MetricUpdate {
-        name: name.into(),
-        labels: labels
-            .iter()
-            .map(|(k, v)| ((*k).to_owned(), (*v).to_owned()))
-            .collect(),
+        name: Text::Borrowed(name),
+        labels,
         change: MetricChange::Inc(1),
     })
 }
 
-fn gauge(name: &str, labels: &[(&str, &str)], v: f64) -> Effect {
+fn gauge(name: &'static str, labels: Vec<(Text, Text)>, v: f64) -> Effect {
     Effect::Metric(MetricUpdate {
-        name: name.into(),
-        labels: labels
-            .iter()
-            .map(|(k, v)| ((*k).to_owned(), (*v).to_owned()))
-            .collect(),
+        name: Text::Borrowed(name),
+        labels,
         change: MetricChange::Set(v),
     })
 }
@@ -197,21 +206,21 @@ pub fn rows_into(decisions: &[Decision], mode: ConfigMode, fx: &mut Vec<Effect>)
         let exec = if c.executable { "true" } else { "false" };
         fx.push(counter(
             "alfred_recommendations_produced_total",
-            &[
-                ("policy", c.policy.as_str()),
-                ("workload", &c.workload),
-                ("component", comp),
-                ("reason", c.reason.as_str()),
-                ("executable", exec),
+            vec![
+                fixed("policy", c.policy.as_str()),
+                copied("workload", &c.workload),
+                fixed("component", comp),
+                fixed("reason", c.reason.as_str()),
+                fixed("executable", exec),
             ],
         ));
         let accepted = || {
             counter(
                 "alfred_recommendations_accepted_total",
-                &[
-                    ("policy", c.policy.as_str()),
-                    ("workload", &c.workload),
-                    ("component", comp),
+                vec![
+                    fixed("policy", c.policy.as_str()),
+                    copied("workload", &c.workload),
+                    fixed("component", comp),
                 ],
             )
         };
@@ -244,7 +253,7 @@ pub fn rows_into(decisions: &[Decision], mode: ConfigMode, fx: &mut Vec<Effect>)
                     if v.cooldown_overridden {
                         fx.push(counter(
                             "alfred_cooldown_overrides_total",
-                            &[("policy", c.policy.as_str())],
+                            vec![fixed("policy", c.policy.as_str())],
                         ));
                         fx.push(event(
                             isvc_ref(&c.workload),
@@ -271,7 +280,10 @@ pub fn rows_into(decisions: &[Decision], mode: ConfigMode, fx: &mut Vec<Effect>)
                 if c.advisory_reason == Some(AdvisoryReason::LWSMigrationUnsupported) {
                     fx.push(counter(
                         "alfred_lws_recommendations_total",
-                        &[("isvc", &c.workload), ("action", "MigrateToOMENative")],
+                        vec![
+                            copied("isvc", &c.workload),
+                            fixed("action", "MigrateToOMENative"),
+                        ],
                     ));
                 }
                 fx.push(event(
@@ -302,11 +314,11 @@ pub fn rows_into(decisions: &[Decision], mode: ConfigMode, fx: &mut Vec<Effect>)
                 let reason = v.reject_reason.map(|x| x.as_str()).unwrap_or("");
                 fx.push(counter(
                     "alfred_recommendations_rejected_total",
-                    &[
-                        ("policy", c.policy.as_str()),
-                        ("workload", &c.workload),
-                        ("component", comp),
-                        ("reason", reason),
+                    vec![
+                        fixed("policy", c.policy.as_str()),
+                        copied("workload", &c.workload),
+                        fixed("component", comp),
+                        fixed("reason", reason),
                     ],
                 ));
                 fx.push(event(
@@ -433,7 +445,7 @@ pub fn node_records(
             ));
             fx.push(counter(
                 "alfred_nodehealth_signals_total",
-                &[("node", &n.name), ("reason", "NodeRepairNeeded")],
+                vec![copied("node", &n.name), fixed("reason", "NodeRepairNeeded")],
             ));
         } else if let Some(s) = rec.signaled_at
             && rec.state != HealthState::Unknown
@@ -450,7 +462,10 @@ pub fn node_records(
             ));
             fx.push(counter(
                 "alfred_nodehealth_signals_total",
-                &[("node", &n.name), ("reason", "NodeDrainedForRepair")],
+                vec![
+                    copied("node", &n.name),
+                    fixed("reason", "NodeDrainedForRepair"),
+                ],
             ));
         }
         if !rec.maintenance.requested {
@@ -474,7 +489,10 @@ pub fn node_records(
                     ));
                     fx.push(counter(
                         "alfred_nodemaintenance_signals_total",
-                        &[("node", &n.name), ("reason", "NodeMaintenanceRequested")],
+                        vec![
+                            copied("node", &n.name),
+                            fixed("reason", "NodeMaintenanceRequested"),
+                        ],
                     ));
                 }
                 Some(s) if rec.maintenance_drained_at.is_none() && !occupants && t > s => {
@@ -487,7 +505,10 @@ pub fn node_records(
                     ));
                     fx.push(counter(
                         "alfred_nodemaintenance_signals_total",
-                        &[("node", &n.name), ("reason", "NodeDrainedForMaintenance")],
+                        vec![
+                            copied("node", &n.name),
+                            fixed("reason", "NodeDrainedForMaintenance"),
+                        ],
                     ));
                 }
                 Some(_) => {}
@@ -536,23 +557,27 @@ pub fn cluster_gauges(snap: &ClusterSnapshot, pools: &[PoolGauge]) -> Vec<Effect
     // Four per GPU node, a few per pool and pending size.
     let mut fx = Vec::with_capacity(snap.nodes.len() * 4 + pools.len() * 8 + 32);
     let best = pools.iter().map(|p| p.score).fold(0.0f64, f64::max);
-    fx.push(gauge("alfred_cluster_fragmentation_score", &[], best));
+    fx.push(gauge(
+        "alfred_cluster_fragmentation_score",
+        Vec::new(),
+        best,
+    ));
     for p in pools {
         for (size, v) in &p.observed {
             fx.push(gauge(
                 "alfred_fragmentation_observed",
-                &[("pool", &p.pool), ("size", &size.to_string())],
+                vec![copied("pool", &p.pool), built("size", size.to_string())],
                 *v,
             ));
         }
         fx.push(gauge(
             "alfred_fragmentation_reclaimable",
-            &[("pool", &p.pool)],
+            vec![copied("pool", &p.pool)],
             p.reclaimable,
         ));
         fx.push(gauge(
             "alfred_pending_pressure",
-            &[("pool", &p.pool)],
+            vec![copied("pool", &p.pool)],
             p.pending_pressure,
         ));
     }
@@ -566,7 +591,7 @@ pub fn cluster_gauges(snap: &ClusterSnapshot, pools: &[PoolGauge]) -> Vec<Effect
         ] {
             fx.push(gauge(
                 "alfred_gpu_capacity",
-                &[("node", &n.name), ("status", status)],
+                vec![copied("node", &n.name), fixed("status", status)],
                 f64::from(v),
             ));
         }
@@ -580,12 +605,16 @@ pub fn cluster_gauges(snap: &ClusterSnapshot, pools: &[PoolGauge]) -> Vec<Effect
     for (pool, v) in headroom {
         fx.push(gauge(
             "alfred_surge_headroom_gpus",
-            &[("pool", pool)],
+            vec![copied("pool", pool)],
             f64::from(v),
         ));
     }
     let pending: Vec<_> = snap.pending_pods.iter().collect();
-    fx.push(gauge("alfred_pending_pod_count", &[], pending.len() as f64));
+    fx.push(gauge(
+        "alfred_pending_pod_count",
+        Vec::new(),
+        pending.len() as f64,
+    ));
     let mut by_size: BTreeMap<u32, u32> = BTreeMap::new();
     for p in pending {
         *by_size.entry(p.gpus_needed).or_insert(0) += 1;
@@ -593,7 +622,7 @@ pub fn cluster_gauges(snap: &ClusterSnapshot, pools: &[PoolGauge]) -> Vec<Effect
     for (size, n) in by_size {
         fx.push(gauge(
             "alfred_pending_pod_gpu_requirements",
-            &[("size", &size.to_string())],
+            vec![built("size", size.to_string())],
             f64::from(n),
         ));
     }
