@@ -383,3 +383,19 @@ proptest! {
         prop_assert_eq!(format!("{mixed:?}"), format!("{plain:?}"));
     }
 }
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 256, ..ProptestConfig::default() })]
+
+    /// The walk split in two halves, the second on another thread, makes the one-thread
+    /// walk's rows in the same order (every split point, as small clusters have few visits).
+    #[test]
+    fn split_walk_equals_the_one_thread_walk(c in case()) {
+        let (snap, s) = build(&c);
+        let cfg = s.sanitized();
+        let ctx = Ctx::new(&snap, &cfg, snap.observed_at);
+        let one = crate::defragmentation::run_split(&ctx, usize::MAX);
+        let split = crate::defragmentation::run_split(&ctx, 0);
+        prop_assert_eq!(format!("{split:?}"), format!("{one:?}"));
+    }
+}
