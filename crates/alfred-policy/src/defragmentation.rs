@@ -102,6 +102,15 @@ pub(crate) fn run_split(ctx: &Ctx<'_>, split_min_visits: usize) -> Vec<Candidate
             }
         })
         .collect();
+    // Rows outside the maintenance windows may only be emergencies (§C.7); then the sort.
+    let window_open = ctx.cfg.window_open(ctx.now);
+    let finish = |mut rows: Vec<Candidate>| {
+        if !window_open {
+            rows.retain(|r| !r.executable || r.emergency);
+        }
+        sort_rows(&mut rows);
+        rows
+    };
     let mut out = Vec::new();
     if !visited.is_empty() {
         // Per workload, per component: the component's index flags and, per Instance, its
@@ -116,27 +125,42 @@ pub(crate) fn run_split(ctx: &Ctx<'_>, split_min_visits: usize) -> Vec<Candidate
             let half = total / 2;
             let seed = ctx.seed();
             let (first, second) = std::thread::scope(|scope| {
-                let (walk, idx, visited) = (&walk, &*idx, &visited);
+                let (walk, idx, visited, finish) = (&walk, &*idx, &visited, &finish);
                 let second = scope.spawn(move || {
                     let ctx = seed.grow();
-                    walk_visits(&ctx, idx, visited, walk, half, total)
+                    finish(walk_visits(&ctx, idx, visited, walk, half, total))
                 });
-                let first = walk_visits(ctx, idx, visited, walk, 0, half);
+                let first = finish(walk_visits(ctx, idx, visited, walk, 0, half));
                 let second = second
                     .join()
                     .unwrap_or_else(|panic| std::panic::resume_unwind(panic));
                 (first, second)
             });
-            out = first;
-            out.extend(second);
-        } else {
-            out = walk_visits(ctx, &idx, &visited, &walk, 0, total);
+            // Each half filtered and sorted on its thread: a stable merge of the two (ties
+            // to the first half) is the stable sort of the filtered concatenation.
+            return merge_rows(first, second);
         }
+        out = walk_visits(ctx, &idx, &visited, &walk, 0, total);
     }
-    if !ctx.cfg.window_open(ctx.now) {
-        out.retain(|r| !r.executable || r.emergency);
+    finish(out)
+}
+
+/// The stable merge of two lists sorted by [`sort_rows`]: of two rows in the same place of
+/// the order, `first`'s comes first.
+fn merge_rows(first: Vec<Candidate>, second: Vec<Candidate>) -> Vec<Candidate> {
+    let mut out = Vec::with_capacity(first.len() + second.len());
+    let mut first = first.into_iter().peekable();
+    let mut second = second.into_iter().peekable();
+    while let (Some(a), Some(b)) = (first.peek(), second.peek()) {
+        let next = if row_order(b, a) == Ordering::Less {
+            second.next()
+        } else {
+            first.next()
+        };
+        out.extend(next);
     }
-    sort_rows(&mut out);
+    out.extend(first);
+    out.extend(second);
     out
 }
 

@@ -399,3 +399,19 @@ proptest! {
         prop_assert_eq!(format!("{split:?}"), format!("{one:?}"));
     }
 }
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 128, ..ProptestConfig::default() })]
+
+    /// The analysis made on another thread while the context is built gives the same
+    /// analysis and proposal as the two made one after the other.
+    #[test]
+    fn concurrent_analysis_equals_the_sequential_one(c in case()) {
+        let (snap, s) = build(&c);
+        let scoring = s.score_settings();
+        let (a, p) = crate::analyze_and_propose_at_once(&snap, &scoring, &s, snap.observed_at, true);
+        let (b, q) = crate::analyze_and_propose_at_once(&snap, &scoring, &s, snap.observed_at, false);
+        prop_assert_eq!(a.into_scores(), b.into_scores());
+        prop_assert_eq!(p, q);
+    }
+}
