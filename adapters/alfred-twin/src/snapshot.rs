@@ -587,37 +587,50 @@ impl Incremental {
         }
         fresh.normalize();
         let task_pods: Vec<&str> = prefixes.iter().map(|(_, pre)| pre.as_str()).collect();
-        let pods_from = splice_named(&mut snap.pods, fresh.pods, pod_key, &task_pods);
-        splice_named(
-            &mut snap.pending_pods,
-            fresh.pending_pods,
-            pending_key,
-            &task_pods,
-        );
-        splice_named(
-            &mut snap.pod_groups,
-            fresh.pod_groups,
-            pod_group_key,
-            &task_pods,
-        );
-        let by_key = |ns: &str, name: &str, x: (&str, &str)| (ns, name).cmp(&x);
-        let workloads_from = splice(
-            &mut snap.workloads,
-            fresh.workloads,
-            |a, b| (&a.namespace, &a.name) < (&b.namespace, &b.name),
-            |v| {
-                prefixes
-                    .iter()
-                    .map(|(t, _)| {
-                        run(
-                            v,
-                            |w| by_key(&w.namespace, &w.name, (NAMESPACE, t)),
-                            |w| w.namespace == NAMESPACE && w.name == *t,
-                        )
-                    })
-                    .collect()
-            },
-        );
+        // The workloads are spliced on another thread while this one splices the pod lists:
+        // each moves every element of its list (the largest part of the update), and the
+        // lists are disjoint.
+        let (pods_from, workloads_from) = std::thread::scope(|scope| {
+            let (workloads, fresh_workloads, prefixes) =
+                (&mut snap.workloads, fresh.workloads, &prefixes);
+            let workloads_from = scope.spawn(move || {
+                let by_key = |ns: &str, name: &str, x: (&str, &str)| (ns, name).cmp(&x);
+                splice(
+                    workloads,
+                    fresh_workloads,
+                    |a, b| (&a.namespace, &a.name) < (&b.namespace, &b.name),
+                    |v| {
+                        prefixes
+                            .iter()
+                            .map(|(t, _)| {
+                                run(
+                                    v,
+                                    |w| by_key(&w.namespace, &w.name, (NAMESPACE, t)),
+                                    |w| w.namespace == NAMESPACE && w.name == *t,
+                                )
+                            })
+                            .collect()
+                    },
+                )
+            });
+            let pods_from = splice_named(&mut snap.pods, fresh.pods, pod_key, &task_pods);
+            splice_named(
+                &mut snap.pending_pods,
+                fresh.pending_pods,
+                pending_key,
+                &task_pods,
+            );
+            splice_named(
+                &mut snap.pod_groups,
+                fresh.pod_groups,
+                pod_group_key,
+                &task_pods,
+            );
+            let workloads_from = workloads_from
+                .join()
+                .unwrap_or_else(|panic| std::panic::resume_unwind(panic));
+            (pods_from, workloads_from)
+        });
         // The entries kept are those of unchanged tasks: their pods and workloads are as
         // before, and a workload's pod keys name its own task's pods (`t<id>-engine-…`),
         // all kept with it (what `carry_over` asks of its caller; debug builds compare the
