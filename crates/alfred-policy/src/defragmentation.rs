@@ -198,7 +198,7 @@ fn walk_visits(
                 exec,
                 w,
                 &w.components[ci],
-                &walk.components[wi][ci],
+                &walk.component(wi, ci),
                 &mut out,
             );
         }
@@ -264,15 +264,22 @@ pub(crate) fn component_pods(c: &Component) -> Vec<String> {
 ///
 /// [`SnapshotIndex::component_flags`]: alfred_model::index::SnapshotIndex::component_flags
 /// [`SnapshotIndex::instances`]: alfred_model::index::SnapshotIndex::instances
-struct ComponentWalk<'s> {
+struct ComponentWalk<'w, 's> {
     flags: u8,
-    instances: Vec<(Option<&'s str>, InstanceFacts)>,
+    instances: &'w [(Option<&'s str>, InstanceFacts)],
 }
 
-/// The defragmentation walk's view of the snapshot, built once per pass.
+/// The defragmentation walk's view of the snapshot, built once per pass (flat: one list of
+/// components and one of Instances for the whole snapshot, not two allocations per
+/// workload).
 struct Walk<'s> {
-    /// Per workload, per component.
-    components: Vec<Vec<ComponentWalk<'s>>>,
+    /// Per workload: the position in `components` of its first component.
+    workload_starts: Vec<usize>,
+    /// Per component, in walk order: its index flags and its Instances' range in
+    /// `instances`.
+    components: Vec<(u8, usize, usize)>,
+    /// Per Instance, in walk order: its pool ([`Ctx::instance_pool_at`]) and index entry.
+    instances: Vec<(Option<&'s str>, InstanceFacts)>,
     /// Per pool (positions in `ClusterSnapshot::pools`): `(workload, component)` positions,
     /// in walk order, of the components [`component`] can make a row for in that pool —
     /// every LWS component and every OMENative one with a model reason (their rows follow
@@ -291,43 +298,37 @@ impl<'s> Walk<'s> {
         };
         let mut visits: Vec<Vec<(usize, usize)>> = vec![Vec::new(); pools.len()];
         let (mut next_component, mut next_instance) = (0usize, 0usize);
-        let mut components = Vec::with_capacity(ctx.snap.workloads.len());
+        let mut workload_starts = Vec::with_capacity(ctx.snap.workloads.len());
+        let mut components = Vec::with_capacity(idx.component_flags.len());
+        let mut instances = Vec::with_capacity(idx.instances.len());
         for (wi, w) in ctx.snap.workloads.iter().enumerate() {
-            let mut comps = Vec::with_capacity(w.components.len());
+            workload_starts.push(components.len());
             for (ci, c) in w.components.iter().enumerate() {
                 let flags = idx.component_flags.get(next_component).copied();
                 next_component += 1;
-                let instances: Vec<(Option<&'s str>, InstanceFacts)> = c
-                    .instances
-                    .iter()
-                    .map(|_| {
-                        let facts = idx
-                            .instances
-                            .get(next_instance)
-                            .copied()
-                            .unwrap_or(no_facts);
-                        next_instance += 1;
-                        (ctx.instance_pool_at(idx, &facts), facts)
-                    })
-                    .collect();
+                let first = instances.len();
+                instances.extend(c.instances.iter().map(|_| {
+                    let facts = idx
+                        .instances
+                        .get(next_instance)
+                        .copied()
+                        .unwrap_or(no_facts);
+                    next_instance += 1;
+                    (ctx.instance_pool_at(idx, &facts), facts)
+                }));
+                components.push((flags.unwrap_or(0), first, instances.len()));
                 let every_pool = match &c.mode {
                     DeploymentMode::MultiNode => true,
                     DeploymentMode::OMENative => ctx.model_reason(w).is_some(),
                     DeploymentMode::RawDeployment => false,
-                    DeploymentMode::Other(_) => {
-                        comps.push(ComponentWalk {
-                            flags: flags.unwrap_or(0),
-                            instances,
-                        });
-                        continue;
-                    }
+                    DeploymentMode::Other(_) => continue,
                 };
                 if every_pool {
                     for v in &mut visits {
                         v.push((wi, ci));
                     }
                 } else {
-                    for p in instances.iter().filter_map(|(p, _)| *p) {
+                    for p in instances[first..].iter().filter_map(|(p, _)| *p) {
                         if let Ok(pid) = pools.binary_search_by(|x| x.as_str().cmp(p))
                             && visits[pid].last() != Some(&(wi, ci))
                         {
@@ -335,14 +336,23 @@ impl<'s> Walk<'s> {
                         }
                     }
                 }
-                comps.push(ComponentWalk {
-                    flags: flags.unwrap_or(0),
-                    instances,
-                });
             }
-            components.push(comps);
         }
-        Walk { components, visits }
+        Walk {
+            workload_starts,
+            components,
+            instances,
+            visits,
+        }
+    }
+
+    /// Component `ci` of workload `wi`.
+    fn component(&self, wi: usize, ci: usize) -> ComponentWalk<'_, 's> {
+        let (flags, lo, hi) = self.components[self.workload_starts[wi] + ci];
+        ComponentWalk {
+            flags,
+            instances: &self.instances[lo..hi],
+        }
     }
 }
 
@@ -356,10 +366,10 @@ fn component(
     exec: bool,
     w: &Workload,
     c: &Component,
-    cw: &ComponentWalk<'_>,
+    cw: &ComponentWalk<'_, '_>,
     out: &mut Vec<Candidate>,
 ) {
-    let inst_pools = &cw.instances;
+    let inst_pools = cw.instances;
     let pool = eval.score.pool.as_str();
     let busy = !w.settings.movable || !w.migration.active.is_empty() || ctx.in_cooldown(w);
     let mk = |instance: i64, from: String, why: AdvisoryReason| {
