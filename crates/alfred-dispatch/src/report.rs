@@ -724,7 +724,7 @@ mod tests {
                         _ => None,
                     };
                     let v = match shape {
-                        0 | 1 | 2 => None,
+                        0..=2 => None,
                         3 => Some(Verdict {
                             admitted: true,
                             dispatch_status: Some(if flag {
