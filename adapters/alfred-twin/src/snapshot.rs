@@ -20,6 +20,7 @@ use std::collections::BTreeMap;
 
 use alfred_dispatch::RequestPayload;
 use alfred_model::ClusterSnapshot;
+use alfred_model::index::{NONE, SnapshotIndex};
 use alfred_model::snapshot::{
     ActiveMigration, Component, ComponentKind, DeploymentMode, ExecutorState, Instance,
     InstanceStatus, MigrationRecord, MigrationRequestObserved, MigrationState, Node, OwnerRef,
@@ -530,8 +531,9 @@ impl Incremental {
     }
 
     fn refresh(&mut self, mut snap: ClusterSnapshot, sim: &Sim, now: i64) -> ClusterSnapshot {
-        // Edited in place below: the flat index the last pass built no longer describes it.
-        snap.invalidate_index();
+        // Edited in place below: the flat index the last pass built is carried over to the
+        // edited lists at the end (unchanged entries keep their resolved lookups).
+        let prev_index = snap.take_index();
         snap.observed_at = ts(now);
         for (n, &pos) in sim.world.nodes.iter().zip(&self.node_pos) {
             let node = &mut snap.nodes[pos];
@@ -562,6 +564,10 @@ impl Incremental {
         }
         self.seen = sim.tasks.len();
         if dirty.is_empty() {
+            // Only the nodes' GPU counts and cordons changed, which the index does not read.
+            if let Some(index) = prev_index {
+                snap.install_index(index);
+            }
             return snap;
         }
         // The dirty tasks' objects: each task's are one run of the sorted lists (its
@@ -581,37 +587,58 @@ impl Incremental {
         }
         fresh.normalize();
         let task_pods: Vec<&str> = prefixes.iter().map(|(_, pre)| pre.as_str()).collect();
-        splice_named(&mut snap.pods, fresh.pods, pod_key, &task_pods);
-        splice_named(
-            &mut snap.pending_pods,
-            fresh.pending_pods,
-            pending_key,
-            &task_pods,
-        );
-        splice_named(
-            &mut snap.pod_groups,
-            fresh.pod_groups,
-            pod_group_key,
-            &task_pods,
-        );
-        let by_key = |ns: &str, name: &str, x: (&str, &str)| (ns, name).cmp(&x);
-        splice(
-            &mut snap.workloads,
-            fresh.workloads,
-            |a, b| (&a.namespace, &a.name) < (&b.namespace, &b.name),
-            |v| {
-                prefixes
-                    .iter()
-                    .map(|(t, _)| {
-                        run(
-                            v,
-                            |w| by_key(&w.namespace, &w.name, (NAMESPACE, t)),
-                            |w| w.namespace == NAMESPACE && w.name == *t,
-                        )
-                    })
-                    .collect()
-            },
-        );
+        // The workloads are spliced on another thread while this one splices the pod lists:
+        // each moves every element of its list (the largest part of the update), and the
+        // lists are disjoint.
+        let (pods_from, workloads_from) = std::thread::scope(|scope| {
+            let (workloads, fresh_workloads, prefixes) =
+                (&mut snap.workloads, fresh.workloads, &prefixes);
+            let workloads_from = scope.spawn(move || {
+                let by_key = |ns: &str, name: &str, x: (&str, &str)| (ns, name).cmp(&x);
+                splice(
+                    workloads,
+                    fresh_workloads,
+                    |a, b| (&a.namespace, &a.name) < (&b.namespace, &b.name),
+                    |v| {
+                        prefixes
+                            .iter()
+                            .map(|(t, _)| {
+                                run(
+                                    v,
+                                    |w| by_key(&w.namespace, &w.name, (NAMESPACE, t)),
+                                    |w| w.namespace == NAMESPACE && w.name == *t,
+                                )
+                            })
+                            .collect()
+                    },
+                )
+            });
+            let pods_from = splice_named(&mut snap.pods, fresh.pods, pod_key, &task_pods);
+            splice_named(
+                &mut snap.pending_pods,
+                fresh.pending_pods,
+                pending_key,
+                &task_pods,
+            );
+            splice_named(
+                &mut snap.pod_groups,
+                fresh.pod_groups,
+                pod_group_key,
+                &task_pods,
+            );
+            let workloads_from = workloads_from
+                .join()
+                .unwrap_or_else(|panic| std::panic::resume_unwind(panic));
+            (pods_from, workloads_from)
+        });
+        // The entries kept are those of unchanged tasks: their pods and workloads are as
+        // before, and a workload's pod keys name its own task's pods (`t<id>-engine-…`),
+        // all kept with it (what `carry_over` asks of its caller; debug builds compare the
+        // result with a full build).
+        if let Some(prev) = prev_index {
+            let index = SnapshotIndex::carry_over(&prev, &snap, &pods_from, &workloads_from);
+            snap.install_index(index);
+        }
         snap
     }
 }
@@ -631,7 +658,12 @@ fn pod_group_key(g: &PodGroup) -> (&str, &str) {
 /// [`splice`] for a list sorted by `(namespace, name)` whose stale entries are the twin
 /// namespace's objects named with one of `prefixes` (a task's pods, pending pods and
 /// PodGroups are all named `t<id>-engine-…`).
-fn splice_named<T>(v: &mut Vec<T>, fresh: Vec<T>, key: fn(&T) -> (&str, &str), prefixes: &[&str]) {
+fn splice_named<T>(
+    v: &mut Vec<T>,
+    fresh: Vec<T>,
+    key: fn(&T) -> (&str, &str),
+    prefixes: &[&str],
+) -> Vec<u32> {
     splice(
         v,
         fresh,
@@ -651,7 +683,7 @@ fn splice_named<T>(v: &mut Vec<T>, fresh: Vec<T>, key: fn(&T) -> (&str, &str), p
                 })
                 .collect()
         },
-    );
+    )
 }
 
 /// The run `[lo, hi)` of sorted `v` whose elements match: those from the first one not
@@ -670,12 +702,14 @@ fn run<T>(
 /// Removes from sorted `v` the runs `stale` finds and merges sorted `fresh` in, by `less`
 /// (the lists' keys are unique, so the result is the sorted union): each fresh element goes
 /// before the first old one not less than it (a binary search), then one pass moves them.
+/// Returns, per element of the result, its position in the old `v` when it was kept, else
+/// [`alfred_model::index::NONE`] (a fresh one).
 fn splice<T>(
     v: &mut Vec<T>,
     fresh: Vec<T>,
     less: impl Fn(&T, &T) -> bool,
     stale: impl Fn(&[T]) -> Vec<(usize, usize)>,
-) {
+) -> Vec<u32> {
     let mut gone = vec![false; v.len()];
     for (lo, hi) in stale(v) {
         gone[lo..hi].iter_mut().for_each(|d| *d = true);
@@ -686,15 +720,22 @@ fn splice<T>(
         .collect();
     let old = std::mem::take(v);
     let mut out = Vec::with_capacity(old.len() + fresh.len());
+    let mut from = Vec::with_capacity(old.len() + fresh.len());
     let mut fresh = fresh.into_iter().zip(at).peekable();
     for (i, (x, gone)) in old.into_iter().zip(gone).enumerate() {
         while let Some((f, _)) = fresh.next_if(|(_, a)| *a <= i) {
             out.push(f);
+            from.push(NONE);
         }
         if !gone {
             out.push(x);
+            from.push(i as u32);
         }
     }
-    out.extend(fresh.map(|(f, _)| f));
+    for (f, _) in fresh {
+        out.push(f);
+        from.push(NONE);
+    }
     *v = out;
+    from
 }

@@ -392,7 +392,7 @@ pub fn run_pass(
             change: alfred_model::effect::MetricChange::Set(if dispatcher { 0.0 } else { 1.0 }),
         }));
         let at = fx.len();
-        let rows = report::rows_into(decisions, cfg.mode, fx);
+        let rows = report::rows_into_halves(decisions, cfg.mode, fx, report::SPLIT_MIN_DECISIONS);
         let record = LastCycle::new(input.now, report::record_mode(cfg.mode), rows);
         if cfg.recommendations_config_map_enabled {
             // Before the rows' effects.

@@ -6,7 +6,7 @@ use std::fmt::Write as _;
 
 use alfred_model::ClusterSnapshot;
 use alfred_model::config::Mode as ConfigMode;
-use alfred_model::effect::{Effect, Event, EventType, MetricChange, MetricUpdate, ObjectRef};
+use alfred_model::effect::{Effect, Event, EventType, MetricChange, MetricUpdate, ObjectRef, Text};
 use alfred_model::reason::AdvisoryReason;
 use alfred_model::record::{
     Candidate, DispatchStatus, LastCycle, Mode, NodeRecord, NodeRecordMaintenance, Outcome, Policy,
@@ -25,41 +25,50 @@ pub const OMENATIVE_UNAVAILABLE_MESSAGE: &str =
 fn isvc_ref(workload: &str) -> ObjectRef {
     let (ns, name) = workload.split_once('/').unwrap_or(("", workload));
     ObjectRef {
-        api_version: "ome.io/v1beta1".into(),
-        kind: "InferenceService".into(),
+        api_version: Text::Borrowed("ome.io/v1beta1"),
+        kind: Text::Borrowed("InferenceService"),
         namespace: ns.into(),
         name: name.into(),
         uid: String::new(),
     }
 }
 
-fn event(regarding: ObjectRef, t: EventType, reason: &str, message: String) -> Effect {
+fn event(regarding: ObjectRef, t: EventType, reason: &'static str, message: String) -> Effect {
     Effect::RecordEvent(Event {
         regarding,
         event_type: t,
-        reason: reason.into(),
+        reason: Text::Borrowed(reason),
         message,
     })
 }
 
-fn counter(name: &str, labels: &[(&str, &str)]) -> Effect {
+/// A label pair whose name and value are fixed strings (borrowed, not copied).
+fn fixed(name: &'static str, value: &'static str) -> (Text, Text) {
+    (Text::Borrowed(name), Text::Borrowed(value))
+}
+
+/// A label pair with a fixed name and a value from the cluster (copied).
+fn copied(name: &'static str, value: &str) -> (Text, Text) {
+    (Text::Borrowed(name), Text::Owned(value.to_owned()))
+}
+
+/// A label pair with a fixed name and a value built for it.
+fn built(name: &'static str, value: String) -> (Text, Text) {
+    (Text::Borrowed(name), Text::Owned(value))
+}
+
+fn counter(name: &'static str, labels: Vec<(Text, Text)>) -> Effect {
     Effect::Metric(MetricUpdate {
-        name: name.into(),
-        labels: labels
-            .iter()
-            .map(|(k, v)| ((*k).to_owned(), (*v).to_owned()))
-            .collect(),
+        name: Text::Borrowed(name),
+        labels,
         change: MetricChange::Inc(1),
     })
 }
 
-fn gauge(name: &str, labels: &[(&str, &str)], v: f64) -> Effect {
+fn gauge(name: &'static str, labels: Vec<(Text, Text)>, v: f64) -> Effect {
     Effect::Metric(MetricUpdate {
-        name: name.into(),
-        labels: labels
-            .iter()
-            .map(|(k, v)| ((*k).to_owned(), (*v).to_owned()))
-            .collect(),
+        name: Text::Borrowed(name),
+        labels,
         change: MetricChange::Set(v),
     })
 }
@@ -189,6 +198,42 @@ pub fn rows(decisions: &[Decision], mode: ConfigMode) -> (Vec<Row>, Vec<Effect>)
     (rows, fx)
 }
 
+/// The fewest decisions for which [`rows_into_halves`] builds the second half on another
+/// thread: a decision pass over a large cluster has thousands of advice rows (each a row,
+/// an Event and a counter, a dozen allocations), a small one a handful.
+pub const SPLIT_MIN_DECISIONS: usize = 1024;
+
+/// [`rows_into`], the rows of the second half of `decisions` built on another thread when
+/// there are at least `split_min` decisions. Each decision's row and effects depend on that
+/// decision alone, so the halves' rows and effects, each in order, the second's after the
+/// first's, are exactly [`rows_into`]'s.
+pub fn rows_into_halves(
+    decisions: &[Decision],
+    mode: ConfigMode,
+    fx: &mut Vec<Effect>,
+    split_min: usize,
+) -> Vec<Row> {
+    if decisions.len() < split_min.max(2) {
+        return rows_into(decisions, mode, fx);
+    }
+    let (first, second) = decisions.split_at(decisions.len() / 2);
+    let (mut rows, (second_rows, second_fx)) = std::thread::scope(|scope| {
+        let second = scope.spawn(move || {
+            let mut fx = Vec::with_capacity(second.len() * 3);
+            let rows = rows_into(second, mode, &mut fx);
+            (rows, fx)
+        });
+        let rows = rows_into(first, mode, fx);
+        let second = second
+            .join()
+            .unwrap_or_else(|panic| std::panic::resume_unwind(panic));
+        (rows, second)
+    });
+    rows.extend(second_rows);
+    fx.extend(second_fx);
+    rows
+}
+
 /// [`rows`], appending the events and metrics to `fx`.
 pub fn rows_into(decisions: &[Decision], mode: ConfigMode, fx: &mut Vec<Effect>) -> Vec<Row> {
     let mut out = Vec::with_capacity(decisions.len());
@@ -197,21 +242,21 @@ pub fn rows_into(decisions: &[Decision], mode: ConfigMode, fx: &mut Vec<Effect>)
         let exec = if c.executable { "true" } else { "false" };
         fx.push(counter(
             "alfred_recommendations_produced_total",
-            &[
-                ("policy", c.policy.as_str()),
-                ("workload", &c.workload),
-                ("component", comp),
-                ("reason", c.reason.as_str()),
-                ("executable", exec),
+            vec![
+                fixed("policy", c.policy.as_str()),
+                copied("workload", &c.workload),
+                fixed("component", comp),
+                fixed("reason", c.reason.as_str()),
+                fixed("executable", exec),
             ],
         ));
         let accepted = || {
             counter(
                 "alfred_recommendations_accepted_total",
-                &[
-                    ("policy", c.policy.as_str()),
-                    ("workload", &c.workload),
-                    ("component", comp),
+                vec![
+                    fixed("policy", c.policy.as_str()),
+                    copied("workload", &c.workload),
+                    fixed("component", comp),
                 ],
             )
         };
@@ -244,7 +289,7 @@ pub fn rows_into(decisions: &[Decision], mode: ConfigMode, fx: &mut Vec<Effect>)
                     if v.cooldown_overridden {
                         fx.push(counter(
                             "alfred_cooldown_overrides_total",
-                            &[("policy", c.policy.as_str())],
+                            vec![fixed("policy", c.policy.as_str())],
                         ));
                         fx.push(event(
                             isvc_ref(&c.workload),
@@ -271,7 +316,10 @@ pub fn rows_into(decisions: &[Decision], mode: ConfigMode, fx: &mut Vec<Effect>)
                 if c.advisory_reason == Some(AdvisoryReason::LWSMigrationUnsupported) {
                     fx.push(counter(
                         "alfred_lws_recommendations_total",
-                        &[("isvc", &c.workload), ("action", "MigrateToOMENative")],
+                        vec![
+                            copied("isvc", &c.workload),
+                            fixed("action", "MigrateToOMENative"),
+                        ],
                     ));
                 }
                 fx.push(event(
@@ -302,11 +350,11 @@ pub fn rows_into(decisions: &[Decision], mode: ConfigMode, fx: &mut Vec<Effect>)
                 let reason = v.reject_reason.map(|x| x.as_str()).unwrap_or("");
                 fx.push(counter(
                     "alfred_recommendations_rejected_total",
-                    &[
-                        ("policy", c.policy.as_str()),
-                        ("workload", &c.workload),
-                        ("component", comp),
-                        ("reason", reason),
+                    vec![
+                        fixed("policy", c.policy.as_str()),
+                        copied("workload", &c.workload),
+                        fixed("component", comp),
+                        fixed("reason", reason),
                     ],
                 ));
                 fx.push(event(
@@ -433,7 +481,7 @@ pub fn node_records(
             ));
             fx.push(counter(
                 "alfred_nodehealth_signals_total",
-                &[("node", &n.name), ("reason", "NodeRepairNeeded")],
+                vec![copied("node", &n.name), fixed("reason", "NodeRepairNeeded")],
             ));
         } else if let Some(s) = rec.signaled_at
             && rec.state != HealthState::Unknown
@@ -450,7 +498,10 @@ pub fn node_records(
             ));
             fx.push(counter(
                 "alfred_nodehealth_signals_total",
-                &[("node", &n.name), ("reason", "NodeDrainedForRepair")],
+                vec![
+                    copied("node", &n.name),
+                    fixed("reason", "NodeDrainedForRepair"),
+                ],
             ));
         }
         if !rec.maintenance.requested {
@@ -474,7 +525,10 @@ pub fn node_records(
                     ));
                     fx.push(counter(
                         "alfred_nodemaintenance_signals_total",
-                        &[("node", &n.name), ("reason", "NodeMaintenanceRequested")],
+                        vec![
+                            copied("node", &n.name),
+                            fixed("reason", "NodeMaintenanceRequested"),
+                        ],
                     ));
                 }
                 Some(s) if rec.maintenance_drained_at.is_none() && !occupants && t > s => {
@@ -487,7 +541,10 @@ pub fn node_records(
                     ));
                     fx.push(counter(
                         "alfred_nodemaintenance_signals_total",
-                        &[("node", &n.name), ("reason", "NodeDrainedForMaintenance")],
+                        vec![
+                            copied("node", &n.name),
+                            fixed("reason", "NodeDrainedForMaintenance"),
+                        ],
                     ));
                 }
                 Some(_) => {}
@@ -536,23 +593,27 @@ pub fn cluster_gauges(snap: &ClusterSnapshot, pools: &[PoolGauge]) -> Vec<Effect
     // Four per GPU node, a few per pool and pending size.
     let mut fx = Vec::with_capacity(snap.nodes.len() * 4 + pools.len() * 8 + 32);
     let best = pools.iter().map(|p| p.score).fold(0.0f64, f64::max);
-    fx.push(gauge("alfred_cluster_fragmentation_score", &[], best));
+    fx.push(gauge(
+        "alfred_cluster_fragmentation_score",
+        Vec::new(),
+        best,
+    ));
     for p in pools {
         for (size, v) in &p.observed {
             fx.push(gauge(
                 "alfred_fragmentation_observed",
-                &[("pool", &p.pool), ("size", &size.to_string())],
+                vec![copied("pool", &p.pool), built("size", size.to_string())],
                 *v,
             ));
         }
         fx.push(gauge(
             "alfred_fragmentation_reclaimable",
-            &[("pool", &p.pool)],
+            vec![copied("pool", &p.pool)],
             p.reclaimable,
         ));
         fx.push(gauge(
             "alfred_pending_pressure",
-            &[("pool", &p.pool)],
+            vec![copied("pool", &p.pool)],
             p.pending_pressure,
         ));
     }
@@ -566,7 +627,7 @@ pub fn cluster_gauges(snap: &ClusterSnapshot, pools: &[PoolGauge]) -> Vec<Effect
         ] {
             fx.push(gauge(
                 "alfred_gpu_capacity",
-                &[("node", &n.name), ("status", status)],
+                vec![copied("node", &n.name), fixed("status", status)],
                 f64::from(v),
             ));
         }
@@ -580,12 +641,16 @@ pub fn cluster_gauges(snap: &ClusterSnapshot, pools: &[PoolGauge]) -> Vec<Effect
     for (pool, v) in headroom {
         fx.push(gauge(
             "alfred_surge_headroom_gpus",
-            &[("pool", pool)],
+            vec![copied("pool", pool)],
             f64::from(v),
         ));
     }
     let pending: Vec<_> = snap.pending_pods.iter().collect();
-    fx.push(gauge("alfred_pending_pod_count", &[], pending.len() as f64));
+    fx.push(gauge(
+        "alfred_pending_pod_count",
+        Vec::new(),
+        pending.len() as f64,
+    ));
     let mut by_size: BTreeMap<u32, u32> = BTreeMap::new();
     for p in pending {
         *by_size.entry(p.gpus_needed).or_insert(0) += 1;
@@ -593,7 +658,7 @@ pub fn cluster_gauges(snap: &ClusterSnapshot, pools: &[PoolGauge]) -> Vec<Effect
     for (size, n) in by_size {
         fx.push(gauge(
             "alfred_pending_pod_gpu_requirements",
-            &[("size", &size.to_string())],
+            vec![built("size", size.to_string())],
             f64::from(n),
         ));
     }
@@ -635,6 +700,63 @@ mod tests {
             emergency: false,
             pod_gpus: vec![],
             scheduling: None,
+        }
+    }
+
+    proptest::proptest! {
+        /// The rows built in two halves (the second on another thread) are
+        /// [`rows_into`]'s, with the same effects in the same order, for every shape of
+        /// decision and every split point.
+        #[test]
+        fn rows_in_halves_equal_the_rows_in_one_go(
+            shapes in proptest::collection::vec((0u8..6, 0u32..50, proptest::prelude::any::<bool>()), 0..40),
+        ) {
+            let decisions: Vec<Decision> = shapes
+                .iter()
+                .map(|&(shape, n, flag)| {
+                    let mut c = cand();
+                    c.workload = format!("ns{}/w{n}", n % 3);
+                    c.from_node = format!("node-{n}");
+                    c.executable = shape >= 2;
+                    c.advisory_reason = match shape {
+                        0 => Some(AdvisoryReason::LWSMigrationUnsupported),
+                        1 => Some(AdvisoryReason::NoSurgeHeadroom),
+                        _ => None,
+                    };
+                    let v = match shape {
+                        0..=2 => None,
+                        3 => Some(Verdict {
+                            admitted: true,
+                            dispatch_status: Some(if flag {
+                                DispatchStatus::Submitted
+                            } else {
+                                DispatchStatus::Failed
+                            }),
+                            cooldown_overridden: flag,
+                            target: format!("node-{}", n + 1),
+                            ..Verdict::default()
+                        }),
+                        4 => Some(Verdict {
+                            admitted: true,
+                            cooldown_overridden: flag,
+                            ..Verdict::default()
+                        }),
+                        _ => Some(Verdict {
+                            reject_reason: Some(RejectReason::Cooldown),
+                            ..Verdict::default()
+                        }),
+                    };
+                    (c, v)
+                })
+                .collect();
+            for mode in [ConfigMode::RecommendOnly, ConfigMode::Execute] {
+                let mut one_fx = vec![counter("x", Vec::new())];
+                let one = rows_into(&decisions, mode, &mut one_fx);
+                let mut halves_fx = vec![counter("x", Vec::new())];
+                let halves = rows_into_halves(&decisions, mode, &mut halves_fx, 0);
+                proptest::prop_assert_eq!(&halves, &one);
+                proptest::prop_assert_eq!(&halves_fx, &one_fx);
+            }
         }
     }
 

@@ -75,7 +75,7 @@ fn reasons(effects: &[Effect]) -> Vec<String> {
     effects
         .iter()
         .filter_map(|e| match e {
-            Effect::RecordEvent(ev) => Some(ev.reason.clone()),
+            Effect::RecordEvent(ev) => Some(ev.reason.to_string()),
             _ => None,
         })
         .collect()

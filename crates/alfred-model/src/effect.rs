@@ -5,18 +5,25 @@
 //! journal makes the next pass pick up from whatever did land). alfred's only write to
 //! an InferenceService is adding one migration-request annotation (decisions.md E1).
 
+use std::borrow::Cow;
 use std::collections::BTreeMap;
 
 use serde::{Deserialize, Serialize};
+
+/// Text that is mostly one of a few fixed strings (a metric or label name, a kind, an
+/// Event reason) and sometimes built: the fixed ones are borrowed, not copied. A pass
+/// reports every advice row as a counter and an Event (thousands a pass), and copying
+/// their fixed strings was about a dozen allocations per row. Serialized as a string.
+pub type Text = Cow<'static, str>;
 
 /// An object an Event is about.
 #[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct ObjectRef {
     /// `apiVersion`, e.g. `ome.io/v1beta1` or `v1`.
-    pub api_version: String,
+    pub api_version: Text,
     /// `kind`.
-    pub kind: String,
+    pub kind: Text,
     /// Namespace; empty for cluster-scoped objects (Node events are recorded in `default`).
     #[serde(default, skip_serializing_if = "String::is_empty")]
     pub namespace: String,
@@ -46,7 +53,7 @@ pub struct Event {
     #[serde(rename = "type")]
     pub event_type: EventType,
     /// The documented reason, e.g. `MigrationSubmitted`.
-    pub reason: String,
+    pub reason: Text,
     /// Human-readable message.
     pub message: String,
 }
@@ -56,10 +63,10 @@ pub struct Event {
 #[serde(rename_all = "camelCase")]
 pub struct MetricUpdate {
     /// Metric name, e.g. `alfred_recommendations_produced_total`.
-    pub name: String,
+    pub name: Text,
     /// Label pairs, in the order the metric declares them.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub labels: Vec<(String, String)>,
+    pub labels: Vec<(Text, Text)>,
     /// What to do.
     pub change: MetricChange,
 }

@@ -18,7 +18,7 @@
 use std::cmp::Ordering;
 use std::sync::OnceLock;
 
-use crate::snapshot::{ClusterSnapshot, Pod};
+use crate::snapshot::{ClusterSnapshot, Pod, Workload};
 
 /// "No such node / pod / pool".
 pub const NONE: u32 = u32::MAX;
@@ -76,6 +76,9 @@ pub struct SnapshotIndex {
     /// Pending pod indices ordered by `(namespace, name, pendingSince, gpusNeeded)`, ties by
     /// input order.
     pub pending_order: Vec<u32>,
+    /// Per workload: where its entries start in [`SnapshotIndex::component_flags`] and
+    /// [`SnapshotIndex::instances`] (what [`SnapshotIndex::carry_over`] copies).
+    workload_starts: Vec<(u32, u32)>,
     /// Per component, in walk order: [`COMPONENT_REVISIONS_SETTLED`].
     pub component_flags: Vec<u8>,
     /// Per Instance, in walk order.
@@ -194,6 +197,33 @@ impl ClusterSnapshot {
     pub fn invalidate_index(&mut self) {
         self.index_cache.clear();
     }
+
+    /// Takes the cached index out, when there is one and it still matches the snapshot's
+    /// lists (the start of an in-place edit that means to carry it over with
+    /// [`SnapshotIndex::carry_over`]); the snapshot is left without one.
+    pub fn take_index(&mut self) -> Option<SnapshotIndex> {
+        let fp = Fingerprint::of(self);
+        std::mem::take(&mut self.index_cache.0)
+            .into_inner()
+            .filter(|i| i.fingerprint == fp)
+    }
+
+    /// Caches `index` as the snapshot's index (one made by [`SnapshotIndex::carry_over`]
+    /// for the snapshot as it is now); it is stamped with the snapshot's lists, so it is
+    /// ignored once any is replaced or resized.
+    ///
+    /// # Panics
+    ///
+    /// In debug builds only, when `index` differs from a full [`SnapshotIndex::build`].
+    pub fn install_index(&mut self, mut index: SnapshotIndex) {
+        index.fingerprint = Fingerprint::of(self);
+        #[cfg(debug_assertions)]
+        assert!(
+            index == SnapshotIndex::build(self),
+            "the installed index differs from a full build of the snapshot"
+        );
+        self.index_cache.0 = OnceLock::from(index);
+    }
 }
 
 fn cmp_pod(p: &Pod, ns: &str, name: &str) -> Ordering {
@@ -212,15 +242,18 @@ fn sorted_order<T>(items: &[T], cmp: impl Fn(&T, &T) -> Ordering) -> Vec<u32> {
     order
 }
 
-impl SnapshotIndex {
-    /// Builds the index of a snapshot (any list order).
-    pub fn build(s: &ClusterSnapshot) -> Self {
-        let nodes = &s.nodes;
-        let pods = &s.pods;
+/// The node tables of an index and the name lookup the other tables are resolved with.
+struct NodeTables {
+    nodes_by_name: Vec<u32>,
+    names: NameIndex,
+    pools: Vec<String>,
+    node_pool: Vec<u32>,
+}
+
+impl NodeTables {
+    fn of(nodes: &[crate::snapshot::Node]) -> NodeTables {
         let nodes_by_name = sorted_order(nodes, |a, b| a.name.cmp(&b.name));
         let names = NameIndex::new(nodes.iter().map(|n| n.name.as_str()));
-        let node_of = |name: &str| -> u32 { names.get(name).map_or(NONE, |i| i as u32) };
-
         let mut pools: Vec<String> = Vec::new();
         for n in nodes.iter().filter(|n| n.has_gpus()) {
             let p = n.pool.as_deref().unwrap_or("");
@@ -244,7 +277,148 @@ impl SnapshotIndex {
                 }
             })
             .collect();
+        NodeTables {
+            nodes_by_name,
+            names,
+            pools,
+            node_pool,
+        }
+    }
 
+    fn node_of(&self, name: &str) -> u32 {
+        self.names.get(name).map_or(NONE, |i| i as u32)
+    }
+}
+
+/// The facts of one bound pod whose node resolved to `node`.
+fn pod_facts(p: &Pod, node: u32) -> PodFacts {
+    PodFacts {
+        node,
+        gpus: p.gpus,
+        flags: if p.ready { POD_READY } else { 0 }
+            | if p.terminating { POD_TERMINATING } else { 0 },
+    }
+}
+
+/// The workload tables under construction: per component, per Instance, and where each
+/// workload's entries start.
+#[derive(Default)]
+struct WorkloadTables {
+    workload_starts: Vec<(u32, u32)>,
+    component_flags: Vec<u8>,
+    instances: Vec<InstanceFacts>,
+    instance_pods: Vec<u32>,
+    instance_nodes: Vec<u32>,
+}
+
+impl WorkloadTables {
+    fn with_capacity(prev: &SnapshotIndex, workloads: usize) -> WorkloadTables {
+        WorkloadTables {
+            workload_starts: Vec::with_capacity(workloads),
+            component_flags: Vec::with_capacity(prev.component_flags.len()),
+            instances: Vec::with_capacity(prev.instances.len()),
+            instance_pods: Vec::with_capacity(prev.instance_pods.len()),
+            instance_nodes: Vec::with_capacity(prev.instance_nodes.len()),
+        }
+    }
+
+    fn start_workload(&mut self) {
+        self.workload_starts.push((
+            self.component_flags.len() as u32,
+            self.instances.len() as u32,
+        ));
+    }
+
+    /// Resolves one workload's components and Instances.
+    fn push(&mut self, w: &Workload, nodes: &NodeTables, finder: &mut PodFinder<'_>) {
+        self.start_workload();
+        for c in &w.components {
+            let current = c
+                .replica
+                .as_ref()
+                .map(|r| r.current_revision.as_str())
+                .unwrap_or("");
+            let settled = c.replica.as_ref().is_some_and(|r| {
+                !r.current_revision.is_empty() && r.current_revision == r.update_revision
+            });
+            self.component_flags.push(if settled {
+                COMPONENT_REVISIONS_SETTLED
+            } else {
+                0
+            });
+            for inst in &c.instances {
+                let p0 = self.instance_pods.len() as u32;
+                self.instance_pods
+                    .extend(inst.pods.iter().map(|k| finder.find(k)));
+                let n0 = self.instance_nodes.len() as u32;
+                self.instance_nodes
+                    .extend(inst.nodes.keys().map(|k| nodes.node_of(k)));
+                let mut flags = 0;
+                if let Some(st) = &inst.status {
+                    if st.phase == "Ready" {
+                        flags |= INSTANCE_PHASE_READY;
+                    }
+                    if !st.running_revision.is_empty()
+                        && st.running_revision == current
+                        && st.target_revision.is_empty()
+                    {
+                        flags |= INSTANCE_REVISION_CURRENT;
+                    }
+                }
+                self.instances.push(InstanceFacts {
+                    pods: (p0, self.instance_pods.len() as u32),
+                    nodes: (n0, self.instance_nodes.len() as u32),
+                    flags,
+                });
+            }
+        }
+    }
+
+    /// Copies workload `old` of `prev`'s tables, its pod indices renumbered by `pod_to`
+    /// (earlier pod position → position now).
+    fn carry(&mut self, prev: &SnapshotIndex, old: usize, pod_to: &[u32]) {
+        self.start_workload();
+        let (c0, i0) = prev.workload_starts[old];
+        let (c1, i1) = prev.workload_starts.get(old + 1).copied().unwrap_or((
+            prev.component_flags.len() as u32,
+            prev.instances.len() as u32,
+        ));
+        self.component_flags
+            .extend_from_slice(&prev.component_flags[c0 as usize..c1 as usize]);
+        for f in &prev.instances[i0 as usize..i1 as usize] {
+            let p0 = self.instance_pods.len() as u32;
+            self.instance_pods.extend(
+                prev.pods_of(f)
+                    .iter()
+                    .map(|&p| pod_to.get(p as usize).copied().unwrap_or(NONE)),
+            );
+            let n0 = self.instance_nodes.len() as u32;
+            self.instance_nodes.extend_from_slice(prev.nodes_of(f));
+            self.instances.push(InstanceFacts {
+                pods: (p0, self.instance_pods.len() as u32),
+                nodes: (n0, self.instance_nodes.len() as u32),
+                flags: f.flags,
+            });
+        }
+    }
+}
+
+fn pending_order(pending: &[crate::snapshot::PendingPod]) -> Vec<u32> {
+    sorted_order(pending, |x, y| {
+        (&x.namespace, &x.name, x.pending_since, x.gpus_needed).cmp(&(
+            &y.namespace,
+            &y.name,
+            y.pending_since,
+            y.gpus_needed,
+        ))
+    })
+}
+
+impl SnapshotIndex {
+    /// Builds the index of a snapshot (any list order).
+    pub fn build(s: &ClusterSnapshot) -> Self {
+        let nodes = NodeTables::of(&s.nodes);
+        let pods = &s.pods;
         // Pods of one Instance usually share a node: try the previous pod's node first.
         let mut last: (&str, u32) = ("", NONE);
         let pod_facts = pods
@@ -255,85 +429,91 @@ impl SnapshotIndex {
                 } else if p.node == last.0 {
                     last.1
                 } else {
-                    let i = node_of(&p.node);
+                    let i = nodes.node_of(&p.node);
                     last = (p.node.as_str(), i);
                     i
                 };
-                PodFacts {
-                    node,
-                    gpus: p.gpus,
-                    flags: if p.ready { POD_READY } else { 0 }
-                        | if p.terminating { POD_TERMINATING } else { 0 },
-                }
+                pod_facts(p, node)
             })
             .collect();
         let mut finder = PodFinder::new(pods);
-        let pending = &s.pending_pods;
-        let pending_order = sorted_order(pending, |x, y| {
-            (&x.namespace, &x.name, x.pending_since, x.gpus_needed).cmp(&(
-                &y.namespace,
-                &y.name,
-                y.pending_since,
-                y.gpus_needed,
-            ))
-        });
-
-        let mut component_flags = Vec::new();
-        let mut instances = Vec::new();
-        let mut instance_pods = Vec::new();
-        let mut instance_nodes = Vec::new();
+        let mut tables = WorkloadTables::default();
         for w in &s.workloads {
-            for c in &w.components {
-                let current = c
-                    .replica
-                    .as_ref()
-                    .map(|r| r.current_revision.as_str())
-                    .unwrap_or("");
-                let settled = c.replica.as_ref().is_some_and(|r| {
-                    !r.current_revision.is_empty() && r.current_revision == r.update_revision
-                });
-                component_flags.push(if settled {
-                    COMPONENT_REVISIONS_SETTLED
-                } else {
-                    0
-                });
-                for inst in &c.instances {
-                    let p0 = instance_pods.len() as u32;
-                    instance_pods.extend(inst.pods.iter().map(|k| finder.find(k)));
-                    let n0 = instance_nodes.len() as u32;
-                    instance_nodes.extend(inst.nodes.keys().map(|k| node_of(k)));
-                    let mut flags = 0;
-                    if let Some(st) = &inst.status {
-                        if st.phase == "Ready" {
-                            flags |= INSTANCE_PHASE_READY;
-                        }
-                        if !st.running_revision.is_empty()
-                            && st.running_revision == current
-                            && st.target_revision.is_empty()
-                        {
-                            flags |= INSTANCE_REVISION_CURRENT;
-                        }
-                    }
-                    instances.push(InstanceFacts {
-                        pods: (p0, instance_pods.len() as u32),
-                        nodes: (n0, instance_nodes.len() as u32),
-                        flags,
-                    });
-                }
-            }
+            tables.push(w, &nodes, &mut finder);
         }
+        SnapshotIndex::assemble(s, nodes, pod_facts, tables)
+    }
+
+    fn assemble(
+        s: &ClusterSnapshot,
+        nodes: NodeTables,
+        pods: Vec<PodFacts>,
+        tables: WorkloadTables,
+    ) -> SnapshotIndex {
         SnapshotIndex {
             fingerprint: Fingerprint::of(s),
-            nodes_by_name,
-            pools,
-            node_pool,
-            pods: pod_facts,
-            pending_order,
-            component_flags,
-            instances,
-            instance_pods,
-            instance_nodes,
+            nodes_by_name: nodes.nodes_by_name,
+            pools: nodes.pools,
+            node_pool: nodes.node_pool,
+            pods,
+            pending_order: pending_order(&s.pending_pods),
+            workload_starts: tables.workload_starts,
+            component_flags: tables.component_flags,
+            instances: tables.instances,
+            instance_pods: tables.instance_pods,
+            instance_nodes: tables.instance_nodes,
         }
+    }
+
+    /// The index of `s`, a later version of the snapshot `prev` indexes, reusing what did
+    /// not change: the equal of [`SnapshotIndex::build`]`(s)` at a fraction of the cost
+    /// when few entries changed (a simulator that edits its snapshot between passes
+    /// rebuilt every pod's and Instance's lookups, all by string, on every pass).
+    ///
+    /// `pods_from[i]` is the position in the earlier list of `s.pods[i]` when it is
+    /// unchanged, else [`NONE`]; `workloads_from` likewise for `s.workloads`. What the
+    /// caller vouches for (nothing here can check it without the earlier snapshot): the
+    /// nodes' names and order are unchanged; a carried pod has the same namespace, name,
+    /// node, GPUs, readiness and termination as before; a carried workload is unchanged
+    /// and each of its pod keys names the same pod as before (a carried one), or none when
+    /// it named none. Everything else is resolved afresh, as [`SnapshotIndex::build`]
+    /// does. Debug builds check the result against a full build when it is installed
+    /// ([`ClusterSnapshot::install_index`]) and on every use.
+    pub fn carry_over(
+        prev: &SnapshotIndex,
+        s: &ClusterSnapshot,
+        pods_from: &[u32],
+        workloads_from: &[u32],
+    ) -> SnapshotIndex {
+        let nodes = NodeTables::of(&s.nodes);
+        let mut pod_to = vec![NONE; prev.pods.len()];
+        let pod_facts = s
+            .pods
+            .iter()
+            .enumerate()
+            .map(|(i, p)| {
+                let old = pods_from.get(i).copied().unwrap_or(NONE);
+                match prev.pods.get(old as usize) {
+                    Some(f) => {
+                        pod_to[old as usize] = i as u32;
+                        *f
+                    }
+                    None if p.node.is_empty() => pod_facts(p, NONE),
+                    None => pod_facts(p, nodes.node_of(&p.node)),
+                }
+            })
+            .collect();
+        let mut finder = PodFinder::new(&s.pods);
+        let mut tables = WorkloadTables::with_capacity(prev, s.workloads.len());
+        for (i, w) in s.workloads.iter().enumerate() {
+            let old = workloads_from.get(i).copied().unwrap_or(NONE) as usize;
+            if old < prev.workload_starts.len() {
+                tables.carry(prev, old, &pod_to);
+            } else {
+                tables.push(w, &nodes, &mut finder);
+            }
+        }
+        SnapshotIndex::assemble(s, nodes, pod_facts, tables)
     }
 
     /// Heap bytes of the tables, split as `(per-node tables, per-pod tables, the rest)`:
@@ -348,6 +528,7 @@ impl SnapshotIndex {
             + self.pools.iter().map(String::capacity).sum::<usize>();
         let pods = b(&self.pods);
         let rest = b(&self.pending_order)
+            + b(&self.workload_starts)
             + b(&self.component_flags)
             + b(&self.instances)
             + b(&self.instance_pods)
@@ -845,6 +1026,192 @@ mod tests {
         drop(idx);
         s.invalidate_index();
         assert!(matches!(s.index(), IndexRef::Cached(_)));
+    }
+
+    /// One version of a cluster for the carry-over tests: per workload (named by `id`),
+    /// its Instances' pods as `(node, ready)`, and whether one of its Instances also names
+    /// a pod that does not exist.
+    type Version = Vec<(u32, Vec<Vec<(u32, bool)>>, bool)>;
+
+    /// The snapshot of a [`Version`] (lists sorted, as `normalize` leaves them): workload
+    /// `ns/w<id>` with pods `ns/w<id>-i<k>-p<m>`, nodes `n0`..`n7` plus an unknown one.
+    fn version_snapshot(v: &Version) -> ClusterSnapshot {
+        let node_name = |n: u32| {
+            if n < 8 {
+                format!("n{n}")
+            } else {
+                "ghost".into()
+            }
+        };
+        let mut pods = Vec::new();
+        let mut workloads = Vec::new();
+        for (id, instances, dangling) in v {
+            let name = format!("w{id:04}");
+            let mut insts = Vec::new();
+            for (k, ps) in instances.iter().enumerate() {
+                let mut keys = Vec::new();
+                let mut nodes = BTreeMap::new();
+                for (m, &(n, ready)) in ps.iter().enumerate() {
+                    let pname = format!("{name}-i{k}-p{m}");
+                    keys.push(format!("ns/{pname}"));
+                    nodes.insert(node_name(n), 1);
+                    pods.push(Pod {
+                        ready,
+                        ..pod("ns", &pname, &node_name(n))
+                    });
+                }
+                if *dangling && k == 0 {
+                    keys.push(format!("ns/{name}-missing"));
+                }
+                insts.push(Instance {
+                    index: k as u32,
+                    pods: keys,
+                    nodes,
+                    status: Some(InstanceStatus {
+                        phase: if ps.len() % 2 == 0 {
+                            "Ready"
+                        } else {
+                            "Migrating"
+                        }
+                        .into(),
+                        running_revision: "r1".into(),
+                        ..InstanceStatus::default()
+                    }),
+                    ..Instance::default()
+                });
+            }
+            workloads.push(Workload {
+                namespace: "ns".into(),
+                name,
+                components: vec![Component {
+                    kind: ComponentKind::Engine,
+                    mode: DeploymentMode::OMENative,
+                    replica: Some(ReplicaState {
+                        current_revision: "r1".into(),
+                        update_revision: if id % 3 == 0 { "r2" } else { "r1" }.into(),
+                        ..ReplicaState::default()
+                    }),
+                    observation_invalid: None,
+                    instances: insts,
+                    pods: Vec::new(),
+                    scheduler_name: String::new(),
+                    topology_key: String::new(),
+                }],
+                ..Workload::default()
+            });
+        }
+        pods.sort_by(|a, b| (&a.namespace, &a.name).cmp(&(&b.namespace, &b.name)));
+        ClusterSnapshot {
+            nodes: (0..8)
+                .map(|i| node(&format!("n{i}"), (i != 5).then_some(["A", "B"][i % 2]), 8))
+                .collect(),
+            pods,
+            workloads,
+            ..ClusterSnapshot::default()
+        }
+    }
+
+    fn instances_strategy() -> impl proptest::strategy::Strategy<Value = Vec<Vec<(u32, bool)>>> {
+        use proptest::prelude::*;
+        proptest::collection::vec(
+            proptest::collection::vec((0u32..9, any::<bool>()), 0..3),
+            0..3,
+        )
+    }
+
+    proptest::proptest! {
+        /// Carrying an index over to a later version (workloads dropped, rebuilt with other
+        /// pods, added) gives exactly the index a full build gives.
+        #[test]
+        fn carry_over_equals_a_full_build(
+            before in proptest::collection::vec(
+                (instances_strategy(), proptest::prelude::any::<bool>(), 0u8..4),
+                0..12,
+            ),
+            added in proptest::collection::vec(
+                (0u32..40, instances_strategy(), proptest::prelude::any::<bool>()),
+                0..5,
+            ),
+        ) {
+            // Workload ids 2, 4, 6, ... before; fate 0 keeps, 1 drops, 2 rebuilds, 3 keeps.
+            let old: Version = before
+                .iter()
+                .enumerate()
+                .map(|(i, (insts, dangling, _))| (2 * i as u32 + 2, insts.clone(), *dangling))
+                .collect();
+            let mut new: Version = Vec::new();
+            for ((id, insts, dangling), (_, _, fate)) in old.iter().zip(&before) {
+                match fate {
+                    1 => {}
+                    2 => new.push((*id, insts.iter().rev().cloned().collect(), !dangling)),
+                    _ => new.push((*id, insts.clone(), *dangling)),
+                }
+            }
+            for (id, insts, dangling) in &added {
+                // Odd ids: new workloads between the old ones.
+                let id = 2 * id + 1;
+                if new.iter().all(|(w, _, _)| *w != id) {
+                    new.push((id, insts.clone(), *dangling));
+                }
+            }
+            new.sort_by_key(|(id, _, _)| *id);
+            let kept: Vec<u32> = old
+                .iter()
+                .zip(&before)
+                .filter(|(_, (_, _, fate))| *fate == 0 || *fate == 3)
+                .map(|((id, _, _), _)| *id)
+                .collect();
+            let s0 = version_snapshot(&old);
+            let s1 = version_snapshot(&new);
+            let prev = SnapshotIndex::build(&s0);
+            let owner = |p: &Pod| p.name[1..5].parse::<u32>().unwrap_or(u32::MAX);
+            let pods_from: Vec<u32> = s1
+                .pods
+                .iter()
+                .map(|p| {
+                    if kept.contains(&owner(p)) {
+                        s0.pods
+                            .iter()
+                            .position(|q| q.name == p.name)
+                            .map_or(NONE, |i| i as u32)
+                    } else {
+                        NONE
+                    }
+                })
+                .collect();
+            let workloads_from: Vec<u32> = s1
+                .workloads
+                .iter()
+                .map(|w| {
+                    let id: u32 = w.name[1..].parse().unwrap_or(u32::MAX);
+                    if kept.contains(&id) {
+                        s0.workloads
+                            .iter()
+                            .position(|x| x.name == w.name)
+                            .map_or(NONE, |i| i as u32)
+                    } else {
+                        NONE
+                    }
+                })
+                .collect();
+            let carried = SnapshotIndex::carry_over(&prev, &s1, &pods_from, &workloads_from);
+            proptest::prop_assert_eq!(&carried, &SnapshotIndex::build(&s1));
+            let mut s1 = s1;
+            s1.install_index(carried);
+            proptest::prop_assert!(matches!(s1.index(), IndexRef::Cached(_)));
+            proptest::prop_assert!(s1.take_index().is_some());
+            proptest::prop_assert!(!s1.index_cache.is_built());
+        }
+    }
+
+    #[test]
+    fn a_taken_index_is_one_that_matches() {
+        let mut s = snapshot();
+        s.normalize();
+        assert!(s.take_index().is_none());
+        drop(s.index());
+        s.pods.push(pod("zz", "new", "n1"));
+        assert!(s.take_index().is_none(), "built for a shorter pod list");
     }
 
     #[test]

@@ -42,12 +42,40 @@ pub(crate) struct Ctx<'a> {
     pub shared: Option<&'a Analysis<'a>>,
 }
 
+/// A [`Ctx`] to be made on another thread ([`Ctx::seed`]): the context itself stays on
+/// its thread (its cache of target lists is not shared).
+pub(crate) struct CtxSeed<'a> {
+    snap: &'a ClusterSnapshot,
+    cfg: &'a PolicySettings,
+    now: Timestamp,
+    node_names: NameIndex,
+    pod_names: NameIndex,
+    pod_namespaces: Vec<(usize, usize)>,
+    shared: Option<&'a Analysis<'a>>,
+}
+
+impl<'a> CtxSeed<'a> {
+    /// The context.
+    pub(crate) fn grow(self) -> Ctx<'a> {
+        Ctx {
+            snap: Cow::Borrowed(self.snap),
+            cfg: self.cfg,
+            now: self.now,
+            targets: RefCell::default(),
+            node_names: self.node_names,
+            pod_names: self.pod_names,
+            pod_namespaces: self.pod_namespaces,
+            shared: self.shared,
+        }
+    }
+}
+
 /// The first 16 bytes of each name of a sorted list, as big-endian integers (zero-padded):
 /// truncating and zero-padding keep the order (not strictly), so a lookup narrows the list
 /// to the names sharing the searched name's prefix by integer comparisons in one small
 /// array, and compares whole names (a pointer away each) only in that range. The answer is
 /// the plain binary search's (the lists it serves are strictly ordered).
-#[derive(Debug, Default)]
+#[derive(Debug, Default, Clone)]
 pub(crate) struct NameIndex(Vec<u128>);
 
 impl NameIndex {
@@ -148,6 +176,21 @@ impl<'a> Ctx<'a> {
             pod_names,
             pod_namespaces,
             shared: None,
+        }
+    }
+
+    /// What another thread needs to make a context equal to this one: the same snapshot
+    /// (borrowed), settings, time, lookup indexes and shared analysis, and an empty cache
+    /// of target lists (the cache only saves work: a list is the same whoever builds it).
+    pub(crate) fn seed(&self) -> CtxSeed<'_> {
+        CtxSeed {
+            snap: &self.snap,
+            cfg: self.cfg,
+            now: self.now,
+            node_names: self.node_names.clone(),
+            pod_names: self.pod_names.clone(),
+            pod_namespaces: self.pod_namespaces.clone(),
+            shared: self.shared,
         }
     }
 

@@ -60,6 +60,20 @@ pub fn pool_scores(
 }
 
 pub(crate) fn run(ctx: &Ctx<'_>) -> Vec<Candidate> {
+    run_split(ctx, SPLIT_MIN_VISITS)
+}
+
+/// The fewest component visits (summed over the pools the walk visits) for which
+/// [`run_split`] hands the second half of the walk to another thread: below it the thread
+/// costs more than it saves (a 1,213-node cluster with ~10,000 Instances makes ~20,000).
+const SPLIT_MIN_VISITS: usize = 4096;
+
+/// [`run`], the walk's visits split in two halves walked at once, the second on another
+/// thread, when there are at least `split_min_visits` of them. Each half appends its rows
+/// in visit order and the second half's follow the first's, so the rows (and the sort
+/// after) are exactly the one-thread walk's. The other thread gets its own [`Ctx`] (same
+/// snapshot, settings and lookups; its own cache of target lists, which only saves work).
+pub(crate) fn run_split(ctx: &Ctx<'_>, split_min_visits: usize) -> Vec<Candidate> {
     if !ctx.cfg.defragmentation_enabled {
         return Vec::new();
     }
@@ -74,58 +88,156 @@ pub(crate) fn run(ctx: &Ctx<'_>) -> Vec<Candidate> {
     // The snapshot's index (cached in it; the analysis above built it): the Instances' pods
     // and nodes resolved, in walk order.
     let idx = ctx.snap.index();
-    let mut out = Vec::new();
-    // Per workload, per component: the component's index flags and, per Instance, its pool
-    // ([`Ctx::instance_pool`]) and its index entry; and per pool, the components that can
-    // make a row in it — resolved on the first pool that needs them, then reused by the
-    // others.
+    // The pools the walk visits, in pool-key order, with whether their rows may execute.
     let pools = ctx.snap.pools();
-    let mut walk: Option<Walk<'_>> = None;
-    for (pid, pool) in pools.iter().enumerate() {
-        let Some(eval) = analysis.pool(pool) else {
+    let visited: Vec<(usize, &PoolAnalysis<'_>, bool)> = pools
+        .iter()
+        .enumerate()
+        .filter_map(|(pid, pool)| {
+            let eval = analysis.pool(pool)?;
+            match eval.score.threshold_case {
+                ThresholdCase::ExecutionOpen => Some((pid, eval, true)),
+                ThresholdCase::AdvisoryOnly => Some((pid, eval, false)),
+                ThresholdCase::Quiet => None,
+            }
+        })
+        .collect();
+    // Rows outside the maintenance windows may only be emergencies (§C.7); then the sort.
+    let window_open = ctx.cfg.window_open(ctx.now);
+    let finish = |mut rows: Vec<Candidate>| {
+        if !window_open {
+            rows.retain(|r| !r.executable || r.emergency);
+        }
+        sort_rows(&mut rows);
+        rows
+    };
+    let mut out = Vec::new();
+    if !visited.is_empty() {
+        // Per workload, per component: the component's index flags and, per Instance, its
+        // pool ([`Ctx::instance_pool`]) and its index entry; and per pool, the components
+        // that can make a row in it.
+        let walk = Walk::new(ctx, &idx, &pools);
+        let total: usize = visited
+            .iter()
+            .map(|(pid, _, _)| walk.visits[*pid].len())
+            .sum();
+        if total >= split_min_visits.max(2) {
+            let half = total / 2;
+            let seed = ctx.seed();
+            let (first, second) = std::thread::scope(|scope| {
+                let (walk, idx, visited, finish) = (&walk, &*idx, &visited, &finish);
+                let second = scope.spawn(move || {
+                    let ctx = seed.grow();
+                    finish(walk_visits(&ctx, idx, visited, walk, half, total))
+                });
+                let first = finish(walk_visits(ctx, idx, visited, walk, 0, half));
+                let second = second
+                    .join()
+                    .unwrap_or_else(|panic| std::panic::resume_unwind(panic));
+                (first, second)
+            });
+            // Each half filtered and sorted on its thread: a stable merge of the two (ties
+            // to the first half) is the stable sort of the filtered concatenation.
+            return merge_rows(first, second);
+        }
+        out = walk_visits(ctx, &idx, &visited, &walk, 0, total);
+    }
+    finish(out)
+}
+
+/// The stable merge of two lists sorted by [`sort_rows`]: of two rows in the same place of
+/// the order, `first`'s comes first.
+fn merge_rows(first: Vec<Candidate>, second: Vec<Candidate>) -> Vec<Candidate> {
+    let mut out = Vec::with_capacity(first.len() + second.len());
+    let mut first = first.into_iter().peekable();
+    let mut second = second.into_iter().peekable();
+    while let (Some(a), Some(b)) = (first.peek(), second.peek()) {
+        let next = if row_order(b, a) == Ordering::Less {
+            second.next()
+        } else {
+            first.next()
+        };
+        out.extend(next);
+    }
+    out.extend(first);
+    out.extend(second);
+    out
+}
+
+/// The rows of visits `[from, to)` of the walk, counted across the visited pools in order
+/// (each pool's visits in walk order), in that order.
+fn walk_visits(
+    ctx: &Ctx<'_>,
+    idx: &SnapshotIndex,
+    visited: &[(usize, &PoolAnalysis<'_>, bool)],
+    walk: &Walk<'_>,
+    from: usize,
+    to: usize,
+) -> Vec<Candidate> {
+    let mut out = Vec::new();
+    // Visits before this pool's.
+    let mut base = 0;
+    for &(pid, eval, exec) in visited {
+        let visits = &walk.visits[pid];
+        let (lo, hi) = (
+            from.max(base) - base,
+            to.min(base + visits.len()).saturating_sub(base),
+        );
+        base += visits.len();
+        if lo >= hi {
             continue;
-        };
-        let exec = match eval.score.threshold_case {
-            ThresholdCase::ExecutionOpen => true,
-            ThresholdCase::AdvisoryOnly => false,
-            ThresholdCase::Quiet => continue,
-        };
-        let walk = walk.get_or_insert_with(|| Walk::new(ctx, &idx, &pools));
+        }
         let pricer = Pricer::new(ctx, eval);
-        for &(wi, ci) in &walk.visits[pid] {
+        for &(wi, ci) in &visits[lo..hi] {
             let w = &ctx.snap.workloads[wi];
             component(
                 ctx,
-                &idx,
+                idx,
                 eval,
                 &pricer,
                 exec,
                 w,
                 &w.components[ci],
-                &walk.components[wi][ci],
+                &walk.component(wi, ci),
                 &mut out,
             );
         }
     }
-    if !ctx.cfg.window_open(ctx.now) {
-        out.retain(|r| !r.executable || r.emergency);
-    }
-    sort_rows(&mut out);
     out
 }
 
 /// The final sort of §C.1, completed with the remaining row fields so it is total.
-pub(crate) fn sort_rows(rows: &mut [Candidate]) {
-    rows.sort_by(|a, b| {
-        b.score
-            .total_cmp(&a.score)
-            .then_with(|| a.footprint_gpus.cmp(&b.footprint_gpus))
-            .then_with(|| a.workload.cmp(&b.workload))
-            .then_with(|| a.component.cmp(&b.component))
-            .then_with(|| a.instance.cmp(&b.instance))
-            .then_with(|| a.from_node.cmp(&b.from_node))
-            .then_with(|| reason_key(a).cmp(&reason_key(b)))
+///
+/// A pass sorts thousands of rows of a few hundred bytes each: the sort orders their
+/// positions (each compared first by a copy of its score and footprint, then by the rows'
+/// other fields), then moves every row once into its place. A stable sort of the positions
+/// by the rows' order is the very permutation a stable sort of the rows makes.
+pub(crate) fn sort_rows(rows: &mut Vec<Candidate>) {
+    let keys: Vec<(f64, u32)> = rows.iter().map(|r| (r.score, r.footprint_gpus)).collect();
+    let mut order: Vec<usize> = (0..rows.len()).collect();
+    order.sort_by(|&a, &b| {
+        let ((sa, fa), (sb, fb)) = (keys[a], keys[b]);
+        sb.total_cmp(&sa)
+            .then_with(|| fa.cmp(&fb))
+            .then_with(|| row_order(&rows[a], &rows[b]))
     });
+    if order.iter().enumerate().all(|(k, &i)| k == i) {
+        return;
+    }
+    let mut slots: Vec<Option<Candidate>> = rows.drain(..).map(Some).collect();
+    rows.extend(order.iter().filter_map(|&i| slots[i].take()));
+}
+
+/// [`sort_rows`]'s order in full.
+pub(crate) fn row_order(a: &Candidate, b: &Candidate) -> std::cmp::Ordering {
+    b.score
+        .total_cmp(&a.score)
+        .then_with(|| a.footprint_gpus.cmp(&b.footprint_gpus))
+        .then_with(|| a.workload.cmp(&b.workload))
+        .then_with(|| a.component.cmp(&b.component))
+        .then_with(|| a.instance.cmp(&b.instance))
+        .then_with(|| a.from_node.cmp(&b.from_node))
+        .then_with(|| reason_key(a).cmp(&reason_key(b)))
 }
 
 fn reason_key(c: &Candidate) -> (&'static str, bool) {
@@ -152,15 +264,22 @@ pub(crate) fn component_pods(c: &Component) -> Vec<String> {
 ///
 /// [`SnapshotIndex::component_flags`]: alfred_model::index::SnapshotIndex::component_flags
 /// [`SnapshotIndex::instances`]: alfred_model::index::SnapshotIndex::instances
-struct ComponentWalk<'s> {
+struct ComponentWalk<'w, 's> {
     flags: u8,
-    instances: Vec<(Option<&'s str>, InstanceFacts)>,
+    instances: &'w [(Option<&'s str>, InstanceFacts)],
 }
 
-/// The defragmentation walk's view of the snapshot, built once per pass.
+/// The defragmentation walk's view of the snapshot, built once per pass (flat: one list of
+/// components and one of Instances for the whole snapshot, not two allocations per
+/// workload).
 struct Walk<'s> {
-    /// Per workload, per component.
-    components: Vec<Vec<ComponentWalk<'s>>>,
+    /// Per workload: the position in `components` of its first component.
+    workload_starts: Vec<usize>,
+    /// Per component, in walk order: its index flags and its Instances' range in
+    /// `instances`.
+    components: Vec<(u8, usize, usize)>,
+    /// Per Instance, in walk order: its pool ([`Ctx::instance_pool_at`]) and index entry.
+    instances: Vec<(Option<&'s str>, InstanceFacts)>,
     /// Per pool (positions in `ClusterSnapshot::pools`): `(workload, component)` positions,
     /// in walk order, of the components [`component`] can make a row for in that pool —
     /// every LWS component and every OMENative one with a model reason (their rows follow
@@ -179,43 +298,37 @@ impl<'s> Walk<'s> {
         };
         let mut visits: Vec<Vec<(usize, usize)>> = vec![Vec::new(); pools.len()];
         let (mut next_component, mut next_instance) = (0usize, 0usize);
-        let mut components = Vec::with_capacity(ctx.snap.workloads.len());
+        let mut workload_starts = Vec::with_capacity(ctx.snap.workloads.len());
+        let mut components = Vec::with_capacity(idx.component_flags.len());
+        let mut instances = Vec::with_capacity(idx.instances.len());
         for (wi, w) in ctx.snap.workloads.iter().enumerate() {
-            let mut comps = Vec::with_capacity(w.components.len());
+            workload_starts.push(components.len());
             for (ci, c) in w.components.iter().enumerate() {
                 let flags = idx.component_flags.get(next_component).copied();
                 next_component += 1;
-                let instances: Vec<(Option<&'s str>, InstanceFacts)> = c
-                    .instances
-                    .iter()
-                    .map(|_| {
-                        let facts = idx
-                            .instances
-                            .get(next_instance)
-                            .copied()
-                            .unwrap_or(no_facts);
-                        next_instance += 1;
-                        (ctx.instance_pool_at(idx, &facts), facts)
-                    })
-                    .collect();
+                let first = instances.len();
+                instances.extend(c.instances.iter().map(|_| {
+                    let facts = idx
+                        .instances
+                        .get(next_instance)
+                        .copied()
+                        .unwrap_or(no_facts);
+                    next_instance += 1;
+                    (ctx.instance_pool_at(idx, &facts), facts)
+                }));
+                components.push((flags.unwrap_or(0), first, instances.len()));
                 let every_pool = match &c.mode {
                     DeploymentMode::MultiNode => true,
                     DeploymentMode::OMENative => ctx.model_reason(w).is_some(),
                     DeploymentMode::RawDeployment => false,
-                    DeploymentMode::Other(_) => {
-                        comps.push(ComponentWalk {
-                            flags: flags.unwrap_or(0),
-                            instances,
-                        });
-                        continue;
-                    }
+                    DeploymentMode::Other(_) => continue,
                 };
                 if every_pool {
                     for v in &mut visits {
                         v.push((wi, ci));
                     }
                 } else {
-                    for p in instances.iter().filter_map(|(p, _)| *p) {
+                    for p in instances[first..].iter().filter_map(|(p, _)| *p) {
                         if let Ok(pid) = pools.binary_search_by(|x| x.as_str().cmp(p))
                             && visits[pid].last() != Some(&(wi, ci))
                         {
@@ -223,14 +336,23 @@ impl<'s> Walk<'s> {
                         }
                     }
                 }
-                comps.push(ComponentWalk {
-                    flags: flags.unwrap_or(0),
-                    instances,
-                });
             }
-            components.push(comps);
         }
-        Walk { components, visits }
+        Walk {
+            workload_starts,
+            components,
+            instances,
+            visits,
+        }
+    }
+
+    /// Component `ci` of workload `wi`.
+    fn component(&self, wi: usize, ci: usize) -> ComponentWalk<'_, 's> {
+        let (flags, lo, hi) = self.components[self.workload_starts[wi] + ci];
+        ComponentWalk {
+            flags,
+            instances: &self.instances[lo..hi],
+        }
     }
 }
 
@@ -244,10 +366,10 @@ fn component(
     exec: bool,
     w: &Workload,
     c: &Component,
-    cw: &ComponentWalk<'_>,
+    cw: &ComponentWalk<'_, '_>,
     out: &mut Vec<Candidate>,
 ) {
-    let inst_pools = &cw.instances;
+    let inst_pools = cw.instances;
     let pool = eval.score.pool.as_str();
     let busy = !w.settings.movable || !w.migration.active.is_empty() || ctx.in_cooldown(w);
     let mk = |instance: i64, from: String, why: AdvisoryReason| {

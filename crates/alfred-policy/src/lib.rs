@@ -86,15 +86,53 @@ pub fn propose_with(
 /// Either way the result is exactly `(alfred_score::analyze(snapshot, scoring),
 /// propose_with(snapshot, settings, now))`; a decision pass scores every pool and proposes
 /// on the same snapshot, and one analysis was ~10% of a pass.
+///
+/// On a large snapshot (at least [`CONCURRENT_MIN_PODS`] bound pods) the analysis runs on
+/// another thread while this one builds the policies' context (checks the snapshot's order,
+/// indexes its names); the two read the snapshot only, so the result is the same.
 pub fn analyze_and_propose<'s>(
     snapshot: &'s ClusterSnapshot,
     scoring: &ScoreSettings,
     settings: &PolicySettings,
     now: Timestamp,
 ) -> (Analysis<'s>, Proposal) {
-    let analysis = alfred_score::analyze(snapshot, scoring);
+    analyze_and_propose_at_once(
+        snapshot,
+        scoring,
+        settings,
+        now,
+        snapshot.pods.len() >= CONCURRENT_MIN_PODS,
+    )
+}
+
+/// The fewest bound pods for which [`analyze_and_propose`] analyses on another thread:
+/// below it, starting the thread costs about what it saves.
+pub const CONCURRENT_MIN_PODS: usize = 2048;
+
+/// [`analyze_and_propose`], the analysis on another thread when `concurrent`.
+fn analyze_and_propose_at_once<'s>(
+    snapshot: &'s ClusterSnapshot,
+    scoring: &ScoreSettings,
+    settings: &PolicySettings,
+    now: Timestamp,
+    concurrent: bool,
+) -> (Analysis<'s>, Proposal) {
     let cfg = settings.sanitized();
-    let mut ctx = common::Ctx::new(snapshot, &cfg, now);
+    let (analysis, mut ctx) = if concurrent {
+        std::thread::scope(|scope| {
+            let analysis = scope.spawn(|| alfred_score::analyze(snapshot, scoring));
+            let ctx = common::Ctx::new(snapshot, &cfg, now);
+            let analysis = analysis
+                .join()
+                .unwrap_or_else(|panic| std::panic::resume_unwind(panic));
+            (analysis, ctx)
+        })
+    } else {
+        (
+            alfred_score::analyze(snapshot, scoring),
+            common::Ctx::new(snapshot, &cfg, now),
+        )
+    };
     if matches!(ctx.snap, std::borrow::Cow::Borrowed(_))
         && now == snapshot.observed_at
         && scoring.sanitized() == cfg.score_settings().sanitized()

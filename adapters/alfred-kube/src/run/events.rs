@@ -27,8 +27,8 @@ pub fn event_namespace(r: &ObjectReference) -> String {
 pub fn reference(e: &ModelEvent) -> ObjectReference {
     let r = &e.regarding;
     ObjectReference {
-        api_version: Some(r.api_version.clone()),
-        kind: Some(r.kind.clone()),
+        api_version: Some(r.api_version.to_string()),
+        kind: Some(r.kind.to_string()),
         namespace: (!r.namespace.is_empty()).then(|| r.namespace.clone()),
         name: Some(r.name.clone()),
         uid: (!r.uid.is_empty()).then(|| r.uid.clone()),

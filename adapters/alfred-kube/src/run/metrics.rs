@@ -7,7 +7,7 @@
 
 use std::sync::atomic::AtomicU64;
 
-use alfred_model::effect::{MetricChange, MetricUpdate};
+use alfred_model::effect::{MetricChange, MetricUpdate, Text};
 use prometheus_client::encoding::text::encode;
 use prometheus_client::metrics::counter::Counter;
 use prometheus_client::metrics::family::Family;
@@ -15,8 +15,9 @@ use prometheus_client::metrics::gauge::Gauge;
 use prometheus_client::metrics::histogram::Histogram;
 use prometheus_client::registry::Registry;
 
-/// Label pairs, in the order the metric declares them.
-pub type Labels = Vec<(String, String)>;
+/// Label pairs, in the order the metric declares them (the effects' own type, so a pass's
+/// metric effects are looked up without copying their labels).
+pub type Labels = Vec<(Text, Text)>;
 type GaugeF = Gauge<f64, AtomicU64>;
 type Gauges = Family<Labels, GaugeF>;
 type Counters = Family<Labels, Counter>;
@@ -266,7 +267,7 @@ impl Metrics {
 fn owned(labels: &[(&str, &str)]) -> Labels {
     labels
         .iter()
-        .map(|(k, v)| ((*k).to_owned(), (*v).to_owned()))
+        .map(|(k, v)| (Text::Owned((*k).to_owned()), Text::Owned((*v).to_owned())))
         .collect()
 }
 

@@ -348,3 +348,70 @@ fn name_lookups_with_long_shared_prefixes() {
     assert!(ctx.node(&format!("{long}4")).is_none());
     assert!(ctx.node("gpu-node-with-a-very-long-common-prefi").is_none());
 }
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 256, ..ProptestConfig::default() })]
+
+    /// Sorting the rows by their positions gives the order a stable sort of the rows gives,
+    /// ties included: rows of random clusters, shuffled, with copies and with scores and
+    /// footprints forced equal so the later fields decide.
+    #[test]
+    fn row_sort_by_positions_equals_the_plain_stable_sort(
+        c in case(),
+        picks in prop::collection::vec((any::<prop::sample::Index>(), 0u8..4), 0..40),
+    ) {
+        let (snap, s) = build(&c);
+        let rows = crate::defragmentation::evaluate_with(&snap, &s, snap.observed_at);
+        prop_assume!(!rows.is_empty());
+        let mut mixed: Vec<_> = picks
+            .iter()
+            .map(|(i, how)| {
+                let mut r = i.get(&rows).clone();
+                match how {
+                    0 => r.score = 1.0,
+                    1 => r.footprint_gpus = 4,
+                    2 => r.score = f64::NAN,
+                    _ => {}
+                }
+                r
+            })
+            .collect();
+        let mut plain = mixed.clone();
+        plain.sort_by(crate::defragmentation::row_order);
+        crate::defragmentation::sort_rows(&mut mixed);
+        // Compared by their printed form: NaN scores are not equal to themselves.
+        prop_assert_eq!(format!("{mixed:?}"), format!("{plain:?}"));
+    }
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 256, ..ProptestConfig::default() })]
+
+    /// The walk split in two halves, the second on another thread, makes the one-thread
+    /// walk's rows in the same order (every split point, as small clusters have few visits).
+    #[test]
+    fn split_walk_equals_the_one_thread_walk(c in case()) {
+        let (snap, s) = build(&c);
+        let cfg = s.sanitized();
+        let ctx = Ctx::new(&snap, &cfg, snap.observed_at);
+        let one = crate::defragmentation::run_split(&ctx, usize::MAX);
+        let split = crate::defragmentation::run_split(&ctx, 0);
+        prop_assert_eq!(format!("{split:?}"), format!("{one:?}"));
+    }
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 128, ..ProptestConfig::default() })]
+
+    /// The analysis made on another thread while the context is built gives the same
+    /// analysis and proposal as the two made one after the other.
+    #[test]
+    fn concurrent_analysis_equals_the_sequential_one(c in case()) {
+        let (snap, s) = build(&c);
+        let scoring = s.score_settings();
+        let (a, p) = crate::analyze_and_propose_at_once(&snap, &scoring, &s, snap.observed_at, true);
+        let (b, q) = crate::analyze_and_propose_at_once(&snap, &scoring, &s, snap.observed_at, false);
+        prop_assert_eq!(a.into_scores(), b.into_scores());
+        prop_assert_eq!(p, q);
+    }
+}
