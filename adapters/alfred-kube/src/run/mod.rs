@@ -15,6 +15,7 @@ pub mod decide;
 pub mod decision_log;
 pub mod early;
 pub mod events;
+pub mod first_list;
 pub mod http;
 pub mod ids;
 pub mod leader;

@@ -18,6 +18,11 @@ use super::config::ConfigStore;
 use super::metrics::Metrics;
 use super::watch::Caches;
 
+/// How long a cold start waits for every kind but Pods before it gives up building the first
+/// snapshot while the Pods list ([`Observer::run`]); the other kinds are small and list in a
+/// fraction of a second, so a longer wait means one is failing.
+const FIRST_STREAMED_WAIT: std::time::Duration = std::time::Duration::from_secs(10);
+
 /// Now, as alfred's timestamp.
 pub fn now() -> Timestamp {
     let nanos = jiff::Timestamp::now().as_nanosecond();
@@ -131,6 +136,47 @@ impl Observer {
         })
         .await
         .map_err(|e| format!("build snapshot: {e}"))?;
+        self.publish(snapshot, started, config).await
+    }
+
+    /// The first snapshot, built while the Pods' first list streams in ([`Caches::first_objects`]):
+    /// starts once every other kind is listed and reads each Pod as it is decoded, so at a cold
+    /// start only the end of the snapshot's work follows the list. `Err` (nothing published)
+    /// when that list is already over or failed, or a kind is not ready; the observation loop
+    /// then builds from the caches.
+    ///
+    /// [`Caches::first_objects`]: super::watch::Caches::first_objects
+    async fn observe_first(&self) -> Result<Arc<ClusterSnapshot>, String> {
+        let _serial = self.serial.lock().await;
+        let started = Instant::now();
+        let (config, _) = self.config.current();
+        let executor = self.runtime.executor_available();
+        let (objects, pods) = self
+            .caches
+            .first_objects()
+            .ok_or("the first Pod list cannot be streamed into a snapshot")?;
+        let cfg = config.clone();
+        let snapshot = tokio::task::spawn_blocking(move || {
+            let settings = ObserveSettings::from_config(&cfg, executor);
+            let snapshot = objects.observe_arriving(&pods, &settings, now()).snapshot;
+            drop(objects);
+            Arc::new(snapshot)
+        })
+        .await
+        .map_err(|e| format!("build snapshot: {e}"))?;
+        self.caches
+            .first_list_complete()
+            .map_err(|e| format!("build snapshot: {e}"))?;
+        self.publish(snapshot, started, config).await
+    }
+
+    /// Publishes a built snapshot, then the cluster gauges and the dump.
+    async fn publish(
+        &self,
+        snapshot: Arc<ClusterSnapshot>,
+        started: Instant,
+        config: Arc<Config>,
+    ) -> Result<Arc<ClusterSnapshot>, String> {
         let built_ms = started.elapsed().as_millis();
         // Published before the gauges are computed: the decision pass needs only the snapshot,
         // and on a cold start at 5,000 nodes the gauges (pool scores, 20,000 per-node gauge
@@ -185,8 +231,25 @@ impl Observer {
     /// Runs forever: one pass now, then one every `observationLoopInterval` (re-read each time).
     pub async fn run(self: Arc<Self>) {
         let mut first = true;
+        // A cold start: the first snapshot is built while the Pods are still listing, unless
+        // another kind takes too long (the loop then waits for everything, as it does later).
+        let mut streamed = false;
+        if tokio::time::timeout(FIRST_STREAMED_WAIT, self.caches.wait_listed_but_pods())
+            .await
+            .is_ok()
+        {
+            match self.observe_first().await {
+                Ok(_) => streamed = true,
+                Err(e) => tracing::debug!(error = %e, "first snapshot not streamed"),
+            }
+        }
         loop {
-            if let Err(e) = self.observe_once().await {
+            let observed = if std::mem::take(&mut streamed) {
+                Ok(())
+            } else {
+                self.observe_once().await.map(drop)
+            };
+            if let Err(e) = observed {
                 if first {
                     tracing::info!(error = %e, "initial observation pass failed");
                 } else {

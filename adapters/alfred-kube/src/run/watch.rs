@@ -30,6 +30,7 @@ use kube::runtime::watcher::{self, Event};
 use tokio::sync::{Notify, mpsc};
 
 use super::config::ConfigStore;
+use super::first_list::{FirstList, FirstPods};
 use super::list_watch::{self, ListFrom};
 use super::slim::{SlimNode, SlimPod};
 use super::{early, strip};
@@ -150,6 +151,8 @@ pub struct Caches {
     pub pod_groups: Cache<DynamicObject>,
     /// Woken whenever a kind finishes its first list.
     listed: Arc<Notify>,
+    /// The Pods of the first list as they stream in ([`super::first_list`]).
+    first_pods: Arc<FirstPods>,
 }
 
 /// An OME or scheduling kind read as JSON.
@@ -220,7 +223,7 @@ fn spawn_typed<K>(
     events: impl Stream<Item = Result<Event<K>, watcher::Error>> + Send + 'static,
     strip: fn(&mut K),
     listed: &Arc<Notify>,
-    on_event: impl Fn(&Store<K>, &Event<K>) + Send + 'static,
+    on_event: impl Fn(&Store<K>, Option<&Event<K>>) + Send + 'static,
 ) -> Cache<K>
 where
     K: kube::Resource<DynamicType = ()>
@@ -240,11 +243,8 @@ where
         .default_backoff()
         .modify(strip)
         // Before the store applies the event: `on_event` compares with the cached object.
-        .inspect(move |r| {
-            if let Ok(e) = r {
-                on_event(&reader, e);
-            }
-        })
+        // (`None`: an error.)
+        .inspect(move |r| on_event(&reader, r.as_ref().ok()))
         .reflect(writer)
         .inspect(move |r| match r {
             Ok(e) => h.ok(e),
@@ -290,8 +290,8 @@ impl Caches {
             list_watch::watcher::<SlimNode>(client.clone(), ListFrom::WatchCache),
             |_| {},
             &listed,
-            move |store: &Store<SlimNode>, e: &Event<SlimNode>| {
-                if let Event::Apply(new) = e
+            move |store: &Store<SlimNode>, e: Option<&Event<SlimNode>>| {
+                if let Some(Event::Apply(new)) = e
                     && let Some(old) = store.get(&ObjectRef::from_obj(new))
                 {
                     let (cfg, _) = config.current();
@@ -306,11 +306,15 @@ impl Caches {
                 }
             },
         );
+        let first_pods = Arc::new(FirstPods::new());
         let pods = spawn_typed(
             list_watch::watcher::<SlimPod>(client.clone(), ListFrom::WatchCache),
             |_| {},
             &listed,
-            |_, _| {},
+            {
+                let first_pods = first_pods.clone();
+                move |_: &Store<SlimPod>, e: Option<&Event<SlimPod>>| first_pods.on_event(e)
+            },
         );
         let pvcs = spawn_typed(
             watcher::watcher(
@@ -341,6 +345,7 @@ impl Caches {
             base_models: spawn_dynamic(client, BM, &listed),
             pod_groups: spawn_dynamic(client, PG, &listed),
             listed,
+            first_pods,
         }
     }
 
@@ -373,6 +378,55 @@ impl Caches {
         self.required().iter().all(|h| h.synced()) && self.optional().iter().all(|h| h.settled())
     }
 
+    /// Whether every kind but Pods is as [`Caches::listed`] requires: the first snapshot
+    /// can start and read the Pods as their list streams in.
+    fn listed_but_pods(&self) -> bool {
+        self.required()
+            .iter()
+            .filter(|h| !Arc::ptr_eq(h, &self.pods.health))
+            .all(|h| h.synced())
+            && self.optional().iter().all(|h| h.settled())
+    }
+
+    /// Returns once every kind but Pods is listed (at once if so), woken as
+    /// [`Caches::wait_listed`] is.
+    pub async fn wait_listed_but_pods(&self) {
+        loop {
+            let woken = self.listed.notified();
+            if self.listed_but_pods() {
+                return;
+            }
+            woken.await;
+        }
+    }
+
+    /// The objects of the first snapshot with the Pods still to come from their first list,
+    /// or `None` when that list is already over, was handed out, or another kind is not
+    /// ready ([`Caches::objects`] says why when the snapshot is built the usual way).
+    pub fn first_objects(&self) -> Option<(CachedObjects, std::sync::mpsc::Receiver<SlimPod>)> {
+        if !self.listed_but_pods() || self.first_pods.state() != FirstList::Listing {
+            return None;
+        }
+        let objects = self.objects_but_pods().ok()?;
+        let pods = self.first_pods.take_receiver()?;
+        Some((objects, pods))
+    }
+
+    /// Whether the first Pod list ended complete and every kind a snapshot needs is listed
+    /// and healthy now: the check a snapshot built from [`Caches::first_objects`] must pass
+    /// before it is published.
+    pub fn first_list_complete(&self) -> Result<(), String> {
+        match self.first_pods.state() {
+            FirstList::Complete => {}
+            FirstList::Listing => return Err("the first Pod list is not over".into()),
+            FirstList::Broken => return Err("the first Pod list failed".into()),
+        }
+        for h in self.required() {
+            h.check()?;
+        }
+        Ok(())
+    }
+
     /// Returns once [`Caches::listed`] holds (at once if it does). Woken by each kind's
     /// `InitDone` or first failure, so the first snapshot does not wait for a poll.
     pub async fn wait_listed(&self) {
@@ -390,8 +444,18 @@ impl Caches {
     /// Pods stay the cached slim objects (shared, not copied) until [`CachedObjects::observe`]
     /// converts them one at a time.
     pub fn objects(&self) -> Result<CachedObjects, String> {
+        self.pods.health.check()?;
+        let mut objects = self.objects_but_pods()?;
+        objects.pods = sorted_by_key(self.pods.store.state(), |p| &p.metadata);
+        Ok(objects)
+    }
+
+    /// [`Caches::objects`] without the Pods (an empty list) and without their check.
+    fn objects_but_pods(&self) -> Result<CachedObjects, String> {
         for h in self.required() {
-            h.check()?;
+            if !Arc::ptr_eq(h, &self.pods.health) {
+                h.check()?;
+            }
         }
         if let Some(h) = self.optional().into_iter().find(|h| !h.settled()) {
             return Err(format!("{} not listed yet", h.kind));
@@ -424,7 +488,7 @@ impl Caches {
                 unrecognised: Vec::new(),
             },
             nodes: sorted_by_key(self.nodes.store.state(), |n| &n.metadata),
-            pods: sorted_by_key(self.pods.store.state(), |p| &p.metadata),
+            pods: Vec::new(),
         })
     }
 }
@@ -567,6 +631,23 @@ impl CachedObjects {
             nodes: sorted_by_key(nodes, |n| &n.metadata),
             pods: sorted_by_key(pods, |p| &p.metadata),
         }
+    }
+
+    /// [`CachedObjects::observe`] with the Pods read from `pods` as they arrive (the first
+    /// snapshot, [`Caches::first_objects`]); returns when the channel closes.
+    pub fn observe_arriving(
+        &self,
+        pods: &std::sync::mpsc::Receiver<SlimPod>,
+        settings: &ObserveSettings,
+        now: Timestamp,
+    ) -> Observation {
+        alfred_observe::observe_streamed(
+            &self.others,
+            self.nodes.iter().map(|n| n.to_k8s()),
+            pods.iter().map(|p| p.to_k8s()),
+            settings,
+            now,
+        )
     }
 
     /// `alfred_observe::observe` of these objects; each Node and Pod is converted just before

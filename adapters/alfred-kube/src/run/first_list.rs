@@ -1,0 +1,171 @@
+//! The Pods of the first list, handed to the first snapshot while the list is still streaming.
+//!
+//! At a cold start the Pod list is the last to finish, and building the snapshot's pod records
+//! (converting each Pod and deriving its facts, ~0.1 s at 25,000 Pods) would otherwise start only
+//! after it. The Pod watcher copies each Pod of its *first* list into a channel as it decodes it;
+//! the first observation starts once every other kind is listed and reads the Pods from the
+//! channel as they come, so most of that work overlaps with the transfer. Its result is the
+//! snapshot the store would give after the list: the same Pods (the list's), and the
+//! observation sorts them itself.
+//!
+//! The tap carries the first list only, once. If that list fails or restarts, the channel is
+//! closed and the tap says so: the first observation then drops what it built and the
+//! observation loop builds from the caches as usual.
+
+use std::sync::Mutex;
+use std::sync::atomic::{AtomicU8, Ordering};
+use std::sync::mpsc::{Receiver, Sender, channel};
+
+use kube::runtime::watcher::Event;
+
+use super::slim::SlimPod;
+
+const LISTING: u8 = 0;
+const COMPLETE: u8 = 1;
+const BROKEN: u8 = 2;
+
+/// Where the first Pod list stands, as the first observation sees it after its channel closed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum FirstList {
+    /// Still listing (the channel is open).
+    Listing,
+    /// Every Pod of the list was sent, then `InitDone`.
+    Complete,
+    /// The list failed or restarted: what was sent is not the whole list.
+    Broken,
+}
+
+/// The tap between the Pod watcher (sender side) and the first observation (receiver side).
+pub struct FirstPods {
+    sender: Mutex<Option<Sender<SlimPod>>>,
+    receiver: Mutex<Option<Receiver<SlimPod>>>,
+    state: AtomicU8,
+    /// Whether the watcher's first `Init` was seen (a second one is a restart).
+    started: AtomicU8,
+}
+
+impl Default for FirstPods {
+    fn default() -> Self {
+        FirstPods::new()
+    }
+}
+
+impl FirstPods {
+    /// An open tap.
+    pub fn new() -> FirstPods {
+        let (sender, receiver) = channel();
+        FirstPods {
+            sender: Mutex::new(Some(sender)),
+            receiver: Mutex::new(Some(receiver)),
+            state: AtomicU8::new(LISTING),
+            started: AtomicU8::new(0),
+        }
+    }
+
+    /// Called by the Pod watcher for each event before the store applies it (`None`: an error).
+    pub fn on_event(&self, event: Option<&Event<SlimPod>>) {
+        match event {
+            Some(Event::Init) => {
+                if self.started.swap(1, Ordering::SeqCst) == 1 {
+                    self.close(BROKEN);
+                }
+            }
+            Some(Event::InitApply(pod)) => {
+                if let Some(sender) = lock(&self.sender).as_ref() {
+                    // The receiver may be gone (the first observation gave up): nothing to do.
+                    let _ = sender.send(pod.clone());
+                }
+            }
+            Some(Event::InitDone) => {
+                self.close(COMPLETE);
+                // Never taken: nobody will read what it holds (a whole list's copy).
+                drop(self.take_receiver());
+            }
+            Some(Event::Apply(_) | Event::Delete(_)) => {}
+            None => self.close(BROKEN),
+        }
+    }
+
+    /// Closes the channel once, recording why.
+    fn close(&self, why: u8) {
+        let mut sender = lock(&self.sender);
+        if sender.take().is_some() {
+            self.state.store(why, Ordering::SeqCst);
+        }
+    }
+
+    /// The receiving end, once (`None` afterwards).
+    pub fn take_receiver(&self) -> Option<Receiver<SlimPod>> {
+        lock(&self.receiver).take()
+    }
+
+    /// Where the first list stands.
+    pub fn state(&self) -> FirstList {
+        match self.state.load(Ordering::SeqCst) {
+            COMPLETE => FirstList::Complete,
+            BROKEN => FirstList::Broken,
+            _ => FirstList::Listing,
+        }
+    }
+}
+
+fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn pod(name: &str) -> SlimPod {
+        serde_json::from_value(serde_json::json!({"metadata": {"name": name, "namespace": "ns"}}))
+            .expect("a pod")
+    }
+
+    fn names(rx: Receiver<SlimPod>) -> Vec<String> {
+        rx.iter().filter_map(|p| p.metadata.name.clone()).collect()
+    }
+
+    #[test]
+    fn the_first_list_s_pods_are_handed_over_and_the_channel_closes_complete() {
+        let tap = FirstPods::new();
+        let rx = tap.take_receiver().expect("a receiver");
+        assert!(tap.take_receiver().is_none(), "handed out once");
+        tap.on_event(Some(&Event::Init));
+        tap.on_event(Some(&Event::InitApply(pod("a"))));
+        tap.on_event(Some(&Event::InitApply(pod("b"))));
+        assert_eq!(tap.state(), FirstList::Listing);
+        tap.on_event(Some(&Event::InitDone));
+        // Later events and lists are not the first list's.
+        tap.on_event(Some(&Event::Apply(pod("c"))));
+        tap.on_event(Some(&Event::Init));
+        tap.on_event(Some(&Event::InitApply(pod("d"))));
+        assert_eq!(names(rx), ["a", "b"]);
+        assert_eq!(tap.state(), FirstList::Complete);
+    }
+
+    #[test]
+    fn a_failed_or_restarted_first_list_closes_the_channel_broken() {
+        for interruption in [None, Some(Event::Init)] {
+            let tap = FirstPods::new();
+            let rx = tap.take_receiver().expect("a receiver");
+            tap.on_event(Some(&Event::Init));
+            tap.on_event(Some(&Event::InitApply(pod("a"))));
+            tap.on_event(interruption.as_ref());
+            tap.on_event(Some(&Event::InitApply(pod("b"))));
+            tap.on_event(Some(&Event::InitDone));
+            assert_eq!(names(rx), ["a"]);
+            assert_eq!(tap.state(), FirstList::Broken);
+        }
+    }
+
+    #[test]
+    fn a_tap_nobody_took_frees_its_copies_when_the_list_is_done() {
+        let tap = FirstPods::new();
+        tap.on_event(Some(&Event::Init));
+        tap.on_event(Some(&Event::InitApply(pod("a"))));
+        tap.on_event(Some(&Event::InitDone));
+        assert_eq!(tap.state(), FirstList::Complete);
+        assert!(tap.take_receiver().is_none());
+    }
+}
