@@ -662,3 +662,50 @@ impl CachedObjects {
         )
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn slim<K: serde::de::DeserializeOwned>(v: serde_json::Value) -> K {
+        serde_json::from_value(v).expect("a slim object")
+    }
+
+    /// The first snapshot reads the Pods in the order the list delivers them, not sorted, and
+    /// must come out as the snapshot of the same Pods in the cache.
+    #[test]
+    fn pods_read_as_they_arrive_observe_as_the_same_pods_from_the_cache() {
+        let nodes: Vec<Arc<SlimNode>> = (0..6)
+            .map(|i| {
+                Arc::new(slim(json!({"metadata": {"name": format!("n{i}")},
+                    "status": {"allocatable": {"nvidia.com/gpu": "8"},
+                               "conditions": [{"type": "Ready", "status": "True"}]}})))
+            })
+            .collect();
+        let pods: Vec<SlimPod> = (0..40)
+            .map(|i| {
+                slim(json!({"metadata": {"name": format!("p{:02}", (i * 7) % 40), "namespace": if i % 3 == 0 { "a" } else { "b" }},
+                    "spec": {"nodeName": format!("n{}", i % 6),
+                             "containers": [{"name": "c", "resources": {"requests": {"nvidia.com/gpu": "1"}}}]},
+                    "status": {"phase": "Running"}}))
+            })
+            .collect();
+        let settings = ObserveSettings::default();
+        let now = Timestamp::from_unix_secs(1_767_229_200);
+        let cached = CachedObjects::new(
+            ClusterObjects::default(),
+            nodes.clone(),
+            pods.iter().cloned().map(Arc::new).collect(),
+        );
+        let (tx, arriving) = std::sync::mpsc::channel();
+        for p in pods.into_iter().rev() {
+            tx.send(p).expect("open");
+        }
+        drop(tx);
+        let first = CachedObjects::new(ClusterObjects::default(), nodes, Vec::new());
+        let streamed = first.observe_arriving(&arriving, &settings, now);
+        assert_eq!(streamed, cached.observe(&settings, now));
+        assert_eq!(streamed.snapshot.pods.len(), 40);
+    }
+}
