@@ -15,6 +15,7 @@ use alfred_observe::ObserveSettings;
 use tokio::sync::{Mutex, Notify};
 
 use super::config::ConfigStore;
+use super::first_list::FirstList;
 use super::metrics::Metrics;
 use super::watch::Caches;
 
@@ -22,6 +23,10 @@ use super::watch::Caches;
 /// snapshot while the Pods list ([`Observer::run`]); the other kinds are small and list in a
 /// fraction of a second, so a longer wait means one is failing.
 const FIRST_STREAMED_WAIT: std::time::Duration = std::time::Duration::from_secs(10);
+
+/// How long the first snapshot waits, after its Pods' list completed, for the Pod store to
+/// report it listed (normally the same instant).
+const FIRST_STORE_WAIT: std::time::Duration = std::time::Duration::from_secs(1);
 
 /// Now, as alfred's timestamp.
 pub fn now() -> Timestamp {
@@ -164,6 +169,11 @@ impl Observer {
         })
         .await
         .map_err(|e| format!("build snapshot: {e}"))?;
+        // The tap closes as the list's end reaches the Pod watcher, just before its store
+        // applies it: the store is given a moment to say it is listed too.
+        if self.caches.first_list_state() == FirstList::Complete {
+            let _ = tokio::time::timeout(FIRST_STORE_WAIT, self.caches.wait_listed()).await;
+        }
         self.caches
             .first_list_complete()
             .map_err(|e| format!("build snapshot: {e}"))?;

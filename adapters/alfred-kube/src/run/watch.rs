@@ -3,13 +3,14 @@
 //! One watcher per kind, cluster-wide. Pods and Nodes, the kinds that reach tens of thousands of
 //! objects, are decoded straight into the slim types of [`super::slim`] (nothing else is ever
 //! allocated) and listed by [`super::list_watch`]: one request (the first served from the API
-//! server's watch cache), each object decoded as the body streams in. The other kinds use kube's
-//! watcher and keep the `modify` hook of [`super::strip`]. Each kind tracks whether its first list finished and whether its watch is
-//! currently failing: a snapshot needs Nodes, Pods, InferenceServices and InferenceReplicas
-//! listed and healthy ("build snapshot: ..." otherwise), so no pass acts on a cache that stopped
-//! following the API server. Models, PVCs, PVs and PodGroups are optional (a missing CRD leaves
-//! them empty). A kind's first list completing wakes [`Caches::wait_listed`], so the first
-//! snapshot is built the moment the last required kind is in its store, not on a poll.
+//! server's watch cache), each object decoded as the body streams in. The other kinds use
+//! kube's watcher and keep the `modify` hook of [`super::strip`]. Each kind tracks whether its
+//! first list finished and whether its watch is currently failing: a snapshot needs Nodes,
+//! Pods, InferenceServices and InferenceReplicas listed and healthy ("build snapshot: ..."
+//! otherwise), so no pass acts on a cache that stopped following the API server. Models, PVCs,
+//! PVs and PodGroups are optional (a missing CRD leaves them empty). A kind's first list
+//! completing wakes [`Caches::wait_listed`], so a snapshot waits for no poll; at a cold start
+//! the first one reads the Pods while they are listed ([`super::first_list`]).
 //!
 //! The Node watcher also runs the early ticker (§5.2): an update whose old and new objects
 //! differ as `early::warrants` says sends a non-blocking signal on a channel of capacity 1.
@@ -412,6 +413,11 @@ impl Caches {
         Some((objects, pods))
     }
 
+    /// Where the first Pod list stands.
+    pub fn first_list_state(&self) -> FirstList {
+        self.first_pods.state()
+    }
+
     /// Whether the first Pod list ended complete and every kind a snapshot needs is listed
     /// and healthy now: the check a snapshot built from [`Caches::first_objects`] must pass
     /// before it is published.
@@ -549,16 +555,21 @@ pub async fn read_uncached(client: &Client) -> Result<CachedObjects, String> {
             pod_groups: optional(pgs),
             unrecognised: Vec::new(),
         },
-        nodes: nodes
-            .map_err(|e| format!("list Node: {e}"))?
-            .into_iter()
-            .map(Arc::new)
-            .collect(),
-        pods: pods
-            .map_err(|e| format!("list Pod: {e}"))?
-            .into_iter()
-            .map(Arc::new)
-            .collect(),
+        nodes: sorted_by_key(
+            nodes
+                .map_err(|e| format!("list Node: {e}"))?
+                .into_iter()
+                .map(Arc::new)
+                .collect(),
+            |n| &n.metadata,
+        ),
+        pods: sorted_by_key(
+            pods.map_err(|e| format!("list Pod: {e}"))?
+                .into_iter()
+                .map(Arc::new)
+                .collect(),
+            |p| &p.metadata,
+        ),
     })
 }
 
