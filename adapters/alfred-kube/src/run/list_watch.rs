@@ -112,6 +112,7 @@ where
     )
 }
 
+/// One transition of the loop: the event to emit, if any, and the next state.
 async fn step<K>(
     client: &Client,
     api: &Api<K>,
