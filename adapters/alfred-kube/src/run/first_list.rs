@@ -102,11 +102,13 @@ impl FirstPods {
         }
     }
 
-    /// Closes the channel once, recording why.
+    /// Closes the channel once, recording why first: the reader, woken by the close, then
+    /// always finds the reason.
     fn close(&self, why: u8) {
         let mut sender = lock(&self.sender);
-        if sender.take().is_some() {
+        if sender.is_some() {
             self.state.store(why, Ordering::SeqCst);
+            *sender = None;
         }
     }
 
@@ -172,6 +174,28 @@ mod tests {
             tap.on_event(Some(&Event::InitDone));
             assert_eq!(names(rx), ["a"]);
             assert_eq!(tap.state(), FirstList::Broken);
+        }
+    }
+
+    #[test]
+    fn the_reader_finds_why_the_channel_closed_as_soon_as_it_is_closed() {
+        for (end, why) in [
+            (Some(Event::InitDone), FirstList::Complete),
+            (None, FirstList::Broken),
+        ] {
+            let tap = std::sync::Arc::new(FirstPods::new());
+            let rx = tap.take_receiver().expect("a receiver");
+            tap.on_event(Some(&Event::Init));
+            let reader = {
+                let tap = tap.clone();
+                std::thread::spawn(move || {
+                    let read = rx.iter().count();
+                    (read, tap.state())
+                })
+            };
+            tap.on_event(Some(&Event::InitApply(pod("a"))));
+            tap.on_event(end.as_ref());
+            assert_eq!(reader.join().expect("the reader"), (1, why));
         }
     }
 
