@@ -64,6 +64,38 @@ struct Listing<K> {
     body: Body,
     splitter: ListSplitter,
     decoded: VecDeque<K>,
+    /// Items split so far, to name the one that does not decode.
+    items: usize,
+}
+
+impl<K> Listing<K> {
+    fn new(body: Body) -> Listing<K> {
+        Listing {
+            body,
+            splitter: ListSplitter::new(),
+            decoded: VecDeque::new(),
+            items: 0,
+        }
+    }
+}
+
+/// An item of a list that does not decode as its kind, named by its position in the list.
+#[derive(Debug)]
+struct ItemError {
+    index: usize,
+    source: serde_json::Error,
+}
+
+impl std::fmt::Display for ItemError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "list item {}: {}", self.index, self.source)
+    }
+}
+
+impl std::error::Error for ItemError {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        Some(&self.source)
+    }
 }
 
 enum State<K> {
@@ -126,11 +158,7 @@ where
         State::Empty => match start_list::<K>(client, list_from).await {
             Ok(body) => (
                 Some(Ok(Event::Init)),
-                State::Listing(Box::new(Listing {
-                    body,
-                    splitter: ListSplitter::new(),
-                    decoded: VecDeque::new(),
-                })),
+                State::Listing(Box::new(Listing::new(body))),
             ),
             Err(e) => (Some(Err(Error::InitialListFailed(e))), State::Empty),
         },
@@ -275,20 +303,30 @@ async fn next_chunk(body: &mut Body) -> Option<kube::Result<bytes::Bytes>> {
 /// Feeds one chunk to the splitter and decodes the items it completes.
 fn split_chunk<K: DeserializeOwned>(listing: &mut Listing<K>, chunk: &[u8]) -> kube::Result<()> {
     let mut decode_error = None;
-    let decoded = &mut listing.decoded;
-    listing
-        .splitter
+    let Listing {
+        splitter,
+        decoded,
+        items,
+        ..
+    } = listing;
+    splitter
         .push(chunk, |item| {
             if decode_error.is_none() {
                 match serde_json::from_slice::<K>(item) {
                     Ok(object) => decoded.push_back(object),
-                    Err(e) => decode_error = Some(e),
+                    Err(source) => {
+                        decode_error = Some(ItemError {
+                            index: *items,
+                            source,
+                        });
+                    }
                 }
             }
+            *items += 1;
         })
         .map_err(|e| kube::Error::Service(Box::new(e)))?;
     match decode_error {
-        Some(e) => Err(kube::Error::SerdeError(e)),
+        Some(e) => Err(kube::Error::Service(Box::new(e))),
         None => Ok(()),
     }
 }
@@ -315,11 +353,7 @@ pub async fn list_all<K>(client: &Client, list_from: ListFrom) -> kube::Result<V
 where
     K: Resource<DynamicType = ()> + DeserializeOwned,
 {
-    let mut listing = Listing {
-        body: start_list::<K>(client, list_from).await?,
-        splitter: ListSplitter::new(),
-        decoded: VecDeque::new(),
-    };
+    let mut listing = Listing::new(start_list::<K>(client, list_from).await?);
     let mut out = Vec::new();
     while let Some(chunk) = next_chunk(&mut listing.body).await {
         split_chunk(&mut listing, &chunk?)?;
@@ -541,7 +575,10 @@ mod tests {
         assert_eq!(got[..2], ["Init", "InitApply a"]);
         assert!(got[2].contains("list body ended at byte"), "{got:?}");
         assert_eq!(got[3..5], ["Init", "InitApply a"]);
-        assert!(got[5].contains("Error deserializing response"), "{got:?}");
+        assert!(
+            got[5].contains("list item 1: invalid type: integer `5`"),
+            "{got:?}"
+        );
     }
 
     #[tokio::test]

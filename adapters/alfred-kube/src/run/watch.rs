@@ -392,13 +392,7 @@ impl Caches {
     /// Returns once every kind but Pods is listed (at once if so), woken as
     /// [`Caches::wait_listed`] is.
     pub async fn wait_listed_but_pods(&self) {
-        loop {
-            let woken = self.listed.notified();
-            if self.listed_but_pods() {
-                return;
-            }
-            woken.await;
-        }
+        self.wait_for(Caches::listed_but_pods).await;
     }
 
     /// The objects of the first snapshot with the Pods still to come from their first list,
@@ -436,10 +430,15 @@ impl Caches {
     /// Returns once [`Caches::listed`] holds (at once if it does). Woken by each kind's
     /// `InitDone` or first failure, so the first snapshot does not wait for a poll.
     pub async fn wait_listed(&self) {
+        self.wait_for(Caches::listed).await;
+    }
+
+    /// Returns once `ready` holds, checked again each time a kind finishes its first list.
+    async fn wait_for(&self, ready: fn(&Caches) -> bool) {
         loop {
             // Created before the check: `notify_waiters` reaches a `Notified` from its creation.
             let woken = self.listed.notified();
-            if self.listed() {
+            if ready(self) {
                 return;
             }
             woken.await;
