@@ -33,6 +33,14 @@ use kube::{Client, Resource, ResourceExt};
 use serde::de::DeserializeOwned;
 
 use super::list_split::ListSplitter;
+use super::proto_list::ProtoListSplitter;
+use super::protobuf::Fields;
+use super::slim::FromProtobuf;
+
+/// What the list requests accept: protobuf first (the core kinds; see [`super::protobuf`]),
+/// JSON from a server or proxy that does not offer it.
+const ACCEPT_PROTOBUF: &str = "application/vnd.kubernetes.protobuf, application/json";
+const PROTOBUF: &str = "application/vnd.kubernetes.protobuf";
 
 /// How long a watch may stay silent before it is dropped and started again: the server ends
 /// a watch after its `timeoutSeconds` (290 by default), so silence beyond that means the
@@ -62,28 +70,50 @@ impl ListFrom {
 /// chunk but not yet emitted.
 struct Listing<K> {
     body: Body,
-    splitter: ListSplitter,
+    /// When the request was sent, and when its first body byte arrived: the debug log's
+    /// split between the server's time to answer and the time to read and decode.
+    started: std::time::Instant,
+    first_byte: Option<std::time::Instant>,
+    bytes: usize,
+    splitter: Splitter,
     decoded: VecDeque<K>,
     /// Items split so far, to name the one that does not decode.
     items: usize,
 }
 
 impl<K> Listing<K> {
-    fn new(body: Body) -> Listing<K> {
+    fn new(body: Body, protobuf: bool, started: std::time::Instant) -> Listing<K> {
         Listing {
             body,
-            splitter: ListSplitter::new(),
+            started,
+            first_byte: None,
+            bytes: 0,
+            splitter: if protobuf {
+                Splitter::Protobuf(ProtoListSplitter::new())
+            } else {
+                Splitter::Json(ListSplitter::new())
+            },
             decoded: VecDeque::new(),
             items: 0,
         }
     }
 }
 
+/// The body's encoding, as the response's `Content-Type` says.
+enum Splitter {
+    Json(ListSplitter),
+    Protobuf(ProtoListSplitter),
+}
+
+/// Why an item or a body did not decode (serde_json's error, the protobuf reader's, the
+/// splitters').
+type DecodeError = Box<dyn std::error::Error + Send + Sync>;
+
 /// An item of a list that does not decode as its kind, named by its position in the list.
 #[derive(Debug)]
 struct ItemError {
     index: usize,
-    source: serde_json::Error,
+    source: DecodeError,
 }
 
 impl std::fmt::Display for ItemError {
@@ -94,7 +124,7 @@ impl std::fmt::Display for ItemError {
 
 impl std::error::Error for ItemError {
     fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
-        Some(&self.source)
+        Some(&*self.source)
     }
 }
 
@@ -112,6 +142,16 @@ enum State<K> {
     },
 }
 
+/// How the next list is asked for.
+#[derive(Debug, Clone, Copy)]
+struct Lists {
+    from: ListFrom,
+    /// Ask for protobuf; cleared for good when a protobuf body does not read (a server that
+    /// encodes something this reader does not know), so the loop lists in JSON instead of
+    /// failing the same way again.
+    protobuf: bool,
+}
+
 /// The events of `K`'s cluster-wide collection (see the module doc): lists from `first_list`
 /// until one list completes, from etcd after that. Errors do not end the stream: the next
 /// poll retries (put a backoff behind it, as `WatchStreamExt::default_backoff` does).
@@ -120,68 +160,127 @@ pub fn watcher<K>(
     first_list: ListFrom,
 ) -> impl Stream<Item = Result<Event<K>, Error>> + Send
 where
-    K: Resource<DynamicType = ()> + Clone + DeserializeOwned + std::fmt::Debug + Send + 'static,
+    K: Resource<DynamicType = ()>
+        + Clone
+        + DeserializeOwned
+        + FromProtobuf
+        + std::fmt::Debug
+        + Send
+        + 'static,
 {
     let api = Api::<K>::all(client.clone());
-    futures::stream::unfold(
-        (State::Empty, first_list),
-        move |(mut state, mut list_from)| {
-            let client = client.clone();
-            let api = api.clone();
-            async move {
-                loop {
-                    let (event, next) = step(&client, &api, list_from, state).await;
-                    state = next;
-                    if matches!(event, Some(Ok(Event::InitDone))) {
-                        list_from = ListFrom::Etcd;
-                    }
-                    if let Some(event) = event {
-                        return Some((event, (state, list_from)));
-                    }
+    let lists = Lists {
+        from: first_list,
+        protobuf: true,
+    };
+    futures::stream::unfold((State::Empty, lists), move |(mut state, mut lists)| {
+        let client = client.clone();
+        let api = api.clone();
+        async move {
+            loop {
+                let (event, next) = step(&client, &api, &mut lists, state).await;
+                state = next;
+                if matches!(event, Some(Ok(Event::InitDone))) {
+                    lists.from = ListFrom::Etcd;
+                }
+                if let Some(event) = event {
+                    return Some((event, (state, lists)));
                 }
             }
-        },
-    )
+        }
+    })
 }
 
 /// One transition of the loop: the event to emit, if any, and the next state.
 async fn step<K>(
     client: &Client,
     api: &Api<K>,
-    list_from: ListFrom,
+    lists: &mut Lists,
     state: State<K>,
 ) -> (Option<Result<Event<K>, Error>>, State<K>)
 where
-    K: Resource<DynamicType = ()> + Clone + DeserializeOwned + std::fmt::Debug + Send + 'static,
+    K: Resource<DynamicType = ()>
+        + Clone
+        + DeserializeOwned
+        + FromProtobuf
+        + std::fmt::Debug
+        + Send
+        + 'static,
 {
     match state {
-        State::Empty => match start_list::<K>(client, list_from).await {
-            Ok(body) => (
-                Some(Ok(Event::Init)),
-                State::Listing(Box::new(Listing::new(body))),
-            ),
-            Err(e) => (Some(Err(Error::InitialListFailed(e))), State::Empty),
-        },
+        State::Empty => {
+            let started = std::time::Instant::now();
+            match start_list::<K>(client, *lists).await {
+                Ok((body, protobuf)) => {
+                    tracing::debug!(
+                        kind = %K::kind(&()),
+                        protobuf,
+                        headers_ms = started.elapsed().as_millis(),
+                        "list answered"
+                    );
+                    (
+                        Some(Ok(Event::Init)),
+                        State::Listing(Box::new(Listing::new(body, protobuf, started))),
+                    )
+                }
+                Err(e) => (Some(Err(Error::InitialListFailed(e))), State::Empty),
+            }
+        }
         State::Listing(mut listing) => {
             if let Some(object) = listing.decoded.pop_front() {
                 return (Some(Ok(Event::InitApply(object))), State::Listing(listing));
             }
-            match next_chunk(&mut listing.body).await {
-                Some(Ok(chunk)) => match split_chunk(&mut listing, &chunk) {
-                    Ok(()) => (None, State::Listing(listing)),
-                    Err(e) => (Some(Err(Error::InitialListFailed(e))), State::Empty),
-                },
-                Some(Err(e)) => (Some(Err(Error::InitialListFailed(e))), State::Empty),
-                None => match list_version(listing.splitter) {
-                    Ok(resource_version) => {
-                        tracing::debug!(kind = %K::kind(&()), %resource_version, "listed");
-                        (
-                            Some(Ok(Event::InitDone)),
-                            State::Listed { resource_version },
-                        )
+            let result = match next_chunk(&mut listing.body).await {
+                Some(Ok(chunk)) => {
+                    listing
+                        .first_byte
+                        .get_or_insert_with(std::time::Instant::now);
+                    listing.bytes += chunk.len();
+                    match split_chunk(&mut listing, &chunk) {
+                        Ok(()) => return (None, State::Listing(listing)),
+                        Err(e) => Err(Error::InitialListFailed(e)),
                     }
-                    Err(e) => (Some(Err(e)), State::Empty),
-                },
+                }
+                // The transport failed, not the body: the same encoding is tried again.
+                Some(Err(e)) => return (Some(Err(Error::InitialListFailed(e))), State::Empty),
+                None => {
+                    let Listing {
+                        splitter,
+                        items,
+                        bytes,
+                        started,
+                        first_byte,
+                        ..
+                    } = *listing;
+                    list_version(splitter).inspect(|resource_version| {
+                        tracing::debug!(
+                            kind = %K::kind(&()),
+                            %resource_version,
+                            items,
+                            bytes,
+                            first_byte_ms = first_byte.map(|t| (t - started).as_millis()),
+                            total_ms = started.elapsed().as_millis(),
+                            "listed"
+                        );
+                    })
+                }
+            };
+            match result {
+                Ok(resource_version) => (
+                    Some(Ok(Event::InitDone)),
+                    State::Listed { resource_version },
+                ),
+                Err(e) => {
+                    if lists.protobuf {
+                        tracing::warn!(
+                            kind = %K::kind(&()),
+                            error = %e,
+                            "a protobuf list did not read; listing in JSON from now on"
+                        );
+                        lists.protobuf = false;
+                    }
+                    (Some(Err(e)), State::Empty)
+                }
             }
         }
         State::Listed { resource_version } => {
@@ -260,19 +359,31 @@ fn follow<K: Resource>(
     }
 }
 
-/// Sends the list request; `Ok` with the body of a successful response, or the server's
-/// `Status` (or the transport's error) as kube reports it for its own requests.
-async fn start_list<K>(client: &Client, list_from: ListFrom) -> kube::Result<Body>
+/// Sends the list request; `Ok` with the body of a successful response and whether it is
+/// protobuf, or the server's `Status` (or the transport's error) as kube reports it for its
+/// own requests.
+async fn start_list<K>(client: &Client, lists: Lists) -> kube::Result<(Body, bool)>
 where
     K: Resource<DynamicType = ()>,
 {
-    let request = Request::new(K::url_path(&(), None))
-        .list(&list_from.params())
+    let mut request = Request::new(K::url_path(&(), None))
+        .list(&lists.from.params())
         .map_err(kube::Error::BuildRequest)?;
+    if lists.protobuf {
+        request.headers_mut().insert(
+            http::header::ACCEPT,
+            http::HeaderValue::from_static(ACCEPT_PROTOBUF),
+        );
+    }
     let response = client.send(request.map(Body::from)).await?;
     let status = response.status();
     if status.is_success() {
-        return Ok(response.into_body());
+        let protobuf = response
+            .headers()
+            .get(http::header::CONTENT_TYPE)
+            .and_then(|v| v.to_str().ok())
+            .is_some_and(|v| v.starts_with(PROTOBUF));
+        return Ok((response.into_body(), protobuf));
     }
     let text = response.into_body().collect_bytes().await?;
     let status = serde_json::from_slice::<Status>(&text).unwrap_or_else(|_| {
@@ -301,7 +412,10 @@ async fn next_chunk(body: &mut Body) -> Option<kube::Result<bytes::Bytes>> {
 }
 
 /// Feeds one chunk to the splitter and decodes the items it completes.
-fn split_chunk<K: DeserializeOwned>(listing: &mut Listing<K>, chunk: &[u8]) -> kube::Result<()> {
+fn split_chunk<K: DeserializeOwned + FromProtobuf>(
+    listing: &mut Listing<K>,
+    chunk: &[u8],
+) -> kube::Result<()> {
     let mut decode_error = None;
     let Listing {
         splitter,
@@ -309,22 +423,27 @@ fn split_chunk<K: DeserializeOwned>(listing: &mut Listing<K>, chunk: &[u8]) -> k
         items,
         ..
     } = listing;
-    splitter
-        .push(chunk, |item| {
-            if decode_error.is_none() {
-                match serde_json::from_slice::<K>(item) {
-                    Ok(object) => decoded.push_back(object),
-                    Err(source) => {
-                        decode_error = Some(ItemError {
-                            index: *items,
-                            source,
-                        });
-                    }
+    let mut on_item = |item: &[u8], decode: fn(&[u8]) -> Result<K, DecodeError>| {
+        if decode_error.is_none() {
+            match decode(item) {
+                Ok(object) => decoded.push_back(object),
+                Err(source) => {
+                    decode_error = Some(ItemError {
+                        index: *items,
+                        source,
+                    });
                 }
             }
-            *items += 1;
-        })
-        .map_err(|e| kube::Error::Service(Box::new(e)))?;
+        }
+        *items += 1;
+    };
+    let split = match splitter {
+        Splitter::Json(s) => s.push(chunk, |item| {
+            on_item(item, |b| Ok(serde_json::from_slice::<K>(b)?))
+        }),
+        Splitter::Protobuf(s) => s.push(chunk, |item| on_item(item, |b| Ok(K::from_protobuf(b)?))),
+    };
+    split.map_err(|e| kube::Error::Service(Box::new(e)))?;
     match decode_error {
         Some(e) => Err(kube::Error::Service(Box::new(e))),
         None => Ok(()),
@@ -332,37 +451,78 @@ fn split_chunk<K: DeserializeOwned>(listing: &mut Listing<K>, chunk: &[u8]) -> k
 }
 
 /// The list's `metadata.resourceVersion`, where the watch starts.
-fn list_version(splitter: ListSplitter) -> Result<String, Error> {
-    let metadata = splitter
-        .finish()
-        .map_err(|e| Error::InitialListFailed(kube::Error::Service(Box::new(e))))?;
-    let metadata: k8s_openapi::apimachinery::pkg::apis::meta::v1::ListMeta = match metadata {
-        Some(raw) => serde_json::from_slice(&raw)
-            .map_err(|e| Error::InitialListFailed(kube::Error::SerdeError(e)))?,
-        None => return Err(Error::NoResourceVersion),
-    };
-    metadata
-        .resource_version
+fn list_version(splitter: Splitter) -> Result<String, Error> {
+    let body_error = |e: DecodeError| Error::InitialListFailed(kube::Error::Service(e));
+    let resource_version =
+        match splitter {
+            Splitter::Json(s) => match s.finish().map_err(|e| body_error(Box::new(e)))? {
+                Some(raw) => serde_json::from_slice::<
+                    k8s_openapi::apimachinery::pkg::apis::meta::v1::ListMeta,
+                >(&raw)
+                .map_err(|e| Error::InitialListFailed(kube::Error::SerdeError(e)))?
+                .resource_version,
+                None => None,
+            },
+            Splitter::Protobuf(s) => match s.finish().map_err(|e| body_error(Box::new(e)))? {
+                Some(raw) => protobuf_list_version(&raw).map_err(|e| body_error(Box::new(e)))?,
+                None => None,
+            },
+        };
+    resource_version
         .filter(|v| !v.is_empty())
         .ok_or(Error::NoResourceVersion)
 }
 
+/// `ListMeta.resourceVersion` (field 2) of a protobuf list.
+fn protobuf_list_version(list_meta: &[u8]) -> Result<Option<String>, super::protobuf::ProtoError> {
+    let mut version = None;
+    for field in Fields::new(list_meta) {
+        let (number, value) = field.map_err(|e| e.within("metadata"))?;
+        if number == 2 {
+            version = Some(
+                value
+                    .string("resourceVersion")
+                    .map_err(|e| e.within("metadata"))?,
+            );
+        }
+    }
+    Ok(version)
+}
+
+/// The encoding a list asks for.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Encoding {
+    /// Protobuf, or JSON from a server that does not offer it (what the watchers ask for).
+    PreferProtobuf,
+    Json,
+}
+
 /// Every object of `K`'s collection in one request, decoded as it streams in (the
-/// execute-mode re-check's fresh read: [`ListFrom::Etcd`]).
-pub async fn list_all<K>(client: &Client, list_from: ListFrom) -> kube::Result<Vec<K>>
+/// execute-mode re-check's fresh read: [`ListFrom::Etcd`], [`Encoding::PreferProtobuf`]).
+pub async fn list_all<K>(
+    client: &Client,
+    list_from: ListFrom,
+    encoding: Encoding,
+) -> kube::Result<Vec<K>>
 where
-    K: Resource<DynamicType = ()> + DeserializeOwned,
+    K: Resource<DynamicType = ()> + DeserializeOwned + FromProtobuf,
 {
-    let mut listing = Listing::new(start_list::<K>(client, list_from).await?);
+    let started = std::time::Instant::now();
+    let lists = Lists {
+        from: list_from,
+        protobuf: encoding == Encoding::PreferProtobuf,
+    };
+    let (body, protobuf) = start_list::<K>(client, lists).await?;
+    let mut listing = Listing::new(body, protobuf, started);
     let mut out = Vec::new();
     while let Some(chunk) = next_chunk(&mut listing.body).await {
         split_chunk(&mut listing, &chunk?)?;
         out.extend(listing.decoded.drain(..));
     }
-    listing
-        .splitter
-        .finish()
-        .map_err(|e| kube::Error::Service(Box::new(e)))?;
+    list_version(listing.splitter).map_err(|e| match e {
+        Error::InitialListFailed(e) => e,
+        other => kube::Error::Service(Box::new(other)),
+    })?;
     Ok(out)
 }
 
@@ -379,6 +539,7 @@ mod tests {
     use kube::client::Body;
 
     use super::*;
+    use crate::run::protobuf::encode::Message;
     use crate::run::slim::SlimPod;
 
     /// A response body delivered in the given chunks, as the network would.
@@ -421,8 +582,36 @@ mod tests {
         )
     }
 
+    /// A protobuf Pod with a name and a resource version.
+    fn pod_pb(name: &str, rv: &str) -> Message {
+        Message::new().message(
+            1,
+            Message::new().string(1, name).string(3, "ns").string(6, rv),
+        )
+    }
+
+    /// A protobuf list body as the API server writes it, in chunks of `size` bytes.
+    fn protobuf_list(rv: &str, pods: &[Message], size: usize) -> Response<Chunks> {
+        let mut list = Message::new().message(1, Message::new().string(2, rv));
+        for pod in pods {
+            list = list.message(2, pod.clone());
+        }
+        let envelope = Message::new()
+            .message(1, Message::new().string(1, "v1").string(2, "PodList"))
+            .message(2, list);
+        let mut body = b"k8s\0".to_vec();
+        body.extend_from_slice(&envelope.0);
+        Response::builder()
+            .status(200)
+            .header(http::header::CONTENT_TYPE, PROTOBUF)
+            .body(Chunks(
+                body.chunks(size).map(Bytes::copy_from_slice).collect(),
+            ))
+            .expect("response")
+    }
+
     /// A client whose server answers the scripted responses in order and records each
-    /// request's path and query.
+    /// request's path and query, and ` (protobuf)` when it accepts protobuf.
     fn scripted(responses: Vec<Response<Chunks>>) -> (Client, Arc<Mutex<Vec<String>>>) {
         let (service, mut handle) = tower_test::mock::pair::<Request<Body>, Response<Chunks>>();
         let seen = Arc::new(Mutex::new(Vec::new()));
@@ -430,7 +619,14 @@ mod tests {
         tokio::spawn(async move {
             let mut responses = responses.into_iter();
             while let Some((request, reply)) = handle.next_request().await {
-                log.lock().unwrap().push(request.uri().to_string());
+                let protobuf = request
+                    .headers()
+                    .get(http::header::ACCEPT)
+                    .is_some_and(|a| a == ACCEPT_PROTOBUF);
+                let suffix = if protobuf { " (protobuf)" } else { "" };
+                log.lock()
+                    .unwrap()
+                    .push(format!("{}{suffix}", request.uri()));
                 match responses.next() {
                     Some(response) => reply.send_response(response),
                     None => std::future::pending::<()>().await,
@@ -501,11 +697,60 @@ mod tests {
             .await
             .expect_err("no event from an empty watch");
         let seen = seen.lock().unwrap().clone();
-        assert_eq!(seen[0], "/api/v1/pods?&resourceVersion=0");
+        assert_eq!(seen[0], "/api/v1/pods?&resourceVersion=0 (protobuf)");
         assert!(seen[1].contains("watch=true"), "{}", seen[1]);
         assert!(seen[1].contains("resourceVersion=10"), "{}", seen[1]);
         assert!(seen[1].contains("allowWatchBookmarks=true"), "{}", seen[1]);
         assert!(seen[2].contains("resourceVersion=13"), "{}", seen[2]);
+    }
+
+    #[tokio::test]
+    async fn a_protobuf_list_is_read_item_by_item_and_the_watch_follows_in_json() {
+        let watch = format!(r#"{{"type":"ADDED","object":{}}}"#, pod("c", "11")) + "\n";
+        let (client, seen) = scripted(vec![
+            protobuf_list("10", &[pod_pb("a", "8"), pod_pb("b", "9")], 5),
+            chunked(200, &watch, 5),
+        ]);
+        let mut events = Box::pin(watcher::<SlimPod>(client, ListFrom::WatchCache));
+        assert_eq!(
+            take(&mut events, 5).await,
+            ["Init", "InitApply a", "InitApply b", "InitDone", "Apply c"]
+        );
+        let seen = seen.lock().unwrap().clone();
+        assert_eq!(seen[0], "/api/v1/pods?&resourceVersion=0 (protobuf)");
+        assert!(seen[1].contains("resourceVersion=10"), "{}", seen[1]);
+        assert!(
+            !seen[1].ends_with("(protobuf)"),
+            "the watch is JSON: {}",
+            seen[1]
+        );
+    }
+
+    #[tokio::test]
+    async fn a_protobuf_list_that_does_not_read_is_listed_again_in_json() {
+        // The second item's name is a number: a server encoding this reader does not know.
+        let bad = Message::new().message(1, Message::new().varint(1, 7));
+        let (client, seen) = scripted(vec![
+            protobuf_list("10", &[pod_pb("a", "8"), bad], 64),
+            chunked(200, &list("12", &[pod("a", "8"), pod("b", "9")]), 64),
+        ]);
+        let mut events = Box::pin(watcher::<SlimPod>(client, ListFrom::WatchCache));
+        let got = take(&mut events, 6).await;
+        assert_eq!(
+            got,
+            [
+                "Init",
+                "list failed: ServiceError: list item 1: protobuf metadata.name: \
+                 expected a length-delimited value, found a varint",
+                "Init",
+                "InitApply a",
+                "InitApply b",
+                "InitDone"
+            ]
+        );
+        let seen = seen.lock().unwrap().clone();
+        assert_eq!(seen[0], "/api/v1/pods?&resourceVersion=0 (protobuf)");
+        assert_eq!(seen[1], "/api/v1/pods?&resourceVersion=0");
     }
 
     #[tokio::test]
@@ -530,7 +775,7 @@ mod tests {
             ]
         );
         // Not from the watch cache: it could be behind the version the first list showed.
-        assert_eq!(seen.lock().unwrap()[2], "/api/v1/pods?");
+        assert_eq!(seen.lock().unwrap()[2], "/api/v1/pods? (protobuf)");
     }
 
     #[tokio::test]
@@ -556,7 +801,8 @@ mod tests {
         let seen = seen.lock().unwrap().clone();
         assert_eq!(seen.len(), 3);
         assert!(
-            seen.iter().all(|q| q == "/api/v1/pods?&resourceVersion=0"),
+            seen.iter()
+                .all(|q| q == "/api/v1/pods?&resourceVersion=0 (protobuf)"),
             "{seen:?}"
         );
     }
@@ -588,12 +834,14 @@ mod tests {
             &list("10", &[pod("a", "8"), pod("b", "9")]),
             4,
         )]);
-        let pods: Vec<SlimPod> = list_all(&client, ListFrom::Etcd).await.expect("listed");
+        let pods: Vec<SlimPod> = list_all(&client, ListFrom::Etcd, Encoding::PreferProtobuf)
+            .await
+            .expect("listed");
         let names: Vec<_> = pods
             .iter()
             .filter_map(|p| p.metadata.name.clone())
             .collect();
         assert_eq!(names, ["a", "b"]);
-        assert_eq!(seen.lock().unwrap()[0], "/api/v1/pods?");
+        assert_eq!(seen.lock().unwrap()[0], "/api/v1/pods? (protobuf)");
     }
 }

@@ -24,6 +24,8 @@ pub mod list_watch;
 pub mod metrics;
 pub mod observe;
 pub mod pass;
+pub mod proto_list;
+pub mod protobuf;
 pub mod slim;
 pub mod strip;
 pub mod watch;

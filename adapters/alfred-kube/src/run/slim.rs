@@ -20,6 +20,10 @@
 //! ([`SlimPodSpec`]): the pods of a workload have the same containers, resources,
 //! tolerations and affinity, and one copy each was a large part of the cache.
 
+mod proto;
+
+pub use proto::FromProtobuf;
+
 use std::borrow::Cow;
 use std::collections::BTreeMap;
 use std::sync::{LazyLock, Mutex};

@@ -32,7 +32,7 @@ use tokio::sync::{Notify, mpsc};
 
 use super::config::ConfigStore;
 use super::first_list::{FirstList, FirstPods};
-use super::list_watch::{self, ListFrom};
+use super::list_watch::{self, Encoding, ListFrom};
 use super::slim::{SlimNode, SlimPod};
 use super::{early, strip};
 
@@ -522,8 +522,8 @@ fn sorted_by_key<K>(
 /// counts as empty, as an unlisted cache does.
 pub async fn read_uncached(client: &Client) -> Result<CachedObjects, String> {
     let (nodes, pods, pvcs, pvs, isvcs, irs, cbms, bms, pgs) = futures::join!(
-        list_watch::list_all::<SlimNode>(client, ListFrom::Etcd),
-        list_watch::list_all::<SlimPod>(client, ListFrom::Etcd),
+        list_watch::list_all::<SlimNode>(client, ListFrom::Etcd, Encoding::PreferProtobuf),
+        list_watch::list_all::<SlimPod>(client, ListFrom::Etcd, Encoding::PreferProtobuf),
         list_typed(
             Api::<PersistentVolumeClaim>::all(client.clone()),
             PAGE_SIZE,

@@ -102,6 +102,28 @@ async fn the_snapshot_from_real_watches_equals_the_offline_observe_of_the_same_o
         .expect("uncached read");
     let objects = ClusterObjects::from_list_json(&read_back(&s.admin).await.to_string()).unwrap();
     let t = alfred_model::Timestamp::from_unix_secs(1_800_000_000);
+    // The watchers and the re-check read Pods and Nodes as protobuf: the same objects read
+    // as JSON are equal, field for field (affinity, tolerations, owners, conditions).
+    {
+        use alfred_kube::run::list_watch::{Encoding, ListFrom, list_all};
+        use alfred_kube::run::slim::{SlimNode, SlimPod};
+        let pods = |e| list_all::<SlimPod>(&as_alfred, ListFrom::Etcd, e);
+        let (pb, json) = (
+            pods(Encoding::PreferProtobuf).await,
+            pods(Encoding::Json).await,
+        );
+        let (pb, json) = (pb.expect("protobuf pods"), json.expect("json pods"));
+        assert!(pb.len() > 10, "{} pods", pb.len());
+        assert_eq!(pb, json);
+        let nodes = |e| list_all::<SlimNode>(&as_alfred, ListFrom::Etcd, e);
+        let (pb, json) = (
+            nodes(Encoding::PreferProtobuf).await,
+            nodes(Encoding::Json).await,
+        );
+        let (pb, json) = (pb.expect("protobuf nodes"), json.expect("json nodes"));
+        assert!(pb.len() >= 16, "{} nodes", pb.len());
+        assert_eq!(pb, json);
+    }
     assert_eq!(
         fresh.observe(&settings, t).snapshot,
         observe(&objects, &settings, t).snapshot
