@@ -147,11 +147,27 @@ pub fn write_atomically(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
 mod tests {
     use super::*;
 
-    fn temp_dir(tag: &str) -> PathBuf {
+    /// A test's own scratch folder, removed when the test ends.
+    struct TempDir(PathBuf);
+
+    impl Drop for TempDir {
+        fn drop(&mut self) {
+            let _ = std::fs::remove_dir_all(&self.0);
+        }
+    }
+
+    impl std::ops::Deref for TempDir {
+        type Target = PathBuf;
+        fn deref(&self) -> &PathBuf {
+            &self.0
+        }
+    }
+
+    fn temp_dir(tag: &str) -> TempDir {
         let d = std::env::temp_dir().join(format!("alfred-inputs-{tag}-{}", std::process::id()));
         let _ = std::fs::remove_dir_all(&d);
         std::fs::create_dir_all(&d).unwrap();
-        d
+        TempDir(d)
     }
 
     #[test]
@@ -170,7 +186,7 @@ mod tests {
         std::fs::write(d.join("b.yaml"), "").unwrap();
         std::fs::write(d.join("a.json"), "{}").unwrap();
         std::fs::write(d.join("notes.txt"), "x").unwrap();
-        let files = expand(std::slice::from_ref(&d)).unwrap();
+        let files = expand(std::slice::from_ref(&*d)).unwrap();
         let names: Vec<_> = files
             .iter()
             .map(|f| f.file_name().unwrap().to_string_lossy().into_owned())
@@ -196,6 +212,6 @@ mod tests {
         write_atomically(&f, b"one").unwrap();
         write_atomically(&f, b"two").unwrap();
         assert_eq!(std::fs::read_to_string(&f).unwrap(), "two");
-        assert_eq!(std::fs::read_dir(&d).unwrap().count(), 1);
+        assert_eq!(std::fs::read_dir(&*d).unwrap().count(), 1);
     }
 }

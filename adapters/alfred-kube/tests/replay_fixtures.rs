@@ -108,7 +108,8 @@ fn replay_is_byte_for_byte_deterministic() {
 
 #[test]
 fn malformed_json_exits_2_naming_the_file() {
-    let dir = std::env::temp_dir().join(format!("alfred-replay-bad-{}", std::process::id()));
+    let dir = std::path::Path::new(env!("CARGO_TARGET_TMPDIR"))
+        .join(format!("alfred-replay-bad-{}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();
     let file = dir.join("broken.json");
     std::fs::write(&file, "{\"kind\": \"List\", \"items\": [").unwrap();
@@ -120,7 +121,8 @@ fn malformed_json_exits_2_naming_the_file() {
 
 #[test]
 fn node_without_status_is_reported_not_fatal() {
-    let dir = std::env::temp_dir().join(format!("alfred-replay-nostatus-{}", std::process::id()));
+    let dir = std::path::Path::new(env!("CARGO_TARGET_TMPDIR"))
+        .join(format!("alfred-replay-nostatus-{}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();
     let file = dir.join("node.json");
     std::fs::write(&file, r#"{"apiVersion":"v1","kind":"List","items":[{"apiVersion":"v1","kind":"Node","metadata":{"name":"gpu-1"}}]}"#).unwrap();
@@ -145,7 +147,8 @@ fn node_without_status_is_reported_not_fatal() {
 
 #[test]
 fn bad_config_exits_2_naming_the_key() {
-    let dir = std::env::temp_dir().join(format!("alfred-replay-cfg-{}", std::process::id()));
+    let dir = std::path::Path::new(env!("CARGO_TARGET_TMPDIR"))
+        .join(format!("alfred-replay-cfg-{}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();
     let cfg = dir.join("config.yaml");
     std::fs::write(
@@ -188,7 +191,8 @@ fn config_check_prints_the_effective_config() {
 
 #[test]
 fn state_file_carries_the_journal_between_replays() {
-    let dir = std::env::temp_dir().join(format!("alfred-replay-state-{}", std::process::id()));
+    let dir = std::path::Path::new(env!("CARGO_TARGET_TMPDIR"))
+        .join(format!("alfred-replay-state-{}", std::process::id()));
     let _ = std::fs::remove_dir_all(&dir);
     std::fs::create_dir_all(&dir).unwrap();
     let state = dir.join("state.json");
@@ -223,7 +227,8 @@ fn state_file_carries_the_journal_between_replays() {
 
 #[test]
 fn execute_mode_story_across_replays_submits_once_then_stalls() {
-    let dir = std::env::temp_dir().join(format!("alfred-replay-execute-{}", std::process::id()));
+    let dir = std::path::Path::new(env!("CARGO_TARGET_TMPDIR"))
+        .join(format!("alfred-replay-execute-{}", std::process::id()));
     let _ = std::fs::remove_dir_all(&dir);
     std::fs::create_dir_all(&dir).unwrap();
     let state = dir.join("state.json");

@@ -70,8 +70,8 @@ struct Workers {
 
 impl Workers {
     fn generate() -> Workers {
-        let dir =
-            std::env::temp_dir().join(format!("alfred-replay-workers-{}", std::process::id()));
+        let dir = std::path::Path::new(env!("CARGO_TARGET_TMPDIR"))
+            .join(format!("alfred-replay-workers-{}", std::process::id()));
         std::fs::create_dir_all(&dir).expect("temp dir");
         let sim = dir.join("alfred-simulator");
         let source = simulator_in_target();

@@ -4,8 +4,8 @@
 use std::process::Command;
 
 fn kubeconfig() -> std::path::PathBuf {
-    let path =
-        std::env::temp_dir().join(format!("alfred-startup-{}.kubeconfig", std::process::id()));
+    let path = std::path::Path::new(env!("CARGO_TARGET_TMPDIR"))
+        .join(format!("alfred-startup-{}.kubeconfig", std::process::id()));
     std::fs::write(
         &path,
         "apiVersion: v1\nkind: Config\nclusters:\n- name: c\n  cluster:\n    server: https://127.0.0.1:1\n\
@@ -85,7 +85,8 @@ fn invalid_flags_exit_1_with_invalid_startup_configuration() {
 
 #[test]
 fn broken_simulation_workers_stop_alfred_at_startup() {
-    let dir = std::env::temp_dir().join(format!("alfred-workers-{}", std::process::id()));
+    let dir = std::path::Path::new(env!("CARGO_TARGET_TMPDIR"))
+        .join(format!("alfred-workers-{}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();
     let workers = dir.join("workers.json");
     std::fs::write(&workers, r#"{"workers": [], "extra": 1}"#).unwrap();

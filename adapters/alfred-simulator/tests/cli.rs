@@ -13,8 +13,12 @@ profiles:
   - schedulerName: default-scheduler
 ";
 
+/// Writes a configuration file under Cargo's scratch folder for integration tests (inside
+/// `target/`, so runs leave nothing behind in the system's temporary folder); one folder per
+/// test process (each test writes files of its own names).
 fn write_config(name: &str, text: &str) -> PathBuf {
-    let dir = std::env::temp_dir().join(format!("alfred-simulator-cli-{}", std::process::id()));
+    let dir = Path::new(env!("CARGO_TARGET_TMPDIR"))
+        .join(format!("alfred-simulator-cli-{}", std::process::id()));
     std::fs::create_dir_all(&dir).expect("temp dir");
     let path = dir.join(name);
     std::fs::write(&path, text).expect("write config");

@@ -4,7 +4,7 @@
 //! application/vnd.kubernetes.protobuf`), which is what client-go's informers do: the server
 //! encodes a large list faster than as JSON, the body is about a third smaller, and a reader
 //! skips a field it does not need (a Pod's managed fields, its images and env) by its length
-//! instead of parsing it. [`super::slim::proto`] reads Pods and Nodes with the field numbers of
+//! instead of parsing it. `slim/proto.rs` reads Pods and Nodes with the field numbers of
 //! `k8s.io/api/core/v1/generated.proto`; this module is only the wire format: fields as
 //! (number, value) pairs, and errors that name the field path and the byte offset.
 

@@ -16,6 +16,10 @@
 //! spread constraints) or whose exact shape it inspects (resource requirements, taints, owner
 //! references) are decoded with their `k8s_openapi` types, so nothing is re-interpreted here.
 //!
+//! Lists arrive in protobuf when the server offers it (`slim/proto.rs`), read into the same wire
+//! types with the JSON encoding's rules for empty and zero fields, so both encodings of an
+//! object give equal slim objects (tested on lists recorded from a real API server).
+//!
 //! A Pod's spec less its node is shared with the equal specs decoded before it
 //! ([`SlimPodSpec`]): the pods of a workload have the same containers, resources,
 //! tolerations and affinity, and one copy each was a large part of the cache.

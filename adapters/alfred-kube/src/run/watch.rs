@@ -3,7 +3,8 @@
 //! One watcher per kind, cluster-wide. Pods and Nodes, the kinds that reach tens of thousands of
 //! objects, are decoded straight into the slim types of [`super::slim`] (nothing else is ever
 //! allocated) and listed by [`super::list_watch`]: one request (the first served from the API
-//! server's watch cache), each object decoded as the body streams in. The other kinds use
+//! server's watch cache), in protobuf when the server offers it, each object decoded as the
+//! body streams in. The other kinds use
 //! kube's watcher and keep the `modify` hook of [`super::strip`]. Each kind tracks whether its
 //! first list finished and whether its watch is currently failing: a snapshot needs Nodes,
 //! Pods, InferenceServices and InferenceReplicas listed and healthy ("build snapshot: ..."
