@@ -26,7 +26,7 @@
 
 use std::collections::VecDeque;
 use std::pin::Pin;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use futures::stream::BoxStream;
 use futures::{Stream, StreamExt};
@@ -78,8 +78,8 @@ struct Listing<K> {
     body: Body,
     /// When the request was sent, and when its first body byte arrived: the debug log's
     /// split between the server's time to answer and the time to read and decode.
-    started: std::time::Instant,
-    first_byte: Option<std::time::Instant>,
+    started: Instant,
+    first_byte: Option<Instant>,
     bytes: usize,
     splitter: Splitter,
     decoded: VecDeque<K>,
@@ -88,7 +88,7 @@ struct Listing<K> {
 }
 
 impl<K> Listing<K> {
-    fn new(body: Body, protobuf: bool, started: std::time::Instant) -> Listing<K> {
+    fn new(body: Body, protobuf: bool, started: Instant) -> Listing<K> {
         Listing {
             body,
             started,
@@ -215,7 +215,7 @@ where
 {
     match state {
         State::Empty => {
-            let started = std::time::Instant::now();
+            let started = Instant::now();
             match start_list::<K>(client, *lists).await {
                 Ok((body, protobuf)) => {
                     tracing::debug!(
@@ -236,11 +236,10 @@ where
             if let Some(object) = listing.decoded.pop_front() {
                 return (Some(Ok(Event::InitApply(object))), State::Listing(listing));
             }
+            let protobuf = matches!(listing.splitter, Splitter::Protobuf(_));
             let result = match next_chunk(&mut listing.body).await {
                 Some(Ok(chunk)) => {
-                    listing
-                        .first_byte
-                        .get_or_insert_with(std::time::Instant::now);
+                    listing.first_byte.get_or_insert_with(Instant::now);
                     listing.bytes += chunk.len();
                     match split_chunk(&mut listing, &chunk) {
                         Ok(()) => return (None, State::Listing(listing)),
@@ -277,7 +276,7 @@ where
                     State::Listed { resource_version },
                 ),
                 Err(e) => {
-                    if lists.protobuf {
+                    if protobuf {
                         tracing::warn!(
                             kind = %K::kind(&()),
                             error = %e,
@@ -513,7 +512,7 @@ pub async fn list_all<K>(
 where
     K: Resource<DynamicType = ()> + DeserializeOwned + FromProtobuf,
 {
-    let started = std::time::Instant::now();
+    let started = Instant::now();
     let lists = Lists {
         from: list_from,
         protobuf: encoding == Encoding::PreferProtobuf,
@@ -821,7 +820,7 @@ mod tests {
             "10",
             &[pod("a", "8"), r#"{"metadata":{"name":5}}"#.to_string()],
         );
-        let (client, _) = scripted(vec![chunked(200, cut, 10), chunked(200, &bad, 10)]);
+        let (client, seen) = scripted(vec![chunked(200, cut, 10), chunked(200, &bad, 10)]);
         let mut events = Box::pin(watcher::<SlimPod>(client, ListFrom::WatchCache));
         let got = take(&mut events, 6).await;
         assert_eq!(got[..2], ["Init", "InitApply a"]);
@@ -831,6 +830,9 @@ mod tests {
             got[5].contains("list item 1: invalid type: integer `5`"),
             "{got:?}"
         );
+        // A JSON body that fails is no reason to stop asking for protobuf.
+        let seen = seen.lock().unwrap().clone();
+        assert!(seen.iter().all(|q| q.ends_with("(protobuf)")), "{seen:?}");
     }
 
     #[tokio::test]
