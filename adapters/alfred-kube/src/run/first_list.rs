@@ -2,7 +2,8 @@
 //!
 //! At a cold start the Pod list is the last to finish, and building the snapshot's pod records
 //! (converting each Pod and deriving its facts, ~0.1 s at 25,000 Pods) would otherwise start only
-//! after it. The Pod watcher copies each Pod of its *first* list into a channel as it decodes it;
+//! after it. The Pod watcher sends each Pod of its *first* list into a channel as it decodes it
+//! (a reference: a [`SlimPod`]'s copies share its parts with the store's);
 //! the first observation starts once every other kind is listed and reads the Pods from the
 //! channel as they come, so most of that work overlaps with the transfer. Its result is the
 //! snapshot the store would give after the list: the same Pods (the list's), and the
@@ -12,7 +13,7 @@
 //! observation falls so far behind that the channel's bounded buffer fills (other kinds slow
 //! to list at a very large cluster), the channel is closed and the tap says so: the first
 //! observation then drops what it built and the observation loop builds from the caches as
-//! usual. The bound keeps the copies in flight to a few MB.
+//! usual.
 
 use std::sync::Mutex;
 use std::sync::atomic::{AtomicU8, Ordering};
@@ -23,8 +24,9 @@ use kube::runtime::watcher::Event;
 use super::slim::SlimPod;
 
 /// Pods the channel holds before the first observation reads them: it starts once the other
-/// kinds are listed (~0.2 s in), when ~5,000 of 25,000 Pods have arrived; then it reads several
-/// times faster than they arrive. ~16,000 slim Pods are ~6 MB.
+/// kinds are listed (~0.2 s in), when ~5,000 of 25,000 Pods have arrived; then it reads faster
+/// than they arrive. The Pods are shared with the store; the bound keeps the first observation
+/// from falling arbitrarily behind.
 const BUFFERED_PODS: usize = 16_384;
 
 const LISTING: u8 = 0;

@@ -30,7 +30,7 @@ pub use proto::FromProtobuf;
 
 use std::borrow::Cow;
 use std::collections::BTreeMap;
-use std::sync::{LazyLock, Mutex};
+use std::sync::{Arc, LazyLock, Mutex};
 
 use alfred_model::shared::{Interner, Shared};
 
@@ -317,10 +317,18 @@ struct PodWire {
     status: Option<PodStatusWire>,
 }
 
-/// A Pod as the Pod watcher decodes and caches it.
+/// A Pod as the Pod watcher decodes and caches it: its parts behind one shared pointer, so
+/// the copies the pipeline makes of each decoded Pod (the reflector store's, the first
+/// snapshot's tap) are a reference count, not a deep copy; and a Pod is freed by whichever
+/// thread drops it last, not once per copy. A change through `DerefMut` (kube's `meta_mut`)
+/// copies the parts first if they are shared.
 #[derive(Deserialize, Clone, Debug, Default, PartialEq)]
 #[serde(from = "PodWire")]
-pub struct SlimPod {
+pub struct SlimPod(Arc<PodParts>);
+
+/// What a [`SlimPod`] holds.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct PodParts {
     /// Identity, times and owners (no labels: see `labels`; no annotations, no managed
     /// fields). What `kube` reads: name, namespace and resource version.
     pub metadata: ObjectMeta,
@@ -329,15 +337,28 @@ pub struct SlimPod {
     status: Option<SlimPodStatus>,
 }
 
+impl std::ops::Deref for SlimPod {
+    type Target = PodParts;
+    fn deref(&self) -> &PodParts {
+        &self.0
+    }
+}
+
+impl std::ops::DerefMut for SlimPod {
+    fn deref_mut(&mut self) -> &mut PodParts {
+        Arc::make_mut(&mut self.0)
+    }
+}
+
 impl From<PodWire> for SlimPod {
     fn from(p: PodWire) -> SlimPod {
         let (metadata, labels) = p.metadata.unwrap_or_default().split();
-        SlimPod {
+        SlimPod(Arc::new(PodParts {
             metadata,
             labels,
             spec: p.spec,
             status: p.status.map(SlimPodStatus::from),
-        }
+        }))
     }
 }
 
@@ -589,6 +610,19 @@ mod tests {
         assert!(n.status.as_ref().unwrap().capacity.is_none());
         assert!(n.spec.as_ref().unwrap().pod_cidr.is_none());
         assert_eq!(node.metadata.resource_version.as_deref(), Some("7"));
+    }
+
+    #[test]
+    fn a_pod_s_copies_share_its_parts_until_one_is_changed() {
+        let pod: SlimPod = serde_json::from_str(POD).unwrap();
+        let copy = pod.clone();
+        assert!(Arc::ptr_eq(&pod.0, &copy.0), "a copy is a reference");
+        let mut changed = copy.clone();
+        changed.meta_mut().name = Some("other".into());
+        assert!(!Arc::ptr_eq(&changed.0, &copy.0), "a change copies first");
+        assert_eq!(copy.metadata.name.as_deref(), Some("p"));
+        assert_eq!(changed.metadata.name.as_deref(), Some("other"));
+        assert_eq!(changed.to_k8s().spec, pod.to_k8s().spec);
     }
 
     #[test]
