@@ -517,8 +517,15 @@ impl Alfred {
 }
 
 impl Drop for Alfred {
+    /// Stops the process; its folder (log, snapshot dump) is removed when the test passed and
+    /// kept, for the log, when it failed.
     fn drop(&mut self) {
         self.kill();
+        if !std::thread::panicking()
+            && let Some(dir) = self.log.parent()
+        {
+            let _ = std::fs::remove_dir_all(dir);
+        }
     }
 }
 
