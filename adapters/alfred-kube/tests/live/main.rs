@@ -445,7 +445,7 @@ async fn metrics_pass_promtool_and_a_prometheus_server_scrapes_the_documented_se
         )
         .unwrap();
         let web = free_port();
-        let _prom = Killed(
+        let prom = Killed(
             std::process::Command::new(prometheus)
                 .arg(format!("--config.file={}", config.display()))
                 .arg(format!(
@@ -472,6 +472,9 @@ async fn metrics_pass_promtool_and_a_prometheus_server_scrapes_the_documented_se
             })
             .await;
         }
+        // Passed: Prometheus stopped, its folder goes (a failure keeps it).
+        drop(prom);
+        let _ = std::fs::remove_dir_all(&dir);
     }
 }
 
