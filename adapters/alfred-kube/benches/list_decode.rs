@@ -15,6 +15,7 @@ use std::hint::black_box;
 
 use alfred_kube::run::list_split::ListSplitter;
 use alfred_kube::run::proto_list::ProtoListSplitter;
+use alfred_kube::run::protobuf::encode::Message;
 use alfred_kube::run::slim::{FromProtobuf, SlimNode, SlimPod};
 use alfred_kube::run::watch::CachedObjects;
 use alfred_model::Timestamp;
@@ -70,157 +71,123 @@ fn body() -> Vec<u8> {
     .expect("a JSON body")
 }
 
-/// A protobuf message under construction (field numbers of `k8s.io/api/core/v1` and
-/// `k8s.io/apimachinery/pkg/apis/meta/v1`'s `generated.proto`).
-#[derive(Default)]
-struct Pb(Vec<u8>);
-
-impl Pb {
-    fn varint(out: &mut Vec<u8>, mut v: u64) {
-        while v >= 0x80 {
-            out.push((v as u8) | 0x80);
-            v >>= 7;
-        }
-        out.push(v as u8);
-    }
-    fn num(mut self, field: u64, v: u64) -> Pb {
-        Pb::varint(&mut self.0, field << 3);
-        Pb::varint(&mut self.0, v);
-        self
-    }
-    fn bytes(mut self, field: u64, b: &[u8]) -> Pb {
-        Pb::varint(&mut self.0, (field << 3) | 2);
-        Pb::varint(&mut self.0, b.len() as u64);
-        self.0.extend_from_slice(b);
-        self
-    }
-    fn str(self, field: u64, s: &str) -> Pb {
-        self.bytes(field, s.as_bytes())
-    }
-    fn msg(self, field: u64, m: Pb) -> Pb {
-        self.bytes(field, &m.0)
-    }
-    fn time(self, field: u64, seconds: u64) -> Pb {
-        self.msg(field, Pb::default().num(1, seconds))
-    }
-    fn entry(self, field: u64, k: &str, v: &str) -> Pb {
-        self.msg(field, Pb::default().str(1, k).str(2, v))
-    }
-    fn quantity(self, field: u64, k: &str, v: &str) -> Pb {
-        self.msg(
-            field,
-            Pb::default().str(1, k).msg(2, Pb::default().str(1, v)),
-        )
-    }
-}
-
-/// `pod(i)` as the API server encodes it in protobuf, managed fields included.
-fn pod_protobuf(i: usize) -> Pb {
+/// `pod(i)` as the API server encodes it in protobuf, managed fields included (the field numbers
+/// of `k8s.io/api/core/v1` and `k8s.io/apimachinery/pkg/apis/meta/v1`'s `generated.proto`).
+fn pod_protobuf(i: usize) -> Message {
     const T0: u64 = 1_795_935_600; // 2026-11-29T07:00:00Z
     let gpus = (1 + i % 2).to_string();
     let managed = |time: u64, fields: &str, subresource: Option<&str>| {
-        let m = Pb::default()
-            .str(1, "python-urllib")
-            .str(2, "Update")
-            .str(3, "v1")
+        let m = Message::new()
+            .string(1, "python-urllib")
+            .string(2, "Update")
+            .string(3, "v1")
             .time(4, time)
-            .str(6, "FieldsV1")
-            .msg(7, Pb::default().str(1, fields));
+            .string(6, "FieldsV1")
+            .message(7, Message::new().string(1, fields));
         match subresource {
-            Some(s) => m.str(8, s),
+            Some(s) => m.string(8, s),
             None => m,
         }
     };
-    let meta = Pb::default()
-        .str(1, &format!("bench-pod-{i:06}"))
-        .str(2, "")
-        .str(3, "bench")
-        .str(4, "")
-        .str(5, &format!("6f1c2b9e-0000-4000-8000-{i:012}"))
-        .str(6, &format!("{}", 10_000 + i))
-        .num(7, 0)
+    let meta = Message::new()
+        .string(1, &format!("bench-pod-{i:06}"))
+        .string(2, "")
+        .string(3, "bench")
+        .string(4, "")
+        .string(5, &format!("6f1c2b9e-0000-4000-8000-{i:012}"))
+        .string(6, &format!("{}", 10_000 + i))
+        .varint(7, 0)
         .time(8, T0)
         .entry(11, "app", &format!("job-{}", i / 5))
-        .str(15, "")
-        .msg(17, managed(T0, r#"{"f:metadata":{"f:labels":{".":{},"f:app":{}}},"f:spec":{"f:containers":{"k:{\"name\":\"main\"}":{".":{},"f:image":{},"f:imagePullPolicy":{},"f:name":{},"f:resources":{}}}}}"#, None))
-        .msg(17, managed(T0 + 1, r#"{"f:status":{"f:conditions":{},"f:phase":{},"f:startTime":{}}}"#, Some("status")));
-    let resources = Pb::default()
+        .string(15, "")
+        .message(17, managed(T0, r#"{"f:metadata":{"f:labels":{".":{},"f:app":{}}},"f:spec":{"f:containers":{"k:{\"name\":\"main\"}":{".":{},"f:image":{},"f:imagePullPolicy":{},"f:name":{},"f:resources":{}}}}}"#, None))
+        .message(17, managed(T0 + 1, r#"{"f:status":{"f:conditions":{},"f:phase":{},"f:startTime":{}}}"#, Some("status")));
+    let resources = Message::new()
         .quantity(1, "nvidia.com/gpu", &gpus)
         .quantity(2, "cpu", "8")
         .quantity(2, "memory", "64Gi")
         .quantity(2, "nvidia.com/gpu", &gpus);
-    let container = Pb::default()
-        .str(1, "main")
-        .str(2, "nvcr.io/nvidia/pytorch:25.08-py3")
-        .str(5, "")
-        .msg(8, resources)
-        .str(13, "/dev/termination-log")
-        .str(14, "IfNotPresent")
-        .num(16, 0)
-        .num(17, 0)
-        .num(18, 0)
-        .str(20, "File");
-    let spec = Pb::default()
-        .msg(2, container)
-        .str(3, "Always")
-        .num(4, 30)
-        .str(6, "ClusterFirst")
-        .str(8, "")
-        .str(9, "")
-        .str(10, &format!("bench-gpu-{:05}", i / 5))
-        .num(11, 0)
-        .num(12, 0)
-        .num(13, 0)
-        .msg(14, Pb::default())
-        .str(16, "")
-        .str(17, "")
-        .str(19, "default-scheduler")
-        .msg(
+    let container = Message::new()
+        .string(1, "main")
+        .string(2, "nvcr.io/nvidia/pytorch:25.08-py3")
+        .string(5, "")
+        .message(8, resources)
+        .string(13, "/dev/termination-log")
+        .string(14, "IfNotPresent")
+        .varint(16, 0)
+        .varint(17, 0)
+        .varint(18, 0)
+        .string(20, "File");
+    let spec = Message::new()
+        .message(2, container)
+        .string(3, "Always")
+        .varint(4, 30)
+        .string(6, "ClusterFirst")
+        .string(8, "")
+        .string(9, "")
+        .string(10, &format!("bench-gpu-{:05}", i / 5))
+        .varint(11, 0)
+        .varint(12, 0)
+        .varint(13, 0)
+        .message(14, Message::new())
+        .string(16, "")
+        .string(17, "")
+        .string(19, "default-scheduler")
+        .message(
             22,
-            Pb::default()
-                .str(1, "nvidia.com/gpu")
-                .str(2, "Exists")
-                .str(3, "")
-                .str(4, "NoSchedule"),
+            Message::new()
+                .string(1, "nvidia.com/gpu")
+                .string(2, "Exists")
+                .string(3, "")
+                .string(4, "NoSchedule"),
         )
-        .str(24, "")
-        .num(25, 0)
-        .num(30, 1)
-        .str(31, "PreemptLowerPriority");
+        .string(24, "")
+        .varint(25, 0)
+        .varint(30, 1)
+        .string(31, "PreemptLowerPriority");
     let condition = |kind: &str, at: u64| {
-        Pb::default()
-            .str(1, kind)
-            .str(2, "True")
-            .msg(3, Pb::default())
+        Message::new()
+            .string(1, kind)
+            .string(2, "True")
+            .message(3, Message::new())
             .time(4, at)
-            .str(5, "")
-            .str(6, "")
+            .string(5, "")
+            .string(6, "")
     };
-    let status = Pb::default()
-        .str(1, "Running")
-        .msg(2, condition("Ready", T0 + 300))
-        .msg(2, condition("PodScheduled", T0))
-        .str(3, "")
-        .str(4, "")
-        .str(5, "")
-        .str(6, "")
+    let status = Message::new()
+        .string(1, "Running")
+        .message(2, condition("Ready", T0 + 300))
+        .message(2, condition("PodScheduled", T0))
+        .string(3, "")
+        .string(4, "")
+        .string(5, "")
+        .string(6, "")
         .time(7, T0 + 60)
-        .str(9, "Burstable")
-        .str(11, "");
-    Pb::default().msg(1, meta).msg(2, spec).msg(3, status)
+        .string(9, "Burstable")
+        .string(11, "");
+    Message::new()
+        .message(1, meta)
+        .message(2, spec)
+        .message(3, status)
 }
 
 /// The protobuf list body: the `k8s\0` envelope around a `PodList`.
 fn body_protobuf() -> Vec<u8> {
-    let mut list = Pb::default().msg(1, Pb::default().str(1, "").str(2, "99999").str(3, ""));
+    let mut list = Message::new().message(
+        1,
+        Message::new()
+            .string(1, "")
+            .string(2, "99999")
+            .string(3, ""),
+    );
     for i in 0..PODS {
-        list = list.msg(2, pod_protobuf(i));
+        list = list.message(2, pod_protobuf(i));
     }
-    let envelope = Pb::default()
-        .msg(1, Pb::default().str(1, "v1").str(2, "PodList"))
-        .msg(2, list)
-        .str(3, "")
-        .str(4, "");
+    let envelope = Message::new()
+        .message(1, Message::new().string(1, "v1").string(2, "PodList"))
+        .message(2, list)
+        .string(3, "")
+        .string(4, "");
     let mut out = b"k8s\0".to_vec();
     out.extend_from_slice(&envelope.0);
     out

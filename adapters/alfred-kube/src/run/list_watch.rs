@@ -158,6 +158,29 @@ struct Lists {
     protobuf: bool,
 }
 
+/// A kind the loop lists and watches: a cluster-wide core kind read from JSON or protobuf.
+pub trait ListedKind:
+    Resource<DynamicType = ()>
+    + Clone
+    + DeserializeOwned
+    + FromProtobuf
+    + std::fmt::Debug
+    + Send
+    + 'static
+{
+}
+
+impl<K> ListedKind for K where
+    K: Resource<DynamicType = ()>
+        + Clone
+        + DeserializeOwned
+        + FromProtobuf
+        + std::fmt::Debug
+        + Send
+        + 'static
+{
+}
+
 /// The events of `K`'s cluster-wide collection (see the module doc): lists from `first_list`
 /// until one list completes, from etcd after that. Errors do not end the stream: the next
 /// poll retries (put a backoff behind it, as `WatchStreamExt::default_backoff` does).
@@ -166,13 +189,7 @@ pub fn watcher<K>(
     first_list: ListFrom,
 ) -> impl Stream<Item = Result<Event<K>, Error>> + Send
 where
-    K: Resource<DynamicType = ()>
-        + Clone
-        + DeserializeOwned
-        + FromProtobuf
-        + std::fmt::Debug
-        + Send
-        + 'static,
+    K: ListedKind,
 {
     let api = Api::<K>::all(client.clone());
     let lists = Lists {
@@ -205,13 +222,7 @@ async fn step<K>(
     state: State<K>,
 ) -> (Option<Result<Event<K>, Error>>, State<K>)
 where
-    K: Resource<DynamicType = ()>
-        + Clone
-        + DeserializeOwned
-        + FromProtobuf
-        + std::fmt::Debug
-        + Send
-        + 'static,
+    K: ListedKind,
 {
     match state {
         State::Empty => {
@@ -745,7 +756,7 @@ mod tests {
             got,
             [
                 "Init",
-                "list failed: ServiceError: list item 1: protobuf metadata.name: \
+                "list failed: ServiceError: list item 1: protobuf Pod.metadata.name: \
                  expected a length-delimited value, found a varint",
                 "Init",
                 "InitApply a",

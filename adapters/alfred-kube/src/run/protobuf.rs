@@ -183,6 +183,9 @@ impl ProtoError {
 
 impl fmt::Display for ProtoError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        if self.path.is_empty() {
+            return write!(f, "protobuf: {}", self.detail);
+        }
         let path: Vec<&str> = self.path.iter().rev().copied().collect();
         write!(f, "protobuf {}: {}", path.join("."), self.detail)
     }
@@ -195,9 +198,9 @@ pub fn within<T>(result: Result<T, ProtoError>, field: &'static str) -> Result<T
     result.map_err(|e| e.within(field))
 }
 
-#[cfg(test)]
 pub mod encode {
-    //! A protobuf writer for tests: builds messages field by field.
+    //! A protobuf writer for tests and benches (alfred itself never writes protobuf): builds
+    //! messages field by field.
 
     #[derive(Default, Clone)]
     pub struct Message(pub Vec<u8>);
@@ -244,6 +247,15 @@ pub mod encode {
         /// A `map<string, string>` entry.
         pub fn entry(self, field: u32, k: &str, v: &str) -> Message {
             self.message(field, Message::new().string(1, k).string(2, v))
+        }
+        /// A `map<string, Quantity>` entry (a resource list).
+        pub fn quantity(self, field: u32, k: &str, v: &str) -> Message {
+            let quantity = Message::new().string(1, v);
+            self.message(field, Message::new().string(1, k).message(2, quantity))
+        }
+        /// A `metav1.Time` of `seconds` since the epoch.
+        pub fn time(self, field: u32, seconds: u64) -> Message {
+            self.message(field, Message::new().varint(1, seconds))
         }
     }
 }
@@ -300,7 +312,7 @@ mod tests {
         let e = fields(cut).expect_err("truncated");
         assert_eq!(
             e.to_string(),
-            "protobuf : truncated length-delimited field 2 at byte 5"
+            "protobuf: truncated length-delimited field 2 at byte 5"
         );
         let e = fields(&[0x0b]).expect_err("group");
         assert!(e.to_string().contains("wire type 3 of field 1"), "{e}");

@@ -46,7 +46,7 @@ impl FromProtobuf for SlimPod {
             spec: None,
             status: None,
         };
-        each(bytes, |number, value| {
+        let fields = each(bytes, |number, value| {
             match number {
                 1 => wire.metadata = Some(message(value, "metadata", pod_meta)?),
                 2 => wire.spec = Some(SlimPodSpec::from(message(value, "spec", pod_spec)?)),
@@ -54,7 +54,8 @@ impl FromProtobuf for SlimPod {
                 _ => {}
             }
             Ok(())
-        })?;
+        });
+        within(fields, "Pod")?;
         Ok(SlimPod::from(wire))
     }
 }
@@ -66,7 +67,7 @@ impl FromProtobuf for SlimNode {
             spec: None,
             status: None,
         };
-        each(bytes, |number, value| {
+        let fields = each(bytes, |number, value| {
             match number {
                 1 => wire.metadata = Some(message(value, "metadata", node_meta)?),
                 2 => wire.spec = Some(message(value, "spec", node_spec)?),
@@ -74,7 +75,8 @@ impl FromProtobuf for SlimNode {
                 _ => {}
             }
             Ok(())
-        })?;
+        });
+        within(fields, "Node")?;
         Ok(SlimNode::from(wire))
     }
 }
@@ -88,13 +90,23 @@ fn each(buf: &[u8], mut f: impl FnMut(u32, Value<'_>) -> Result<()>) -> Result<(
     Ok(())
 }
 
-/// An embedded message, read by `read`; its errors name `field`.
+/// The message in `buf` read into a default `T`, field by field through `set`.
+fn read<T: Default>(
+    buf: &[u8],
+    mut set: impl FnMut(&mut T, u32, Value<'_>) -> Result<()>,
+) -> Result<T> {
+    let mut out = T::default();
+    each(buf, |number, value| set(&mut out, number, value))?;
+    Ok(out)
+}
+
+/// An embedded message, read by `decode`; its errors name `field`.
 fn message<T>(
     value: Value<'_>,
     field: &'static str,
-    read: impl FnOnce(&[u8]) -> Result<T>,
+    decode: impl FnOnce(&[u8]) -> Result<T>,
 ) -> Result<T> {
-    within(read(value.bytes(field)?), field)
+    within(decode(value.bytes(field)?), field)
 }
 
 fn push<T>(list: &mut Option<Vec<T>>, item: T) {
@@ -234,8 +246,7 @@ fn pod_meta(buf: &[u8]) -> Result<PodMetaWire> {
 }
 
 fn node_meta(buf: &[u8]) -> Result<MetaWire> {
-    let mut m = MetaWire::default();
-    each(buf, |number, value| {
+    read(buf, |m: &mut MetaWire, number, value| {
         match number {
             1 => m.name = non_empty(value, "name")?,
             3 => m.namespace = non_empty(value, "namespace")?,
@@ -252,13 +263,11 @@ fn node_meta(buf: &[u8]) -> Result<MetaWire> {
             _ => {}
         }
         Ok(())
-    })?;
-    Ok(m)
+    })
 }
 
 fn owner_reference(buf: &[u8]) -> Result<OwnerReference> {
-    let mut r = OwnerReference::default();
-    each(buf, |number, value| {
+    read(buf, |r: &mut OwnerReference, number, value| {
         match number {
             1 => r.kind = value.string("kind")?,
             3 => r.name = value.string("name")?,
@@ -269,13 +278,11 @@ fn owner_reference(buf: &[u8]) -> Result<OwnerReference> {
             _ => {}
         }
         Ok(())
-    })?;
-    Ok(r)
+    })
 }
 
 fn pod_spec(buf: &[u8]) -> Result<PodSpecWire> {
-    let mut s = PodSpecWire::default();
-    each(buf, |number, value| {
+    read(buf, |s: &mut PodSpecWire, number, value| {
         match number {
             2 => push(&mut s.containers, message(value, "containers", container)?),
             7 => string_map(&mut s.node_selector, value, "nodeSelector")?,
@@ -312,13 +319,11 @@ fn pod_spec(buf: &[u8]) -> Result<PodSpecWire> {
             _ => {}
         }
         Ok(())
-    })?;
-    Ok(s)
+    })
 }
 
 fn container(buf: &[u8]) -> Result<SlimContainer> {
-    let mut c = SlimContainer::default();
-    each(buf, |number, value| {
+    read(buf, |c: &mut SlimContainer, number, value| {
         match number {
             1 => c.name = Some(value.string("name")?),
             8 => c.resources = Some(message(value, "resources", resources)?),
@@ -326,8 +331,7 @@ fn container(buf: &[u8]) -> Result<SlimContainer> {
             _ => {}
         }
         Ok(())
-    })?;
-    Ok(c)
+    })
 }
 
 fn resources(buf: &[u8]) -> Result<SlimResources> {
@@ -348,21 +352,18 @@ fn resources(buf: &[u8]) -> Result<SlimResources> {
 }
 
 fn resource_claim(buf: &[u8]) -> Result<k8s::ResourceClaim> {
-    let mut c = k8s::ResourceClaim::default();
-    each(buf, |number, value| {
+    read(buf, |c: &mut k8s::ResourceClaim, number, value| {
         match number {
             1 => c.name = value.string("name")?,
             2 => c.request = non_empty(value, "request")?,
             _ => {}
         }
         Ok(())
-    })?;
-    Ok(c)
+    })
 }
 
 fn pod_resource_claim(buf: &[u8]) -> Result<k8s::PodResourceClaim> {
-    let mut c = k8s::PodResourceClaim::default();
-    each(buf, |number, value| {
+    read(buf, |c: &mut k8s::PodResourceClaim, number, value| {
         match number {
             1 => c.name = value.string("name")?,
             3 => c.resource_claim_name = Some(value.string("resourceClaimName")?),
@@ -370,24 +371,20 @@ fn pod_resource_claim(buf: &[u8]) -> Result<k8s::PodResourceClaim> {
             _ => {}
         }
         Ok(())
-    })?;
-    Ok(c)
+    })
 }
 
 fn scheduling_gate(buf: &[u8]) -> Result<k8s::PodSchedulingGate> {
-    let mut g = k8s::PodSchedulingGate::default();
-    each(buf, |number, value| {
+    read(buf, |g: &mut k8s::PodSchedulingGate, number, value| {
         if number == 1 {
             g.name = value.string("name")?;
         }
         Ok(())
-    })?;
-    Ok(g)
+    })
 }
 
 fn toleration(buf: &[u8]) -> Result<k8s::Toleration> {
-    let mut t = k8s::Toleration::default();
-    each(buf, |number, value| {
+    read(buf, |t: &mut k8s::Toleration, number, value| {
         match number {
             1 => t.key = non_empty(value, "key")?,
             2 => t.operator = non_empty(value, "operator")?,
@@ -397,39 +394,37 @@ fn toleration(buf: &[u8]) -> Result<k8s::Toleration> {
             _ => {}
         }
         Ok(())
-    })?;
-    Ok(t)
+    })
 }
 
 fn topology_spread_constraint(buf: &[u8]) -> Result<k8s::TopologySpreadConstraint> {
-    let mut c = k8s::TopologySpreadConstraint::default();
-    each(buf, |number, value| {
-        match number {
-            1 => c.max_skew = value.int32("maxSkew")?,
-            2 => c.topology_key = value.string("topologyKey")?,
-            3 => c.when_unsatisfiable = value.string("whenUnsatisfiable")?,
-            4 => c.label_selector = Some(message(value, "labelSelector", label_selector)?),
-            5 => c.min_domains = Some(value.int32("minDomains")?),
-            6 => c.node_affinity_policy = Some(value.string("nodeAffinityPolicy")?),
-            7 => c.node_taints_policy = Some(value.string("nodeTaintsPolicy")?),
-            8 => push(&mut c.match_label_keys, value.string("matchLabelKeys")?),
-            _ => {}
-        }
-        Ok(())
-    })?;
-    Ok(c)
+    read(
+        buf,
+        |c: &mut k8s::TopologySpreadConstraint, number, value| {
+            match number {
+                1 => c.max_skew = value.int32("maxSkew")?,
+                2 => c.topology_key = value.string("topologyKey")?,
+                3 => c.when_unsatisfiable = value.string("whenUnsatisfiable")?,
+                4 => c.label_selector = Some(message(value, "labelSelector", label_selector)?),
+                5 => c.min_domains = Some(value.int32("minDomains")?),
+                6 => c.node_affinity_policy = Some(value.string("nodeAffinityPolicy")?),
+                7 => c.node_taints_policy = Some(value.string("nodeTaintsPolicy")?),
+                8 => push(&mut c.match_label_keys, value.string("matchLabelKeys")?),
+                _ => {}
+            }
+            Ok(())
+        },
+    )
 }
 
 fn label_selector(buf: &[u8]) -> Result<LabelSelector> {
-    let mut s = LabelSelector::default();
-    each(buf, |number, value| {
+    read(buf, |s: &mut LabelSelector, number, value| {
         match number {
             1 => string_map(&mut s.match_labels, value, "matchLabels")?,
             2 => push(
                 &mut s.match_expressions,
                 message(value, "matchExpressions", |buf| {
-                    let mut r = LabelSelectorRequirement::default();
-                    each(buf, |number, value| {
+                    read(buf, |r: &mut LabelSelectorRequirement, number, value| {
                         match number {
                             1 => r.key = value.string("key")?,
                             2 => r.operator = value.string("operator")?,
@@ -437,20 +432,17 @@ fn label_selector(buf: &[u8]) -> Result<LabelSelector> {
                             _ => {}
                         }
                         Ok(())
-                    })?;
-                    Ok(r)
+                    })
                 })?,
             ),
             _ => {}
         }
         Ok(())
-    })?;
-    Ok(s)
+    })
 }
 
 fn affinity(buf: &[u8]) -> Result<k8s::Affinity> {
-    let mut a = k8s::Affinity::default();
-    each(buf, |number, value| {
+    read(buf, |a: &mut k8s::Affinity, number, value| {
         match number {
             1 => a.node_affinity = Some(message(value, "nodeAffinity", node_affinity)?),
             2 => {
@@ -470,21 +462,18 @@ fn affinity(buf: &[u8]) -> Result<k8s::Affinity> {
             _ => {}
         }
         Ok(())
-    })?;
-    Ok(a)
+    })
 }
 
 fn node_affinity(buf: &[u8]) -> Result<k8s::NodeAffinity> {
-    let mut a = k8s::NodeAffinity::default();
-    each(buf, |number, value| {
+    read(buf, |a: &mut k8s::NodeAffinity, number, value| {
         match number {
             1 => {
                 a.required_during_scheduling_ignored_during_execution = Some(message(
                     value,
                     "requiredDuringSchedulingIgnoredDuringExecution",
                     |buf| {
-                        let mut s = k8s::NodeSelector::default();
-                        each(buf, |number, value| {
+                        read(buf, |s: &mut k8s::NodeSelector, number, value| {
                             if number == 1 {
                                 s.node_selector_terms.push(message(
                                     value,
@@ -493,8 +482,7 @@ fn node_affinity(buf: &[u8]) -> Result<k8s::NodeAffinity> {
                                 )?);
                             }
                             Ok(())
-                        })?;
-                        Ok(s)
+                        })
                     },
                 )?);
             }
@@ -504,31 +492,31 @@ fn node_affinity(buf: &[u8]) -> Result<k8s::NodeAffinity> {
                     value,
                     "preferredDuringSchedulingIgnoredDuringExecution",
                     |buf| {
-                        let mut t = k8s::PreferredSchedulingTerm::default();
-                        each(buf, |number, value| {
-                            match number {
-                                1 => t.weight = value.int32("weight")?,
-                                2 => {
-                                    t.preference = message(value, "preference", node_selector_term)?
+                        read(
+                            buf,
+                            |t: &mut k8s::PreferredSchedulingTerm, number, value| {
+                                match number {
+                                    1 => t.weight = value.int32("weight")?,
+                                    2 => {
+                                        t.preference =
+                                            message(value, "preference", node_selector_term)?
+                                    }
+                                    _ => {}
                                 }
-                                _ => {}
-                            }
-                            Ok(())
-                        })?;
-                        Ok(t)
+                                Ok(())
+                            },
+                        )
                     },
                 )?,
             ),
             _ => {}
         }
         Ok(())
-    })?;
-    Ok(a)
+    })
 }
 
 fn node_selector_term(buf: &[u8]) -> Result<k8s::NodeSelectorTerm> {
-    let mut t = k8s::NodeSelectorTerm::default();
-    each(buf, |number, value| {
+    read(buf, |t: &mut k8s::NodeSelectorTerm, number, value| {
         match number {
             1 => push(
                 &mut t.match_expressions,
@@ -541,22 +529,22 @@ fn node_selector_term(buf: &[u8]) -> Result<k8s::NodeSelectorTerm> {
             _ => {}
         }
         Ok(())
-    })?;
-    Ok(t)
+    })
 }
 
 fn node_selector_requirement(buf: &[u8]) -> Result<k8s::NodeSelectorRequirement> {
-    let mut r = k8s::NodeSelectorRequirement::default();
-    each(buf, |number, value| {
-        match number {
-            1 => r.key = value.string("key")?,
-            2 => r.operator = value.string("operator")?,
-            3 => push(&mut r.values, value.string("values")?),
-            _ => {}
-        }
-        Ok(())
-    })?;
-    Ok(r)
+    read(
+        buf,
+        |r: &mut k8s::NodeSelectorRequirement, number, value| {
+            match number {
+                1 => r.key = value.string("key")?,
+                2 => r.operator = value.string("operator")?,
+                3 => push(&mut r.values, value.string("values")?),
+                _ => {}
+            }
+            Ok(())
+        },
+    )
 }
 
 /// A `PodAffinity` or `PodAntiAffinity` (the same fields): required and preferred terms.
@@ -584,19 +572,20 @@ fn pod_affinity(
                     value,
                     "preferredDuringSchedulingIgnoredDuringExecution",
                     |buf| {
-                        let mut t = k8s::WeightedPodAffinityTerm::default();
-                        each(buf, |number, value| {
-                            match number {
-                                1 => t.weight = value.int32("weight")?,
-                                2 => {
-                                    t.pod_affinity_term =
-                                        message(value, "podAffinityTerm", pod_affinity_term)?
+                        read(
+                            buf,
+                            |t: &mut k8s::WeightedPodAffinityTerm, number, value| {
+                                match number {
+                                    1 => t.weight = value.int32("weight")?,
+                                    2 => {
+                                        t.pod_affinity_term =
+                                            message(value, "podAffinityTerm", pod_affinity_term)?
+                                    }
+                                    _ => {}
                                 }
-                                _ => {}
-                            }
-                            Ok(())
-                        })?;
-                        Ok(t)
+                                Ok(())
+                            },
+                        )
                     },
                 )?,
             ),
@@ -608,8 +597,7 @@ fn pod_affinity(
 }
 
 fn pod_affinity_term(buf: &[u8]) -> Result<k8s::PodAffinityTerm> {
-    let mut t = k8s::PodAffinityTerm::default();
-    each(buf, |number, value| {
+    read(buf, |t: &mut k8s::PodAffinityTerm, number, value| {
         match number {
             1 => t.label_selector = Some(message(value, "labelSelector", label_selector)?),
             2 => push(&mut t.namespaces, value.string("namespaces")?),
@@ -623,13 +611,11 @@ fn pod_affinity_term(buf: &[u8]) -> Result<k8s::PodAffinityTerm> {
             _ => {}
         }
         Ok(())
-    })?;
-    Ok(t)
+    })
 }
 
 fn pod_status(buf: &[u8]) -> Result<PodStatusWire> {
-    let mut s = PodStatusWire::default();
-    each(buf, |number, value| {
+    read(buf, |s: &mut PodStatusWire, number, value| {
         match number {
             1 => s.phase = non_empty(value, "phase")?,
             2 => push(&mut s.conditions, message(value, "conditions", condition)?),
@@ -638,14 +624,12 @@ fn pod_status(buf: &[u8]) -> Result<PodStatusWire> {
             _ => {}
         }
         Ok(())
-    })?;
-    Ok(s)
+    })
 }
 
 /// A Pod or Node condition (the fields read have the same numbers in both).
 fn condition(buf: &[u8]) -> Result<ConditionWire> {
-    let mut c = ConditionWire::default();
-    each(buf, |number, value| {
+    read(buf, |c: &mut ConditionWire, number, value| {
         match number {
             1 => c.type_ = Some(value.string("type")?),
             2 => c.status = Some(value.string("status")?),
@@ -653,26 +637,22 @@ fn condition(buf: &[u8]) -> Result<ConditionWire> {
             _ => {}
         }
         Ok(())
-    })?;
-    Ok(c)
+    })
 }
 
 fn node_spec(buf: &[u8]) -> Result<NodeSpecWire> {
-    let mut s = NodeSpecWire::default();
-    each(buf, |number, value| {
+    read(buf, |s: &mut NodeSpecWire, number, value| {
         match number {
             4 => s.unschedulable = true_or_absent(value, "unschedulable")?,
             5 => push(&mut s.taints, message(value, "taints", taint)?),
             _ => {}
         }
         Ok(())
-    })?;
-    Ok(s)
+    })
 }
 
 fn taint(buf: &[u8]) -> Result<k8s::Taint> {
-    let mut t = k8s::Taint::default();
-    each(buf, |number, value| {
+    read(buf, |t: &mut k8s::Taint, number, value| {
         match number {
             1 => t.key = value.string("key")?,
             2 => t.value = non_empty(value, "value")?,
@@ -681,21 +661,18 @@ fn taint(buf: &[u8]) -> Result<k8s::Taint> {
             _ => {}
         }
         Ok(())
-    })?;
-    Ok(t)
+    })
 }
 
 fn node_status(buf: &[u8]) -> Result<NodeStatusWire> {
-    let mut s = NodeStatusWire::default();
-    each(buf, |number, value| {
+    read(buf, |s: &mut NodeStatusWire, number, value| {
         match number {
             2 => quantity_map(&mut s.allocatable, value, "allocatable")?,
             4 => push(&mut s.conditions, message(value, "conditions", condition)?),
             _ => {}
         }
         Ok(())
-    })?;
-    Ok(s)
+    })
 }
 
 #[cfg(test)]
@@ -809,25 +786,12 @@ mod tests {
         )
     }
 
-    fn quantity(field: u32, key: &str, value: &str) -> (u32, Message) {
-        (
-            field,
-            Message::new()
-                .string(1, key)
-                .message(2, Message::new().string(1, value)),
-        )
-    }
-
     /// The fields newer than the test API server (1.20), written by hand with the numbers of
     /// the current `generated.proto`, read like their JSON.
     #[test]
     fn fields_newer_than_the_test_server_read_like_their_json() {
         let (sel, sel_json) = selector();
-        let resources = |m: Message| {
-            let (f, q) = quantity(1, "nvidia.com/gpu", "8");
-            let (g, r) = quantity(2, "cpu", "2");
-            m.message(f, q).message(g, r)
-        };
+        let resources = |m: Message| m.quantity(1, "nvidia.com/gpu", "8").quantity(2, "cpu", "2");
         let container = Message::new()
             .string(1, "sidecar")
             .message(
@@ -867,7 +831,7 @@ mod tests {
             .message(39, Message::new().string(1, "gpu").string(3, "claim-1"))
             .message(39, Message::new().string(1, "tmpl").string(4, "template-1"))
             .message(40, resources(Message::new()))
-            .message(32, quantity(0, "cpu", "250m").1)
+            .quantity(32, "cpu", "250m")
             .string(10, "");
         let meta = Message::new()
             .string(1, "p")
@@ -914,13 +878,13 @@ mod tests {
         let e = SlimPod::from_protobuf(&pod.0).expect_err("key is a string");
         assert_eq!(
             e.to_string(),
-            "protobuf spec.tolerations.key: expected a length-delimited value, found a varint"
+            "protobuf Pod.spec.tolerations.key: expected a length-delimited value, found a varint"
         );
         let cut = Message::new().message(1, Message::new().string(1, "n"));
         let e = SlimNode::from_protobuf(&cut.0[..cut.0.len() - 1]).expect_err("truncated");
         assert_eq!(
             e.to_string(),
-            "protobuf : truncated length-delimited field 1 at byte 0"
+            "protobuf Node: truncated length-delimited field 1 at byte 0"
         );
         let bad_time = Message::new().message(
             1,
@@ -929,7 +893,7 @@ mod tests {
         let e = SlimPod::from_protobuf(&bad_time.0).expect_err("time out of range");
         assert!(
             e.to_string()
-                .starts_with("protobuf metadata.creationTimestamp.seconds: "),
+                .starts_with("protobuf Pod.metadata.creationTimestamp.seconds: "),
             "{e}"
         );
     }
