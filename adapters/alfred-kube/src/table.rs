@@ -176,6 +176,8 @@ mod tests {
             request_uuid: String::new(),
             dispatch_reason: None,
             scheduling: None,
+            plan_id: String::new(),
+            plan_step: String::new(),
         };
         let t = rows_table(&[row]);
         let lines: Vec<&str> = t.lines().collect();

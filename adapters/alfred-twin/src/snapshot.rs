@@ -211,6 +211,8 @@ fn add_task(snap: &mut ClusterSnapshot, sim: &Sim, ti: usize, now: i64, workload
                         gpus_needed: t.req.gpus,
                         isvc: Some(t.name.clone()),
                         pending_since: ts(t.evicted_at.unwrap_or(t.arrived)),
+                        uid: String::new(),
+                        nominated_node: String::new(),
                         pools: if spec.is_empty() && !t.gang {
                             PoolAttribution::Any
                         } else {

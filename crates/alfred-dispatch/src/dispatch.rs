@@ -170,6 +170,7 @@ pub fn entry_candidate(e: &Entry) -> Candidate {
         emergency: false,
         pod_gpus: Vec::new(),
         scheduling: None,
+        plan: None,
     }
 }
 

@@ -188,6 +188,12 @@ fn base_row(c: &Candidate, outcome: Outcome) -> Row {
         request_uuid: String::new(),
         dispatch_reason: None,
         scheduling: c.scheduling.clone(),
+        plan_id: c
+            .plan
+            .as_ref()
+            .map(|p| p.plan_id.clone())
+            .unwrap_or_default(),
+        plan_step: c.plan.as_ref().map(|p| p.label()).unwrap_or_default(),
     }
 }
 
@@ -700,6 +706,7 @@ mod tests {
             emergency: false,
             pod_gpus: vec![],
             scheduling: None,
+            plan: None,
         }
     }
 

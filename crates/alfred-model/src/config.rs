@@ -28,9 +28,10 @@ pub use duration::{DurationError, format_go_duration, parse_go_duration};
 pub use error::ConfigError;
 pub use model::{
     Aggressiveness, ConditionStatus, ConditionTrigger, Config, DefragmentationConfig,
-    EarlyTickTrigger, LabelTrigger, MaintenanceConfig, MaintenanceTrigger, MaintenanceWindow, Mode,
-    NodeHealthConfig, PoliciesConfig, SchedulingConfig, SchedulingProfile, ScoringConfig,
-    SpotPolicyConfig, TaintEffect, TaintTrigger, TimeOfDay, TriggerRule, Weekday, defaults,
+    DrainPlansConfig, DrainProtection, EarlyTickTrigger, LabelTrigger, MaintenanceConfig,
+    MaintenanceTrigger, MaintenanceWindow, Mode, NodeHealthConfig, PoliciesConfig,
+    SchedulingConfig, SchedulingProfile, ScoringConfig, SpotPolicyConfig, TaintEffect,
+    TaintTrigger, TimeOfDay, TriggerRule, Weekday, defaults,
 };
 pub use names::{is_dns1123_subdomain, is_label_value, is_qualified_name};
 pub use runtime::{MigrationApiVersion, RuntimeFlags, RuntimeOptions, RuntimeOptionsError};

@@ -125,6 +125,60 @@ pub enum Effect {
         /// The whole document.
         state_json: String,
     },
+    /// Set a pending pod's `status.nominatedNodeName` to the node a drain plan frees
+    /// (`protection: nominate`, B.2), through the `pods/status` subresource with a JSON
+    /// Patch that first tests `metadata.uid` and that the field is unset: a nomination set
+    /// by anyone else is never overwritten.
+    #[serde(rename_all = "camelCase")]
+    NominatePod {
+        /// Namespace.
+        namespace: String,
+        /// Pod name.
+        name: String,
+        /// Expected `metadata.uid`.
+        uid: String,
+        /// The node.
+        node: String,
+        /// The plan.
+        plan_id: String,
+    },
+    /// Remove alfred's nomination: a JSON Patch that tests `metadata.uid` and that
+    /// `status.nominatedNodeName` is still `node`, then removes it.
+    #[serde(rename_all = "camelCase")]
+    ClearNomination {
+        /// Namespace.
+        namespace: String,
+        /// Pod name.
+        name: String,
+        /// Expected `metadata.uid`.
+        uid: String,
+        /// The node alfred nominated.
+        node: String,
+        /// The plan.
+        plan_id: String,
+    },
+    /// Add alfred's `alfred.ome.io/drain-plan=<plan id>:NoSchedule` taint to a node
+    /// (`protection: taint`, opt-in): a JSON Patch testing `metadata.uid` and
+    /// `spec.taints` as read, so a concurrent change fails the write instead of being lost.
+    #[serde(rename_all = "camelCase")]
+    TaintNode {
+        /// Node name.
+        node: String,
+        /// Expected `metadata.uid`.
+        uid: String,
+        /// The plan (the taint's value).
+        plan_id: String,
+    },
+    /// Remove alfred's drain-plan taint (every taint with its key) from a node.
+    #[serde(rename_all = "camelCase")]
+    UntaintNode {
+        /// Node name.
+        node: String,
+        /// Expected `metadata.uid`.
+        uid: String,
+        /// The plan whose taint it is.
+        plan_id: String,
+    },
     /// Change a metric.
     Metric(MetricUpdate),
 }

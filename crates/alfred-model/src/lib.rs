@@ -7,6 +7,7 @@
 pub mod config;
 pub mod effect;
 pub mod index;
+pub mod plan;
 pub mod reason;
 pub mod record;
 pub mod shared;

@@ -131,6 +131,9 @@ reason_enum! {
         InFlightCap,
         /// `maxMigrationsPerHour` reached.
         HourlyCap,
+        /// A drain plan would start, but the hourly budget left does not cover all its
+        /// steps (B.1).
+        PlanBudgetInsufficient,
     }
 }
 
@@ -255,6 +258,8 @@ reason_enum! {
         TargetNodeBusy,
         /// Re-check: no target has room.
         NoCapacity,
+        /// Re-check: the hourly budget no longer covers the drain plan's steps.
+        PlanBudgetInsufficient,
     }
 }
 
@@ -290,6 +295,7 @@ impl DispatchReason {
             RejectReason::NoCapacity => DispatchReason::NoCapacity,
             RejectReason::InFlightCap => DispatchReason::InFlightCap,
             RejectReason::HourlyCap => DispatchReason::HourlyCap,
+            RejectReason::PlanBudgetInsufficient => DispatchReason::PlanBudgetInsufficient,
         }
     }
 }
@@ -351,6 +357,8 @@ reason_enum! {
         InvalidResponse,
         /// The profile is structurally invalid.
         ProfileInvalid,
+        /// A later step of a drain plan: it waits for the plan's earlier steps (B.1).
+        DrainPlanStepWaiting,
     }
 }
 
@@ -442,7 +450,8 @@ mod tests {
             DispatchReason::UUIDStatusObserved.as_str(),
             "UUIDStatusObserved"
         );
-        assert_eq!(RejectReason::ALL.len(), 15);
+        // The 15 documented gates and B.1's plan budget.
+        assert_eq!(RejectReason::ALL.len(), 16);
         assert_eq!(RejectReason::ALL[0], RejectReason::CircuitBreakerOpen);
         assert_eq!(RejectReason::ALL[14], RejectReason::HourlyCap);
     }
@@ -478,5 +487,41 @@ mod tests {
             Some(AdvisoryReason::GangUnsupported)
         );
         assert_eq!(SchedulingReason::PlacementFound.as_advisory(), None);
+    }
+}
+
+reason_enum! {
+    /// How a drain plan ended (decisions.md B.1–B.2).
+    PlanEndReason {
+        /// The pod bound to the plan's node.
+        PodBound,
+        /// The pod bound to another node.
+        PodBoundElsewhere,
+        /// The pod is gone (deleted, or replaced by a pod of another uid).
+        PodGone,
+        /// A step's migration failed.
+        StepFailed,
+        /// A step's migration stalled.
+        StepStalled,
+        /// The node took other pods, so the plan no longer frees it within its steps.
+        NodeRefilled,
+        /// The node turned unhealthy.
+        NodeUnhealthy,
+        /// The node is due for maintenance.
+        NodeMaintenance,
+        /// The node was cordoned or marked for scale-down by someone else.
+        NodeCordoned,
+        /// The node is gone (deleted, or replaced by a node of another uid).
+        NodeGone,
+        /// `planDeadlineMinutes` passed.
+        DeadlineExceeded,
+        /// `drainPlans.enabled` (or defragmentation) is off.
+        PlansDisabled,
+        /// Not in execute mode, or no executor.
+        ExecutionDisabled,
+        /// Another component set the pod's nomination (B.2: never overwritten).
+        NominationTaken,
+        /// A remaining step is no longer movable (ineligible, opted out, cooling).
+        StepIneligible,
     }
 }

@@ -225,6 +225,9 @@ pub struct Candidate {
     /// Added by the engine (§7).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub scheduling: Option<SchedulingDiagnostic>,
+    /// A step of a drain plan (B.1): which plan, which step.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub plan: Option<crate::plan::PlanStepRef>,
 }
 
 impl Candidate {
@@ -349,6 +352,12 @@ pub struct Row {
     /// Scheduling prediction or profile diagnostic.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub scheduling: Option<SchedulingDiagnostic>,
+    /// The drain plan this row is a step of.
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub plan_id: String,
+    /// Its step, `"1/2"`.
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub plan_step: String,
 }
 
 /// The operating mode.
@@ -392,6 +401,9 @@ pub struct LastCycle {
     pub mode: Mode,
     /// The rows; `null` when there are none.
     pub recommendations: Option<Vec<Row>>,
+    /// The drain plans of the pass (proposed, active or ended in it); omitted when none.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub plans: Vec<crate::plan::PlanView>,
 }
 
 impl LastCycle {
@@ -401,6 +413,7 @@ impl LastCycle {
             timestamp,
             mode,
             recommendations: if rows.is_empty() { None } else { Some(rows) },
+            plans: Vec::new(),
         }
     }
 }
@@ -487,6 +500,8 @@ mod tests {
             request_uuid: String::new(),
             dispatch_reason: None,
             scheduling: None,
+            plan_id: String::new(),
+            plan_step: String::new(),
         }
     }
 

@@ -366,6 +366,12 @@ pub struct PendingPod {
     pub isvc: Option<String>,
     /// `PodScheduled=False` transition time, else the creation time.
     pub pending_since: Timestamp,
+    /// `metadata.uid`.
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub uid: String,
+    /// `status.nominatedNodeName`: the node the scheduler (or a drain plan) holds for it.
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub nominated_node: String,
     /// Which pools the pod's demand counts in (G.8).
     #[serde(default)]
     pub pools: PoolAttribution,

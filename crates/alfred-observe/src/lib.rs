@@ -407,6 +407,8 @@ where
                 .get(ISVC_LABEL)
                 .map(|n| format!("{}/{n}", p.namespace)),
             pending_since: f.unschedulable_since.or(p.created_at).unwrap_or(now),
+            uid: p.uid.clone(),
+            nominated_node: f.nominated_node.clone(),
             pools: pools_for,
             labels: p.labels.clone(),
             scheduling: p.scheduling.clone(),

@@ -27,6 +27,8 @@ pub(crate) struct PodFacts {
     pub controller_conflict: bool,
     /// Required node affinity, for pool attribution.
     pub required_affinity: Option<k8s::NodeSelector>,
+    /// `status.nominatedNodeName` (empty when unset).
+    pub nominated_node: String,
 }
 
 struct ContainerResources {
@@ -488,6 +490,9 @@ pub(crate) fn build_pod(
         unschedulable_since,
         controller_conflict,
         required_affinity,
+        nominated_node: status
+            .and_then(|s| s.nominated_node_name.clone())
+            .unwrap_or_default(),
     })
 }
 

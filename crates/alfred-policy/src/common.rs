@@ -895,5 +895,6 @@ pub(crate) fn row(
         emergency: false,
         pod_gpus: Vec::new(),
         scheduling: None,
+        plan: None,
     }
 }

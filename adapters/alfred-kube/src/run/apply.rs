@@ -83,6 +83,10 @@ pub fn effect_label(e: &Effect) -> &'static str {
         Effect::RecordEvent(_) => "record_event",
         Effect::RequestMigration { .. } => "request_migration",
         Effect::WriteJournal { .. } => "write_journal",
+        Effect::NominatePod { .. } => "nominate_pod",
+        Effect::ClearNomination { .. } => "clear_nomination",
+        Effect::TaintNode { .. } => "taint_node",
+        Effect::UntaintNode { .. } => "untaint_node",
         Effect::Metric(_) => "metric",
     }
 }
@@ -367,6 +371,13 @@ impl Applier {
                     .await
             }
             Effect::WriteJournal { state_json } => self.write_journal(state_json).await,
+            // TODO(drain-plans adapter): the conditioned pods/status and node patches.
+            Effect::NominatePod { .. }
+            | Effect::ClearNomination { .. }
+            | Effect::TaintNode { .. }
+            | Effect::UntaintNode { .. } => {
+                Outcome::Error("drain-plan protection writes are not applied yet".to_owned())
+            }
             Effect::Metric(_) => Outcome::Applied,
         }
     }

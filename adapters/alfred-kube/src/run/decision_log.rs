@@ -348,6 +348,7 @@ mod tests {
                         emergency: false,
                         pod_gpus: vec![1],
                         scheduling: None,
+                        plan: None,
                     },
                     verdict: Some(Verdict {
                         admitted: true,

@@ -208,6 +208,7 @@ pub fn cand(
         emergency: false,
         pod_gpus: pod_gpus.to_vec(),
         scheduling: None,
+        plan: None,
     }
 }
 

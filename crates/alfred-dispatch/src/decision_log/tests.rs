@@ -49,6 +49,7 @@ fn candidate(w: &str, from: &str, executable: bool, advisory: Option<AdvisoryRea
         emergency: false,
         pod_gpus: vec![1],
         scheduling: None,
+        plan: None,
     }
 }
 

@@ -117,6 +117,7 @@ pub fn candidate(w: &str, from: &str, hints: &[&str], score: f64) -> Candidate {
         emergency: false,
         pod_gpus: vec![4],
         scheduling: None,
+        plan: None,
     }
 }
 

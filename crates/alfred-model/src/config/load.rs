@@ -15,8 +15,8 @@ use std::time::Duration;
 
 use super::error::{ConfigError, index_path, key_path, quoted};
 use super::model::{
-    Aggressiveness, ConditionStatus, ConditionTrigger, Config, EarlyTickTrigger, LabelTrigger,
-    MaintenanceConfig, MaintenanceTrigger, MaintenanceWindow, Mode, SchedulingConfig,
+    Aggressiveness, ConditionStatus, ConditionTrigger, Config, DrainProtection, EarlyTickTrigger,
+    LabelTrigger, MaintenanceConfig, MaintenanceTrigger, MaintenanceWindow, Mode, SchedulingConfig,
     SchedulingProfile, TaintEffect, TaintTrigger, TimeOfDay, TriggerRule, Weekday, defaults,
 };
 use super::names::{is_dns1123_subdomain, is_label_value, is_qualified_name};
@@ -251,7 +251,25 @@ struct RawDefrag {
     ladder: Option<Vec<i128>>,
     lambda: Option<f64>,
     prior: Option<Vec<(String, f64)>>,
+    drain: RawDrainPlans,
 }
+
+#[derive(Default)]
+struct RawDrainPlans {
+    enabled: Option<bool>,
+    protection: Option<String>,
+    /// `maxStepsPerPlan`, `maxActivePlans`, `planDeadlineMinutes`, `abandonBackoffMinutes`.
+    positive: [Option<i128>; 4],
+}
+
+const DRAIN_PLANS: &str = "policies.defragmentation.drainPlans";
+/// The positive integer keys of `drainPlans`, in the order they are checked.
+const DRAIN_POSITIVE: [&str; 4] = [
+    "maxStepsPerPlan",
+    "maxActivePlans",
+    "planDeadlineMinutes",
+    "abandonBackoffMinutes",
+];
 
 #[derive(Default)]
 struct RawHealth {
@@ -377,9 +395,22 @@ impl RawConfig {
                 "fragmentationThreshold",
                 "aggressiveness",
                 "scoring",
+                "drainPlans",
             ],
         )?;
         self.defrag.enabled = d.bool("enabled")?;
+        if let Some(node) = d.get("drainPlans") {
+            let keys = ["enabled", "protection"]
+                .into_iter()
+                .chain(DRAIN_POSITIVE)
+                .collect::<Vec<_>>();
+            let p = Obj::new(node, DRAIN_PLANS, &keys)?;
+            self.defrag.drain.enabled = p.bool("enabled")?;
+            self.defrag.drain.protection = p.string("protection")?;
+            for (slot, key) in self.defrag.drain.positive.iter_mut().zip(DRAIN_POSITIVE) {
+                *slot = p.int(key)?;
+            }
+        }
         self.defrag.threshold = d.float("fragmentationThreshold")?;
         self.defrag.aggressiveness = d.string("aggressiveness")?;
         if let Some(node) = d.get("scoring") {
@@ -551,6 +582,39 @@ impl RawConfig {
             &defrag.scoring.size_ladder,
             prior_is_default,
         )?;
+        let drain = &mut defrag.drain_plans;
+        if let Some(enabled) = self.defrag.drain.enabled {
+            drain.enabled = enabled;
+        }
+        if let Some(p) = &self.defrag.drain.protection {
+            drain.protection = DrainProtection::from_name(p).ok_or_else(|| {
+                ConfigError::invalid(
+                    format!("{DRAIN_PLANS}.protection"),
+                    quoted(p),
+                    format!("is not a protection mode (want {})", DrainProtection::WANT),
+                )
+            })?;
+        }
+        let slots = [
+            &mut drain.max_steps_per_plan,
+            &mut drain.max_active_plans,
+            &mut drain.plan_deadline_minutes,
+            &mut drain.abandon_backoff_minutes,
+        ];
+        for ((key, raw), slot) in DRAIN_POSITIVE
+            .iter()
+            .zip(self.defrag.drain.positive)
+            .zip(slots)
+        {
+            let path = format!("{DRAIN_PLANS}.{key}");
+            match raw {
+                None => {}
+                Some(n) if n <= 0 => {
+                    return Err(ConfigError::invalid(path, n.to_string(), "is not positive"));
+                }
+                Some(n) => *slot = to_positive_u32(&path, n)?,
+            }
+        }
 
         let health = &mut config.policies.node_health;
         if let Some(enabled) = self.health.enabled {

@@ -32,6 +32,14 @@ pub mod defaults {
     pub const SIZE_PRIOR: [(u32, f64); 4] = [(1, 0.1), (2, 0.1), (4, 0.2), (8, 0.6)];
     /// `policies.defragmentation.scoring.pendingUrgencyTauMinutes`.
     pub const PENDING_URGENCY_TAU_MINUTES: u32 = 30;
+    /// `policies.defragmentation.drainPlans.maxStepsPerPlan`.
+    pub const DRAIN_MAX_STEPS_PER_PLAN: u32 = 4;
+    /// `policies.defragmentation.drainPlans.maxActivePlans`.
+    pub const DRAIN_MAX_ACTIVE_PLANS: u32 = 1;
+    /// `policies.defragmentation.drainPlans.planDeadlineMinutes`.
+    pub const DRAIN_PLAN_DEADLINE_MINUTES: u32 = 60;
+    /// `policies.defragmentation.drainPlans.abandonBackoffMinutes`.
+    pub const DRAIN_ABANDON_BACKOFF_MINUTES: u32 = 30;
     /// `policies.nodeHealth.triggerConditions`.
     pub const TRIGGER_CONDITIONS: [&str; 1] = ["GpuUnhealthy"];
     /// `policies.nodeHealth.healthCooldownFloorMinutes`.
@@ -168,6 +176,32 @@ pub struct DefragmentationConfig {
     pub aggressiveness: Aggressiveness,
     /// `scoring`.
     pub scoring: ScoringConfig,
+    /// `drainPlans`: whole-node consolidation for a waiting pod (decisions.md B.1–B.3).
+    pub drain_plans: DrainPlansConfig,
+}
+
+/// `policies.defragmentation.drainPlans`.
+///
+/// A drain plan frees one node for one pending pod that fits nowhere: the fewest moves of
+/// movable Instances off that node, priced in GPUs as one plan and executed one step per
+/// pass. `enabled: false` gives exactly the seeds' single-move behaviour.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct DrainPlansConfig {
+    /// `enabled` (default true).
+    pub enabled: bool,
+    /// `protection`: how the node being freed is kept for the pod (default `nominate`).
+    pub protection: DrainProtection,
+    /// `maxStepsPerPlan` (> 0, default 4): the most moves one plan may take.
+    pub max_steps_per_plan: u32,
+    /// `maxActivePlans` (> 0, default 1): active plans per pool.
+    pub max_active_plans: u32,
+    /// `planDeadlineMinutes` (> 0, default 60): a plan not completed by then is abandoned.
+    pub plan_deadline_minutes: u32,
+    /// `abandonBackoffMinutes` (> 0, default 30): after a pool's plan is abandoned, no new
+    /// plan starts there for this long, doubled for each further abandon in a row (at most
+    /// eight times).
+    pub abandon_backoff_minutes: u32,
 }
 
 /// `policies.defragmentation.scoring`.
@@ -405,6 +439,20 @@ string_enum! {
 }
 
 string_enum! {
+    /// `drainPlans.protection`: how a node being freed is kept for its pod.
+    DrainProtection {
+        /// Nothing holds the node: another pod may take the GPUs freed.
+        None => "none",
+        /// The pod's `status.nominatedNodeName` is set to the node (default; keeps seed
+        /// 001's promise: no cordon, no drain, no eviction).
+        Nominate => "nominate",
+        /// alfred's own `alfred.ome.io/drain-plan` NoSchedule taint on the node while it
+        /// drains (opt-in; departs from seed 001, which promises no node writes).
+        Taint => "taint",
+    } want "none, nominate or taint"
+}
+
+string_enum! {
     /// `condition.status` of a maintenance trigger.
     ConditionStatus {
         /// `"True"`.
@@ -546,6 +594,14 @@ impl Config {
                         demand_blend_lambda: defaults::DEMAND_BLEND_LAMBDA,
                         size_prior: defaults::SIZE_PRIOR.into_iter().collect(),
                         pending_urgency_tau_minutes: defaults::PENDING_URGENCY_TAU_MINUTES,
+                    },
+                    drain_plans: DrainPlansConfig {
+                        enabled: true,
+                        protection: DrainProtection::Nominate,
+                        max_steps_per_plan: defaults::DRAIN_MAX_STEPS_PER_PLAN,
+                        max_active_plans: defaults::DRAIN_MAX_ACTIVE_PLANS,
+                        plan_deadline_minutes: defaults::DRAIN_PLAN_DEADLINE_MINUTES,
+                        abandon_backoff_minutes: defaults::DRAIN_ABANDON_BACKOFF_MINUTES,
                     },
                 },
                 node_health: NodeHealthConfig {

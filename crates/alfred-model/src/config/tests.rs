@@ -1352,6 +1352,14 @@ fn effective_json_prints_every_key() {
                     "demandBlendLambda": 0.3,
                     "sizePrior": {"1": 0.1, "2": 0.1, "4": 0.2, "8": 0.6},
                     "pendingUrgencyTauMinutes": 30
+                },
+                "drainPlans": {
+                    "enabled": true,
+                    "protection": "nominate",
+                    "maxStepsPerPlan": 4,
+                    "maxActivePlans": 1,
+                    "planDeadlineMinutes": 60,
+                    "abandonBackoffMinutes": 30
                 }
             },
             "nodeHealth": {
@@ -1413,4 +1421,44 @@ fn seed_examples_parse() {
         c.scheduling.profiles["ome-scheduler"].configuration_id,
         "sha256:<ome-id>"
     );
+}
+
+#[test]
+fn drain_plan_keys_are_validated_naming_their_path() {
+    let base = "schemaVersion: 1\npolicies:\n  defragmentation:\n    drainPlans:\n";
+    let c = Config::from_yaml(&format!(
+        "{base}      enabled: false\n      protection: taint\n      maxStepsPerPlan: 2\n      maxActivePlans: 3\n      planDeadlineMinutes: 90\n      abandonBackoffMinutes: 15\n"
+    ))
+    .unwrap();
+    let d = &c.policies.defragmentation.drain_plans;
+    assert!(!d.enabled);
+    assert_eq!(d.protection, crate::config::DrainProtection::Taint);
+    assert_eq!(
+        (
+            d.max_steps_per_plan,
+            d.max_active_plans,
+            d.plan_deadline_minutes,
+            d.abandon_backoff_minutes
+        ),
+        (2, 3, 90, 15)
+    );
+    let e = Config::from_yaml(&format!("{base}      protection: cordon\n")).unwrap_err();
+    assert_eq!(
+        e.to_string(),
+        "policies.defragmentation.drainPlans.protection: \"cordon\" is not a protection mode (want none, nominate or taint)"
+    );
+    for key in [
+        "maxStepsPerPlan",
+        "maxActivePlans",
+        "planDeadlineMinutes",
+        "abandonBackoffMinutes",
+    ] {
+        let e = Config::from_yaml(&format!("{base}      {key}: 0\n")).unwrap_err();
+        assert_eq!(
+            e.to_string(),
+            format!("policies.defragmentation.drainPlans.{key}: 0 is not positive")
+        );
+    }
+    let e = Config::from_yaml(&format!("{base}      bogus: 1\n")).unwrap_err();
+    assert_eq!(e.path(), "policies.defragmentation.drainPlans.bogus");
 }
