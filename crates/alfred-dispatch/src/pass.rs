@@ -372,11 +372,7 @@ pub fn run_pass(
         .filter(|&i| matches!(effects.get(i), Some(Effect::WriteJournal { .. })));
     // 6.–7. Breaker gauge and the report.
     let (node_records, node_fx, deleted) = if cfg.policies.node_health.enabled {
-        report::node_records(
-            &node_markers,
-            snap.observed_at,
-            input.previous_node_records,
-        )
+        report::node_records(&node_markers, snap.observed_at, input.previous_node_records)
     } else {
         // Decision B.4: no records and no Node events; the stored keys go.
         let deleted = report::node_keys_without_node_health(

@@ -4,7 +4,6 @@
 use std::collections::{BTreeMap, BTreeSet};
 use std::fmt::Write as _;
 
-use alfred_model::{ClusterSnapshot, Timestamp};
 use alfred_model::config::Mode as ConfigMode;
 use alfred_model::effect::{Effect, Event, EventType, MetricChange, MetricUpdate, ObjectRef, Text};
 use alfred_model::reason::AdvisoryReason;
@@ -13,6 +12,7 @@ use alfred_model::record::{
     Row, Verdict,
 };
 use alfred_model::snapshot::HealthState;
+use alfred_model::{ClusterSnapshot, Timestamp};
 use alfred_policy::NodeMarker;
 use sha2::{Digest, Sha256};
 

@@ -113,8 +113,8 @@ fn node_records(
     snap: &ClusterSnapshot,
     previous: &BTreeMap<String, NodeRecord>,
 ) -> (BTreeMap<String, NodeRecord>, Vec<Effect>, Vec<String>) {
-    let markers =
-        alfred_policy::nodehealth::evaluate(snap, &Config::builtin(), snap.observed_at).node_markers;
+    let markers = alfred_policy::nodehealth::evaluate(snap, &Config::builtin(), snap.observed_at)
+        .node_markers;
     alfred_dispatch::report::node_records(&markers, snap.observed_at, previous)
 }
 
@@ -266,7 +266,10 @@ fn recommendations(out: &alfred_dispatch::PassOutput) -> (Vec<String>, Vec<Strin
         .iter()
         .find_map(|e| match e {
             Effect::UpdateRecommendations { set, delete, .. } => Some((
-                set.keys().filter(|k| k.starts_with("node")).cloned().collect(),
+                set.keys()
+                    .filter(|k| k.starts_with("node"))
+                    .cloned()
+                    .collect(),
                 delete.clone(),
             )),
             _ => None,
@@ -293,7 +296,10 @@ fn disabling_node_health_removes_the_records_and_reenabling_starts_over() {
     let first = world.pass();
     assert_eq!(node_events(&first), ["NodeRepairNeeded"]);
     assert_eq!(recommendations(&first), (vec![key.clone()], vec![]));
-    assert_eq!(first.node_records[&name].observed_at, world.snap.observed_at);
+    assert_eq!(
+        first.node_records[&name].observed_at,
+        world.snap.observed_at
+    );
     assert!(world.state.node_records.contains_key(&name));
 
     let advance = |world: &mut common::World| {

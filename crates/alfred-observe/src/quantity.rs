@@ -243,7 +243,10 @@ mod tests {
         assert_eq!(device_count("4Ei"), Err(out));
         assert_eq!(device_count("4294967295").unwrap(), u32::MAX);
         assert_eq!(device_count("1.5"), Err(fraction.clone()));
-        assert_eq!(device_count("99999999999999999999.5"), Err(fraction.clone()));
+        assert_eq!(
+            device_count("99999999999999999999.5"),
+            Err(fraction.clone())
+        );
         assert_eq!(device_count("1e-50"), Err(fraction));
     }
 }
