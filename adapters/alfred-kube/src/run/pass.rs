@@ -335,11 +335,12 @@ mod tests {
         let deletes = |enabled: bool| {
             let mut config = Config::builtin();
             config.policies.node_health.enabled = enabled;
-            let mut input = PassInput::for_test(
-                ClusterSnapshot::default(),
-                config,
-                Timestamp::from_unix_secs(1_790_000_000),
-            );
+            let now = Timestamp::from_unix_secs(1_790_000_000);
+            let snapshot = ClusterSnapshot {
+                observed_at: now,
+                ..ClusterSnapshot::default()
+            };
+            let mut input = PassInput::for_test(snapshot, config, now);
             input.stored_records = stored.clone();
             let out = AlfredPass::default().run(&input);
             out.effects
