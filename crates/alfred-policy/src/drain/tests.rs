@@ -45,11 +45,7 @@ fn one_move_frees_a_node_for_the_waiting_pod() {
     // cost = 1 step × 0.15 × 8 GPUs.
     assert!((plan.cost_gpus - 1.2).abs() < 1e-12);
     // The step is the executable row of its Instance, with the plan and step on it.
-    let rows: Vec<_> = out
-        .candidates
-        .iter()
-        .filter(|c| c.plan.is_some())
-        .collect();
+    let rows: Vec<_> = out.candidates.iter().filter(|c| c.plan.is_some()).collect();
     assert_eq!(rows.len(), 1);
     let r = rows[0];
     assert!(r.executable && r.emergency && r.surge_shaped);
@@ -66,17 +62,15 @@ fn one_move_frees_a_node_for_the_waiting_pod() {
         .count();
     assert_eq!(same, 1);
     assert!(
-        plan.story(snap.observed_at).starts_with(&format!(
-            "moving {} (1 GPU) {} → ",
-            r.workload, plan.node
-        )),
+        plan.story(snap.observed_at)
+            .starts_with(&format!("moving {} (1 GPU) {} → ", r.workload, plan.node)),
         "{}",
         plan.story(snap.observed_at)
     );
 }
 
 #[test]
-fn a_one_step_plan_is_worth_twice_the_single_move_benefit_times_the_free_gpus() {
+fn a_one_step_plan_recovers_the_single_move_benefit_times_the_free_gpus() {
     let snap = ten_nodes().build();
     let s = PolicySettings::default();
     let plan = only(&plans(&snap, &s, &[])).clone();
@@ -86,12 +80,15 @@ fn a_one_step_plan_is_worth_twice_the_single_move_benefit_times_the_free_gpus() 
         .find(|c| c.workload == plan.steps[0].workload)
         .unwrap();
     let free: u32 = snap.nodes.iter().map(|n| n.free_gpus).sum();
-    let expected = 2.0 * single.benefit * f64::from(free);
+    let expected = single.benefit * f64::from(free);
     assert!(
-        (plan.benefit_gpus - expected).abs() < 1e-9,
+        (plan.recovered_gpus - expected).abs() < 1e-9,
         "{} vs {expected}",
-        plan.benefit_gpus
+        plan.recovered_gpus
     );
+    // The seat adds the pod's 8 GPUs at the weight of size 8.
+    let seat = plan.benefit_gpus - plan.recovered_gpus;
+    assert!(seat > 0.0 && seat <= 8.0, "{plan:?}");
 }
 
 #[test]
@@ -108,7 +105,10 @@ fn the_price_does_not_change_with_idle_pools_or_full_nodes_the_plan_does_not_use
     let bigger = plans(&bigger.build(), &s, &[]);
     let (a, b) = (only(&base), only(&bigger));
     assert_eq!(a.node, b.node);
-    assert!((a.benefit_gpus - b.benefit_gpus).abs() < 1e-9, "{a:?} {b:?}");
+    assert!(
+        (a.benefit_gpus - b.benefit_gpus).abs() < 1e-9,
+        "{a:?} {b:?}"
+    );
     assert!((a.cost_gpus - b.cost_gpus).abs() < 1e-12);
 }
 
@@ -134,7 +134,11 @@ fn plans_are_off_when_disabled_or_without_executor_or_with_defragmentation_off()
         assert!(out.candidates.iter().all(|c| c.plan.is_none()));
     }
     let no_exec = ten_nodes().executor(false).build();
-    assert!(plans(&no_exec, &PolicySettings::default(), &[]).plans.is_empty());
+    assert!(
+        plans(&no_exec, &PolicySettings::default(), &[])
+            .plans
+            .is_empty()
+    );
 }
 
 #[test]
@@ -209,7 +213,11 @@ fn what_cannot_move_blocks_its_node() {
         .omenative("a", "spread2", &[&[("n2", 1), ("n1", 1)]])
         .pending("prod", "big", 8, 30)
         .build();
-    assert!(plans(&snap, &s, &[]).plans.is_empty(), "{:#?}", plans(&snap, &s, &[]));
+    assert!(
+        plans(&snap, &s, &[]).plans.is_empty(),
+        "{:#?}",
+        plans(&snap, &s, &[])
+    );
     // A cooling or opted-out Instance blocks the same way.
     let cooling = ten_nodes()
         .with(|snap| {
@@ -235,7 +243,10 @@ fn plans_never_use_an_unavailable_node_as_their_node_or_a_target() {
     assert!(!excluded.contains(&plan.node.as_str()));
     for step in &plan.steps {
         for t in &step.targets {
-            assert!(!excluded.contains(&t.as_str()) && *t != plan.node, "{plan:?}");
+            assert!(
+                !excluded.contains(&t.as_str()) && *t != plan.node,
+                "{plan:?}"
+            );
         }
     }
     let out = propose_with_plans(&snap, &s, snap.observed_at, &[]);
@@ -331,7 +342,10 @@ fn a_refilled_node_blocks_its_plan() {
         .build();
     let p = plans(&refilled, &s, &[active]);
     assert!(p.plans.is_empty());
-    assert_eq!(p.blocked, vec![(plan.id.clone(), PlanEndReason::NodeRefilled)]);
+    assert_eq!(
+        p.blocked,
+        vec![(plan.id.clone(), PlanEndReason::NodeRefilled)]
+    );
 }
 
 #[test]
@@ -355,7 +369,9 @@ fn a_pool_whose_plans_were_abandoned_backs_off() {
             .is_empty()
     );
     assert_eq!(
-        plans(&snap, &s, &[ended(61, "a"), ended(70, "b")]).plans.len(),
+        plans(&snap, &s, &[ended(61, "a"), ended(70, "b")])
+            .plans
+            .len(),
         1
     );
     let _ = HealthState::Clear;
