@@ -266,10 +266,33 @@ fn execute_mode_story_across_replays_submits_once_then_stalls() {
         1,
         "{rows:?}"
     );
+    // The move is the one step of a drain plan freeing gpu-h100-01 for the pending 8-GPU
+    // pod (B.1): the plan starts, the pod is nominated to the node, and chat/beta may not
+    // land on the plan's node nor on the target just claimed.
+    let alpha = rows.iter().find(|r| r["outcome"] == "submitted").unwrap();
+    assert_eq!(alpha["workload"], "chat/alpha");
+    assert_eq!(alpha["planStep"], "1/1");
     assert!(
         rows.iter()
-            .any(|r| r["dispatchReason"] == "SerialDispatchLimit"),
+            .any(|r| r["workload"] == "chat/beta" && r["rejectReason"] == "TargetNodeBusy"),
         "{rows:?}"
+    );
+    let plans = first["record"]["plans"].as_array().unwrap();
+    assert_eq!(plans.len(), 1);
+    assert_eq!(plans[0]["node"], "gpu-h100-01");
+    assert_eq!(plans[0]["phase"], "protecting");
+    let kinds: Vec<&str> = first["effects"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(|e| e["kind"].as_str())
+        .collect();
+    let request = kinds.iter().position(|k| *k == "requestMigration").unwrap();
+    let nominate = kinds.iter().position(|k| *k == "nominatePod").unwrap();
+    // The plan's journal write comes between the request and the nomination.
+    assert!(
+        kinds[request + 1..nominate].contains(&"writeJournal"),
+        "{kinds:?}"
     );
     assert_eq!(requests(&first), 1);
     // Five minutes later nothing acknowledged the request (the recorded cluster never
@@ -366,4 +389,50 @@ fn node_health_off_and_on_again_across_a_state_chain() {
         })
         .collect();
     insta::assert_json_snapshot!(story);
+}
+
+/// `policies.defragmentation.drainPlans.enabled: false` gives exactly the seeds' behaviour
+/// (decisions.md B.1): every fixture replays as it did before drain plans existed (these
+/// snapshots were checked byte for byte against the pre-plan outputs when plans landed).
+#[test]
+fn with_drain_plans_disabled_every_fixture_replays_as_before_plans() {
+    let dir = Path::new(env!("CARGO_TARGET_TMPDIR"))
+        .join(format!("alfred-replay-noplans-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    insta::glob!("../../../fixtures/clusters", "*.json", |path| {
+        let mut args = fixture_args(path);
+        let base = match args.iter().position(|a| a == "--config") {
+            Some(i) => args[i + 1].clone(),
+            None => {
+                let f = dir.join("builtin.yaml");
+                std::fs::write(&f, "schemaVersion: 1\n").unwrap();
+                f.to_string_lossy().into_owned()
+            }
+        };
+        let (code, effective, stderr) = alfred(&["config", "check", &base, "--print-effective"]);
+        assert_eq!(code, 0, "{stderr}");
+        let at = effective
+            .find("drainPlans:")
+            .expect("drainPlans in the effective config");
+        let (head, tail) = effective.split_at(at);
+        let tail = tail.replacen("enabled: true", "enabled: false", 1);
+        let off = dir.join(format!(
+            "{}.yaml",
+            path.file_stem().unwrap().to_string_lossy()
+        ));
+        std::fs::write(&off, format!("{head}{tail}")).unwrap();
+        args.retain(|a| a != "--config" && *a != base);
+        args.extend([
+            "--config".into(),
+            off.to_string_lossy().into_owned(),
+            "--format".into(),
+            "json".into(),
+        ]);
+        let refs: Vec<&str> = args.iter().map(String::as_str).collect();
+        let (code, stdout, stderr) = alfred(&refs);
+        assert_eq!(code, 0, "{stderr}");
+        let value: serde_json::Value = serde_json::from_str(&stdout).expect("replay prints JSON");
+        insta::assert_json_snapshot!(value);
+    });
+    std::fs::remove_dir_all(&dir).ok();
 }
