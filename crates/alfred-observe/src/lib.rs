@@ -27,8 +27,8 @@ use std::collections::{BTreeMap, BTreeSet};
 
 use alfred_model::Timestamp;
 use alfred_model::snapshot::{
-    ClusterSnapshot, ComponentKind, ExecutorState, Node, ObjectProblem, PendingPod, PodGroup,
-    PodPhase, PoolAttribution,
+    ClusterSnapshot, ComponentKind, DeploymentMode, ExecutorState, Node, ObjectProblem, PendingPod,
+    PodGroup, PodPhase, PoolAttribution,
 };
 use k8s_openapi::api::core::v1 as k8s;
 
@@ -286,6 +286,9 @@ where
 
     // Workloads.
     let mut workloads = Vec::with_capacity(isvcs.len());
+    // The InferenceReplicas whose status a workload's component reads (the one replica of
+    // an OMENative component); every other replica's migration rows are kept apart.
+    let mut attached: BTreeSet<usize> = BTreeSet::new();
     for (si, isvc) in isvcs.iter().enumerate() {
         if isvc_index.get(&(isvc.obj.meta.namespace.clone(), isvc.obj.meta.name.clone()))
             != Some(&si)
@@ -308,9 +311,25 @@ where
                 .unwrap_or_default();
             ir_map.insert(kind, list);
         }
+        let routed_here = routed.remove(&si).unwrap_or_default();
+        for kind in isvc.declared.keys().chain(routed_here.keys()) {
+            if isvc.mode(*kind) != DeploymentMode::OMENative {
+                continue;
+            }
+            if let Some([one]) = ir_by_parent
+                .get(&(
+                    isvc.obj.meta.namespace.clone(),
+                    isvc.obj.meta.name.clone(),
+                    *kind,
+                ))
+                .map(Vec::as_slice)
+            {
+                attached.insert(*one);
+            }
+        }
         let input = workloads::WorkloadInput {
             isvc,
-            routed: routed.remove(&si).unwrap_or_default(),
+            routed: routed_here,
             replicas: ir_map,
         };
         workloads.push(workloads::build_workload(
@@ -446,6 +465,13 @@ where
         })
         .collect();
 
+    let unattached_replicas = replicas
+        .iter()
+        .enumerate()
+        .filter(|(i, _)| !attached.contains(i))
+        .filter_map(|(_, r)| workloads::unattached_replica(r))
+        .collect();
+
     let bound_pods = pods
         .into_iter()
         .filter(|f| !f.pod.node.is_empty() && !finished(f))
@@ -468,6 +494,7 @@ where
         workloads,
         models: model_infos,
         pod_groups,
+        unattached_replicas,
         problems: problems.0,
         index_cache: Default::default(),
     };
