@@ -37,10 +37,17 @@ use crate::stages::{ArbiterInput, Stages};
 /// Kind of the snapshot problem that marks a failed lossless capture.
 pub const CAPTURE_PROBLEM_KIND: &str = "SchedulingCapture";
 
-/// alfred's source fingerprint: hex SHA-256 over a canonical JSON of the InferenceService
-/// UID and generation, the InferenceReplica UID, name and revisions, the Instance's status
-/// row and its pods (name, UID, node, GPUs, the OMENative identity labels). `None` when
-/// the Instance is not in the snapshot.
+/// The tag that opens every fingerprint document: an entry written with another format
+/// (an earlier alfred) never matches, so its retry is `SourceChanged` (decision 15.1: a
+/// fingerprint alfred cannot verify).
+const FINGERPRINT_FORMAT: &str = "alfred-fingerprint-v2";
+
+/// alfred's source fingerprint (alfred-engine.md §9.5): hex SHA-256 over a canonical JSON of
+/// the InferenceService UID and generation, the InferenceReplica UID, name, generation and
+/// revisions, the Instance's status row, and its pods as the snapshot holds them less what
+/// comes from their status (phase, readiness, start time): identity, node, owner, deletion,
+/// every label, the digest of the annotations and the scheduling part of the spec. `None`
+/// when the Instance is not in the snapshot.
 pub fn fingerprint(
     snap: &ClusterSnapshot,
     workload: &str,
@@ -58,16 +65,18 @@ pub fn fingerprint(
         .iter()
         .filter_map(|k| snap.pod_by_key(k))
         .map(|p| {
-            let label = |k: &str| p.labels.get(k).cloned().unwrap_or_default();
             json!([
                 p.namespace,
                 p.name,
                 p.uid,
                 p.node,
                 p.gpus,
-                label("ome.io/runner"),
-                label("ome.io/pod-ordinal"),
-                label("ome.io/instance-incarnation")
+                p.terminating,
+                p.created_at,
+                p.labels,
+                p.controller,
+                p.annotations_digest,
+                *p.scheduling
             ])
         })
         .collect();
@@ -76,11 +85,12 @@ pub fn fingerprint(
         .as_ref()
         .map(|s| serde_json::to_value(s).unwrap_or_default());
     let doc = json!([
-        "alfred-fingerprint-v1",
+        FINGERPRINT_FORMAT,
         w.uid,
         w.generation,
         ir.uid,
         ir.name,
+        ir.generation,
         ir.current_revision,
         ir.update_revision,
         status,

@@ -137,6 +137,38 @@ fn default_true() -> bool {
     true
 }
 
+fn is_zero_i64(v: &i64) -> bool {
+    *v == 0
+}
+
+fn is_zero_u64(v: &u64) -> bool {
+    *v == 0
+}
+
+/// The digest of a pod's annotations kept in [`Pod::annotations_digest`]: the first 8 bytes
+/// of a SHA-256 over the entries sorted by key, each key and value length-prefixed; 0 for
+/// none. The order the entries come in does not matter, so every decoder of a Pod (JSON,
+/// protobuf, `k8s_openapi`) gives the same digest for the same annotations.
+pub fn annotations_digest<'a>(entries: impl IntoIterator<Item = (&'a str, &'a str)>) -> u64 {
+    use sha2::{Digest, Sha256};
+    let mut sorted: Vec<(&str, &str)> = entries.into_iter().collect();
+    if sorted.is_empty() {
+        return 0;
+    }
+    sorted.sort_unstable();
+    let mut h = Sha256::new();
+    for (k, v) in sorted {
+        h.update((k.len() as u64).to_be_bytes());
+        h.update(k.as_bytes());
+        h.update((v.len() as u64).to_be_bytes());
+        h.update(v.as_bytes());
+    }
+    let d = h.finalize();
+    let mut first = [0u8; 8];
+    first.copy_from_slice(&d[..8]);
+    u64::from_be_bytes(first).max(1)
+}
+
 impl Node {
     /// Quarantined by node health, due for maintenance, cordoned or marked for scale-down
     /// (§A.3): nothing may land here and its free GPUs are not counted.
@@ -292,6 +324,11 @@ pub struct Pod {
     /// The controller owner reference, when there is one.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub controller: Option<OwnerRef>,
+    /// A digest of `metadata.annotations` ([`annotations_digest`]; 0 without any): the
+    /// source fingerprint sees an annotation change (alfred-engine.md §9.5) without the
+    /// snapshot holding every pod's annotations.
+    #[serde(default, skip_serializing_if = "is_zero_u64")]
+    pub annotations_digest: u64,
     /// What the scheduler model needs of the pod spec; equal blocks are shared between pods
     /// (most pods have the same one), see [`Shared`].
     #[serde(default)]
@@ -634,6 +671,9 @@ pub struct ReplicaState {
     /// `metadata.resourceVersion`.
     #[serde(default, skip_serializing_if = "String::is_empty")]
     pub resource_version: String,
+    /// `metadata.generation` (the source fingerprint changes with it, alfred-engine.md §9.5).
+    #[serde(default, skip_serializing_if = "is_zero_i64")]
+    pub generation: i64,
     /// `status.observedGeneration == metadata.generation` (and the ownership checks passed).
     #[serde(default)]
     pub status_fresh: bool,

@@ -545,6 +545,7 @@ fn omenative_component<'v>(
         name: irm.name.clone(),
         uid: irm.uid.clone(),
         resource_version: irm.resource_version.clone(),
+        generation: irm.generation,
         status_fresh: owned && fresh,
         paused: ir.obj.bool("spec.paused", problems).unwrap_or(false),
         migration_never: ir.obj.str("spec.lifecycle.migrationPolicy.mode", problems)
