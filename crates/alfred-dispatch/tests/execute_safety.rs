@@ -43,7 +43,11 @@ fn isvc_owner(name: &str, uid: &str) -> OwnerRef {
 
 /// A replica no workload reads: its InferenceService `gone` was deleted, or it is the
 /// second replica of a component, or its component is RawDeployment now.
-fn unattached(name: &str, owner: Option<OwnerRef>, rows: Vec<MigrationRecord>) -> UnattachedReplica {
+fn unattached(
+    name: &str,
+    owner: Option<OwnerRef>,
+    rows: Vec<MigrationRecord>,
+) -> UnattachedReplica {
     UnattachedReplica {
         namespace: "ns".into(),
         name: name.into(),
@@ -71,7 +75,11 @@ fn a_running_migration_no_workload_reads_blocks_a_new_request() {
         unattached(
             "gone-engine",
             Some(isvc_owner("gone", "isvc-gone")),
-            vec![mrow("11111111-1111-4111-8111-111111111111", "Draining", started)],
+            vec![mrow(
+                "11111111-1111-4111-8111-111111111111",
+                "Draining",
+                started,
+            )],
         ),
     );
     let out = w.pass();
@@ -85,7 +93,11 @@ fn a_running_migration_no_workload_reads_blocks_a_new_request() {
         unattached(
             "w1-engine-2",
             Some(isvc_owner("w1", "isvc-w1")),
-            vec![mrow("22222222-2222-4222-8222-222222222222", "SurgePending", started)],
+            vec![mrow(
+                "22222222-2222-4222-8222-222222222222",
+                "SurgePending",
+                started,
+            )],
         ),
     );
     let out = w.pass();
@@ -98,7 +110,11 @@ fn a_running_migration_no_workload_reads_blocks_a_new_request() {
         unattached(
             "gone-engine",
             Some(isvc_owner("gone", "isvc-gone")),
-            vec![mrow("33333333-3333-4333-8333-333333333333", "Completed", started)],
+            vec![mrow(
+                "33333333-3333-4333-8333-333333333333",
+                "Completed",
+                started,
+            )],
         ),
     );
     let out = w.pass();
@@ -183,7 +199,12 @@ fn the_follow_up_finds_its_rows_on_a_replica_that_became_unattached() {
     w.advance_minutes(1);
     let out = w.pass();
     let j = w.journal();
-    assert_eq!(j.entries[0].phase, Phase::Acknowledged, "{:?}", j.entries[0]);
+    assert_eq!(
+        j.entries[0].phase,
+        Phase::Acknowledged,
+        "{:?}",
+        j.entries[0]
+    );
     assert_eq!(j.entries[0].reason, Some(D::UUIDStatusObserved));
     assert_eq!(
         common::row(&out, "w1").dispatch_status,
@@ -214,7 +235,10 @@ fn retry_after(change: impl FnOnce(&mut ClusterSnapshot)) -> alfred_dispatch::Pa
 }
 
 fn w1_pod(s: &mut ClusterSnapshot) -> &mut alfred_model::snapshot::Pod {
-    s.pods.iter_mut().find(|p| p.name == "w1-0").expect("w1's pod")
+    s.pods
+        .iter_mut()
+        .find(|p| p.name == "w1-0")
+        .expect("w1's pod")
 }
 
 #[test]
@@ -245,7 +269,9 @@ fn a_prepared_entry_is_source_changed_after_any_source_change() {
             "a source pod's scheduling spec",
             Box::new(|s| {
                 let mut sched = (*w1_pod(s).scheduling).clone();
-                sched.tolerations.push(serde_json::json!({"operator": "Exists"}));
+                sched
+                    .tolerations
+                    .push(serde_json::json!({"operator": "Exists"}));
                 w1_pod(s).scheduling = sched.into();
             }),
         ),

@@ -233,7 +233,10 @@ fn pod_meta(buf: &[u8]) -> Result<PodMetaWire> {
             }
             12 => {
                 let entry = string_entry(value, "annotations")?;
-                m.annotations.get_or_insert_with(Pairs::default).0.push(entry);
+                m.annotations
+                    .get_or_insert_with(Pairs::default)
+                    .0
+                    .push(entry);
             }
             13 => push(
                 &mut m.owner_references,
