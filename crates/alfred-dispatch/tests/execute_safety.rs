@@ -241,11 +241,14 @@ fn w1_pod(s: &mut ClusterSnapshot) -> &mut alfred_model::snapshot::Pod {
         .expect("w1's pod")
 }
 
+/// A change made to the cluster between the two passes.
+type Change = Box<dyn FnOnce(&mut ClusterSnapshot)>;
+
 #[test]
 fn a_prepared_entry_is_source_changed_after_any_source_change() {
     // Unchanged: the retry is submitted.
     assert_eq!(requests(&retry_after(|_| {})), 1);
-    let changes: Vec<(&str, Box<dyn FnOnce(&mut ClusterSnapshot)>)> = vec![
+    let changes: Vec<(&str, Change)> = vec![
         (
             "the InferenceReplica's generation",
             Box::new(|s| {
