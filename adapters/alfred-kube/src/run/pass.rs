@@ -237,7 +237,8 @@ impl DecisionPass for AlfredPass {
             }
             Simulation::None => &mut no_workers,
         };
-        let mut recording = alfred_dispatch::decision_log::RecordingSimulator::new(sim);
+        let mut clocked = Clocked(sim);
+        let mut recording = alfred_dispatch::decision_log::RecordingSimulator::new(&mut clocked);
         let out = alfred_dispatch::run_pass(
             &alfred_dispatch::PassInput {
                 snapshot: &input.snapshot,
@@ -287,6 +288,22 @@ impl DecisionPass for AlfredPass {
                 },
             },
         }
+    }
+}
+
+/// A simulator whose answers carry the time they were made (the wall clock), so the pass's
+/// deadline and the re-check's staleness test see how long the simulations took
+/// (alfred-engine.md §9.2, §9.6 step 11).
+struct Clocked<'a>(&'a mut dyn alfred_dispatch::Simulator);
+
+impl alfred_dispatch::Simulator for Clocked<'_> {
+    fn simulate(
+        &mut self,
+        request: &alfred_dispatch::MoveSimulation<'_>,
+    ) -> alfred_dispatch::SimulationOutcome {
+        let mut out = self.0.simulate(request);
+        out.answered_at = Some(super::observe::now());
+        out
     }
 }
 
