@@ -407,7 +407,7 @@ fn best_new_plan(
         else {
             continue;
         };
-        if !(plan.benefit_gpus > plan.cost_gpus) {
+        if plan.benefit_gpus.partial_cmp(&plan.cost_gpus) != Some(std::cmp::Ordering::Greater) {
             continue;
         }
         if best.as_ref().is_none_or(|b| better(&plan, b)) {
