@@ -13,6 +13,27 @@
 //!   one annotation.
 //! * `WriteJournal`: PUT of `alfred-dispatch-state` with the `resourceVersion` last read; a
 //!   conflict is not retried (the next pass re-reads the journal).
+//! * `NominatePod` (drain plans, `protection: nominate`, decision B.2): GET the Pod, then one
+//!   JSON Patch of the `pods/status` subresource: `test /metadata/uid`,
+//!   `test /metadata/resourceVersion`, `add /status/nominatedNodeName`. JSON Patch cannot test
+//!   that a field is absent, so the absence is read and the write is conditioned on the
+//!   version read: a nomination anyone sets in between fails the `test`. A Pod nominated
+//!   elsewhere (by the scheduler's preemption or anyone else) is a `Conflict` and is never
+//!   overwritten; already nominated to the node counts as done; a Pod gone or replaced
+//!   (another uid) is `NotFound`.
+//! * `ClearNomination`: GET, then `test /metadata/uid`, `test /status/nominatedNodeName` (the
+//!   plan's node), `remove`. A Pod that is gone, replaced (another uid) or nominated to
+//!   another node holds nothing of alfred's: done, nothing sent.
+//! * `TaintNode` / `UntaintNode` (`protection: taint`, opt-in): GET the Node, then
+//!   `test /metadata/uid`, `test /metadata/resourceVersion` and the whole `spec.taints` list
+//!   with alfred's `alfred.ome.io/drain-plan=<plan id>:NoSchedule` added (any other value of
+//!   that key replaced) or every taint of that key removed; every other taint is kept as read,
+//!   and the version test makes a concurrent taint change fail the write instead of being
+//!   lost. Untainting a Node that is gone or replaced is done.
+//!
+//! The four protection writes re-read and retry a failed version test (another writer's
+//! unrelated change: a kubelet status update, the scheduler's condition) at most
+//! [`CONFLICT_RETRIES`] times; what the re-read shows decides again.
 //! * `Metric`: applied locally.
 //!
 //! A failed journal write or migration request stops the remaining writes of the pass (the
@@ -25,7 +46,8 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use alfred_model::effect::Effect;
-use k8s_openapi::api::core::v1::{ConfigMap, Event};
+use alfred_model::plan::DRAIN_TAINT_KEY;
+use k8s_openapi::api::core::v1::{ConfigMap, Event, Node, Pod, Taint};
 use kube::Client;
 use kube::api::{
     Api, ApiResource, DynamicObject, GroupVersionKind, Patch, PatchParams, PostParams,
@@ -147,6 +169,97 @@ pub fn migration_patch(
         "value": payload,
     }));
     Value::Array(ops)
+}
+
+/// The `pods/status` JSON Patch of a nomination: conditioned on the uid and the version in
+/// which the field was read unset (JSON Patch has no test for absence).
+pub fn nominate_patch(uid: &str, resource_version: &str, has_status: bool, node: &str) -> Value {
+    let mut ops = vec![
+        json!({"op": "test", "path": "/metadata/uid", "value": uid}),
+        json!({"op": "test", "path": "/metadata/resourceVersion", "value": resource_version}),
+    ];
+    if !has_status {
+        ops.push(json!({"op": "add", "path": "/status", "value": {}}));
+    }
+    ops.push(json!({"op": "add", "path": "/status/nominatedNodeName", "value": node}));
+    Value::Array(ops)
+}
+
+/// The `pods/status` JSON Patch that removes alfred's nomination, only while it is still
+/// alfred's (the field equals the plan's node).
+pub fn clear_nomination_patch(uid: &str, node: &str) -> Value {
+    json!([
+        {"op": "test", "path": "/metadata/uid", "value": uid},
+        {"op": "test", "path": "/status/nominatedNodeName", "value": node},
+        {"op": "remove", "path": "/status/nominatedNodeName"},
+    ])
+}
+
+/// The taint of `protection: taint` for `plan_id`.
+pub fn drain_taint(plan_id: &str) -> Taint {
+    Taint {
+        key: DRAIN_TAINT_KEY.to_owned(),
+        value: Some(plan_id.to_owned()),
+        effect: "NoSchedule".to_owned(),
+        time_added: None,
+    }
+}
+
+/// The Node's taints with alfred's taint for `plan_id` (any other taint of alfred's key
+/// replaced, every other taint kept in place), or `None` when exactly that is already there.
+pub fn with_drain_taint(current: &[Taint], plan_id: &str) -> Option<Vec<Taint>> {
+    let ours = drain_taint(plan_id);
+    let mine: Vec<&Taint> = current
+        .iter()
+        .filter(|t| t.key == DRAIN_TAINT_KEY)
+        .collect();
+    if mine.len() == 1 && mine[0].value == ours.value && mine[0].effect == ours.effect {
+        return None;
+    }
+    let mut out: Vec<Taint> = current
+        .iter()
+        .filter(|t| t.key != DRAIN_TAINT_KEY)
+        .cloned()
+        .collect();
+    out.push(ours);
+    Some(out)
+}
+
+/// The Node's taints without any of alfred's key, or `None` when there is none.
+pub fn without_drain_taint(current: &[Taint]) -> Option<Vec<Taint>> {
+    if current.iter().all(|t| t.key != DRAIN_TAINT_KEY) {
+        return None;
+    }
+    Some(
+        current
+            .iter()
+            .filter(|t| t.key != DRAIN_TAINT_KEY)
+            .cloned()
+            .collect(),
+    )
+}
+
+/// The Node JSON Patch that sets `spec.taints` to `taints` (removes the list when empty),
+/// conditioned on the uid and the version the taints were read in.
+pub fn taints_patch(uid: &str, resource_version: &str, taints: &[Taint]) -> Value {
+    let mut ops = vec![
+        json!({"op": "test", "path": "/metadata/uid", "value": uid}),
+        json!({"op": "test", "path": "/metadata/resourceVersion", "value": resource_version}),
+    ];
+    if taints.is_empty() {
+        ops.push(json!({"op": "remove", "path": "/spec/taints"}));
+    } else {
+        ops.push(json!({"op": "add", "path": "/spec/taints", "value": taints}));
+    }
+    Value::Array(ops)
+}
+
+/// What a protection write decides from the object it read.
+enum Step {
+    /// Nothing to send: this outcome.
+    Done(Outcome),
+    /// Send this JSON Patch.
+    Patch(Value),
 }
 
 /// The result of applying one pass's effects, in order (fed back to the next pass).
@@ -371,13 +484,28 @@ impl Applier {
                     .await
             }
             Effect::WriteJournal { state_json } => self.write_journal(state_json).await,
-            // TODO(drain-plans adapter): the conditioned pods/status and node patches.
-            Effect::NominatePod { .. }
-            | Effect::ClearNomination { .. }
-            | Effect::TaintNode { .. }
-            | Effect::UntaintNode { .. } => {
-                Outcome::Error("drain-plan protection writes are not applied yet".to_owned())
+            Effect::NominatePod {
+                namespace,
+                name,
+                uid,
+                node,
+                plan_id: _,
+            } => self.nominate_pod(namespace, name, uid, node).await,
+            Effect::ClearNomination {
+                namespace,
+                name,
+                uid,
+                node,
+                plan_id: _,
+            } => self.clear_nomination(namespace, name, uid, node).await,
+            Effect::TaintNode { node, uid, plan_id } => {
+                self.set_drain_taint(node, uid, Some(plan_id)).await
             }
+            Effect::UntaintNode {
+                node,
+                uid,
+                plan_id: _,
+            } => self.set_drain_taint(node, uid, None).await,
             Effect::Metric(_) => Outcome::Applied,
         }
     }
@@ -524,6 +652,151 @@ impl Applier {
         }
     }
 
+    /// Reads a Pod and patches its status with what `decide` makes of it; a failed
+    /// condition re-reads (bounded).
+    async fn patch_pod_status(
+        &self,
+        namespace: &str,
+        name: &str,
+        decide: impl Fn(Option<&Pod>) -> Step,
+    ) -> Outcome {
+        let api: Api<Pod> = Api::namespaced(self.client.clone(), namespace);
+        for attempt in 0..=CONFLICT_RETRIES {
+            let current = match bounded(api.get(name)).await {
+                Ok(p) => Some(p),
+                Err(Outcome::NotFound) => None,
+                Err(o) => return o,
+            };
+            let patch = match decide(current.as_ref()) {
+                Step::Done(o) => return o,
+                Step::Patch(p) => p,
+            };
+            let patch: json_patch::Patch = match serde_json::from_value(patch) {
+                Ok(p) => p,
+                Err(e) => return Outcome::Error(format!("cannot build the JSON Patch: {e}")),
+            };
+            match bounded(api.patch_status(
+                name,
+                &PatchParams::default(),
+                &Patch::<()>::Json(patch),
+            ))
+            .await
+            {
+                Ok(_) => return Outcome::Applied,
+                Err(Outcome::Conflict) if attempt < CONFLICT_RETRIES => {
+                    tracing::info!(pod = %format!("{namespace}/{name}"), attempt, "pod changed meanwhile; re-reading");
+                }
+                Err(o) => return o,
+            }
+        }
+        Outcome::Conflict
+    }
+
+    async fn nominate_pod(&self, namespace: &str, name: &str, uid: &str, node: &str) -> Outcome {
+        self.patch_pod_status(namespace, name, |pod| {
+            let Some(pod) = pod else {
+                return Step::Done(Outcome::NotFound);
+            };
+            if pod.metadata.uid.as_deref() != Some(uid) {
+                return Step::Done(Outcome::NotFound);
+            }
+            let status = pod.status.as_ref();
+            match status.and_then(|s| s.nominated_node_name.as_deref()) {
+                Some(n) if n == node => Step::Done(Outcome::Applied),
+                Some(other) if !other.is_empty() => {
+                    tracing::warn!(
+                        pod = %format!("{namespace}/{name}"),
+                        nominated = other,
+                        node,
+                        "the pod is nominated to another node; alfred never overwrites a nomination"
+                    );
+                    Step::Done(Outcome::Conflict)
+                }
+                _ => Step::Patch(nominate_patch(
+                    uid,
+                    pod.metadata.resource_version.as_deref().unwrap_or_default(),
+                    status.is_some(),
+                    node,
+                )),
+            }
+        })
+        .await
+    }
+
+    async fn clear_nomination(
+        &self,
+        namespace: &str,
+        name: &str,
+        uid: &str,
+        node: &str,
+    ) -> Outcome {
+        self.patch_pod_status(namespace, name, |pod| {
+            let nominated = pod
+                .filter(|p| p.metadata.uid.as_deref() == Some(uid))
+                .and_then(|p| p.status.as_ref())
+                .and_then(|s| s.nominated_node_name.as_deref());
+            if nominated == Some(node) {
+                Step::Patch(clear_nomination_patch(uid, node))
+            } else {
+                Step::Done(Outcome::Applied)
+            }
+        })
+        .await
+    }
+
+    /// Adds alfred's taint for `plan_id` (`Some`) or removes every taint of its key (`None`).
+    async fn set_drain_taint(&self, name: &str, uid: &str, plan_id: Option<&str>) -> Outcome {
+        let api: Api<Node> = Api::all(self.client.clone());
+        for attempt in 0..=CONFLICT_RETRIES {
+            let node = match bounded(api.get(name)).await {
+                Ok(n) => Some(n),
+                Err(Outcome::NotFound) => None,
+                Err(o) => return o,
+            };
+            let Some(node) = node.filter(|n| n.metadata.uid.as_deref() == Some(uid)) else {
+                // Gone or replaced: nothing of alfred's is left on it, and nothing to taint.
+                return if plan_id.is_some() {
+                    Outcome::NotFound
+                } else {
+                    Outcome::Applied
+                };
+            };
+            let current = node
+                .spec
+                .as_ref()
+                .and_then(|s| s.taints.as_deref())
+                .unwrap_or_default();
+            let wanted = match plan_id {
+                Some(id) => with_drain_taint(current, id),
+                None => without_drain_taint(current),
+            };
+            let Some(wanted) = wanted else {
+                return Outcome::Applied;
+            };
+            let patch = taints_patch(
+                uid,
+                node.metadata
+                    .resource_version
+                    .as_deref()
+                    .unwrap_or_default(),
+                &wanted,
+            );
+            let patch: json_patch::Patch = match serde_json::from_value(patch) {
+                Ok(p) => p,
+                Err(e) => return Outcome::Error(format!("cannot build the JSON Patch: {e}")),
+            };
+            match bounded(api.patch(name, &PatchParams::default(), &Patch::<()>::Json(patch))).await
+            {
+                Ok(_) => return Outcome::Applied,
+                Err(Outcome::Conflict) if attempt < CONFLICT_RETRIES => {
+                    tracing::info!(node = name, attempt, "node changed meanwhile; re-reading");
+                }
+                Err(o) => return o,
+            }
+        }
+        Outcome::Conflict
+    }
+
     async fn write_journal(&self, state_json: &str) -> Outcome {
         let Some(mut cm) = lock(&self.journal).clone() else {
             return Outcome::NotFound;
@@ -574,6 +847,77 @@ mod tests {
         assert_eq!(
             p[2],
             json!({"op": "add", "path": "/metadata/annotations", "value": {}})
+        );
+    }
+
+    #[test]
+    fn a_nomination_is_conditioned_on_the_version_it_was_read_unset_in() {
+        assert_eq!(
+            nominate_patch("u1", "77", true, "g2-017"),
+            json!([
+                {"op": "test", "path": "/metadata/uid", "value": "u1"},
+                {"op": "test", "path": "/metadata/resourceVersion", "value": "77"},
+                {"op": "add", "path": "/status/nominatedNodeName", "value": "g2-017"},
+            ])
+        );
+        assert_eq!(
+            nominate_patch("u1", "77", false, "n")[2],
+            json!({"op": "add", "path": "/status", "value": {}})
+        );
+        assert_eq!(
+            clear_nomination_patch("u1", "g2-017"),
+            json!([
+                {"op": "test", "path": "/metadata/uid", "value": "u1"},
+                {"op": "test", "path": "/status/nominatedNodeName", "value": "g2-017"},
+                {"op": "remove", "path": "/status/nominatedNodeName"},
+            ])
+        );
+    }
+
+    fn taint(key: &str, value: &str, effect: &str) -> Taint {
+        Taint {
+            key: key.into(),
+            value: Some(value.into()),
+            effect: effect.into(),
+            time_added: None,
+        }
+    }
+
+    #[test]
+    fn the_drain_taint_is_added_once_and_removed_keeping_every_other_taint() {
+        let other = taint("gpu", "bad", "NoExecute");
+        let stale = taint(DRAIN_TAINT_KEY, "dp-000000000001", "NoSchedule");
+        let ours = taint(DRAIN_TAINT_KEY, "dp-0123456789ab", "NoSchedule");
+        assert_eq!(
+            with_drain_taint(std::slice::from_ref(&other), "dp-0123456789ab"),
+            Some(vec![other.clone(), ours.clone()])
+        );
+        assert_eq!(
+            with_drain_taint(&[other.clone(), ours.clone()], "dp-0123456789ab"),
+            None,
+            "already in place"
+        );
+        assert_eq!(
+            with_drain_taint(&[stale.clone(), other.clone()], "dp-0123456789ab"),
+            Some(vec![other.clone(), ours.clone()]),
+            "another plan's value is replaced"
+        );
+        assert_eq!(
+            without_drain_taint(&[stale, other.clone(), ours]),
+            Some(vec![other.clone()])
+        );
+        assert_eq!(without_drain_taint(std::slice::from_ref(&other)), None);
+        assert_eq!(
+            taints_patch("nu", "9", &[])[2],
+            json!({"op": "remove", "path": "/spec/taints"})
+        );
+        assert_eq!(
+            taints_patch("nu", "9", &[other])[2],
+            json!({"op": "add", "path": "/spec/taints", "value": [{"key": "gpu", "value": "bad", "effect": "NoExecute"}]})
+        );
+        assert_eq!(
+            taints_patch("nu", "9", &[])[1],
+            json!({"op": "test", "path": "/metadata/resourceVersion", "value": "9"})
         );
     }
 }

@@ -39,7 +39,7 @@ pub const CLUSTER_GAUGES: [&str; 8] = [
     "alfred_surge_headroom_gpus",
 ];
 
-const GAUGES: [(&str, &str); 11] = [
+const GAUGES: [(&str, &str); 12] = [
     (
         "alfred_cluster_fragmentation_score",
         "Highest pool fragmentation score, 1 - (1 - reclaimable)(1 - pending pressure), 0..1",
@@ -84,9 +84,13 @@ const GAUGES: [(&str, &str); 11] = [
         "alfred_omenative_unavailable",
         "1 while the migration API version is not v1",
     ),
+    (
+        "alfred_drain_plans_active",
+        "Drain plans under way in the pool (each frees one node for one waiting pod)",
+    ),
 ];
 
-const COUNTERS: [(&str, &str); 9] = [
+const COUNTERS: [(&str, &str); 10] = [
     (
         "alfred_recommendations_produced",
         "Recommendation rows produced, every row every pass",
@@ -119,6 +123,10 @@ const COUNTERS: [(&str, &str); 9] = [
     (
         "alfred_effect_writes",
         "Writes alfred attempted, by effect and outcome (applied, conflict, forbidden, error, skipped)",
+    ),
+    (
+        "alfred_drain_plans",
+        "Drain plans by pool and outcome (started, completed, abandoned) and the reason a plan ended (empty when started)",
     ),
 ];
 
@@ -315,6 +323,8 @@ mod tests {
             "alfred_policy_reload_total",
             "alfred_circuit_breaker_state",
             "alfred_omenative_unavailable",
+            "alfred_drain_plans_total",
+            "alfred_drain_plans_active",
         ] {
             let base = name.strip_suffix("_total").unwrap_or(name);
             assert!(
@@ -339,6 +349,41 @@ mod tests {
             })
             .is_err()
         );
+    }
+
+    /// The plan metrics take the core's effects as the core names them.
+    #[test]
+    fn drain_plan_metrics_take_the_core_s_effects() {
+        let m = Metrics::new();
+        let inc = |outcome: &str, reason: &str| MetricUpdate {
+            name: "alfred_drain_plans_total".into(),
+            labels: vec![
+                ("pool".into(), "h100".into()),
+                ("outcome".into(), outcome.to_owned().into()),
+                ("reason".into(), reason.to_owned().into()),
+            ],
+            change: MetricChange::Inc(1),
+        };
+        m.apply(&inc("started", "")).unwrap();
+        m.apply(&inc("abandoned", "PodBoundElsewhere")).unwrap();
+        m.apply(&MetricUpdate {
+            name: "alfred_drain_plans_active".into(),
+            labels: vec![("pool".into(), "h100".into())],
+            change: MetricChange::Set(1.0),
+        })
+        .unwrap();
+        let text = m.render();
+        assert!(
+            text.contains(
+                "alfred_drain_plans_total{pool=\"h100\",outcome=\"started\",reason=\"\"} 1"
+            ),
+            "{text}"
+        );
+        assert!(text.contains(
+            "alfred_drain_plans_total{pool=\"h100\",outcome=\"abandoned\",reason=\"PodBoundElsewhere\"} 1"
+        ));
+        assert!(text.contains("alfred_drain_plans_active{pool=\"h100\"} 1.0"));
+        assert!(text.contains("# HELP alfred_drain_plans Drain plans by pool and outcome"));
     }
 
     #[test]

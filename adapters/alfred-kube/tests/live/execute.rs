@@ -104,6 +104,26 @@ pub async fn install_execute(admin: &Client) {
         "alfred-dispatch-state"
     ]);
     apply(admin, &role).await;
+    // The drain plans' nomination grant (its policy needs a newer server).
+    let text = std::fs::read_to_string(root().join("deploy/execute/drain-plans.yaml")).unwrap();
+    let docs: Vec<Value> = serde_saphyr::from_multiple(&text).unwrap();
+    for doc in docs.iter().filter(|d| {
+        matches!(
+            d["kind"].as_str(),
+            Some("ClusterRole" | "ClusterRoleBinding")
+        )
+    }) {
+        apply(admin, doc).await;
+    }
+}
+
+/// The drain plans of the journal.
+pub async fn journal_plans(admin: &Client) -> Vec<Value> {
+    let data = config_map_data(admin, "alfred-dispatch-state").await;
+    data.get("state.json")
+        .and_then(|t| serde_json::from_str::<Value>(t).ok())
+        .and_then(|v| v["plans"].as_array().cloned())
+        .unwrap_or_default()
 }
 
 /// An `alfred run` inside the test process, on its own runtime; [`InProcess::kill`] drops that
@@ -612,11 +632,10 @@ async fn execute_mode_recommend_only_with_v1_writes_no_annotation() {
 }
 
 /// Two replicas; the hook freezes the leader right after the write `when` picks, the test kills
-/// it, and the survivor resumes from the journal: one request UUID, one journal entry.
-async fn kill_the_leader_mid_dispatch(when: fn(&Effect) -> bool) {
-    let Some(s) = setup_execute(EXECUTE).await else {
-        return;
-    };
+/// it, and the survivor resumes from the journal: one request UUID, one journal entry. Returns
+/// that UUID.
+async fn kill_the_leader_mid_dispatch(when: fn(&Effect) -> bool) -> Option<(String, Client)> {
+    let s = setup_execute(EXECUTE).await?;
     let frozen: Arc<Mutex<Option<String>>> = Arc::default();
     let hook_for = |pod: &str| -> WriteHook {
         let frozen = frozen.clone();
@@ -673,6 +692,7 @@ async fn kill_the_leader_mid_dispatch(when: fn(&Effect) -> bool) {
     let followed = follow_to_completion(&s.admin, &emulator, Duration::from_secs(60)).await;
     assert_eq!(followed, uuid, "the survivor made a new request");
     assert_no_more_requests(&s.admin, &emulator, &uuid).await;
+    Some((uuid, s.admin.clone()))
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -682,6 +702,36 @@ async fn a_leader_killed_after_journaling_prepared_is_resumed_by_the_other_witho
         matches!(e, Effect::WriteJournal { state_json } if state_json.contains("\"phase\":\"prepared\""))
     })
     .await;
+}
+
+/// The fixture's move is the one step of a drain plan freeing its node for the pending
+/// 8-GPU pod: the leader is frozen right after it nominated the pod, and the survivor
+/// carries the same plan on (same id, the same step UUID) without a second request.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "needs the test API server: cargo xtask apiserver start"]
+async fn a_drain_plan_is_picked_up_by_a_new_leader_without_a_duplicate_request() {
+    let Some((uuid, admin)) =
+        kill_the_leader_mid_dispatch(|e| matches!(e, Effect::NominatePod { .. })).await
+    else {
+        return;
+    };
+    let plans = journal_plans(&admin).await;
+    assert_eq!(plans.len(), 1, "{plans:#?}");
+    let plan = &plans[0];
+    let steps: Vec<&str> = plan["steps"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(|s| s["requestUUID"].as_str())
+        .collect();
+    assert_eq!(steps, vec![uuid.as_str()], "{plan:#}");
+    let pods: Api<k8s_openapi::api::core::v1::Pod> = Api::namespaced(admin.clone(), "chat");
+    let pod = pods.get("big-0").await.unwrap();
+    assert_eq!(
+        pod.status.and_then(|s| s.nominated_node_name).as_deref(),
+        plan["node"].as_str(),
+        "{plan:#}"
+    );
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -13,6 +13,7 @@
 //! `alfred.kubeconfig`, the ServiceAccount user `system:serviceaccount:ome:ome-alfred` bound
 //! only by the shipped RBAC (`deploy/rbac.yaml`); the tests set up with the admin kubeconfig.
 
+mod drain;
 mod execute;
 mod harness;
 mod restart;

@@ -878,6 +878,70 @@ mod tests {
         assert_eq!(from_pb.to_k8s(), from_json.to_k8s());
     }
 
+    /// A pending GPU pod with a nomination, in both encodings: the snapshot's pending pod
+    /// carries its uid and `status.nominatedNodeName` (a drain plan's protection reads both).
+    #[test]
+    fn a_pending_pod_keeps_its_uid_and_nomination_in_both_encodings() {
+        let meta = Message::new()
+            .string(1, "big-0")
+            .string(3, "prod")
+            .string(5, "0f3e9a52-1d2c-4b7a-9e61-5c0b8d7f2a14")
+            .message(8, Message::new().varint(1, 1_796_000_000));
+        let container = Message::new().string(1, "main").message(
+            8,
+            Message::new()
+                .quantity(1, "nvidia.com/gpu", "8")
+                .quantity(2, "nvidia.com/gpu", "8"),
+        );
+        let spec = Message::new()
+            .message(2, container)
+            .string(19, "default-scheduler");
+        let status = Message::new()
+            .string(1, "Pending")
+            .message(
+                2,
+                Message::new()
+                    .string(1, "PodScheduled")
+                    .string(2, "False")
+                    .message(4, Message::new().varint(1, 1_796_000_060))
+                    .string(5, "Unschedulable"),
+            )
+            .string(11, "g2-017");
+        let pod = Message::new()
+            .message(1, meta)
+            .message(2, spec)
+            .message(3, status);
+        let json = serde_json::json!({
+            "metadata": {"name": "big-0", "namespace": "prod",
+                "uid": "0f3e9a52-1d2c-4b7a-9e61-5c0b8d7f2a14",
+                "creationTimestamp": "2026-11-30T00:53:20Z"},
+            "spec": {"schedulerName": "default-scheduler", "containers": [{"name": "main",
+                "resources": {"limits": {"nvidia.com/gpu": "8"}, "requests": {"nvidia.com/gpu": "8"}}}]},
+            "status": {"phase": "Pending", "nominatedNodeName": "g2-017",
+                "conditions": [{"type": "PodScheduled", "status": "False",
+                    "lastTransitionTime": "2026-11-30T00:54:20Z", "reason": "Unschedulable"}]}
+        });
+        let from_json: SlimPod = serde_json::from_value(json).expect("json");
+        let from_pb = SlimPod::from_protobuf(&pod.0).expect("protobuf");
+        assert_eq!(from_pb, from_json);
+        let objects = alfred_observe::ClusterObjects {
+            pods: vec![from_pb.to_k8s()],
+            ..Default::default()
+        };
+        let snapshot = alfred_observe::observe(
+            &objects,
+            &alfred_observe::ObserveSettings::default(),
+            alfred_model::Timestamp::from_unix_secs(1_796_003_600),
+        )
+        .snapshot;
+        let [pending] = snapshot.pending_pods.as_slice() else {
+            panic!("one pending pod: {:?}", snapshot.pending_pods);
+        };
+        assert_eq!(pending.uid, "0f3e9a52-1d2c-4b7a-9e61-5c0b8d7f2a14");
+        assert_eq!(pending.nominated_node, "g2-017");
+        assert_eq!(pending.gpus_needed, 8);
+    }
+
     #[test]
     fn a_field_of_the_wrong_type_is_named_by_its_path() {
         let spec = Message::new().message(22, Message::new().varint(1, 5));
