@@ -1,1 +1,315 @@
-//! Drain-plan lifecycle tests.
+//! Drain-plan lifecycle tests: every end reason, hand-off, protection upkeep and clean-up.
+
+use alfred_model::config::{Config, DrainProtection, Mode};
+use alfred_model::effect::Effect;
+use alfred_model::plan::{DRAIN_TAINT_KEY, DrainProtectionWire, PlanPhase, PlanRecord, PlanStepRecord};
+use alfred_model::reason::PlanEndReason;
+use alfred_model::snapshot::{
+    ComponentKind, HealthState, Node, PendingPod, Pod, PoolAttribution, Taint,
+};
+use alfred_model::{ClusterSnapshot, Timestamp};
+
+use super::{PlanBook, ReviewInput};
+use crate::journal::{Journal, Phase};
+
+fn t(min: i64) -> Timestamp {
+    Timestamp::from_unix_secs(1_790_000_000 + min * 60)
+}
+
+fn node(name: &str, free: u32) -> Node {
+    Node {
+        name: name.into(),
+        uid: format!("uid-{name}"),
+        pool: Some("H100".into()),
+        total_gpus: 8,
+        allocated_gpus: 8 - free,
+        free_gpus: free,
+        ready: true,
+        ..Node::default()
+    }
+}
+
+/// Node n1 (1 GPU free) being freed for prod/big (8 GPUs), nominated to n1.
+fn cluster() -> ClusterSnapshot {
+    let mut s = ClusterSnapshot {
+        observed_at: t(0),
+        nodes: vec![node("n1", 1), node("n2", 4)],
+        pending_pods: vec![PendingPod {
+            namespace: "prod".into(),
+            name: "big".into(),
+            gpus_needed: 8,
+            pending_since: t(-30),
+            uid: "p1".into(),
+            nominated_node: "n1".into(),
+            pools: PoolAttribution::Any,
+            ..PendingPod::default()
+        }],
+        ..ClusterSnapshot::default()
+    };
+    s.executor.available = true;
+    s
+}
+
+fn plan(protection: DrainProtectionWire) -> PlanRecord {
+    PlanRecord {
+        id: "dp-000000000001".into(),
+        pool: "H100".into(),
+        node: "n1".into(),
+        node_uid: "uid-n1".into(),
+        pod: "prod/big".into(),
+        pod_uid: "p1".into(),
+        gpus: 8,
+        protection,
+        steps: vec![PlanStepRecord {
+            workload: "chat/a".into(),
+            component: ComponentKind::Engine,
+            instance: 0,
+            gpus: 7,
+            request_uuid: "u-1".into(),
+        }],
+        phase: PlanPhase::Draining,
+        reason: None,
+        started_at: t(-10),
+        deadline: t(50),
+        ended_at: None,
+        pending_since: t(-30),
+    }
+}
+
+fn execute_config() -> Config {
+    let mut c = Config::builtin();
+    c.mode = Mode::Execute;
+    c
+}
+
+/// A journal holding `p` and its step's entry in `phase`.
+fn journal(p: &PlanRecord, phase: Phase) -> Journal {
+    let mut j: Journal = serde_json::from_str(EXAMPLE).unwrap();
+    j.entries[0].uuid = "u-1".into();
+    j.entries[0].phase = phase;
+    j.plans = vec![p.clone()];
+    j
+}
+
+const EXAMPLE: &str = r#"{"version":"v1","entries":[{"uuid":"6f1c2d3e-8a4b-4c5d-9e6f-0a1b2c3d4e5f","workload":{"Namespace":"chat","Name":"a"},"workloadUID":"8c1d6f52-3b7e-4f0a-9d24-61e5a0c7b913","irName":"a-engine","irUID":"2f4e9a10-7c3b-4d8e-b1a6-93c0e5d7f248","component":"engine","instance":0,"fromNode":"n1","targets":["n2"],"payload":"{}","sourceFingerprint":"x","createdAt":"2026-09-28T10:15:02Z","lastAttempt":"2026-09-28T10:15:02Z","phase":"submitted","reason":"RequestSubmitted"}]}"#;
+
+fn review(snap: &ClusterSnapshot, config: &Config, j: &Journal, executing: bool) -> PlanBook {
+    PlanBook::review(&ReviewInput {
+        snapshot: snap,
+        config,
+        journal: j,
+        executing,
+        now: t(0),
+    })
+}
+
+fn ended(book: &PlanBook) -> Option<(PlanPhase, PlanEndReason)> {
+    let p = book.plans.first()?;
+    p.reason.map(|r| (p.phase, r))
+}
+
+fn kinds(effects: &[Effect]) -> Vec<&'static str> {
+    effects
+        .iter()
+        .map(|e| match e {
+            Effect::NominatePod { .. } => "nominate",
+            Effect::ClearNomination { .. } => "clear",
+            Effect::TaintNode { .. } => "taint",
+            Effect::UntaintNode { .. } => "untaint",
+            Effect::WriteJournal { .. } => "journal",
+            Effect::RecordEvent(e) => match e.reason.as_ref() {
+                "DrainPlanCompleted" => "completed-event",
+                "DrainPlanAbandoned" => "abandoned-event",
+                _ => "event",
+            },
+            _ => "other",
+        })
+        .collect()
+}
+
+#[test]
+fn every_end_reason_of_review() {
+    let cfg = execute_config();
+    let p = plan(DrainProtectionWire::Nominate);
+    let j = journal(&p, Phase::Acknowledged);
+    type Edit = fn(&mut ClusterSnapshot, &mut Journal);
+    let cases: Vec<(PlanEndReason, Edit)> = vec![
+        (PlanEndReason::PodBound, |s, _| {
+            s.pending_pods.clear();
+            s.pods.push(Pod {
+                namespace: "prod".into(),
+                name: "big".into(),
+                node: "n1".into(),
+                uid: "p1".into(),
+                gpus: 8,
+                ..Pod::default()
+            });
+        }),
+        (PlanEndReason::PodBoundElsewhere, |s, _| {
+            s.pending_pods.clear();
+            s.pods.push(Pod {
+                namespace: "prod".into(),
+                name: "big".into(),
+                node: "n2".into(),
+                uid: "p1".into(),
+                gpus: 8,
+                ..Pod::default()
+            });
+        }),
+        (PlanEndReason::PodGone, |s, _| s.pending_pods.clear()),
+        (PlanEndReason::PodGone, |s, _| s.pending_pods[0].uid = "p2".into()),
+        (PlanEndReason::NodeGone, |s, _| s.nodes.retain(|n| n.name != "n1")),
+        (PlanEndReason::NodeGone, |s, _| s.nodes[0].uid = "other".into()),
+        (PlanEndReason::NodeUnhealthy, |s, _| {
+            s.nodes[0].health.state = HealthState::Unhealthy
+        }),
+        (PlanEndReason::NodeMaintenance, |s, _| {
+            s.nodes[0].maintenance.requested = true
+        }),
+        (PlanEndReason::NodeCordoned, |s, _| s.nodes[0].cordoned = true),
+        (PlanEndReason::StepFailed, |_, j| j.entries[0].phase = Phase::Failed),
+        (PlanEndReason::StepStalled, |_, j| j.entries[0].phase = Phase::Stalled),
+        (PlanEndReason::NominationTaken, |s, _| {
+            s.pending_pods[0].nominated_node = "n2".into()
+        }),
+        (PlanEndReason::DeadlineExceeded, |_, j| j.plans[0].deadline = t(0)),
+    ];
+    for (why, edit) in cases {
+        let (mut s, mut jj) = (cluster(), j.clone());
+        edit(&mut s, &mut jj);
+        let book = review(&s, &cfg, &jj, true);
+        let phase = if why == PlanEndReason::PodBound {
+            PlanPhase::Completed
+        } else {
+            PlanPhase::Abandoned
+        };
+        assert_eq!(ended(&book), Some((phase, why)), "{why:?}");
+        assert!(book.changed);
+        assert_eq!(book.ended_now.len(), 1);
+        let (_, fx) = book.finish(Some(&jj), &[]);
+        let k = kinds(&fx);
+        assert_eq!(k[0], "journal", "{why:?}: the plan's end is saved first");
+        let event = if phase == PlanPhase::Completed {
+            "completed-event"
+        } else {
+            "abandoned-event"
+        };
+        assert!(k.contains(&event), "{why:?}: {k:?}");
+        // The nomination is removed exactly when the pod still waits nominated to n1.
+        let still_ours = s
+            .pending_pods
+            .first()
+            .is_some_and(|p| p.nominated_node == "n1" && p.uid == "p1");
+        assert_eq!(k.contains(&"clear"), still_ours, "{why:?}: {k:?}");
+    }
+    // Plans off, or execution off: ended at once.
+    let mut off = execute_config();
+    off.policies.defragmentation.drain_plans.enabled = false;
+    let book = review(&cluster(), &off, &j, true);
+    assert_eq!(ended(&book), Some((PlanPhase::Abandoned, PlanEndReason::PlansDisabled)));
+    let book = review(&cluster(), &cfg, &j, false);
+    assert_eq!(
+        ended(&book),
+        Some((PlanPhase::Abandoned, PlanEndReason::ExecutionDisabled))
+    );
+}
+
+#[test]
+fn the_policies_blocking_a_plan_ends_it() {
+    let cfg = execute_config();
+    let p = plan(DrainProtectionWire::Nominate);
+    let j = journal(&p, Phase::Acknowledged);
+    for why in [PlanEndReason::NodeRefilled, PlanEndReason::StepIneligible] {
+        let snap = cluster();
+        let mut book = review(&snap, &cfg, &j, true);
+        assert_eq!(ended(&book), None);
+        book.block(&[(p.id.clone(), why)], &snap, t(0));
+        assert_eq!(ended(&book), Some((PlanPhase::Abandoned, why)));
+    }
+}
+
+#[test]
+fn hand_off_when_the_node_has_room_and_the_nomination_is_set_again() {
+    let cfg = execute_config();
+    let p = plan(DrainProtectionWire::Nominate);
+    let j = journal(&p, Phase::Completed);
+    let mut snap = cluster();
+    snap.nodes[0] = node("n1", 8);
+    // An older scheduler cleared the nomination after a failed cycle.
+    snap.pending_pods[0].nominated_node.clear();
+    let book = review(&snap, &cfg, &j, true);
+    assert_eq!(book.plans[0].phase, PlanPhase::Handoff);
+    let (_, fx) = book.finish(Some(&j), &[]);
+    assert_eq!(kinds(&fx), vec!["journal", "nominate"]);
+    // While a step still moves, no hand-off.
+    let moving = journal(&p, Phase::Acknowledged);
+    let book = review(&snap, &cfg, &moving, true);
+    assert_eq!(book.plans[0].phase, PlanPhase::Draining);
+}
+
+#[test]
+fn taint_protection_is_put_in_place_lifted_at_hand_off_and_orphans_are_removed() {
+    let mut cfg = execute_config();
+    cfg.policies.defragmentation.drain_plans.protection = DrainProtection::Taint;
+    let p = plan(DrainProtectionWire::Taint);
+    let j = journal(&p, Phase::Acknowledged);
+    // Draining without its taint: tainted.
+    let book = review(&cluster(), &cfg, &j, true);
+    let (_, fx) = book.finish(Some(&j), &[]);
+    assert_eq!(kinds(&fx), vec!["taint"]);
+    // At hand-off the taint goes.
+    let mut snap = cluster();
+    snap.nodes[0] = node("n1", 8);
+    snap.nodes[0].taints.push(Taint {
+        key: DRAIN_TAINT_KEY.into(),
+        value: p.id.clone(),
+        effect: "NoSchedule".into(),
+    });
+    let done = journal(&p, Phase::Completed);
+    let book = review(&snap, &cfg, &done, true);
+    let (_, fx) = book.finish(Some(&done), &[]);
+    assert_eq!(kinds(&fx), vec!["journal", "untaint"]);
+    // A taint of alfred's that no plan names is removed.
+    let mut orphan = cluster();
+    orphan.nodes[1].taints.push(Taint {
+        key: DRAIN_TAINT_KEY.into(),
+        value: "dp-0000000000ff".into(),
+        effect: "NoSchedule".into(),
+    });
+    let book = review(&orphan, &cfg, &Journal::empty(), true);
+    let (_, fx) = book.finish(Some(&Journal::empty()), &[]);
+    assert_eq!(kinds(&fx), vec!["untaint"]);
+}
+
+#[test]
+fn a_removal_that_did_not_land_is_retried_from_the_ended_plan() {
+    let cfg = execute_config();
+    let mut p = plan(DrainProtectionWire::Nominate);
+    p.phase = PlanPhase::Abandoned;
+    p.reason = Some(PlanEndReason::DeadlineExceeded);
+    p.ended_at = Some(t(-5));
+    let j = journal(&p, Phase::Acknowledged);
+    // The pod is still nominated to n1: clear again.
+    let book = review(&cluster(), &cfg, &j, true);
+    assert!(!book.changed);
+    let (_, fx) = book.finish(Some(&j), &[]);
+    assert_eq!(kinds(&fx), vec!["clear"]);
+}
+
+#[test]
+fn ended_plans_are_kept_a_day_for_the_backoff() {
+    let cfg = execute_config();
+    let mut old = plan(DrainProtectionWire::None);
+    old.id = "dp-0000000000aa".into();
+    old.phase = PlanPhase::Abandoned;
+    old.reason = Some(PlanEndReason::PodGone);
+    old.ended_at = Some(t(-25 * 60));
+    let p = plan(DrainProtectionWire::None);
+    let mut j = journal(&p, Phase::Failed);
+    j.plans.push(old);
+    let book = review(&cluster(), &cfg, &j, true);
+    let (plans, _) = book.finish(Some(&j), &[]);
+    // The step failed: the active plan ended now and stays; the day-old one is dropped.
+    assert_eq!(plans.len(), 1);
+    assert_eq!(plans[0].reason, Some(PlanEndReason::StepFailed));
+}
