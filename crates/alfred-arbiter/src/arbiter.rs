@@ -47,8 +47,10 @@ fn rank_score(s: f64) -> f64 {
 }
 
 /// Input indices of the executable candidates in arbitration order (§8.1): class
-/// descending (unhealthy 2, maintenance 1, defragmentation 0), score descending (NaN
-/// last), footprint ascending, then input order (the sort is stable).
+/// descending (unhealthy 2, maintenance 1, defragmentation 0), drain-plan steps ahead of the
+/// other defragmentation moves (B.1: a plan's score is in GPUs, not comparable with a
+/// move's), score descending (NaN last), footprint ascending, then input order (the sort is
+/// stable).
 pub fn arbitration_order(candidates: &[Candidate]) -> Vec<usize> {
     let mut order: Vec<usize> = (0..candidates.len())
         .filter(|&i| candidates[i].executable)
@@ -57,6 +59,7 @@ pub fn arbitration_order(candidates: &[Candidate]) -> Vec<usize> {
         let (ca, cb) = (&candidates[a], &candidates[b]);
         cb.class()
             .cmp(&ca.class())
+            .then_with(|| cb.plan.is_some().cmp(&ca.plan.is_some()))
             .then_with(|| rank_score(cb.score).total_cmp(&rank_score(ca.score)))
             .then_with(|| ca.footprint_gpus.cmp(&cb.footprint_gpus))
     });
@@ -100,6 +103,7 @@ pub fn arbitrate(
         now,
         evacuating_nodes(candidates),
     );
+    pass.protected.extend(plan_nodes(candidates));
     let order = arbitration_order(candidates);
     let mut verdicts: Vec<Option<Verdict>> = vec![None; candidates.len()];
     for &i in &order {
@@ -128,7 +132,19 @@ pub fn arbitrate_one(
     if candidate.class() > 0 && !candidate.from_node.is_empty() {
         evac.insert(candidate.from_node.clone());
     }
-    Pass::new(snapshot, settings, ledger, breaker, now, evac).judge(candidate)
+    let mut pass = Pass::new(snapshot, settings, ledger, breaker, now, evac);
+    pass.protected
+        .extend(plan_nodes(std::slice::from_ref(candidate)));
+    pass.judge(candidate)
+}
+
+/// The nodes drain plans free this pass (the `plan.node` of every plan row): never a
+/// target of any move.
+pub fn plan_nodes(candidates: &[Candidate]) -> BTreeSet<String> {
+    candidates
+        .iter()
+        .filter_map(|c| c.plan.as_ref().map(|p| p.node.clone()))
+        .collect()
 }
 
 /// Why target selection marked a node unusable (§8.4).
@@ -165,6 +181,8 @@ struct Pass<'a> {
     nodes: BTreeMap<&'a str, &'a Node>,
     breaker_open: bool,
     evacuating: BTreeSet<String>,
+    /// Nodes drain plans free: the ledger's active plans and this pass's plan rows.
+    protected: BTreeSet<String>,
     claims: BTreeMap<String, u32>,
     landed: BTreeSet<String>,
     admitted_workloads: BTreeSet<String>,
@@ -199,6 +217,7 @@ impl<'a> Pass<'a> {
             nodes,
             breaker_open: breaker.is_open(now),
             evacuating,
+            protected: ledger.protected_nodes().clone(),
             claims: ledger.claims(snapshot),
             landed: BTreeSet::new(),
             admitted_workloads: BTreeSet::new(),
@@ -308,7 +327,14 @@ impl<'a> Pass<'a> {
                 return Err(RejectReason::Cooldown);
             }
         }
+        // B.1: a plan's own node is exempt between the plan's steps (a started plan), and
+        // only that node.
+        let plan_continues_here = c
+            .plan
+            .as_ref()
+            .is_some_and(|p| !p.starts_plan && p.node == c.from_node);
         if !health
+            && !plan_continues_here
             && !c.from_node.is_empty()
             && self
                 .ledger
@@ -346,6 +372,18 @@ impl<'a> Pass<'a> {
             self.settings.max_migrations_per_hour,
         ) {
             return Err(RejectReason::HourlyCap);
+        }
+        // 16 (B.1): a plan starts only when the hourly budget left covers all its steps.
+        if let Some(p) = c.plan.as_ref().filter(|p| p.starts_plan) {
+            let steps = usize::try_from(p.steps).unwrap_or(usize::MAX);
+            let after = self
+                .hourly
+                .saturating_add(self.admitted)
+                .saturating_add(steps);
+            if after > usize::try_from(self.settings.max_migrations_per_hour).unwrap_or(usize::MAX)
+            {
+                return Err(RejectReason::PlanBudgetInsufficient);
+            }
         }
         Ok((placement, overridden))
     }
@@ -396,6 +434,11 @@ impl<'a> Pass<'a> {
         }
         if self.evacuating.contains(name) {
             marks.evacuating = true;
+            return false;
+        }
+        if self.protected.contains(name) {
+            // A node a drain plan frees is reserved for its pod.
+            marks.landed = true;
             return false;
         }
         if self.landed.contains(name) {

@@ -43,7 +43,7 @@
 //!   time rule, alfred-engine.md §9.6 step 13);
 //! * every record counts in the hourly count by `createdAt`.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 use std::time::Duration;
 
 use alfred_model::reason::RowReason;
@@ -168,6 +168,8 @@ pub(crate) fn find_workload<'a>(snapshot: &'a ClusterSnapshot, key: &str) -> Opt
 #[serde(try_from = "LedgerWire", into = "LedgerWire")]
 pub struct Ledger {
     records: Vec<DispatchRecord>,
+    /// Nodes active drain plans free (B.1): not serialized, derived from the plans.
+    protected: BTreeSet<String>,
 }
 
 #[derive(Serialize, Deserialize)]
@@ -223,7 +225,18 @@ impl Ledger {
     pub fn new() -> Self {
         Self {
             records: Vec::new(),
+            protected: BTreeSet::new(),
         }
+    }
+
+    /// Marks a node an active drain plan frees: no move may target it.
+    pub fn protect(&mut self, node: &str) {
+        self.protected.insert(node.to_owned());
+    }
+
+    /// The nodes active drain plans free.
+    pub fn protected_nodes(&self) -> &BTreeSet<String> {
+        &self.protected
     }
 
     /// The records, oldest first (ties by UUID).
@@ -297,6 +310,7 @@ impl Ledger {
                 .filter(|r| r.uuid != uuid)
                 .cloned()
                 .collect(),
+            protected: self.protected.clone(),
         }
     }
 

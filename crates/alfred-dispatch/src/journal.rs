@@ -35,6 +35,8 @@ use crate::request::{MAX_PAYLOAD_BYTES, is_canonical_uuid};
 pub const JOURNAL_VERSION: &str = "v1";
 /// Most entries a journal may hold.
 pub const MAX_ENTRIES: usize = 256;
+/// Most drain plans kept (active and recently ended).
+pub const MAX_PLANS: usize = 64;
 /// Largest `state.json`, read or written.
 pub const MAX_STATE_BYTES: usize = 512 * 1024;
 /// What the chart installs.
@@ -268,6 +270,10 @@ pub struct Journal {
     /// Failure-backoff deadline.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub backoff_until: Option<Timestamp>,
+    /// Drain plans (B.1): the active ones and those ended in the last day (for the pool
+    /// backoff and the outcome log). Absent in a state written before plans existed.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub plans: Vec<alfred_model::plan::PlanRecord>,
 }
 
 impl Default for Journal {
@@ -325,6 +331,7 @@ impl Journal {
             version: JOURNAL_VERSION.into(),
             entries: Vec::new(),
             backoff_until: None,
+            plans: Vec::new(),
         }
     }
 
@@ -374,6 +381,37 @@ impl Journal {
                 field: "backoffUntil".into(),
                 message: "is the zero time".into(),
             });
+        }
+        if self.plans.len() > MAX_PLANS {
+            return Err(JournalError::Invalid {
+                field: "plans".into(),
+                message: format!("{} plans, more than {MAX_PLANS}", self.plans.len()),
+            });
+        }
+        let mut ids = BTreeSet::new();
+        let mut active_nodes = BTreeSet::new();
+        for (i, p) in self.plans.iter().enumerate() {
+            if p.id.is_empty() || !ids.insert(p.id.as_str()) {
+                return Err(JournalError::Invalid {
+                    field: format!("plans[{i}].id"),
+                    message: format!("{:?} is empty or repeated", p.id),
+                });
+            }
+            if p.active() && !active_nodes.insert(p.node.as_str()) {
+                return Err(JournalError::Invalid {
+                    field: format!("plans[{i}].node"),
+                    message: format!("{:?} has two active plans", p.node),
+                });
+            }
+            if p.phase.ended() != p.reason.is_some() || p.phase.ended() != p.ended_at.is_some() {
+                return Err(JournalError::Invalid {
+                    field: format!("plans[{i}].reason"),
+                    message: format!(
+                        "reason and endedAt are required exactly when the phase has ended (phase {})",
+                        p.phase.as_str()
+                    ),
+                });
+            }
         }
         let mut seen = BTreeSet::new();
         for (i, e) in self.entries.iter().enumerate() {

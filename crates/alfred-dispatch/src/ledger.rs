@@ -106,6 +106,9 @@ pub fn ledger_of(journal: &Journal, snapshot: &ClusterSnapshot) -> Ledger {
     for e in &journal.entries {
         ledger.record(record_of(e, snapshot));
     }
+    for p in journal.plans.iter().filter(|p| p.active()) {
+        ledger.protect(&p.node);
+    }
     ledger
 }
 

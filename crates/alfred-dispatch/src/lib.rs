@@ -78,6 +78,7 @@
 pub mod budget;
 pub mod decision_log;
 pub mod dispatch;
+pub mod drain;
 pub mod follow;
 pub mod guard;
 pub mod journal;

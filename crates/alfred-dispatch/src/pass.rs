@@ -12,6 +12,7 @@ use alfred_model::{ClusterSnapshot, Timestamp};
 use serde::{Deserialize, Serialize};
 
 use crate::dispatch::{Breaker, Decision, DispatchCtx, JournalSlot, execute};
+use crate::drain::{PlanBook, ReviewInput};
 use crate::guard::GuardObservation;
 use crate::journal::Journal;
 use crate::preflight::{FreshLooks, Looks, Proposal};
@@ -289,8 +290,29 @@ pub fn run_pass(
     } else {
         session.omenative_unavailable_reported = false;
     }
+    // Drain plans of the dispatch state (B.1): end what cannot go on, before the policies
+    // re-plan the rest.
+    let journal_read = match &input.state.journal {
+        JournalSlot::Readable(j) => Some(j),
+        _ => None,
+    };
+    let empty_journal = Journal::empty();
+    let mut book = PlanBook::review(&ReviewInput {
+        snapshot: snap,
+        config: cfg,
+        journal: journal_read.unwrap_or(&empty_journal),
+        executing: dispatcher && cfg.mode == Mode::Execute,
+        now: input.now,
+    });
     // Pool scores; 3. Propose.
-    let (pools, mut candidates) = stages.score_and_propose(snap, cfg, input.runtime, input.now);
+    let (pools, proposed) =
+        stages.score_and_propose(snap, cfg, input.runtime, &book.plans, input.now);
+    let alfred_policy::Proposal {
+        mut candidates,
+        drain,
+        ..
+    } = proposed;
+    book.block(&drain.blocked, snap, input.now);
     // 4. Scheduling annotation: recommend-only or no dispatcher.
     let annotated = !dispatcher || cfg.mode != Mode::Execute;
     if annotated {
@@ -302,10 +324,8 @@ pub fn run_pass(
         crate::schedule::annotate(&mut candidates, snap, cfg, simulator, input.now);
     }
     // 5. Admit / Request / Follow.
-    let journal_for_arbiter = match &input.state.journal {
-        JournalSlot::Readable(j) => j.clone(),
-        _ => Journal::empty(),
-    };
+    let mut journal_for_arbiter = journal_read.cloned().unwrap_or_else(Journal::empty);
+    journal_for_arbiter.plans = book.plans.clone();
     let verdicts = stages.arbitrate(&ArbiterInput {
         candidates: &candidates,
         snapshot: snap,
@@ -362,6 +382,24 @@ pub fn run_pass(
     } else {
         decisions
     };
+    // Plan steps submitted start or extend their plans; then the plans' journal write,
+    // protection writes, Events and gauges (after the request and its journal save).
+    book.after_dispatch(&decisions, &drain.plans, cfg, snap, input.now);
+    let plan_views = book.views(&drain.plans, input.now);
+    let plans_on =
+        cfg.policies.defragmentation.enabled && cfg.policies.defragmentation.drain_plans.enabled;
+    let gauge_pools = if plans_on { snap.pools() } else { Vec::new() };
+    let writable = match &new_state.journal {
+        JournalSlot::Readable(j) if dispatcher => Some(j.clone()),
+        _ => None,
+    };
+    let (plans_now, plan_effects) = book.finish(writable.as_ref(), &gauge_pools);
+    if writable.is_some()
+        && let JournalSlot::Readable(j) = &mut new_state.journal
+    {
+        j.plans = plans_now;
+    }
+    effects.extend(plan_effects);
     // The journal save right after the request annotation (§9.9 attempt() step 6): if it
     // fails, the request stands but the journal does not know it.
     let final_save = effects
@@ -393,7 +431,8 @@ pub fn run_pass(
         }));
         let at = fx.len();
         let rows = report::rows_into_halves(decisions, cfg.mode, fx, report::SPLIT_MIN_DECISIONS);
-        let record = LastCycle::new(input.now, report::record_mode(cfg.mode), rows);
+        let mut record = LastCycle::new(input.now, report::record_mode(cfg.mode), rows);
+        record.plans = plan_views.clone();
         if cfg.recommendations_config_map_enabled {
             // Before the rows' effects.
             fx.insert(

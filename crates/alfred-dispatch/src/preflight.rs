@@ -268,7 +268,10 @@ fn eligible_again(
     let (proposed, evacuating): (&[Candidate], _) = match ctx.proposed {
         Some(p) if std::ptr::eq(p.snapshot, snap) => (&p.executable, p.evacuating.clone()),
         _ => {
-            again = ctx.stages.propose(snap, ctx.config, ctx.runtime, ctx.now);
+            again = ctx
+                .stages
+                .propose(snap, ctx.config, ctx.runtime, &ctx.journal.plans, ctx.now)
+                .candidates;
             (&again, alfred_arbiter::evacuating_nodes(&again))
         }
     };

@@ -6,11 +6,12 @@
 use std::collections::BTreeSet;
 
 use alfred_model::config::{Config, RuntimeOptions};
+use alfred_model::plan::PlanRecord;
 use alfred_model::record::{Candidate, Verdict};
 use alfred_model::{ClusterSnapshot, Timestamp};
 
 use alfred_arbiter::{ArbiterSettings, Breaker};
-use alfred_policy::PolicySettings;
+use alfred_policy::{PolicySettings, Proposal};
 use alfred_score::ScoreSettings;
 
 use crate::journal::Journal;
@@ -53,15 +54,16 @@ pub struct ArbiterInput<'a> {
 pub trait Stages {
     /// Pool scores (metrics, replay).
     fn score(&self, snapshot: &ClusterSnapshot, config: &Config) -> Vec<PoolGauge>;
-    /// Both policies, node health first: candidates (node markers are derived by the
-    /// reporter from the snapshot).
+    /// Both policies, node health first, with the drain plans of the dispatch state
+    /// (`plans`): candidates (a plan's steps among them) and the plans.
     fn propose(
         &self,
         snapshot: &ClusterSnapshot,
         config: &Config,
         runtime: &RuntimeOptions,
+        plans: &[PlanRecord],
         now: Timestamp,
-    ) -> Vec<Candidate>;
+    ) -> Proposal;
     /// [`Stages::score`] and [`Stages::propose`] of one snapshot, as the pass asks for both:
     /// a stage may share work between them (the real one analyses the snapshot once) but
     /// must answer exactly as the two calls would. The default makes the two calls.
@@ -70,11 +72,12 @@ pub trait Stages {
         snapshot: &ClusterSnapshot,
         config: &Config,
         runtime: &RuntimeOptions,
+        plans: &[PlanRecord],
         now: Timestamp,
-    ) -> (Vec<PoolGauge>, Vec<Candidate>) {
+    ) -> (Vec<PoolGauge>, Proposal) {
         (
             self.score(snapshot, config),
-            self.propose(snapshot, config, runtime, now),
+            self.propose(snapshot, config, runtime, plans, now),
         )
     }
     /// Arbitrates the executable candidates: `(candidate index, verdict)` in arbitration
@@ -185,15 +188,17 @@ impl Stages for CoreStages {
         snapshot: &ClusterSnapshot,
         config: &Config,
         _runtime: &RuntimeOptions,
+        plans: &[PlanRecord],
         now: Timestamp,
-    ) -> (Vec<PoolGauge>, Vec<Candidate>) {
-        let (analysis, proposal) = alfred_policy::analyze_and_propose(
+    ) -> (Vec<PoolGauge>, Proposal) {
+        let (analysis, proposal) = alfred_policy::analyze_and_propose_with_plans(
             snapshot,
             &ScoreSettings::from_config(config),
             &PolicySettings::from_config(config),
             now,
+            plans,
         );
-        (gauges(analysis.into_scores()), proposal.candidates)
+        (gauges(analysis.into_scores()), proposal)
     }
 
     fn propose(
@@ -201,11 +206,17 @@ impl Stages for CoreStages {
         snapshot: &ClusterSnapshot,
         config: &Config,
         _runtime: &RuntimeOptions,
+        plans: &[PlanRecord],
         now: Timestamp,
-    ) -> Vec<Candidate> {
+    ) -> Proposal {
         // The executor's availability reaches the policies through
         // `snapshot.executor` (the observer sets it from the same flag).
-        alfred_policy::propose_with(snapshot, &PolicySettings::from_config(config), now).candidates
+        alfred_policy::propose_with_plans(
+            snapshot,
+            &PolicySettings::from_config(config),
+            now,
+            plans,
+        )
     }
 
     fn arbitrate(&self, input: &ArbiterInput<'_>) -> Vec<(usize, Verdict)> {
@@ -243,17 +254,22 @@ impl Stages for ScriptedStages {
         snapshot: &ClusterSnapshot,
         _: &Config,
         _: &RuntimeOptions,
+        _: &[PlanRecord],
         _: Timestamp,
-    ) -> Vec<Candidate> {
+    ) -> Proposal {
         // The fresh snapshot is told apart by a marker the tests set: a different
         // observation time than the pass's own snapshot is not enough, so tests use
         // `fresh_candidates` only when they need the policies to change their mind.
-        match (
+        let candidates = match (
             &self.fresh_candidates,
             snapshot.problems.iter().any(|p| p.kind == "FreshMarker"),
         ) {
             (Some(f), true) => f.clone(),
             _ => self.candidates.clone(),
+        };
+        Proposal {
+            candidates,
+            ..Proposal::default()
         }
     }
     fn arbitrate(&self, input: &ArbiterInput<'_>) -> Vec<(usize, Verdict)> {

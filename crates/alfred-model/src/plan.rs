@@ -63,6 +63,9 @@ pub struct DrainPlan {
     /// An active plan (already in the dispatch state) continued, not a new one.
     #[serde(default)]
     pub continued: bool,
+    /// Steps of a continued plan already requested (the step numbers count them).
+    #[serde(default)]
+    pub done_steps: u32,
 }
 
 impl DrainPlan {
@@ -154,7 +157,7 @@ impl PlanPhase {
 }
 
 /// One step of a durable plan: the move and, once written, its request.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct PlanStepRecord {
     /// `namespace/name`.
@@ -176,7 +179,7 @@ pub struct PlanStepRecord {
 
 /// A plan as the dispatch state keeps it (beside the journal's entries): what a new leader
 /// needs to go on with it, or to remove its protection.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct PlanRecord {
     /// Plan id.
@@ -359,6 +362,7 @@ mod tests {
             benefit_gpus: 8.0,
             cost_gpus: 2.4,
             continued: false,
+            done_steps: 0,
         };
         let now = Timestamp::parse_rfc3339("2026-11-29T08:00:00Z").unwrap();
         assert_eq!(

@@ -95,6 +95,8 @@ reason_enum! {
         NoTemplates,
         /// Scheduling: the profile is structurally invalid.
         ProfileInvalid,
+        /// A later step of a drain plan: it waits for the plan's earlier steps (B.1).
+        DrainPlanStepWaiting,
     }
 }
 
@@ -357,8 +359,6 @@ reason_enum! {
         InvalidResponse,
         /// The profile is structurally invalid.
         ProfileInvalid,
-        /// A later step of a drain plan: it waits for the plan's earlier steps (B.1).
-        DrainPlanStepWaiting,
     }
 }
 

@@ -127,9 +127,9 @@ type TargetKey = (String, bool, Option<String>);
 #[derive(Debug, PartialEq)]
 pub(crate) struct TargetList {
     /// Indices in `ClusterSnapshot::nodes`.
-    nodes: Vec<usize>,
+    pub(crate) nodes: Vec<usize>,
     /// `freeGPUs` of each (ascending).
-    free: Vec<u32>,
+    pub(crate) free: Vec<u32>,
 }
 
 impl<'a> Ctx<'a> {

@@ -37,6 +37,7 @@
 
 mod common;
 pub mod defragmentation;
+pub mod drain;
 pub mod early_tick;
 pub mod nodehealth;
 pub mod settings;
@@ -45,10 +46,12 @@ pub mod testkit;
 
 use alfred_model::Timestamp;
 use alfred_model::config::Config;
+use alfred_model::plan::PlanRecord;
 use alfred_model::record::Candidate;
 use alfred_model::snapshot::ClusterSnapshot;
 use alfred_score::{Analysis, ScoreSettings};
 
+pub use drain::DrainProposal;
 pub use early_tick::EarlyTickReason;
 pub use nodehealth::{NodeHealthOutput, NodeMarker};
 pub use settings::{Aggressiveness, PolicySettings, Window};
@@ -60,6 +63,8 @@ pub struct Proposal {
     pub candidates: Vec<Candidate>,
     /// Node markers for the reporter's `node.<name>` records and Node events.
     pub node_markers: Vec<NodeMarker>,
+    /// Drain plans (B.1): their steps are among `candidates`.
+    pub drain: DrainProposal,
 }
 
 /// Runs both policies: node health first, then defragmentation (alfred-engine.md §5.3).
@@ -73,9 +78,20 @@ pub fn propose_with(
     settings: &PolicySettings,
     now: Timestamp,
 ) -> Proposal {
+    propose_with_plans(snapshot, settings, now, &[])
+}
+
+/// [`propose_with`] with the drain plans of the dispatch state (`plans`: active and recently
+/// ended), which active plans go on and which pools back off.
+pub fn propose_with_plans(
+    snapshot: &ClusterSnapshot,
+    settings: &PolicySettings,
+    now: Timestamp,
+    plans: &[PlanRecord],
+) -> Proposal {
     let cfg = settings.sanitized();
     let ctx = common::Ctx::new(snapshot, &cfg, now);
-    propose_in(&ctx)
+    propose_in(&ctx, plans)
 }
 
 /// alfred-score's analysis of `snapshot` (at its `observed_at`, with `scoring`: the pass's
@@ -96,12 +112,25 @@ pub fn analyze_and_propose<'s>(
     settings: &PolicySettings,
     now: Timestamp,
 ) -> (Analysis<'s>, Proposal) {
+    analyze_and_propose_with_plans(snapshot, scoring, settings, now, &[])
+}
+
+/// [`analyze_and_propose`] with the drain plans of the dispatch state (see
+/// [`propose_with_plans`]).
+pub fn analyze_and_propose_with_plans<'s>(
+    snapshot: &'s ClusterSnapshot,
+    scoring: &ScoreSettings,
+    settings: &PolicySettings,
+    now: Timestamp,
+    plans: &[PlanRecord],
+) -> (Analysis<'s>, Proposal) {
     analyze_and_propose_at_once(
         snapshot,
         scoring,
         settings,
         now,
         snapshot.pods.len() >= CONCURRENT_MIN_PODS,
+        plans,
     )
 }
 
@@ -116,6 +145,7 @@ fn analyze_and_propose_at_once<'s>(
     settings: &PolicySettings,
     now: Timestamp,
     concurrent: bool,
+    plans: &[PlanRecord],
 ) -> (Analysis<'s>, Proposal) {
     let cfg = settings.sanitized();
     let (analysis, mut ctx) = if concurrent {
@@ -139,18 +169,46 @@ fn analyze_and_propose_at_once<'s>(
     {
         ctx.shared = Some(&analysis);
     }
-    let proposal = propose_in(&ctx);
+    let proposal = propose_in(&ctx, plans);
     drop(ctx);
     (analysis, proposal)
 }
 
-fn propose_in(ctx: &common::Ctx<'_>) -> Proposal {
+fn propose_in(ctx: &common::Ctx<'_>, plans: &[PlanRecord]) -> Proposal {
     let nh = nodehealth::run(ctx);
     let mut candidates = nh.candidates;
-    candidates.extend(defragmentation::run(ctx));
+    let mut defrag = defragmentation::run(ctx);
+    let drain = if ctx.cfg.defragmentation_enabled && ctx.cfg.drain_plans_enabled {
+        let own;
+        let analysis = match ctx.shared {
+            Some(a) => a,
+            None => {
+                own = ctx.analyze();
+                &own
+            }
+        };
+        drain::run(ctx, analysis, plans)
+    } else {
+        DrainProposal::default()
+    };
+    if !drain.plans.is_empty() {
+        // A plan's rows take the place of its Instances' own defragmentation rows (one row
+        // per Instance), ahead of the other moves.
+        let steps = drain::candidates(ctx, &drain);
+        defrag.retain(|r| {
+            !steps.iter().any(|s| {
+                s.workload == r.workload && s.component == r.component && s.instance == r.instance
+            })
+        });
+        let mut rows = steps;
+        rows.extend(defrag);
+        defrag = rows;
+    }
+    candidates.extend(defrag);
     Proposal {
         candidates,
         node_markers: nh.node_markers,
+        drain,
     }
 }
 

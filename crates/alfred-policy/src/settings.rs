@@ -73,6 +73,14 @@ pub struct PolicySettings {
     pub lws_recommendations_enabled: bool,
     /// `earlyTickOn`; `[]` disables early passes.
     pub early_tick_on: Vec<EarlyTickReason>,
+    /// `policies.defragmentation.drainPlans.enabled`.
+    pub drain_plans_enabled: bool,
+    /// `policies.defragmentation.drainPlans.maxStepsPerPlan`.
+    pub drain_max_steps_per_plan: u32,
+    /// `policies.defragmentation.drainPlans.maxActivePlans` (per pool).
+    pub drain_max_active_plans: u32,
+    /// `policies.defragmentation.drainPlans.abandonBackoffMinutes`.
+    pub drain_abandon_backoff_minutes: u32,
 }
 
 impl Default for PolicySettings {
@@ -101,6 +109,10 @@ impl Default for PolicySettings {
                 EarlyTickReason::NodeConditionChange,
                 EarlyTickReason::NodeMaintenanceChange,
             ],
+            drain_plans_enabled: true,
+            drain_max_steps_per_plan: 4,
+            drain_max_active_plans: 1,
+            drain_abandon_backoff_minutes: 30,
         }
     }
 }
@@ -146,6 +158,10 @@ impl PolicySettings {
             omenative_migration_enabled: config.omenative_migration_enabled,
             lws_recommendations_enabled: config.lws_recommendations_enabled,
             early_tick_on: config.early_tick_on.clone(),
+            drain_plans_enabled: d.drain_plans.enabled,
+            drain_max_steps_per_plan: d.drain_plans.max_steps_per_plan,
+            drain_max_active_plans: d.drain_plans.max_active_plans,
+            drain_abandon_backoff_minutes: d.drain_plans.abandon_backoff_minutes,
         }
     }
 

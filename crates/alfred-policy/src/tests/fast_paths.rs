@@ -409,8 +409,8 @@ proptest! {
     fn concurrent_analysis_equals_the_sequential_one(c in case()) {
         let (snap, s) = build(&c);
         let scoring = s.score_settings();
-        let (a, p) = crate::analyze_and_propose_at_once(&snap, &scoring, &s, snap.observed_at, true);
-        let (b, q) = crate::analyze_and_propose_at_once(&snap, &scoring, &s, snap.observed_at, false);
+        let (a, p) = crate::analyze_and_propose_at_once(&snap, &scoring, &s, snap.observed_at, true, &[]);
+        let (b, q) = crate::analyze_and_propose_at_once(&snap, &scoring, &s, snap.observed_at, false, &[]);
         prop_assert_eq!(a.into_scores(), b.into_scores());
         prop_assert_eq!(p, q);
     }

@@ -1,0 +1,652 @@
+//! Drain plans across passes (decisions.md B.1–B.3): the durable plan records beside the
+//! journal's entries, their phases, their protection and their end.
+//!
+//! Each pass:
+//! 1. [`PlanBook::review`] (before the policies): an active plan ends when its pod bound (to
+//!    its node: `completed`; elsewhere: abandoned) or went away, its node went away, turned
+//!    unhealthy, is due for maintenance or was cordoned by someone else, a step's migration
+//!    failed or stalled, the deadline passed, someone else nominated the pod, or plans or
+//!    execution are off. A plan whose node now has room for the pod is at hand-off.
+//! 2. The policies re-plan the active plans ([`PlanBook::block`] ends the ones they cannot go
+//!    on with) and may propose new ones.
+//! 3. [`PlanBook::after_dispatch`]: a plan step the dispatcher submitted starts its plan (or
+//!    adds a step to it).
+//! 4. [`PlanBook::finish`]: the protection writes (nominate or taint, re-set where it was
+//!    lost; removed when the plan ends), Node Events, metrics, and one journal write when a
+//!    plan changed, placed **before** the protection writes so that no nomination or taint
+//!    of alfred's exists without a plan record that names it.
+//!
+//! Ended plans stay a day (for the pools' backoff and to remove a protection whose removal
+//! failed); any node still carrying alfred's taint without an active plan is untainted.
+
+use std::collections::BTreeSet;
+use std::time::Duration;
+
+use alfred_model::config::{Config, DrainProtection};
+use alfred_model::effect::{Effect, Event, EventType, MetricChange, MetricUpdate, ObjectRef};
+use alfred_model::plan::{
+    DRAIN_TAINT_KEY, DrainPlan, DrainProtectionWire, PlanPhase, PlanRecord, PlanStepRecord,
+    PlanView,
+};
+use alfred_model::reason::{DispatchReason, PlanEndReason};
+use alfred_model::snapshot::{HealthState, Node};
+use alfred_model::{ClusterSnapshot, Timestamp};
+
+use crate::dispatch::Decision;
+use crate::journal::{Journal, MAX_PLANS, Phase};
+
+/// How long an ended plan is kept.
+const ENDED_RETENTION: Duration = Duration::from_secs(24 * 3600);
+
+/// The plans of one pass, as they change through it.
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct PlanBook {
+    /// Every plan: the active ones and those ended within the retention.
+    pub plans: Vec<PlanRecord>,
+    /// Whether anything changed (the journal must be written).
+    pub changed: bool,
+    /// Plans that ended in this pass (for the record and the decision log).
+    pub ended_now: Vec<PlanRecord>,
+    /// Ids of plans started in this pass.
+    pub started_now: Vec<String>,
+    /// Protection writes, Events and metric changes, in order.
+    effects: Vec<Effect>,
+}
+
+/// What [`PlanBook::review`] reads besides the plans.
+pub struct ReviewInput<'a> {
+    /// The pass's snapshot.
+    pub snapshot: &'a ClusterSnapshot,
+    /// The configuration.
+    pub config: &'a Config,
+    /// The journal (the steps' entries).
+    pub journal: &'a Journal,
+    /// Execute mode with an executor: plans may go on.
+    pub executing: bool,
+    /// Now.
+    pub now: Timestamp,
+}
+
+impl PlanBook {
+    /// Step 1: ends what cannot go on, moves plans to hand-off, keeps the protection in place.
+    pub fn review(input: &ReviewInput<'_>) -> PlanBook {
+        let mut book = PlanBook {
+            plans: input.journal.plans.clone(),
+            ..PlanBook::default()
+        };
+        let snap = input.snapshot;
+        let cfg = &input.config.policies.defragmentation;
+        let enabled = cfg.enabled && cfg.drain_plans.enabled;
+        for i in 0..book.plans.len() {
+            let r = book.plans[i].clone();
+            if !r.active() {
+                continue;
+            }
+            let verdict = if !enabled {
+                Some(PlanEndReason::PlansDisabled)
+            } else if !input.executing {
+                Some(PlanEndReason::ExecutionDisabled)
+            } else {
+                judge(&r, snap, input.journal, input.now)
+            };
+            match verdict {
+                Some(why) => book.end(i, why, snap, input.now),
+                None => {
+                    let phase = phase_now(&r, snap, input.journal);
+                    if phase != r.phase {
+                        book.plans[i].phase = phase;
+                        book.changed = true;
+                    }
+                    book.keep_protection(i, snap);
+                }
+            }
+        }
+        if input.executing || !enabled {
+            book.clean_up(snap, input.now);
+        }
+        book
+    }
+
+    /// Ids of the active plans.
+    pub fn active(&self) -> impl Iterator<Item = &PlanRecord> {
+        self.plans.iter().filter(|p| p.active())
+    }
+
+    /// Step 2: ends the active plans the policies can no longer go on with.
+    pub fn block(
+        &mut self,
+        blocked: &[(String, PlanEndReason)],
+        snap: &ClusterSnapshot,
+        now: Timestamp,
+    ) {
+        for (id, why) in blocked {
+            if let Some(i) = self.plans.iter().position(|p| p.id == *id && p.active()) {
+                self.end(i, *why, snap, now);
+            }
+        }
+    }
+
+    /// Step 3: the plan steps the dispatcher submitted start their plan or extend it.
+    pub fn after_dispatch(
+        &mut self,
+        decisions: &[Decision],
+        proposed: &[DrainPlan],
+        config: &Config,
+        snap: &ClusterSnapshot,
+        now: Timestamp,
+    ) {
+        let settings = &config.policies.defragmentation.drain_plans;
+        for (c, v) in decisions {
+            let (Some(step), Some(v)) = (&c.plan, v) else {
+                continue;
+            };
+            if v.dispatch_reason != Some(DispatchReason::RequestSubmitted)
+                || v.request_uuid.is_empty()
+            {
+                continue;
+            }
+            let Some(plan) = proposed.iter().find(|p| p.id == step.plan_id) else {
+                continue;
+            };
+            let gpus = plan
+                .steps
+                .iter()
+                .find(|s| {
+                    s.workload == c.workload
+                        && s.component == c.component
+                        && s.instance == c.instance
+                })
+                .map_or(c.footprint_gpus, |s| s.gpus);
+            let record = PlanStepRecord {
+                workload: c.workload.clone(),
+                component: c.component,
+                instance: c.instance,
+                gpus,
+                request_uuid: v.request_uuid.clone(),
+            };
+            self.changed = true;
+            if let Some(p) = self
+                .plans
+                .iter_mut()
+                .find(|p| p.id == plan.id && p.active())
+            {
+                p.steps.push(record);
+                continue;
+            }
+            // A plan id is reused when the same node is planned for the same pod again:
+            // the ended record gives way to the new one.
+            self.plans.retain(|p| p.id != plan.id);
+            let deadline = now.plus(Duration::from_secs(
+                u64::from(settings.plan_deadline_minutes) * 60,
+            ));
+            let record = PlanRecord {
+                id: plan.id.clone(),
+                pool: plan.pool.clone(),
+                node: plan.node.clone(),
+                node_uid: plan.node_uid.clone(),
+                pod: plan.pod.clone(),
+                pod_uid: plan.pod_uid.clone(),
+                gpus: plan.pod_gpus,
+                protection: settings.protection.into(),
+                steps: vec![record],
+                phase: PlanPhase::Protecting,
+                reason: None,
+                started_at: now,
+                deadline,
+                ended_at: None,
+                pending_since: plan.pending_since,
+            };
+            self.started_now.push(record.id.clone());
+            self.effects.push(node_event(
+                snap,
+                &record.node,
+                EventType::Normal,
+                "DrainPlanStarted",
+                format!("drain plan {}: {}", record.id, plan.story(now)),
+            ));
+            self.effects.push(plan_counter(&record.pool, "started", ""));
+            self.plans.push(record);
+            let i = self.plans.len() - 1;
+            self.keep_protection(i, snap);
+        }
+    }
+
+    /// Step 4: the journal write (when a plan changed and `journal` is the journal to write),
+    /// then the protection writes, Events and metrics. `pools` are the pools to report the
+    /// active-plan gauge for.
+    pub fn finish(
+        mut self,
+        journal: Option<&Journal>,
+        pools: &[String],
+    ) -> (Vec<PlanRecord>, Vec<Effect>) {
+        self.prune();
+        let mut out = Vec::with_capacity(self.effects.len() + pools.len() + 1);
+        if self.changed
+            && let Some(j) = journal
+        {
+            let mut j = j.clone();
+            j.plans = self.plans.clone();
+            if let Ok(text) = j.to_state_json() {
+                out.push(Effect::WriteJournal { state_json: text });
+            }
+        }
+        out.append(&mut self.effects);
+        for pool in pools {
+            let n = self
+                .plans
+                .iter()
+                .filter(|p| p.active() && p.pool == *pool)
+                .count();
+            out.push(Effect::Metric(MetricUpdate {
+                name: "alfred_drain_plans_active".into(),
+                labels: vec![("pool".into(), pool.clone().into())],
+                change: MetricChange::Set(n as f64),
+            }));
+        }
+        (self.plans, out)
+    }
+
+    /// The record's view of the pass's plans: those proposed (new: `proposed`; active: their
+    /// phase) and those that ended in it.
+    pub fn views(&self, proposed: &[DrainPlan], now: Timestamp) -> Vec<PlanView> {
+        let mut out: Vec<PlanView> = proposed
+            .iter()
+            .map(|p| {
+                let phase = self
+                    .plans
+                    .iter()
+                    .find(|r| r.id == p.id && r.active())
+                    .map_or("proposed", |r| r.phase.as_str());
+                PlanView {
+                    id: p.id.clone(),
+                    pool: p.pool.clone(),
+                    node: p.node.clone(),
+                    pod: p.pod.clone(),
+                    pod_gpus: p.pod_gpus,
+                    pending_minutes: minutes(now, p.pending_since),
+                    phase: phase.to_owned(),
+                    reason: None,
+                    moves: p.steps.clone(),
+                    benefit_gpus: p.benefit_gpus,
+                    cost_gpus: p.cost_gpus,
+                    summary: p.story(now),
+                }
+            })
+            .collect();
+        for r in &self.ended_now {
+            if out.iter().any(|v| v.id == r.id) {
+                continue;
+            }
+            out.push(PlanView {
+                id: r.id.clone(),
+                pool: r.pool.clone(),
+                node: r.node.clone(),
+                pod: r.pod.clone(),
+                pod_gpus: r.gpus,
+                pending_minutes: minutes(now, r.pending_since),
+                phase: r.phase.as_str().to_owned(),
+                reason: r.reason,
+                moves: Vec::new(),
+                benefit_gpus: 0.0,
+                cost_gpus: 0.0,
+                summary: format!(
+                    "plan {} for {} on {} {} ({})",
+                    r.id,
+                    r.pod,
+                    r.node,
+                    r.phase.as_str(),
+                    r.reason.map_or("", |x| x.as_str())
+                ),
+            });
+        }
+        out
+    }
+
+    /// Ends plan `i` with `why`: phase, time, protection removed, Event, metric.
+    fn end(&mut self, i: usize, why: PlanEndReason, snap: &ClusterSnapshot, now: Timestamp) {
+        let phase = if why == PlanEndReason::PodBound {
+            PlanPhase::Completed
+        } else {
+            PlanPhase::Abandoned
+        };
+        {
+            let r = &mut self.plans[i];
+            r.phase = phase;
+            r.reason = Some(why);
+            r.ended_at = Some(now);
+        }
+        self.changed = true;
+        let r = self.plans[i].clone();
+        self.remove_protection(&r, snap);
+        let (event_type, reason, outcome) = if phase == PlanPhase::Completed {
+            (EventType::Normal, "DrainPlanCompleted", "completed")
+        } else {
+            (EventType::Warning, "DrainPlanAbandoned", "abandoned")
+        };
+        let waited = minutes(now, r.pending_since);
+        self.effects.push(node_event(
+            snap,
+            &r.node,
+            event_type,
+            reason,
+            format!(
+                "{}: drain plan {} for {} ({} GPUs, pending {waited} min) after {} step(s)",
+                why.as_str(),
+                r.id,
+                r.pod,
+                r.gpus,
+                r.steps.len()
+            ),
+        ));
+        self.effects
+            .push(plan_counter(&r.pool, outcome, why.as_str()));
+        self.ended_now.push(r);
+    }
+
+    /// Puts the protection of active plan `i` in place when it is missing: the nomination
+    /// while protecting and at hand-off (an older scheduler clears it after a failed
+    /// cycle); the taint until hand-off, removed at hand-off.
+    fn keep_protection(&mut self, i: usize, snap: &ClusterSnapshot) {
+        let r = &self.plans[i];
+        match r.protection {
+            DrainProtectionWire::None => {}
+            DrainProtectionWire::Nominate => {
+                let Some(p) = pending(snap, &r.pod) else {
+                    return;
+                };
+                if p.nominated_node.is_empty()
+                    && matches!(r.phase, PlanPhase::Protecting | PlanPhase::Handoff)
+                {
+                    let (namespace, name) = split(&r.pod);
+                    self.effects.push(Effect::NominatePod {
+                        namespace,
+                        name,
+                        uid: p.uid.clone(),
+                        node: r.node.clone(),
+                        plan_id: r.id.clone(),
+                    });
+                }
+            }
+            DrainProtectionWire::Taint => {
+                let Some(n) = snap.node(&r.node) else {
+                    return;
+                };
+                let tainted = has_taint(n, &r.id);
+                if r.phase == PlanPhase::Handoff {
+                    if tainted {
+                        self.effects.push(untaint(n, &r.id));
+                    }
+                } else if !tainted {
+                    self.effects.push(Effect::TaintNode {
+                        node: n.name.clone(),
+                        uid: n.uid.clone(),
+                        plan_id: r.id.clone(),
+                    });
+                }
+            }
+        }
+    }
+
+    /// Removes what a plan put in place: its nomination (still set to its node on a pod
+    /// that is still pending) and its taint.
+    fn remove_protection(&mut self, r: &PlanRecord, snap: &ClusterSnapshot) {
+        if let Some(p) = pending(snap, &r.pod)
+            && p.nominated_node == r.node
+            && r.protection == DrainProtectionWire::Nominate
+            && (r.pod_uid.is_empty() || p.uid == r.pod_uid)
+        {
+            let (namespace, name) = split(&r.pod);
+            self.effects.push(Effect::ClearNomination {
+                namespace,
+                name,
+                uid: p.uid.clone(),
+                node: r.node.clone(),
+                plan_id: r.id.clone(),
+            });
+        }
+        if let Some(n) = snap.node(&r.node)
+            && has_taint(n, &r.id)
+        {
+            self.effects.push(untaint(n, &r.id));
+        }
+    }
+
+    /// A removal that did not land is retried from the ended plans; a taint of alfred's
+    /// that no active plan names (a plan record lost with a reset journal) is removed.
+    fn clean_up(&mut self, snap: &ClusterSnapshot, now: Timestamp) {
+        let ended: Vec<PlanRecord> = self
+            .plans
+            .iter()
+            .filter(|p| p.phase.ended() && !self.ended_now.iter().any(|e| e.id == p.id))
+            .filter(|p| p.ended_at.is_some_and(|t| now.since(t) < ENDED_RETENTION))
+            .cloned()
+            .collect();
+        for r in &ended {
+            self.remove_protection(r, snap);
+        }
+        let active: BTreeSet<String> = self.active().map(|p| p.id.clone()).collect();
+        let ended_ids: BTreeSet<&str> = ended.iter().map(|p| p.id.as_str()).collect();
+        for n in &snap.nodes {
+            for t in n.taints.iter().filter(|t| t.key == DRAIN_TAINT_KEY) {
+                if !active.contains(&t.value) && !ended_ids.contains(t.value.as_str()) {
+                    self.effects.push(untaint(n, &t.value));
+                }
+            }
+        }
+    }
+
+    /// Drops ended plans past the retention, then the oldest ended ones beyond
+    /// [`MAX_PLANS`].
+    fn prune(&mut self) {
+        let Some(now) = self.ended_now.first().and_then(|p| p.ended_at) else {
+            return self.cap();
+        };
+        let before = self.plans.len();
+        self.plans
+            .retain(|p| p.active() || p.ended_at.is_some_and(|t| now.since(t) < ENDED_RETENTION));
+        if self.plans.len() != before {
+            self.changed = true;
+        }
+        self.cap();
+    }
+
+    fn cap(&mut self) {
+        while self.plans.len() > MAX_PLANS {
+            let Some(oldest) = self
+                .plans
+                .iter()
+                .enumerate()
+                .filter(|(_, p)| !p.active())
+                .min_by(|a, b| a.1.ended_at.cmp(&b.1.ended_at).then(a.1.id.cmp(&b.1.id)))
+                .map(|(i, _)| i)
+            else {
+                return;
+            };
+            self.plans.remove(oldest);
+            self.changed = true;
+        }
+    }
+}
+
+/// Why an active plan ends now, if it does (plans and execution on).
+fn judge(
+    r: &PlanRecord,
+    snap: &ClusterSnapshot,
+    journal: &Journal,
+    now: Timestamp,
+) -> Option<PlanEndReason> {
+    let same_pod = |uid: &str| r.pod_uid.is_empty() || uid.is_empty() || uid == r.pod_uid;
+    if let Some(p) = bound(snap, &r.pod) {
+        if !same_pod(&p.uid) {
+            return Some(PlanEndReason::PodGone);
+        }
+        return Some(if p.node == r.node {
+            PlanEndReason::PodBound
+        } else {
+            PlanEndReason::PodBoundElsewhere
+        });
+    }
+    let Some(p) = pending(snap, &r.pod) else {
+        return Some(PlanEndReason::PodGone);
+    };
+    if !same_pod(&p.uid) {
+        return Some(PlanEndReason::PodGone);
+    }
+    let Some(n) = snap.node(&r.node) else {
+        return Some(PlanEndReason::NodeGone);
+    };
+    if !r.node_uid.is_empty() && !n.uid.is_empty() && n.uid != r.node_uid {
+        return Some(PlanEndReason::NodeGone);
+    }
+    if n.health.state != HealthState::Clear {
+        return Some(PlanEndReason::NodeUnhealthy);
+    }
+    if n.maintenance.requested {
+        return Some(PlanEndReason::NodeMaintenance);
+    }
+    if n.cordoned || n.scale_down_marked {
+        return Some(PlanEndReason::NodeCordoned);
+    }
+    for s in r.steps.iter().filter(|s| !s.request_uuid.is_empty()) {
+        match journal
+            .entries
+            .iter()
+            .find(|e| e.uuid == s.request_uuid)
+            .map(|e| e.phase)
+        {
+            Some(Phase::Failed) => return Some(PlanEndReason::StepFailed),
+            Some(Phase::Stalled) => return Some(PlanEndReason::StepStalled),
+            _ => {}
+        }
+    }
+    if r.protection == DrainProtectionWire::Nominate
+        && !p.nominated_node.is_empty()
+        && p.nominated_node != r.node
+    {
+        return Some(PlanEndReason::NominationTaken);
+    }
+    if now >= r.deadline {
+        return Some(PlanEndReason::DeadlineExceeded);
+    }
+    None
+}
+
+/// The phase of an active plan that goes on: hand-off once the node has room for the pod
+/// and no step is still moving; draining once a step was asked; else protecting.
+fn phase_now(r: &PlanRecord, snap: &ClusterSnapshot, journal: &Journal) -> PlanPhase {
+    let moving = r.steps.iter().any(|s| {
+        journal
+            .entries
+            .iter()
+            .find(|e| e.uuid == s.request_uuid)
+            .is_some_and(|e| !e.phase.is_terminal())
+    });
+    let room = snap.node(&r.node).is_some_and(|n| n.free_gpus >= r.gpus);
+    if room && !moving {
+        PlanPhase::Handoff
+    } else if r.phase == PlanPhase::Handoff && !room {
+        // Someone took the room back: drain again (the policies re-plan it).
+        PlanPhase::Draining
+    } else if r.phase == PlanPhase::Protecting && protected(r, snap) {
+        PlanPhase::Draining
+    } else {
+        r.phase
+    }
+}
+
+/// Whether the plan's protection is in place.
+fn protected(r: &PlanRecord, snap: &ClusterSnapshot) -> bool {
+    match r.protection {
+        DrainProtectionWire::None => true,
+        DrainProtectionWire::Nominate => {
+            pending(snap, &r.pod).is_some_and(|p| p.nominated_node == r.node)
+        }
+        DrainProtectionWire::Taint => snap.node(&r.node).is_some_and(|n| has_taint(n, &r.id)),
+    }
+}
+
+fn minutes(now: Timestamp, since: Timestamp) -> u64 {
+    let m = now.minutes_since(since);
+    if m.is_finite() && m > 0.0 {
+        m as u64
+    } else {
+        0
+    }
+}
+
+fn split(key: &str) -> (String, String) {
+    let (ns, name) = key.split_once('/').unwrap_or(("", key));
+    (ns.to_owned(), name.to_owned())
+}
+
+fn pending<'s>(
+    snap: &'s ClusterSnapshot,
+    key: &str,
+) -> Option<&'s alfred_model::snapshot::PendingPod> {
+    let (ns, name) = key.split_once('/')?;
+    snap.pending_pods
+        .iter()
+        .find(|p| p.namespace == ns && p.name == name)
+}
+
+fn bound<'s>(snap: &'s ClusterSnapshot, key: &str) -> Option<&'s alfred_model::snapshot::Pod> {
+    let (ns, name) = key.split_once('/')?;
+    snap.pods
+        .iter()
+        .find(|p| p.namespace == ns && p.name == name && !p.node.is_empty())
+}
+
+fn has_taint(n: &Node, plan_id: &str) -> bool {
+    n.taints
+        .iter()
+        .any(|t| t.key == DRAIN_TAINT_KEY && t.value == plan_id)
+}
+
+fn untaint(n: &Node, plan_id: &str) -> Effect {
+    Effect::UntaintNode {
+        node: n.name.clone(),
+        uid: n.uid.clone(),
+        plan_id: plan_id.to_owned(),
+    }
+}
+
+fn node_event(
+    snap: &ClusterSnapshot,
+    node: &str,
+    event_type: EventType,
+    reason: &'static str,
+    message: String,
+) -> Effect {
+    Effect::RecordEvent(Event {
+        regarding: ObjectRef {
+            api_version: "v1".into(),
+            kind: "Node".into(),
+            namespace: String::new(),
+            name: node.to_owned(),
+            uid: snap.node(node).map(|n| n.uid.clone()).unwrap_or_default(),
+        },
+        event_type,
+        reason: reason.into(),
+        message,
+    })
+}
+
+fn plan_counter(pool: &str, outcome: &'static str, reason: &'static str) -> Effect {
+    Effect::Metric(MetricUpdate {
+        name: "alfred_drain_plans_total".into(),
+        labels: vec![
+            ("pool".into(), pool.to_owned().into()),
+            ("outcome".into(), outcome.into()),
+            ("reason".into(), reason.into()),
+        ],
+        change: MetricChange::Inc(1),
+    })
+}
+
+/// The protection the configuration asks new plans for.
+pub fn protection(config: &Config) -> DrainProtection {
+    config.policies.defragmentation.drain_plans.protection
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,1 @@
+//! Drain-plan lifecycle tests.

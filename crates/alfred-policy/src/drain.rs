@@ -1,0 +1,734 @@
+//! Drain plans (decisions.md B.1): free one node for one pending pod that fits nowhere.
+//!
+//! Per pool, in pool-key order:
+//! 1. every active plan of the dispatch state is re-planned on this snapshot (same node, same
+//!    pod): the moves still needed, or why it can no longer go on;
+//! 2. while the pool has fewer than `maxActivePlans` active plans and is not backing off
+//!    after abandoned plans, the waiting pods (older than `emergencyPendingAgeMinutes`, fitting
+//!    on no node now at their real size, not nominated elsewhere) are taken largest first, then
+//!    oldest, and each gets the best plan over the pool's nodes it could land on, if one pays.
+//!
+//! A plan for (node, pod) moves the fewest movable single-node OMENative Instances off the
+//! node (the eligibility ladder of any move; other occupants stay) whose GPUs raise the node's
+//! free GPUs to the pod's request, at most `maxStepsPerPlan`, ties to fewer GPUs moved, then
+//! Instance order. Each move gets targets off the node by the surge plan's rule (fullest
+//! first) with the plan's earlier moves' claims counted, never the plan's node, another
+//! plan's node or an excluded node.
+//!
+//! **Pricing, in GPUs.** With the pool's bins, weights `w(s)` and free GPUs `F`, the unusable
+//! free GPUs are `U = Σ_s w(s)·max(0, F − slots(s)·s)` (the pool's observed fragmentation
+//! times `F`). A plan's benefit is `U(before) − U(after)` over the whole plan, doubled because
+//! the plan seats the waiting pod; its cost is `steps × moveCost × the node's GPUs` (1.2 GPUs a
+//! step for an 8-GPU node with `balanced`). A plan goes ahead when benefit > cost. Moves stay
+//! inside the pool, so `F` is unchanged and the price depends only on the bins the plan
+//! touches: adding idle pools or nodes the plan does not use changes nothing, and a one-step
+//! plan's benefit is twice the seeds' single-move benefit times `F`.
+
+use std::collections::{BTreeMap, BTreeSet};
+
+use alfred_model::index::{InstanceFacts, NONE, SnapshotIndex};
+use alfred_model::plan::{DRAIN_TAINT_KEY, DrainPlan, PlanMove, PlanRecord, plan_id};
+use alfred_model::reason::PlanEndReason;
+use alfred_model::snapshot::{DeploymentMode, Node, PendingPod, PodScheduling, Workload};
+use alfred_score::{Analysis, LadderSlots, PoolAnalysis, Weights};
+
+use alfred_model::plan::PlanStepRef;
+use alfred_model::reason::{AdvisoryReason, RowReason};
+use alfred_model::record::{Candidate, Policy};
+
+use crate::common::{Ctx, omenative_eligibility_at, row};
+
+/// Most waiting pods tried per pool and pass: pods of one size and spec find the same nodes,
+/// so past a few the search only repeats itself.
+const MAX_PODS_TRIED: usize = 8;
+
+/// What the drain-plan search found in one pass.
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct DrainProposal {
+    /// The plans to go on with or start, active ones first, each pool in key order.
+    pub plans: Vec<DrainPlan>,
+    /// Active plans that can no longer go on: `(plan id, why)`.
+    pub blocked: Vec<(String, PlanEndReason)>,
+}
+
+/// One GPU occupant of a node, as a plan may see it.
+#[derive(Debug, Clone)]
+struct Occupant {
+    /// Workload, component and Instance positions.
+    at: (usize, usize, usize),
+    /// Its facts in the index.
+    facts: InstanceFacts,
+    /// GPUs it holds on the node.
+    gpus: u32,
+    /// Whether a plan may move it.
+    movable: bool,
+}
+
+/// Runs the search (see the module documentation). `records` is every plan of the dispatch
+/// state (active and ended: the ended ones set the pools' backoff).
+pub(crate) fn run(ctx: &Ctx<'_>, analysis: &Analysis<'_>, records: &[PlanRecord]) -> DrainProposal {
+    let cfg = ctx.cfg;
+    let mut out = DrainProposal::default();
+    let active: Vec<&PlanRecord> = records.iter().filter(|r| r.active()).collect();
+    if !cfg.defragmentation_enabled
+        || !cfg.drain_plans_enabled
+        || !cfg.omenative_migration_enabled
+        || !ctx.snap.executor.available
+    {
+        // The dispatcher ends active plans for these reasons; nothing to re-plan.
+        return out;
+    }
+    let idx = ctx.snap.index();
+    let occupants = occupants_by_node(ctx, &idx);
+    // Nodes no plan may use as a target or a new plan's node.
+    let mut protected: BTreeSet<String> = active.iter().map(|r| r.node.clone()).collect();
+    let nominated = nominations(ctx);
+    for pool in ctx.snap.pools() {
+        let Some(eval) = analysis.pool(pool.as_str()) else {
+            continue;
+        };
+        let pricing = Pricing::new(eval);
+        let mut in_pool = 0usize;
+        for r in active.iter().filter(|r| r.pool == *pool) {
+            in_pool += 1;
+            match replan(ctx, &idx, &occupants, &protected, &pricing, r) {
+                Ok(plan) => out.plans.push(plan),
+                Err(why) => out.blocked.push((r.id.clone(), why)),
+            }
+        }
+        if in_pool >= cfg.drain_max_active_plans as usize
+            || backing_off(ctx, records, pool.as_str())
+        {
+            continue;
+        }
+        let busy_pods: BTreeSet<&str> = active.iter().map(|r| r.pod.as_str()).collect();
+        let mut waiting: Vec<&PendingPod> = ctx
+            .snap
+            .pending_pods
+            .iter()
+            .filter(|p| {
+                waits_for_a_node(ctx, pool.as_str(), p) && !busy_pods.contains(p.key().as_str())
+            })
+            .collect();
+        waiting.sort_by(|a, b| {
+            b.gpus_needed
+                .cmp(&a.gpus_needed)
+                .then(a.pending_since.cmp(&b.pending_since))
+                .then_with(|| (&a.namespace, &a.name).cmp(&(&b.namespace, &b.name)))
+        });
+        for pod in waiting.into_iter().take(MAX_PODS_TRIED) {
+            if in_pool >= cfg.drain_max_active_plans as usize {
+                break;
+            }
+            let best = best_new_plan(
+                ctx,
+                &idx,
+                &occupants,
+                &protected,
+                &nominated,
+                &pricing,
+                pool.as_str(),
+                pod,
+            );
+            if let Some(plan) = best {
+                protected.insert(plan.node.clone());
+                out.plans.push(plan);
+                in_pool += 1;
+            }
+        }
+    }
+    out
+}
+
+/// Whether the pool is backing off: its latest plans were abandoned, the last one less than
+/// `abandonBackoffMinutes × 2^(k−1)` ago (k abandons in a row since the last completed plan,
+/// at most ×8).
+fn backing_off(ctx: &Ctx<'_>, records: &[PlanRecord], pool: &str) -> bool {
+    let mut ended: Vec<&PlanRecord> = records
+        .iter()
+        .filter(|r| r.pool == pool && r.phase.ended() && r.ended_at.is_some())
+        .collect();
+    ended.sort_by(|a, b| b.ended_at.cmp(&a.ended_at).then(a.id.cmp(&b.id)));
+    let streak = ended
+        .iter()
+        .take_while(|r| r.phase == alfred_model::plan::PlanPhase::Abandoned)
+        .count();
+    let Some(last) = ended.first().and_then(|r| r.ended_at) else {
+        return false;
+    };
+    if streak == 0 {
+        return false;
+    }
+    let factor = 1u32 << (streak.min(4) - 1);
+    let window = f64::from(ctx.cfg.drain_abandon_backoff_minutes) * f64::from(factor);
+    ctx.now.minutes_since(last) < window
+}
+
+/// Whether `p` waits for a node of `pool` that a plan could free: it asks GPUs, counts in the
+/// pool, waited longer than `emergencyPendingAgeMinutes`, is not nominated anywhere, and no
+/// node of the pool it may use has its GPUs free now.
+fn waits_for_a_node(ctx: &Ctx<'_>, pool: &str, p: &PendingPod) -> bool {
+    let age = f64::from(ctx.cfg.emergency_pending_age_minutes);
+    p.gpus_needed > 0
+        && p.counts_in(pool)
+        && p.nominated_node.is_empty()
+        && ctx.now.minutes_since(p.pending_since) > age
+        && !ctx.snap.nodes.iter().any(|n| {
+            n.pool.as_deref() == Some(pool)
+                && usable_for(n, &p.scheduling)
+                && n.free_gpus >= p.gpus_needed
+        })
+}
+
+/// Whether the pod could run on `n` once its GPUs are free: GPUs, available, ready, big
+/// enough, and the pod's selector, required node affinity and tolerations allow it.
+fn usable_for(n: &Node, s: &PodScheduling) -> bool {
+    n.has_gpus()
+        && !n.unavailable()
+        && n.ready
+        && s.node_selector
+            .iter()
+            .all(|(k, v)| n.labels.get(k) == Some(v))
+        && required_affinity_allows(&s.affinity, n)
+        && n.taints.iter().all(|t| {
+            !(t.effect == "NoSchedule" || t.effect == "NoExecute") || tolerated(&s.tolerations, t)
+        })
+}
+
+fn tolerated(tolerations: &[serde_json::Value], t: &alfred_model::snapshot::Taint) -> bool {
+    tolerations.iter().any(|tol| {
+        let field = |k: &str| tol.get(k).and_then(|v| v.as_str()).unwrap_or("");
+        let op = field("operator");
+        let key_ok = field("key").is_empty() && op == "Exists" || field("key") == t.key;
+        let value_ok = op == "Exists" || field("value") == t.value;
+        let effect_ok = field("effect").is_empty() || field("effect") == t.effect;
+        key_ok && value_ok && effect_ok
+    })
+}
+
+/// `requiredDuringSchedulingIgnoredDuringExecution` of the pod's node affinity: terms OR'ed,
+/// expressions AND'ed (`In`, `NotIn`, `Exists`, `DoesNotExist`, `Gt`, `Lt`; `matchFields` on
+/// `metadata.name`). An operator it does not know matches nothing (fail closed).
+fn required_affinity_allows(affinity: &serde_json::Value, n: &Node) -> bool {
+    let Some(terms) = affinity
+        .pointer("/nodeAffinity/requiredDuringSchedulingIgnoredDuringExecution/nodeSelectorTerms")
+        .and_then(|t| t.as_array())
+    else {
+        return true;
+    };
+    let expr_ok = |e: &serde_json::Value, value_of: &dyn Fn(&str) -> Option<String>| {
+        let key = e.get("key").and_then(|k| k.as_str()).unwrap_or("");
+        let values: Vec<&str> = e
+            .get("values")
+            .and_then(|v| v.as_array())
+            .map(|v| v.iter().filter_map(|x| x.as_str()).collect())
+            .unwrap_or_default();
+        let have = value_of(key);
+        let number = |s: &str| s.parse::<i64>().ok();
+        match e.get("operator").and_then(|o| o.as_str()).unwrap_or("") {
+            "In" => have.is_some_and(|h| values.contains(&h.as_str())),
+            "NotIn" => have.is_none_or(|h| !values.contains(&h.as_str())),
+            "Exists" => have.is_some(),
+            "DoesNotExist" => have.is_none(),
+            "Gt" => {
+                matches!((have.as_deref().and_then(number), values.first().and_then(|v| number(v))), (Some(h), Some(v)) if h > v)
+            }
+            "Lt" => {
+                matches!((have.as_deref().and_then(number), values.first().and_then(|v| number(v))), (Some(h), Some(v)) if h < v)
+            }
+            _ => false,
+        }
+    };
+    let label = |k: &str| n.labels.get(k).cloned();
+    let field = |k: &str| (k == "metadata.name").then(|| n.name.clone());
+    terms.iter().any(|term| {
+        let exprs = term.get("matchExpressions").and_then(|e| e.as_array());
+        let fields = term.get("matchFields").and_then(|e| e.as_array());
+        if exprs.is_none_or(|e| e.is_empty()) && fields.is_none_or(|f| f.is_empty()) {
+            return false;
+        }
+        exprs.into_iter().flatten().all(|e| expr_ok(e, &label))
+            && fields.into_iter().flatten().all(|e| expr_ok(e, &field))
+    })
+}
+
+/// Pending pods nominated to each node (by anyone), by node name.
+fn nominations(ctx: &Ctx<'_>) -> BTreeSet<String> {
+    ctx.snap
+        .pending_pods
+        .iter()
+        .filter(|p| !p.nominated_node.is_empty())
+        .map(|p| p.nominated_node.clone())
+        .collect()
+}
+
+/// Every node's GPU-holding Instances (by node position), in walk order.
+fn occupants_by_node(ctx: &Ctx<'_>, idx: &SnapshotIndex) -> BTreeMap<usize, Vec<Occupant>> {
+    let mut out: BTreeMap<usize, Vec<Occupant>> = BTreeMap::new();
+    let (mut next_component, mut next_instance) = (0usize, 0usize);
+    for (wi, w) in ctx.snap.workloads.iter().enumerate() {
+        let workload_ok = w.settings.movable
+            && w.migration.active.is_empty()
+            && !ctx.in_cooldown(w)
+            && ctx.model_reason(w).is_none();
+        for (ci, c) in w.components.iter().enumerate() {
+            let flags = idx
+                .component_flags
+                .get(next_component)
+                .copied()
+                .unwrap_or(0);
+            next_component += 1;
+            for (ii, inst) in c.instances.iter().enumerate() {
+                let Some(facts) = idx.instances.get(next_instance).copied() else {
+                    next_instance += 1;
+                    continue;
+                };
+                next_instance += 1;
+                let nodes = idx.nodes_of(&facts);
+                let mut per_node: BTreeMap<u32, u32> = BTreeMap::new();
+                for &pi in idx.pods_of(&facts) {
+                    if let Some(f) = idx.pods.get(pi as usize)
+                        && f.node != NONE
+                        && f.gpus > 0
+                    {
+                        *per_node.entry(f.node).or_default() += f.gpus;
+                    }
+                }
+                let single_node = nodes.len() == 1 && nodes[0] != NONE;
+                let movable = workload_ok
+                    && single_node
+                    && c.mode == DeploymentMode::OMENative
+                    && omenative_eligibility_at(ctx, idx, w, c, flags, inst, &facts).is_none();
+                for (node, gpus) in per_node {
+                    out.entry(node as usize).or_default().push(Occupant {
+                        at: (wi, ci, ii),
+                        facts,
+                        gpus,
+                        movable,
+                    });
+                }
+            }
+        }
+    }
+    out
+}
+
+/// The pool's bins priced as unusable free GPUs (see the module documentation).
+struct Pricing<'a, 'e> {
+    eval: &'a PoolAnalysis<'e>,
+    slots: LadderSlots,
+    total_free: u64,
+}
+
+impl<'a, 'e> Pricing<'a, 'e> {
+    fn new(eval: &'a PoolAnalysis<'e>) -> Self {
+        Pricing {
+            eval,
+            slots: LadderSlots::new(&eval.bins, &eval.weights),
+            total_free: eval.bins.total_free(),
+        }
+    }
+
+    /// `U` of slot counts: `Σ_s w(s)·max(0, F − slots(s)·s)`.
+    fn unusable(&self, slots: &LadderSlots) -> f64 {
+        unusable_gpus(slots, &self.eval.weights, self.total_free)
+    }
+
+    /// `U(before) − U(after)` when the bins named change by `delta` GPUs each (a bin that
+    /// is not in the pool, or that would go below 0 or above its capacity, makes `None`).
+    fn benefit(&self, changes: &BTreeMap<&str, i64>) -> Option<f64> {
+        let mut after = self.slots.clone();
+        for (name, delta) in changes {
+            let pos = self.eval.bins.position(name)?;
+            let bin = self.eval.bins.get(pos)?;
+            let new = i64::from(bin.free) + delta;
+            if new < 0 || new > i64::from(bin.cap) {
+                return None;
+            }
+            after.update(bin.free, u32::try_from(new).ok()?, bin.cap);
+        }
+        Some(self.unusable(&self.slots) - self.unusable(&after))
+    }
+}
+
+/// `U = Σ_s w(s)·max(0, F − slots(s)·s)`: the pool's weighted fragmentation times its free
+/// GPUs (the same sum [`LadderSlots::weighted_fragmentation`] makes, in GPUs).
+pub fn unusable_gpus(slots: &LadderSlots, weights: &Weights, total_free: u64) -> f64 {
+    slots.weighted_fragmentation(weights, total_free) * total_free as f64
+}
+
+/// The best new plan for `pod` in `pool`, if one pays.
+#[allow(clippy::too_many_arguments)]
+fn best_new_plan(
+    ctx: &Ctx<'_>,
+    idx: &SnapshotIndex,
+    occupants: &BTreeMap<usize, Vec<Occupant>>,
+    protected: &BTreeSet<String>,
+    nominated: &BTreeSet<String>,
+    pricing: &Pricing<'_, '_>,
+    pool: &str,
+    pod: &PendingPod,
+) -> Option<DrainPlan> {
+    let mut best: Option<DrainPlan> = None;
+    for (pos, n) in ctx.snap.nodes.iter().enumerate() {
+        if n.pool.as_deref() != Some(pool)
+            || n.total_gpus < pod.gpus_needed
+            || protected.contains(&n.name)
+            || nominated.contains(&n.name)
+            || n.taints.iter().any(|t| t.key == DRAIN_TAINT_KEY)
+            || !usable_for(n, &pod.scheduling)
+        {
+            continue;
+        }
+        let need = pod.gpus_needed.saturating_sub(n.free_gpus);
+        let empty = Vec::new();
+        let here = occupants.get(&pos).unwrap_or(&empty);
+        let Some(moves) = choose_moves(here, need, ctx.cfg.drain_max_steps_per_plan) else {
+            continue;
+        };
+        let Some(plan) = build_plan(ctx, idx, pricing, protected, pool, n, pod, &moves, 0, false)
+        else {
+            continue;
+        };
+        if !(plan.benefit_gpus > plan.cost_gpus) {
+            continue;
+        }
+        if best.as_ref().is_none_or(|b| better(&plan, b)) {
+            best = Some(plan);
+        }
+    }
+    best
+}
+
+/// Plan order: score, then fewer steps, fewer GPUs moved, node name.
+fn better(a: &DrainPlan, b: &DrainPlan) -> bool {
+    a.score()
+        .total_cmp(&b.score())
+        .reverse()
+        .then(a.steps.len().cmp(&b.steps.len()))
+        .then(a.moved_gpus().cmp(&b.moved_gpus()))
+        .then(a.node.cmp(&b.node))
+        .is_lt()
+}
+
+/// The fewest movable occupants whose GPUs reach `need` (at most `max_steps`), ties to
+/// fewer GPUs moved, then walk order; `Some(vec![])` when nothing needs to move.
+fn choose_moves(here: &[Occupant], need: u32, max_steps: u32) -> Option<Vec<&Occupant>> {
+    if need == 0 {
+        return Some(Vec::new());
+    }
+    let mut movable: Vec<&Occupant> = here.iter().filter(|o| o.movable).collect();
+    movable.sort_by(|a, b| b.gpus.cmp(&a.gpus).then(a.at.cmp(&b.at)));
+    // The fewest moves: the k largest reach `need` first.
+    let mut sum = 0u32;
+    let k = movable.iter().position(|o| {
+        sum += o.gpus;
+        sum >= need
+    })? + 1;
+    if k > max_steps as usize {
+        return None;
+    }
+    // Among subsets of k, the one moving the fewest GPUs (small: a node holds a few).
+    let mut best: Vec<&Occupant> = movable[..k].to_vec();
+    let mut best_sum: u32 = best.iter().map(|o| o.gpus).sum();
+    if movable.len() <= 16 {
+        let mut chosen = Vec::with_capacity(k);
+        subsets(&movable, k, 0, &mut chosen, &mut |set| {
+            let s: u32 = set.iter().map(|o| o.gpus).sum();
+            if s >= need && s < best_sum {
+                best_sum = s;
+                best = set.to_vec();
+            }
+        });
+    }
+    best.sort_by(|a, b| b.gpus.cmp(&a.gpus).then(a.at.cmp(&b.at)));
+    Some(best)
+}
+
+fn subsets<'o>(
+    items: &[&'o Occupant],
+    k: usize,
+    from: usize,
+    chosen: &mut Vec<&'o Occupant>,
+    visit: &mut dyn FnMut(&[&'o Occupant]),
+) {
+    if chosen.len() == k {
+        visit(chosen);
+        return;
+    }
+    for i in from..items.len() {
+        if items.len() - i < k - chosen.len() {
+            break;
+        }
+        chosen.push(items[i]);
+        subsets(items, k, i + 1, chosen, visit);
+        chosen.pop();
+    }
+}
+
+/// The plan moving `moves` off `n` for `pod`: targets for each move (claims of the earlier
+/// moves counted), the price. `None` when a move finds no target.
+#[allow(clippy::too_many_arguments)]
+fn build_plan(
+    ctx: &Ctx<'_>,
+    idx: &SnapshotIndex,
+    pricing: &Pricing<'_, '_>,
+    protected: &BTreeSet<String>,
+    pool: &str,
+    n: &Node,
+    pod: &PendingPod,
+    moves: &[&Occupant],
+    done_steps: u32,
+    continued: bool,
+) -> Option<DrainPlan> {
+    let mut claims: BTreeMap<usize, u32> = BTreeMap::new();
+    let mut steps = Vec::with_capacity(moves.len());
+    let mut changes: BTreeMap<&str, i64> = BTreeMap::new();
+    for o in moves {
+        let (wi, ci, ii) = o.at;
+        let w = &ctx.snap.workloads[wi];
+        let c = &w.components[ci];
+        let inst = &c.instances[ii];
+        let targets = place(ctx, idx, w, &o.facts, pool, &n.name, protected, &mut claims)?;
+        for (t, gpus) in &targets {
+            *changes.entry(ctx.snap.nodes[*t].name.as_str()).or_default() -= i64::from(*gpus);
+        }
+        *changes.entry(n.name.as_str()).or_default() += i64::from(o.gpus);
+        let mut names: Vec<String> = Vec::new();
+        for (t, _) in &targets {
+            let name = &ctx.snap.nodes[*t].name;
+            if !names.contains(name) {
+                names.push(name.clone());
+            }
+        }
+        steps.push(PlanMove {
+            workload: w.key(),
+            component: c.kind,
+            instance: i64::from(inst.index),
+            gpus: o.gpus,
+            targets: names,
+        });
+    }
+    let benefit = 2.0 * pricing.benefit(&changes)?;
+    let total_steps = done_steps + u32::try_from(steps.len()).ok()?;
+    let cost = f64::from(total_steps.max(1)) * ctx.cfg.move_cost() * f64::from(n.total_gpus);
+    Some(DrainPlan {
+        id: plan_id(&n.name, &n.uid, &pod.key(), &pod.uid),
+        pool: pool.to_owned(),
+        node: n.name.clone(),
+        node_uid: n.uid.clone(),
+        pod: pod.key(),
+        pod_uid: pod.uid.clone(),
+        pod_gpus: pod.gpus_needed,
+        pending_since: pod.pending_since,
+        steps,
+        benefit_gpus: benefit,
+        cost_gpus: cost,
+        continued,
+        done_steps,
+    })
+}
+
+/// First-fit targets for the Instance's GPU pods (largest first) on the pool's target list
+/// (fullest first), off `node` and the protected nodes, within each target's free GPUs less
+/// `claims` (updated): `(node position, GPUs)` per pod.
+#[allow(clippy::too_many_arguments)]
+fn place(
+    ctx: &Ctx<'_>,
+    idx: &SnapshotIndex,
+    w: &Workload,
+    facts: &InstanceFacts,
+    pool: &str,
+    node: &str,
+    protected: &BTreeSet<String>,
+    claims: &mut BTreeMap<usize, u32>,
+) -> Option<Vec<(usize, u32)>> {
+    let mut prints: Vec<u32> = idx
+        .pods_of(facts)
+        .iter()
+        .filter_map(|&pi| idx.pods.get(pi as usize))
+        .map(|f| f.gpus)
+        .filter(|g| *g > 0)
+        .collect();
+    prints.sort_by(|a, b| b.cmp(a));
+    let list = ctx.target_list(pool, w);
+    let mut out = Vec::with_capacity(prints.len());
+    for gpus in prints {
+        let start = list.free.partition_point(|f| *f < gpus);
+        let chosen = list.nodes[start..].iter().copied().find(|&t| {
+            let name = &ctx.snap.nodes[t].name;
+            let claimed = claims.get(&t).copied().unwrap_or(0);
+            name != node
+                && !protected.contains(name)
+                && ctx.snap.nodes[t].free_gpus.saturating_sub(claimed) >= gpus
+        })?;
+        *claims.entry(chosen).or_default() += gpus;
+        out.push((chosen, gpus));
+    }
+    Some(out)
+}
+
+/// Re-plans an active plan on this snapshot: the moves still needed (none at hand-off), or
+/// why it cannot go on.
+fn replan(
+    ctx: &Ctx<'_>,
+    idx: &SnapshotIndex,
+    occupants: &BTreeMap<usize, Vec<Occupant>>,
+    protected: &BTreeSet<String>,
+    pricing: &Pricing<'_, '_>,
+    r: &PlanRecord,
+) -> Result<DrainPlan, PlanEndReason> {
+    let pos = ctx.node_position(&r.node).ok_or(PlanEndReason::NodeGone)?;
+    let n = &ctx.snap.nodes[pos];
+    // The pod: pending (the dispatcher ends the plan when it bound or went away).
+    let pod = ctx
+        .snap
+        .pending_pods
+        .iter()
+        .find(|p| p.key() == r.pod)
+        .ok_or(PlanEndReason::PodGone)?;
+    let empty = Vec::new();
+    let here = occupants.get(&pos).unwrap_or(&empty);
+    // Instances a step already asked to leave count as gone.
+    let leaving = |o: &Occupant| {
+        let w = &ctx.snap.workloads[o.at.0];
+        let c = &w.components[o.at.1];
+        let inst = &c.instances[o.at.2];
+        r.steps.iter().any(|s| {
+            !s.request_uuid.is_empty()
+                && s.workload == w.key()
+                && s.component == c.kind
+                && s.instance == i64::from(inst.index)
+        })
+    };
+    let leaving_gpus: u32 = here.iter().filter(|o| leaving(o)).map(|o| o.gpus).sum();
+    let staying: Vec<Occupant> = here.iter().filter(|o| !leaving(o)).cloned().collect();
+    let need = r
+        .gpus
+        .saturating_sub(n.free_gpus.saturating_add(leaving_gpus));
+    let done = u32::try_from(
+        r.steps
+            .iter()
+            .filter(|s| !s.request_uuid.is_empty())
+            .count(),
+    )
+    .unwrap_or(u32::MAX);
+    let left = ctx.cfg.drain_max_steps_per_plan.saturating_sub(done);
+    let moves = choose_moves(&staying, need, left).ok_or_else(|| {
+        let fixed: u32 = staying.iter().filter(|o| !o.movable).map(|o| o.gpus).sum();
+        if n.total_gpus.saturating_sub(fixed) < r.gpus {
+            PlanEndReason::NodeRefilled
+        } else {
+            PlanEndReason::StepIneligible
+        }
+    })?;
+    // Its own node is not protected from itself.
+    let others: BTreeSet<String> = protected
+        .iter()
+        .filter(|p| **p != r.node)
+        .cloned()
+        .collect();
+    let mut plan = build_plan(
+        ctx, idx, pricing, &others, &r.pool, n, pod, &moves, done, true,
+    )
+    .ok_or(PlanEndReason::StepIneligible)?;
+    plan.id = r.id.clone();
+    Ok(plan)
+}
+
+/// The rows of the plans (B.1, B.3): each plan's next move is an executable candidate (an
+/// emergency: it seats a pod that waits, so maintenance windows do not hold it back), ranked
+/// by the plan's score in GPUs; its later moves are advice (`DrainPlanStepWaiting`). Every
+/// row carries its plan and step. Targets are never a plan's node.
+pub(crate) fn candidates(ctx: &Ctx<'_>, proposal: &DrainProposal) -> Vec<Candidate> {
+    let plan_nodes: BTreeSet<&str> = proposal.plans.iter().map(|p| p.node.as_str()).collect();
+    let mut out = Vec::new();
+    for plan in &proposal.plans {
+        let total = u32::try_from(plan.steps.len()).unwrap_or(u32::MAX);
+        let done = plan_done_steps(plan);
+        for (k, step) in plan.steps.iter().enumerate() {
+            let Some((ns, name)) = step.workload.split_once('/') else {
+                continue;
+            };
+            let Some(w) = ctx.snap.workload(ns, name) else {
+                continue;
+            };
+            let Some(c) = w.components.iter().find(|c| c.kind == step.component) else {
+                continue;
+            };
+            let Some(inst) = c
+                .instances
+                .iter()
+                .find(|i| i64::from(i.index) == step.instance)
+            else {
+                continue;
+            };
+            let first = k == 0;
+            let mut r = row(
+                Policy::Defragmentation,
+                w,
+                c.kind,
+                step.instance,
+                &c.mode,
+                RowReason::Fragmentation,
+                plan.node.clone(),
+                (!first).then_some(AdvisoryReason::DrainPlanStepWaiting),
+            );
+            r.benefit = plan.benefit_gpus;
+            r.cost = plan.cost_gpus;
+            r.score = plan.score();
+            r.emergency = true;
+            r.footprint_gpus = inst.total_gpus;
+            r.plan = Some(PlanStepRef {
+                plan_id: plan.id.clone(),
+                step: done + u32::try_from(k).unwrap_or(0) + 1,
+                steps: done + total,
+                node: plan.node.clone(),
+                starts_plan: !plan.continued,
+            });
+            if first {
+                let mut prints: Vec<u32> = inst
+                    .pods
+                    .iter()
+                    .filter_map(|key| ctx.pod(key))
+                    .map(|p| p.gpus)
+                    .filter(|g| *g > 0)
+                    .collect();
+                prints.sort_by(|a, b| b.cmp(a));
+                let list = ctx.target_list(&plan.pool, w);
+                let smallest = prints.last().copied().unwrap_or(0);
+                let targets: Vec<String> = list
+                    .nodes
+                    .iter()
+                    .zip(&list.free)
+                    .filter(|(_, f)| **f >= smallest)
+                    .map(|(i, _)| ctx.snap.nodes[*i].name.clone())
+                    .filter(|n| !plan_nodes.contains(n.as_str()))
+                    .collect();
+                r.surge_shaped = true;
+                r.pod_gpus = prints;
+                r.hint_target_nodes = step.targets.iter().chain(targets.iter()).fold(
+                    Vec::new(),
+                    |mut v: Vec<String>, t| {
+                        if v.len() < 3 && !v.contains(t) {
+                            v.push(t.clone());
+                        }
+                        v
+                    },
+                );
+                r.placement_target_nodes = targets;
+            }
+            out.push(r);
+        }
+    }
+    out
+}
+
+/// Steps of a continued plan already made: the proposal holds the moves still to make, and
+/// the step numbers count the plan's whole length.
+fn plan_done_steps(plan: &DrainPlan) -> u32 {
+    plan.done_steps
+}
+
+#[cfg(test)]
+mod tests;
