@@ -141,14 +141,11 @@ pub fn build(sim: &Sim, now: i64, workloads: bool) -> ClusterSnapshot {
     snap
 }
 
-/// The key of alfred's drain-plan taint.
-pub const DRAIN_PLAN_TAINT: &str = "alfred.ome.io/drain-plan";
-
 /// A node's taints: alfred's drain-plan taint (value: the plan id) while it is set.
 fn node_taints(n: &crate::world::NodeState) -> Vec<alfred_model::snapshot::Taint> {
     if n.tainted {
         vec![alfred_model::snapshot::Taint {
-            key: DRAIN_PLAN_TAINT.into(),
+            key: alfred_model::plan::DRAIN_TAINT_KEY.into(),
             value: n.taint_value.clone(),
             effect: "NoSchedule".into(),
         }]
