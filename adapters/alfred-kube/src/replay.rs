@@ -286,6 +286,16 @@ fn render_table(
     out.push_str(&table::rows_table(&rows));
     out.push('\n');
     out.push_str(&table::pools_table(pools));
+    if !output.record.plans.is_empty() {
+        out.push('\n');
+        for p in &output.record.plans {
+            let reason = p.reason.map(|r| format!(" ({r})")).unwrap_or_default();
+            out.push_str(&format!(
+                "drain plan {} [{}{reason}] benefit {:.2} GPUs, cost {:.2} GPUs: {}\n",
+                p.id, p.phase, p.benefit_gpus, p.cost_gpus, p.summary
+            ));
+        }
+    }
     if !output.node_records.is_empty() {
         out.push('\n');
         for (name, r) in &output.node_records {

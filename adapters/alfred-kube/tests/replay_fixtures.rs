@@ -266,10 +266,33 @@ fn execute_mode_story_across_replays_submits_once_then_stalls() {
         1,
         "{rows:?}"
     );
+    // The move is the one step of a drain plan freeing gpu-h100-01 for the pending 8-GPU
+    // pod (B.1): the plan starts, the pod is nominated to the node, and chat/beta may not
+    // land on the plan's node nor on the target just claimed.
+    let alpha = rows.iter().find(|r| r["outcome"] == "submitted").unwrap();
+    assert_eq!(alpha["workload"], "chat/alpha");
+    assert_eq!(alpha["planStep"], "1/1");
     assert!(
         rows.iter()
-            .any(|r| r["dispatchReason"] == "SerialDispatchLimit"),
+            .any(|r| r["workload"] == "chat/beta" && r["rejectReason"] == "TargetNodeBusy"),
         "{rows:?}"
+    );
+    let plans = first["record"]["plans"].as_array().unwrap();
+    assert_eq!(plans.len(), 1);
+    assert_eq!(plans[0]["node"], "gpu-h100-01");
+    assert_eq!(plans[0]["phase"], "protecting");
+    let kinds: Vec<&str> = first["effects"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(|e| e["kind"].as_str())
+        .collect();
+    let request = kinds.iter().position(|k| *k == "requestMigration").unwrap();
+    let nominate = kinds.iter().position(|k| *k == "nominatePod").unwrap();
+    // The plan's journal write comes between the request and the nomination.
+    assert!(
+        kinds[request + 1..nominate].contains(&"writeJournal"),
+        "{kinds:?}"
     );
     assert_eq!(requests(&first), 1);
     // Five minutes later nothing acknowledged the request (the recorded cluster never
@@ -282,4 +305,134 @@ fn execute_mode_story_across_replays_submits_once_then_stalls() {
         "{rows:?}"
     );
     assert_eq!(requests(&second), 0);
+}
+
+/// Decision B.4 across a `--state` chain on `node-health-disabled.json`: node health on
+/// (`maintenance-label.yaml`: records for the Unhealthy node and the one due for maintenance,
+/// their Node events), off (`node-health-disabled.yaml`: no records, no Node events, both
+/// stored keys deleted), on again (records from fresh markers, the events again).
+#[test]
+fn node_health_off_and_on_again_across_a_state_chain() {
+    let dir = std::path::Path::new(env!("CARGO_TARGET_TMPDIR"))
+        .join(format!("alfred-replay-nodehealth-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    let state = dir.join("state.json");
+    let pass = |config: &str, now: &str| {
+        let (code, stdout, stderr) = alfred(&[
+            "replay",
+            "fixtures/clusters/node-health-disabled.json",
+            "--config",
+            config,
+            "--state",
+            state.to_str().unwrap(),
+            "--now",
+            now,
+            "--format",
+            "json",
+        ]);
+        assert_eq!(code, 0, "{stderr}");
+        serde_json::from_str::<serde_json::Value>(&stdout).unwrap()
+    };
+    let on = "fixtures/configs/maintenance-label.yaml";
+    let off = "fixtures/configs/node-health-disabled.yaml";
+    let chain = [
+        pass(on, "2026-11-29T08:00:00Z"),
+        pass(off, "2026-11-29T08:05:00Z"),
+        pass(on, "2026-11-29T08:10:00Z"),
+    ];
+    let node_events = |v: &serde_json::Value| -> Vec<String> {
+        v["effects"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter(|e| e["kind"] == "recordEvent" && e["regarding"]["kind"] == "Node")
+            .map(|e| e["reason"].as_str().unwrap().to_owned())
+            .collect()
+    };
+    let keys = |v: &serde_json::Value| -> Vec<String> {
+        v["nodes"].as_object().unwrap().keys().cloned().collect()
+    };
+    let both = vec!["node.gpu-h100-01".to_owned(), "node.gpu-h100-02".to_owned()];
+    assert_eq!(keys(&chain[0]), both);
+    assert_eq!(
+        node_events(&chain[0]),
+        ["NodeRepairNeeded", "NodeMaintenanceRequested"]
+    );
+    assert!(keys(&chain[1]).is_empty());
+    assert!(node_events(&chain[1]).is_empty());
+    assert_eq!(keys(&chain[2]), both);
+    assert_eq!(
+        node_events(&chain[2]),
+        ["NodeRepairNeeded", "NodeMaintenanceRequested"]
+    );
+    // Only what the chain is about: the node records and the recommendations write.
+    let story: Vec<serde_json::Value> = chain
+        .iter()
+        .map(|v| {
+            serde_json::json!({
+                "nodes": v["nodes"],
+                "recommendations": v["effects"]
+                    .as_array()
+                    .unwrap()
+                    .iter()
+                    .find(|e| e["kind"] == "updateRecommendations")
+                    .cloned(),
+                "nodeEvents": v["effects"]
+                    .as_array()
+                    .unwrap()
+                    .iter()
+                    .filter(|e| e["kind"] == "recordEvent" && e["regarding"]["kind"] == "Node")
+                    .cloned()
+                    .collect::<Vec<_>>(),
+            })
+        })
+        .collect();
+    insta::assert_json_snapshot!(story);
+}
+
+/// `policies.defragmentation.drainPlans.enabled: false` gives exactly the seeds' behaviour
+/// (decisions.md B.1): every fixture replays as it did before drain plans existed (these
+/// snapshots were checked byte for byte against the pre-plan outputs when plans landed).
+#[test]
+fn with_drain_plans_disabled_every_fixture_replays_as_before_plans() {
+    let dir = Path::new(env!("CARGO_TARGET_TMPDIR"))
+        .join(format!("alfred-replay-noplans-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    insta::glob!("../../../fixtures/clusters", "*.json", |path| {
+        let mut args = fixture_args(path);
+        let base = match args.iter().position(|a| a == "--config") {
+            Some(i) => args[i + 1].clone(),
+            None => {
+                let f = dir.join("builtin.yaml");
+                std::fs::write(&f, "schemaVersion: 1\n").unwrap();
+                f.to_string_lossy().into_owned()
+            }
+        };
+        let (code, effective, stderr) = alfred(&["config", "check", &base, "--print-effective"]);
+        assert_eq!(code, 0, "{stderr}");
+        let at = effective
+            .find("drainPlans:")
+            .expect("drainPlans in the effective config");
+        let (head, tail) = effective.split_at(at);
+        let tail = tail.replacen("enabled: true", "enabled: false", 1);
+        let off = dir.join(format!(
+            "{}.yaml",
+            path.file_stem().unwrap().to_string_lossy()
+        ));
+        std::fs::write(&off, format!("{head}{tail}")).unwrap();
+        args.retain(|a| a != "--config" && *a != base);
+        args.extend([
+            "--config".into(),
+            off.to_string_lossy().into_owned(),
+            "--format".into(),
+            "json".into(),
+        ]);
+        let refs: Vec<&str> = args.iter().map(String::as_str).collect();
+        let (code, stdout, stderr) = alfred(&refs);
+        assert_eq!(code, 0, "{stderr}");
+        let value: serde_json::Value = serde_json::from_str(&stdout).expect("replay prints JSON");
+        insta::assert_json_snapshot!(value);
+    });
+    std::fs::remove_dir_all(&dir).ok();
 }

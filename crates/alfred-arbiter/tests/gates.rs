@@ -207,9 +207,150 @@ fn every_rejection_reason_has_a_scenario() {
         .build();
     check(RejectReason::HourlyCap, one(&snap, c()));
 
+    // 16 PlanBudgetInsufficient (B.1): eight migrations this hour, a three-step plan would
+    // make eleven.
+    let snap = base()
+        .workload("ns/b", &[("t2", 1)])
+        .edit(|k| {
+            for i in 0..8 {
+                k.wl_mut("ns/b").migration.records.push(row(
+                    &format!("r{i}"),
+                    "Completed",
+                    Some(at(-50)),
+                ));
+            }
+        })
+        .build();
+    check(
+        RejectReason::PlanBudgetInsufficient,
+        one(&snap, plan_step(c(), 3, true)),
+    );
+
     assert_eq!(
         seen.into_iter().collect::<Vec<_>>(),
         RejectReason::ALL.to_vec()
+    );
+}
+
+/// `c` as step 1 of a drain plan of `steps` steps freeing its source node.
+fn plan_step(mut c: Candidate, steps: u32, starts: bool) -> Candidate {
+    c.plan = Some(alfred_model::plan::PlanStepRef {
+        plan_id: "dp-1".into(),
+        step: 1,
+        steps,
+        node: c.from_node.clone(),
+        starts_plan: starts,
+    });
+    c
+}
+
+#[test]
+fn a_plan_that_the_hourly_budget_covers_starts_and_a_started_one_is_not_held_by_it() {
+    let snap = |n: usize| {
+        base()
+            .workload("ns/b", &[("t2", 1)])
+            .edit(move |k| {
+                for i in 0..n {
+                    k.wl_mut("ns/b").migration.records.push(row(
+                        &format!("r{i}"),
+                        "Completed",
+                        Some(at(-50)),
+                    ));
+                }
+            })
+            .build()
+    };
+    let c = || defrag("ns/a", "src", &["t1", "t2"], &[2]);
+    // 6 + 3 steps <= 10: admitted.
+    assert_eq!(one(&snap(6), plan_step(c(), 3, true)), None);
+    // 8 + 3 > 10: refused before it starts; a started plan's next step only needs one.
+    assert_eq!(
+        one(&snap(8), plan_step(c(), 3, true)),
+        Some(RejectReason::PlanBudgetInsufficient)
+    );
+    assert_eq!(one(&snap(8), plan_step(c(), 3, false)), None);
+}
+
+#[test]
+fn only_a_started_plans_own_node_is_exempt_from_the_source_cooldown() {
+    // One of alfred's own requests just used `src` as its source: the node is cooling.
+    let snap = base().build();
+    let mut ledger = Ledger::new();
+    ledger.record(DispatchRecord {
+        uuid: "u1".into(),
+        workload: "ns/zz".into(),
+        workload_uid: String::new(),
+        component: alfred_model::snapshot::ComponentKind::Engine,
+        instance: 0,
+        reason: RowReason::Fragmentation,
+        from_node: "src".into(),
+        targets: vec![],
+        claims: vec![],
+        created_at: at(-2),
+        absorbed_at: Some(at(-2)),
+    });
+    let judge = |c: Candidate| {
+        let a = arbitrate(
+            &[c],
+            &snap,
+            &ArbiterSettings::default(),
+            &ledger,
+            &Breaker::new(),
+            NOW,
+        );
+        reason(&a, 0)
+    };
+    let c = || defrag("ns/a", "src", &["t1", "t2"], &[2]);
+    assert_eq!(judge(c()), Some(RejectReason::Cooldown));
+    // A plan that would start on a cooling node waits like any move.
+    assert_eq!(judge(plan_step(c(), 2, true)), Some(RejectReason::Cooldown));
+    // Between its steps, the plan's own node is exempt.
+    assert_eq!(judge(plan_step(c(), 2, false)), None);
+    // A plan freeing another node gets no exemption for this source.
+    let mut other = plan_step(c(), 2, false);
+    if let Some(p) = other.plan.as_mut() {
+        p.node = "elsewhere".into();
+    }
+    assert_eq!(judge(other), Some(RejectReason::Cooldown));
+}
+
+#[test]
+fn no_move_targets_a_node_a_plan_frees() {
+    let snap = base().build();
+    // This pass's plan frees t1: another move may not land there.
+    let mut plan = defrag("ns/zz", "t1", &["t2"], &[1]);
+    plan.executable = false;
+    plan.plan = Some(alfred_model::plan::PlanStepRef {
+        plan_id: "dp-2".into(),
+        step: 2,
+        steps: 2,
+        node: "t1".into(),
+        starts_plan: true,
+    });
+    let a = arbitrate(
+        &[defrag("ns/a", "src", &["t1"], &[2]), plan],
+        &snap,
+        &ArbiterSettings::default(),
+        &Ledger::new(),
+        &Breaker::new(),
+        NOW,
+    );
+    assert_eq!(reason(&a, 0), Some(RejectReason::TargetNodeBusy));
+    // An active plan of the journal protects its node the same way.
+    let mut ledger = Ledger::new();
+    ledger.protect("t1");
+    let a = arbitrate(
+        &[defrag("ns/a", "src", &["t1", "t2"], &[2])],
+        &snap,
+        &ArbiterSettings::default(),
+        &ledger,
+        &Breaker::new(),
+        NOW,
+    );
+    assert_eq!(reason(&a, 0), None);
+    assert_eq!(
+        a.verdicts[0].as_ref().map(|v| v.target.clone()),
+        Some("t2".to_owned())
     );
 }
 

@@ -2,6 +2,10 @@
 //! ([`Stages`]). [`CoreStages`] is the real pipeline (`alfred-score`, `alfred-policy`,
 //! `alfred-arbiter`); `ScriptedStages` (tests only, feature `testkit`) scripts the
 //! policies' candidates and keeps the real arbiter.
+//!
+//! The policies' answer is a [`Proposal`]: the candidates and the node-health policy's node
+//! markers, the one source of the reporter's `node.<name>` records and Node events
+//! (alfred-policies.md §D.1, §D.7): no markers, no records.
 
 use std::collections::BTreeSet;
 
@@ -105,9 +109,8 @@ pub trait Stages {
 ///
 /// * `score`: [`alfred_score::score_with`] with [`ScoreSettings::from_config`], one
 ///   [`PoolGauge`] per pool (computed even while defragmentation is off, G.9);
-/// * `propose`: [`alfred_policy::propose_with`] with [`PolicySettings::from_config`]:
-///   node-health findings first, then defragmentation rows (the node markers go to the
-///   reporter, which derives node records from the snapshot);
+/// * `proposal`: [`alfred_policy::propose_with`] with [`PolicySettings::from_config`]:
+///   node-health findings first, then defragmentation rows, and the node markers;
 /// * `arbitrate`: [`alfred_arbiter::arbitrate`] (the re-check:
 ///   [`alfred_arbiter::arbitrate_one`]) with [`ArbiterSettings::from_config`], the
 ///   session's breaker and the ledger derived from the journal ([`crate::ledger`],
@@ -234,7 +237,8 @@ impl Stages for CoreStages {
 
 #[cfg(any(test, feature = "testkit"))]
 /// Scripted stages (a test double): the policies return the given candidates, scoring
-/// returns nothing, the arbiter is the real one ([`core_arbitrate`]).
+/// returns nothing, the arbiter is the real one ([`core_arbitrate`]). The node markers
+/// are the real node-health policy's on the snapshot and configuration, unless scripted.
 #[derive(Debug, Clone, Default)]
 pub struct ScriptedStages {
     /// Candidates `propose` returns.
@@ -242,6 +246,9 @@ pub struct ScriptedStages {
     /// Candidates `propose` returns when called on the fresh snapshot (pre-submit
     /// re-check); `None` = the same as `candidates`.
     pub fresh_candidates: Option<Vec<Candidate>>,
+    /// Node markers `proposal` returns; `None` = the real node-health policy's
+    /// ([`alfred_policy::nodehealth::evaluate`]).
+    pub node_markers: Option<Vec<alfred_policy::NodeMarker>>,
 }
 
 #[cfg(any(test, feature = "testkit"))]
@@ -252,10 +259,10 @@ impl Stages for ScriptedStages {
     fn propose(
         &self,
         snapshot: &ClusterSnapshot,
-        _: &Config,
+        config: &Config,
         _: &RuntimeOptions,
         _: &[PlanRecord],
-        _: Timestamp,
+        now: Timestamp,
     ) -> Proposal {
         // The fresh snapshot is told apart by a marker the tests set: a different
         // observation time than the pass's own snapshot is not enough, so tests use
@@ -267,8 +274,13 @@ impl Stages for ScriptedStages {
             (Some(f), true) => f.clone(),
             _ => self.candidates.clone(),
         };
+        let node_markers = match &self.node_markers {
+            Some(m) => m.clone(),
+            None => alfred_policy::nodehealth::evaluate(snapshot, config, now).node_markers,
+        };
         Proposal {
             candidates,
+            node_markers,
             ..Proposal::default()
         }
     }

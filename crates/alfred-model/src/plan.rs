@@ -56,7 +56,9 @@ pub struct DrainPlan {
     pub pending_since: Timestamp,
     /// The moves still to make, in order.
     pub steps: Vec<PlanMove>,
-    /// Unusable free GPUs recovered by the whole plan, doubled when it seats the pod.
+    /// Unusable free GPUs the whole plan recovers (`ΔU`).
+    pub recovered_gpus: f64,
+    /// `ΔU` plus the GPUs of the pod it seats, weighted by the demand for its size.
     pub benefit_gpus: f64,
     /// Steps × the aggressiveness cost × the node's GPUs.
     pub cost_gpus: f64,
@@ -359,6 +361,7 @@ mod tests {
                     targets: vec!["g2-009".into()],
                 },
             ],
+            recovered_gpus: 4.0,
             benefit_gpus: 8.0,
             cost_gpus: 2.4,
             continued: false,

@@ -17,12 +17,16 @@
 //!
 //! **Pricing, in GPUs.** With the pool's bins, weights `w(s)` and free GPUs `F`, the unusable
 //! free GPUs are `U = Σ_s w(s)·max(0, F − slots(s)·s)` (the pool's observed fragmentation
-//! times `F`). A plan's benefit is `U(before) − U(after)` over the whole plan, doubled because
-//! the plan seats the waiting pod; its cost is `steps × moveCost × the node's GPUs` (1.2 GPUs a
+//! times `F`). A plan recovers `ΔU = U(before) − U(after)` over the whole plan, and it seats the
+//! waiting pod, whose `g` GPUs were unusable for its size: its benefit is
+//! `ΔU + g·w(snap(g))`: the seat counts the pod's GPUs at the demand weight of its size,
+//! where doubling `ΔU` would count nothing for a pod whose size no slot count sees (a 7-GPU pod
+//! freed a 7-GPU hole: no 8-GPU slot appears) and would reward a plan for slots of other sizes
+//! it frees on the way. Its cost is `steps × moveCost × the node's GPUs` (1.2 GPUs a
 //! step for an 8-GPU node with `balanced`). A plan goes ahead when benefit > cost. Moves stay
 //! inside the pool, so `F` is unchanged and the price depends only on the bins the plan
-//! touches: adding idle pools or nodes the plan does not use changes nothing, and a one-step
-//! plan's benefit is twice the seeds' single-move benefit times `F`.
+//! touches and the pool's weights: adding idle pools or full nodes changes nothing, and a
+//! one-step plan's `ΔU` is the seeds' single-move benefit times `F`.
 
 use std::collections::{BTreeMap, BTreeSet};
 
@@ -329,6 +333,19 @@ impl<'a, 'e> Pricing<'a, 'e> {
         }
     }
 
+    /// `w(s)` of the ladder size a pod of `gpus` snaps to (the smallest size ≥ `gpus`, else
+    /// the largest), as the demand weights count it.
+    fn weight_of(&self, gpus: u32) -> f64 {
+        let sizes = &self.eval.weights.sizes;
+        let size = sizes
+            .iter()
+            .copied()
+            .find(|s| *s >= gpus)
+            .or_else(|| sizes.last().copied())
+            .unwrap_or(0);
+        self.eval.weights.get(size)
+    }
+
     /// `U` of slot counts: `Σ_s w(s)·max(0, F − slots(s)·s)`.
     fn unusable(&self, slots: &LadderSlots) -> f64 {
         unusable_gpus(slots, &self.eval.weights, self.total_free)
@@ -509,7 +526,8 @@ fn build_plan(
             targets: names,
         });
     }
-    let benefit = 2.0 * pricing.benefit(&changes)?;
+    let recovered = pricing.benefit(&changes)?;
+    let benefit = recovered + f64::from(pod.gpus_needed) * pricing.weight_of(pod.gpus_needed);
     let total_steps = done_steps + u32::try_from(steps.len()).ok()?;
     let cost = f64::from(total_steps.max(1)) * ctx.cfg.move_cost() * f64::from(n.total_gpus);
     Some(DrainPlan {
@@ -522,6 +540,7 @@ fn build_plan(
         pod_gpus: pod.gpus_needed,
         pending_since: pod.pending_since,
         steps,
+        recovered_gpus: recovered,
         benefit_gpus: benefit,
         cost_gpus: cost,
         continued,
@@ -615,7 +634,13 @@ fn replan(
     .unwrap_or(u32::MAX);
     let left = ctx.cfg.drain_max_steps_per_plan.saturating_sub(done);
     let moves = choose_moves(&staying, need, left).ok_or_else(|| {
-        let fixed: u32 = staying.iter().filter(|o| !o.movable).map(|o| o.gpus).sum();
+        // GPUs held by what no plan can move (other pods, immovable Instances).
+        let movable: u32 = staying.iter().filter(|o| o.movable).map(|o| o.gpus).sum();
+        let fixed = n
+            .total_gpus
+            .saturating_sub(n.free_gpus)
+            .saturating_sub(leaving_gpus)
+            .saturating_sub(movable);
         if n.total_gpus.saturating_sub(fixed) < r.gpus {
             PlanEndReason::NodeRefilled
         } else {
