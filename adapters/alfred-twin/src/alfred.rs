@@ -194,6 +194,111 @@ pub struct AlfredCaretaker {
     score_cache: Option<(i64, Vec<PoolGauge>)>,
     /// The pass's snapshot, kept up to date from pass to pass.
     snapshot: snapshot::Incremental,
+    /// Caretaker name in the report.
+    pub name: String,
+    /// Drain plans as the core reported them (its Node Events).
+    pub plans: PlanTally,
+}
+
+/// Drain plans counted from the core's Node Events (`DrainPlanStarted`,
+/// `DrainPlanCompleted`, `DrainPlanAbandoned` with the reason first in the message) and
+/// the tasks they were made for (the pending pod the Started Event names).
+#[derive(Debug, Clone, Default)]
+pub struct PlanTally {
+    /// Plans started.
+    pub started: u64,
+    /// Plans completed.
+    pub completed: u64,
+    /// Plans abandoned, by reason.
+    pub abandoned: BTreeMap<String, u64>,
+    /// The tasks plans were made for (each once), in the order of their first plan.
+    pub tasks: Vec<usize>,
+    /// Nomination, clear-nomination, taint and untaint effects seen.
+    pub protection_writes: BTreeMap<&'static str, u64>,
+}
+
+impl PlanTally {
+    fn event(&mut self, sim: &Sim, reason: &str, message: &str) {
+        match reason {
+            "DrainPlanStarted" => {
+                self.started += 1;
+                if let Some(t) = plan_pod_task(sim, message)
+                    && !self.tasks.contains(&t)
+                {
+                    self.tasks.push(t);
+                }
+            }
+            "DrainPlanCompleted" => self.completed += 1,
+            "DrainPlanAbandoned" => {
+                let why: String = message
+                    .chars()
+                    .take_while(|c| c.is_ascii_alphanumeric())
+                    .collect();
+                let why = if why.is_empty() {
+                    "unknown".into()
+                } else {
+                    why
+                };
+                *self.abandoned.entry(why).or_insert(0) += 1;
+            }
+            _ => {}
+        }
+    }
+
+    /// The summary's `drainPlans` object: counts, and the wait (minutes) of the tasks the
+    /// plans were made for (first placement − arrival; a task never placed counts until
+    /// `end`).
+    pub fn summary(&self, sim: &Sim, end: i64) -> Value {
+        let mut waits: Vec<f64> = self
+            .tasks
+            .iter()
+            .map(|&t| {
+                let task = &sim.tasks[t];
+                let until = task.first_placed.unwrap_or(end);
+                (until - task.arrived) as f64 / 60_000.0
+            })
+            .collect();
+        waits.sort_by(f64::total_cmp);
+        let q = |p: f64| -> Value {
+            if waits.is_empty() {
+                return Value::Null;
+            }
+            let i = ((p * waits.len() as f64).ceil() as usize).clamp(1, waits.len()) - 1;
+            serde_json::json!((waits[i] * 10.0).round() / 10.0)
+        };
+        serde_json::json!({
+            "started": self.started,
+            "completed": self.completed,
+            "abandoned": self.abandoned.values().sum::<u64>(),
+            "abandonedByReason": self.abandoned,
+            "protectionWrites": self.protection_writes,
+            "podWaitMinutes": {
+                "count": waits.len(),
+                "unplaced": self.tasks.iter().filter(|&&t| sim.tasks[t].first_placed.is_none()).count(),
+                "p50": q(0.5),
+                "p95": q(0.95),
+                "max": waits.last().map_or(Value::Null, |m| serde_json::json!((m * 10.0).round() / 10.0)),
+            },
+        })
+    }
+}
+
+/// The task of the twin pod a message names (`twin/t<id>-engine-<incarnation>…`).
+fn plan_pod_task(sim: &Sim, message: &str) -> Option<usize> {
+    message
+        .split(|c: char| c.is_whitespace() || c == '(' || c == ',')
+        .find_map(|w| {
+            let pod = w.strip_prefix(&format!("{NAMESPACE}/"))?;
+            let (task, _) = pod.split_once("-engine-")?;
+            sim.task_index(task)
+        })
+}
+
+/// The task and incarnation of a twin pod name (`t<id>-engine-<incarnation>`).
+fn pod_task(sim: &Sim, name: &str) -> Option<(usize, u32)> {
+    let (task, inc) = name.split_once("-engine-")?;
+    let inc: u32 = inc.split('-').next()?.parse().ok()?;
+    Some((sim.task_index(task)?, inc))
 }
 
 const ALFRED_NAMESPACE: &str = "alfred";
@@ -276,6 +381,8 @@ impl AlfredCaretaker {
             core_seconds: 0.0,
             score_cache: None,
             snapshot: snapshot::Incremental::new(),
+            name: "alfred".into(),
+            plans: PlanTally::default(),
         }
     }
 
@@ -287,7 +394,7 @@ impl AlfredCaretaker {
 
 impl Caretaker for AlfredCaretaker {
     fn name(&self) -> String {
-        "alfred".into()
+        self.name.clone()
     }
 
     fn interval_ms(&self) -> i64 {
@@ -331,6 +438,64 @@ impl Caretaker for AlfredCaretaker {
         let mut dispatched = Vec::new();
         let mut pools = Vec::new();
         for e in &out.effects {
+            match e {
+                Effect::RecordEvent(ev) if ev.regarding.kind == "Node" => {
+                    self.plans.event(sim, &ev.reason, &ev.message);
+                }
+                Effect::NominatePod {
+                    namespace,
+                    name,
+                    node,
+                    ..
+                }
+                | Effect::ClearNomination {
+                    namespace,
+                    name,
+                    node,
+                    ..
+                } if namespace == NAMESPACE => {
+                    let set = matches!(e, Effect::NominatePod { .. });
+                    *self
+                        .plans
+                        .protection_writes
+                        .entry(if set { "nominate" } else { "clearNomination" })
+                        .or_insert(0) += 1;
+                    if let (Some((task, incarnation)), Some(node)) =
+                        (pod_task(sim, name), sim.world.node_index(node))
+                    {
+                        actions.push(if set {
+                            Action::Nominate {
+                                task,
+                                incarnation,
+                                node,
+                            }
+                        } else {
+                            Action::ClearNomination {
+                                task,
+                                incarnation,
+                                node,
+                            }
+                        });
+                    }
+                }
+                Effect::TaintNode { node, plan_id, .. }
+                | Effect::UntaintNode { node, plan_id, .. } => {
+                    let tainted = matches!(e, Effect::TaintNode { .. });
+                    *self
+                        .plans
+                        .protection_writes
+                        .entry(if tainted { "taint" } else { "untaint" })
+                        .or_insert(0) += 1;
+                    if let Some(node) = sim.world.node_index(node) {
+                        actions.push(Action::Taint {
+                            node,
+                            tainted,
+                            value: plan_id.clone(),
+                        });
+                    }
+                }
+                _ => {}
+            }
             if let Effect::RequestMigration {
                 name,
                 payload,

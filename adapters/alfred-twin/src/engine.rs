@@ -96,6 +96,9 @@ pub struct Task {
     pub evicted_at: Option<i64>,
     /// Pod incarnation (bumped by each move).
     pub incarnation: u32,
+    /// While pending: the node its `status.nominatedNodeName` names (its requests are held
+    /// there). Cleared when it binds, as kube-apiserver does.
+    pub nominated: Option<usize>,
 }
 
 impl Task {
@@ -202,6 +205,33 @@ pub enum Action {
         /// Cordoned after the action.
         cordoned: bool,
     },
+    /// Set a pending single-pod task's nomination (only where it is unset).
+    Nominate {
+        /// Task.
+        task: usize,
+        /// The pod incarnation the write was conditioned on (its uid).
+        incarnation: u32,
+        /// Node.
+        node: usize,
+    },
+    /// Clear a task's nomination (only while it still names `node`).
+    ClearNomination {
+        /// Task.
+        task: usize,
+        /// The pod incarnation the write was conditioned on (its uid).
+        incarnation: u32,
+        /// Node.
+        node: usize,
+    },
+    /// Add or remove alfred's drain-plan `NoSchedule` taint.
+    Taint {
+        /// Node.
+        node: usize,
+        /// Tainted after the action.
+        tainted: bool,
+        /// The taint's value (the plan id).
+        value: String,
+    },
 }
 
 /// A caretaker: runs a pass on a schedule and asks for actions.
@@ -303,6 +333,8 @@ pub struct Sim {
     pub moves_failed: u64,
     /// Evictions.
     pub evictions: u64,
+    /// Nominations written.
+    pub nominations: u64,
     /// Downtime of evicted pods (ms).
     pub disruption_ms: i64,
     /// Samples.
@@ -326,9 +358,26 @@ impl Sim {
         (id < self.tasks.len()).then_some(id)
     }
 
-    /// Where the scheduler model puts a task's pods (all or nothing for a gang).
+    /// Whether a task's pod fits node `n` (its own nomination is not held against it).
+    fn fits_task(&self, task: usize, n: usize) -> bool {
+        let t = &self.tasks[task];
+        if t.nominated == Some(n) {
+            self.world.fits_nominated(n, &t.req)
+        } else {
+            self.world.fits(n, &t.req)
+        }
+    }
+
+    /// Where the scheduler model puts a task's pods (all or nothing for a gang). A
+    /// nominated pod is tried on its nominated node first, as kube-scheduler does.
     fn choose_for(&self, task: usize, excluded: &[usize], hints: &[usize]) -> Option<Vec<usize>> {
         let t = &self.tasks[task];
+        if let Some(n) = t.nominated
+            && !excluded.contains(&n)
+            && self.fits_task(task, n)
+        {
+            return Some(vec![n]);
+        }
         if t.gang {
             self.world
                 .choose_gang(&t.req, t.pod_count(), excluded, hints)
@@ -344,6 +393,7 @@ impl Sim {
 
     fn place(&mut self, task: usize, nodes: &[usize], now: i64) {
         let req = self.tasks[task].req;
+        self.clear_nomination(task);
         for &node in nodes {
             self.world.bind(node, &req);
             if !self.on_node[node].contains(&task) {
@@ -365,6 +415,14 @@ impl Sim {
         if let Some(e) = t.evicted_at.take() {
             self.disruption_ms += now - e + self.opts.ready_ms;
         }
+    }
+
+    /// Drops a task's nomination and its hold; the node it named.
+    fn clear_nomination(&mut self, task: usize) -> Option<usize> {
+        let n = self.tasks[task].nominated.take()?;
+        let req = self.tasks[task].req;
+        self.world.unhold(n, &req);
+        Some(n)
     }
 
     /// Removes a task's pods; the nodes freed.
@@ -389,9 +447,8 @@ impl Sim {
         let queue = std::mem::take(&mut self.pending);
         let mut keep = Vec::with_capacity(queue.len());
         for task in queue {
-            let req = self.tasks[task].req;
             let candidate = match node {
-                Some(n) => self.world.fits(n, &req),
+                Some(n) => self.fits_task(task, n),
                 None => true,
             };
             let choice = if candidate {
@@ -416,6 +473,9 @@ impl Sim {
             TaskState::Gone => {}
             TaskState::Pending => {
                 self.pending.retain(|&x| x != task);
+                if let Some(n) = self.clear_nomination(task) {
+                    self.retry(Some(n), now);
+                }
                 if let Some(e) = self.tasks[task].evicted_at.take() {
                     self.disruption_ms += now - e;
                 }
@@ -530,6 +590,7 @@ pub fn run(
         moves_completed: 0,
         moves_failed: 0,
         evictions: 0,
+        nominations: 0,
         disruption_ms: 0,
         samples: Vec::new(),
         score_samples: Vec::new(),
@@ -616,6 +677,7 @@ pub fn run(
                     migrations: Vec::new(),
                     evicted_at: None,
                     incarnation: 1,
+                    nominated: None,
                 });
                 sim.arrived_gpus += u64::from(sim.tasks[id].total_gpus());
                 match sim.choose_for(id, &[], &[]) {
@@ -684,6 +746,50 @@ pub fn run(
                         Action::Cordon { node, cordoned } => {
                             sim.world.nodes[node].cordoned = cordoned;
                             if !cordoned {
+                                sim.retry(Some(node), now);
+                            }
+                        }
+                        Action::Nominate {
+                            task,
+                            incarnation,
+                            node,
+                        } => {
+                            let t = &sim.tasks[task];
+                            if t.state != TaskState::Pending
+                                || t.incarnation != incarnation
+                                || t.nominated.is_some()
+                                || t.gang
+                            {
+                                continue;
+                            }
+                            let req = t.req;
+                            sim.tasks[task].nominated = Some(node);
+                            sim.world.hold(node, &req);
+                            sim.nominations += 1;
+                            // The pod's update puts it back in the scheduler's active queue.
+                            sim.retry(Some(node), now);
+                        }
+                        Action::ClearNomination {
+                            task,
+                            incarnation,
+                            node,
+                        } => {
+                            let t = &sim.tasks[task];
+                            if t.incarnation != incarnation || t.nominated != Some(node) {
+                                continue;
+                            }
+                            sim.clear_nomination(task);
+                            sim.retry(Some(node), now);
+                        }
+                        Action::Taint {
+                            node,
+                            tainted,
+                            value,
+                        } => {
+                            sim.world.nodes[node].tainted = tainted;
+                            sim.world.nodes[node].taint_value =
+                                if tainted { value } else { String::new() };
+                            if !tainted {
                                 sim.retry(Some(node), now);
                             }
                         }

@@ -5,7 +5,7 @@ use std::io::Write;
 use std::path::PathBuf;
 use std::time::Instant;
 
-use alfred_model::config::Config;
+use alfred_model::config::{Config, DrainProtection};
 use alfred_twin::alfred::AlfredCaretaker;
 use alfred_twin::arrivals::{self, ArrivalOptions, Mode};
 use alfred_twin::caretakers::{Crude, Descheduler};
@@ -39,7 +39,8 @@ struct Cli {
     /// spread (LeastAllocated) | binpack (MostAllocated).
     #[arg(long, default_value = "spread")]
     placement: String,
-    /// none | alfred | descheduler | crude; repeat to compare on the same arrivals.
+    /// none | descheduler | crude | alfred | alfred-noplans | alfred-nominate | alfred-taint |
+    /// alfred-none | alfred<suffix>:CONFIG.yaml; repeat to compare on the same arrivals.
     #[arg(long = "caretaker", default_value = "none")]
     caretakers: Vec<String>,
     /// Simulated days.
@@ -116,6 +117,32 @@ struct Cli {
     /// No progress line.
     #[arg(long)]
     quiet: bool,
+}
+
+/// The configuration of an alfred caretaker: `alfred` runs `base` (`--config`, else the
+/// defaults); `alfred-noplans` with `drainPlans.enabled: false`; `alfred-nominate`,
+/// `alfred-taint`, `alfred-none` with that `drainPlans.protection`; `NAME:FILE` (NAME
+/// starting with `alfred`) the configuration in FILE.
+fn alfred_config(spec: &str, base: &Config) -> Result<Config> {
+    if let Some((_, file)) = spec.split_once(':') {
+        let text =
+            std::fs::read_to_string(file).with_context(|| format!("read {file} ({spec})"))?;
+        return Config::from_yaml(&text).map_err(|e| anyhow::anyhow!("{file}: {e}"));
+    }
+    let mut c = base.clone();
+    let plans = &mut c.policies.defragmentation.drain_plans;
+    match spec {
+        "alfred" => {}
+        "alfred-noplans" => plans.enabled = false,
+        "alfred-nominate" => plans.protection = DrainProtection::Nominate,
+        "alfred-taint" => plans.protection = DrainProtection::Taint,
+        "alfred-none" => plans.protection = DrainProtection::None,
+        other => bail!(
+            "unknown caretaker {other:?} (alfred, alfred-noplans, alfred-nominate, \
+             alfred-taint, alfred-none, or NAME:CONFIG.yaml)"
+        ),
+    }
+    Ok(c)
 }
 
 fn synthetic(spec: &str) -> Result<Vec<TraceNode>> {
@@ -227,13 +254,18 @@ fn main() -> Result<()> {
                 per_hour: cli.crude_per_hour,
                 ..Crude::default()
             }),
-            "alfred" => {
-                let mut a = AlfredCaretaker::new(config.clone(), cli.seed, placement);
+            other if other.starts_with("alfred") => {
+                let c = alfred_config(other, &config)?;
+                let mut a = AlfredCaretaker::new(c, cli.seed, placement);
                 a.all_advice = cli.log_all_advice;
+                a.name = other.split(':').next().unwrap_or(other).to_owned();
                 alfred = Some(a);
                 Box::new(NoCaretaker)
             }
-            other => bail!("unknown caretaker {other:?} (none, alfred, descheduler, crude)"),
+            other => bail!(
+                "unknown caretaker {other:?} (none, descheduler, crude, alfred, alfred-noplans, \
+                 alfred-nominate, alfred-taint, alfred-none, alfred<suffix>:CONFIG.yaml)"
+            ),
         };
         let quiet = cli.quiet;
         let mut progress = |f: f64| {
@@ -262,8 +294,16 @@ fn main() -> Result<()> {
             eprintln!();
         }
         let mut extra = serde_json::json!({});
+        let name = &alfred
+            .as_ref()
+            .map_or_else(|| name.clone(), |a| a.name.clone());
         if let Some(a) = &alfred {
-            let path = cli.out.join(format!("decisions-{}.jsonl", cli.placement));
+            let file = if a.name == "alfred" {
+                format!("decisions-{}.jsonl", cli.placement)
+            } else {
+                format!("decisions-{}-{}.jsonl", cli.placement, a.name)
+            };
+            let path = cli.out.join(file);
             let mut text = a.log.join("\n");
             if !text.is_empty() {
                 text.push('\n');
@@ -274,6 +314,9 @@ fn main() -> Result<()> {
                 "coreSeconds": (a.core_seconds * 1000.0).round() / 1000.0,
                 "decisionLog": path.file_name().map(|f| f.to_string_lossy().into_owned()),
                 "maxMigrationsPerHourConfigured": a.config().max_migrations_per_hour,
+                "drainPlansConfigured": a.config().policies.defragmentation.drain_plans,
+                "drainPlans": a.plans.summary(&res.sim, res.end),
+                "nominationsApplied": res.sim.nominations,
             });
         }
         eprintln!(

@@ -141,6 +141,19 @@ pub fn build(sim: &Sim, now: i64, workloads: bool) -> ClusterSnapshot {
     snap
 }
 
+/// A node's taints: alfred's drain-plan taint (value: the plan id) while it is set.
+fn node_taints(n: &crate::world::NodeState) -> Vec<alfred_model::snapshot::Taint> {
+    if n.tainted {
+        vec![alfred_model::snapshot::Taint {
+            key: alfred_model::plan::DRAIN_TAINT_KEY.into(),
+            value: n.taint_value.clone(),
+            effect: "NoSchedule".into(),
+        }]
+    } else {
+        Vec::new()
+    }
+}
+
 /// The snapshot's node of a twin node.
 fn node(sim: &Sim, n: &crate::world::NodeState) -> Node {
     let mut alloc = BTreeMap::new();
@@ -157,6 +170,7 @@ fn node(sim: &Sim, n: &crate::world::NodeState) -> Node {
         allocated_gpus: n.gpus - n.free_gpus,
         free_gpus: n.free_gpus,
         cordoned: n.cordoned,
+        taints: node_taints(n),
         ready: true,
         allocatable: alloc,
         labels: [
@@ -207,12 +221,17 @@ fn add_task(snap: &mut ClusterSnapshot, sim: &Sim, ti: usize, now: i64, workload
                 for name in pod_names(t, t.incarnation) {
                     snap.pending_pods.push(PendingPod {
                         namespace: NAMESPACE.into(),
-                        name,
+                        name: name.clone(),
                         gpus_needed: t.req.gpus,
                         isvc: Some(t.name.clone()),
                         pending_since: ts(t.evicted_at.unwrap_or(t.arrived)),
-                        uid: String::new(),
-                        nominated_node: String::new(),
+                        // The bound pod of the same incarnation has the same uid: it is
+                        // one pod object, pending and then bound.
+                        uid: format!("uid-{name}"),
+                        nominated_node: t
+                            .nominated
+                            .map(|n| sim.world.nodes[n].name.clone())
+                            .unwrap_or_default(),
                         pools: if spec.is_empty() && !t.gang {
                             PoolAttribution::Any
                         } else {
@@ -459,6 +478,7 @@ type Fingerprint = (
     u32,
     i64,
     Option<i64>,
+    Option<usize>,
 );
 
 fn fingerprint(t: &Task) -> Fingerprint {
@@ -469,6 +489,7 @@ fn fingerprint(t: &Task) -> Fingerprint {
         t.incarnation,
         t.started,
         t.evicted_at,
+        t.nominated,
     )
 }
 
@@ -542,6 +563,9 @@ impl Incremental {
             node.allocated_gpus = n.gpus - n.free_gpus;
             node.free_gpus = n.free_gpus;
             node.cordoned = n.cordoned;
+            if n.tainted || !node.taints.is_empty() {
+                node.taints = node_taints(n);
+            }
         }
         // Dirty tasks: (index, still live).
         let mut dirty: Vec<usize> = Vec::new();

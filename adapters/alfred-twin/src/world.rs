@@ -138,6 +138,17 @@ pub struct NodeState {
     pub pods: u32,
     /// Cordoned (nothing new lands here).
     pub cordoned: bool,
+    /// alfred's drain-plan `NoSchedule` taint (no twin pod tolerates it: nothing new lands).
+    pub tainted: bool,
+    /// The taint's value (the plan id).
+    pub taint_value: String,
+    /// GPUs of the pending pods nominated to this node: kube-scheduler holds them against
+    /// pods of equal or lower priority (every twin pod has priority 0, so against all).
+    pub held_gpus: u32,
+    /// CPU the nominated pods request.
+    pub held_cpu: i64,
+    /// Memory the nominated pods request.
+    pub held_mem: i64,
 }
 
 /// The cluster.
@@ -174,6 +185,11 @@ impl World {
                 nz_mem: 0,
                 pods: 0,
                 cordoned: false,
+                tainted: false,
+                taint_value: String::new(),
+                held_gpus: 0,
+                held_cpu: 0,
+                held_mem: 0,
             })
             .collect();
         nodes.sort_by(|a, b| a.name.cmp(&b.name));
@@ -219,6 +235,27 @@ impl World {
     /// Whether `r` fits on node `i`.
     pub fn fits(&self, i: usize, r: &Request) -> bool {
         fits_state(&self.nodes[i], r)
+    }
+
+    /// Whether `r`, nominated to node `i` (so holding `r` there), fits it: kube-scheduler
+    /// does not hold a pod's own nomination against it.
+    pub fn fits_nominated(&self, i: usize, r: &Request) -> bool {
+        let mut n = self.nodes[i].clone();
+        unhold_state(&mut n, r);
+        fits_state(&n, r)
+    }
+
+    /// Holds `r` on node `i` for a pod nominated there.
+    pub fn hold(&mut self, i: usize, r: &Request) {
+        let n = &mut self.nodes[i];
+        n.held_gpus += r.gpus;
+        n.held_cpu += r.cpu;
+        n.held_mem += r.mem;
+    }
+
+    /// Releases a hold of [`World::hold`].
+    pub fn unhold(&mut self, i: usize, r: &Request) {
+        unhold_state(&mut self.nodes[i], r);
     }
 
     /// The scheduler's score of node `i` for `r` (assumed feasible).
@@ -418,12 +455,22 @@ impl World {
     }
 }
 
+/// The filter: not cordoned or tainted, in an allowed pool, and the free resources less
+/// what the node's nominated pods hold cover `r` (scores ignore the holds, as
+/// kube-scheduler's do).
 fn fits_state(n: &NodeState, r: &Request) -> bool {
     !n.cordoned
+        && !n.tainted
         && (r.pools == 0 || r.pools & (1 << n.pool) != 0)
-        && n.free_gpus >= r.gpus
-        && n.req_cpu + r.cpu <= n.cpu
-        && n.req_mem + r.mem <= n.mem
+        && n.free_gpus >= r.gpus + n.held_gpus
+        && n.req_cpu + n.held_cpu + r.cpu <= n.cpu
+        && n.req_mem + n.held_mem + r.mem <= n.mem
+}
+
+fn unhold_state(n: &mut NodeState, r: &Request) {
+    n.held_gpus = n.held_gpus.saturating_sub(r.gpus);
+    n.held_cpu = (n.held_cpu - r.cpu).max(0);
+    n.held_mem = (n.held_mem - r.mem).max(0);
 }
 
 fn bind_state(n: &mut NodeState, r: &Request) {

@@ -16,7 +16,9 @@
 //!   taint the node lifecycle controller would add; a pod whose requests name no GPU
 //!   resource but that holds GPUs requests them under its node's GPU resource. A bound
 //!   pod on a node the snapshot does not list is left out (nothing of it can be placed
-//!   against); a pod without a UID gets `alfred-pod-<ns>-<name>`, a pending pod
+//!   against); a pending pod keeps its `status.nominatedNodeName` (the model holds its
+//!   requests there against pods of equal or lower priority and tries it there first); a
+//!   pod without a UID gets `alfred-pod-<ns>-<name>`, a pending pod
 //!   `alfred-pending-<ns>-<name>`, a PodGroup `alfred-podgroup-<ns>-<name>` plus its
 //!   `ome.io/topology-key` annotation; owner references to ReplicationControllers,
 //!   ReplicaSets and StatefulSets are dropped (the snapshot has no controller selectors,
@@ -735,13 +737,18 @@ fn cluster_of(s: &ClusterSnapshot) -> Option<Cluster> {
             metadata: ObjectMeta {
                 name: p.name.clone(),
                 namespace: p.namespace.clone(),
-                uid: format!("alfred-pending-{}-{}", p.namespace, p.name),
+                uid: if p.uid.is_empty() {
+                    format!("alfred-pending-{}-{}", p.namespace, p.name)
+                } else {
+                    p.uid.clone()
+                },
                 labels: p.labels.clone(),
                 ..ObjectMeta::default()
             },
             spec,
             status: PodStatus {
                 phase: "Pending".into(),
+                nominated_node_name: p.nominated_node.clone(),
                 ..PodStatus::default()
             },
         });

@@ -202,6 +202,41 @@ mod tests {
         }
     }
 
+    /// A pending 8-GPU pod nominated to `node` (it fits nowhere yet): the model holds its GPUs
+    /// there against the move's replacement (same priority), in-process and over the wire,
+    /// and the request carries the nomination and the pod's uid.
+    #[test]
+    fn a_nominated_pending_pod_holds_its_node_over_the_wire() {
+        let with_pending = |node: &str| {
+            let mut s = cluster(4, 4, true);
+            s.pending_pods.push(alfred_model::snapshot::PendingPod {
+                namespace: "prod".into(),
+                name: "big-0".into(),
+                gpus_needed: 8,
+                uid: "uid-big-0".into(),
+                nominated_node: node.into(),
+                ..Default::default()
+            });
+            s.normalize();
+            s
+        };
+        for (nominated, lands) in [("b", "c"), ("c", "b")] {
+            let s = with_pending(nominated);
+            let r = request(&s, &[], false);
+            let (req, wire) = over_the_wire(&r);
+            assert_eq!(wire.status, SchedulingStatus::Feasible, "{wire:?}");
+            assert_eq!(wire, in_process(&r));
+            assert_eq!(wire.placements[0].node_name, lands);
+            let pending = req
+                .cluster_objects
+                .iter()
+                .find(|o| o["metadata"]["name"] == "big-0")
+                .expect("the pending pod is sent");
+            assert_eq!(pending["status"]["nominatedNodeName"], nominated);
+            assert_eq!(pending["metadata"]["uid"], "uid-big-0");
+        }
+    }
+
     #[test]
     fn execution_requests_name_the_migration_node_and_predictions_exclude_sources() {
         let s = cluster(8, 8, true);

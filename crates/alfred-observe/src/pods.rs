@@ -396,23 +396,12 @@ pub(crate) fn build_pod(
     }
     let SpecFacts {
         gpus,
-        mut scheduling,
+        scheduling,
         required_affinity,
         problems: spec_problems,
     } = specs.facts(spec, &ns, &name);
     for (field, message) in spec_problems {
         problems.add("Pod", &ns, &name, field, message);
-    }
-    if p.status
-        .as_ref()
-        .and_then(|s| s.nominated_node_name.as_ref())
-        .is_some_and(|n| !n.is_empty())
-    {
-        let mut with_status = (*scheduling).clone();
-        with_status
-            .unsupported
-            .push("status.nominatedNodeName".to_owned());
-        scheduling = specs.schedulings.intern(with_status);
     }
 
     // Owner.
@@ -577,10 +566,9 @@ mod tests {
         // p1 and p5 have the same spec but for the node: one scheduling block.
         assert!(Shared::ptr_eq(&built[1], &built[5]));
         assert!(!Shared::ptr_eq(&built[1], &built[2]));
+        // A nominated pod is modelled: its nomination is kept, nothing is unsupported.
         let nominated = build_pod(&pods[0], &mut memo, &mut with).unwrap();
-        assert_eq!(
-            nominated.pod.scheduling.unsupported,
-            vec!["status.nominatedNodeName".to_owned()]
-        );
+        assert!(nominated.pod.scheduling.unsupported.is_empty());
+        assert_eq!(nominated.nominated_node, "n9");
     }
 }

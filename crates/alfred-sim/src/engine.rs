@@ -116,6 +116,19 @@ pub struct PreparedCluster {
     /// Keys and UIDs of existing pods.
     pod_keys: BTreeSet<String>,
     pod_group_members: BTreeMap<String, usize>,
+    /// The nominated pending pods not placed yet in the simulation under way, whose requests
+    /// kube-scheduler holds on their nominated node against pods of equal or lower priority.
+    /// Empty between simulations.
+    held: Vec<Held>,
+}
+
+/// A nominated pending pod's reservation on its nominated node.
+#[derive(Debug, Clone)]
+struct Held {
+    node: usize,
+    key: String,
+    priority: i32,
+    req_v: Vec<(usize, i64)>,
 }
 
 /// Per-node filter failures of one cycle.
@@ -276,6 +289,7 @@ impl PreparedCluster {
             unsupported,
             pod_keys: BTreeSet::new(),
             pod_group_members: BTreeMap::new(),
+            held: Vec::new(),
         };
         let mut pods: Vec<&Pod> = cluster.pods.iter().collect();
         pods.sort_by_cached_key(|p| p.key());
@@ -416,10 +430,52 @@ impl PreparedCluster {
 
     // ----- filters -------------------------------------------------------------------------
 
+    /// What the nominated pods of `n` hold against `p`: kube-scheduler adds the pods
+    /// nominated to a node with a priority at least `p`'s (not `p` itself) before filtering
+    /// `p` there. Only their requests and pod slots are modelled (not their ports, labels or
+    /// affinity terms). `None` when nothing is held.
+    fn held_against(&self, p: &PodInfo, n: usize) -> Option<(i64, Vec<(usize, i64)>)> {
+        if self.held.is_empty() {
+            return None;
+        }
+        let mut count = 0;
+        let mut req: Vec<(usize, i64)> = Vec::new();
+        for h in &self.held {
+            if h.node != n || h.priority < p.priority || h.key == p.key() {
+                continue;
+            }
+            count += 1;
+            for &(i, v) in &h.req_v {
+                if i == NO_RES {
+                    continue;
+                }
+                match req.iter_mut().find(|(j, _)| *j == i) {
+                    Some((_, t)) => *t += v,
+                    None => req.push((i, v)),
+                }
+            }
+        }
+        (count > 0).then_some((count, req))
+    }
+
+    /// Free amount of resource index `i` on `n` once `held` is set aside.
+    fn free_of(&self, n: usize, i: usize, held: Option<&(i64, Vec<(usize, i64)>)>) -> i64 {
+        if i == NO_RES {
+            return 0;
+        }
+        let s = &self.state[n];
+        let h = held
+            .and_then(|(_, r)| r.iter().find(|(j, _)| *j == i))
+            .map_or(0, |(_, v)| *v);
+        s.alloc[i] - s.requested[i] - h
+    }
+
     fn fits_resources(&self, p: &PodInfo, n: usize, profile: &Profile) -> bool {
         let node = &self.nodes[n];
         let s = &self.state[n];
-        if s.count + 1 > node.max_pods {
+        let held = self.held_against(p, n);
+        let held_count = held.as_ref().map_or(0, |(c, _)| *c);
+        if s.count + held_count + 1 > node.max_pods {
             return false;
         }
         if p.requests_nothing() {
@@ -429,11 +485,7 @@ impl PreparedCluster {
             if req == 0 {
                 return true;
             }
-            let free = if i == NO_RES {
-                0
-            } else {
-                s.alloc[i] - s.requested[i]
-            };
+            let free = self.free_of(n, i, held.as_ref());
             if req <= free {
                 return true;
             }
@@ -454,12 +506,13 @@ impl PreparedCluster {
             return false;
         }
         let s = &self.state[n];
-        if s.count + 1 > node.max_pods {
+        let held = self.held_against(p, n);
+        if s.count + held.as_ref().map_or(0, |(c, _)| *c) + 1 > node.max_pods {
             return false;
         }
         p.req_v
             .iter()
-            .all(|&(i, req)| req == 0 || (i != NO_RES && req <= s.alloc[i] - s.requested[i]))
+            .all(|&(i, req)| req == 0 || (i != NO_RES && req <= self.free_of(n, i, held.as_ref())))
     }
 
     fn eligible_for_spread(
@@ -1262,6 +1315,7 @@ impl PreparedCluster {
         let base = self.pods.len();
         let out = self.simulate_inner(profile, input, expired);
         self.rollback(base);
+        self.held.clear();
         out
     }
 
@@ -1387,15 +1441,10 @@ impl PreparedCluster {
                 "replacement pods form no gang",
             ));
         }
-        // Competitors first (§6.6, decision 14.3).
-        let competitors = self.competitors.clone();
-        for c in &competitors {
-            if expired() {
-                return Ok(Outcome::failed(Failure::new(
-                    Cause::DeadlineExceeded,
-                    "deadline",
-                )));
-            }
+        // Competitors first (§6.6, decision 14.3). A nominated competitor holds its requests
+        // on its nominated node until it is placed, and is tried there first.
+        let mut queue = Vec::with_capacity(self.competitors.len());
+        for c in &self.competitors {
             let info = match pod_info(c, &self.ns_labels, true) {
                 Ok(mut i) => {
                     self.index(&mut i);
@@ -1403,7 +1452,41 @@ impl PreparedCluster {
                 }
                 Err(f) => return Ok(Outcome::failed(f)),
             };
-            if let Ok((n, _)) = self.schedule_one(&info, None, &BTreeSet::new(), profile, true) {
+            let nominated = self.node_index.get(&c.status.nominated_node_name).copied();
+            queue.push((info, nominated));
+        }
+        self.held = queue
+            .iter()
+            .filter_map(|(info, nominated)| {
+                nominated.map(|node| Held {
+                    node,
+                    key: info.key(),
+                    priority: info.priority,
+                    req_v: info.req_v.clone(),
+                })
+            })
+            .collect();
+        for (info, nominated) in queue {
+            if expired() {
+                return Ok(Outcome::failed(Failure::new(
+                    Cause::DeadlineExceeded,
+                    "deadline",
+                )));
+            }
+            let none = BTreeSet::new();
+            let on_nominated = nominated.and_then(|n| {
+                self.schedule_one(&info, Some(&[n]), &none, profile, true)
+                    .ok()
+                    .map(|(n, _)| n)
+            });
+            let chosen = on_nominated.or_else(|| {
+                self.schedule_one(&info, None, &none, profile, true)
+                    .ok()
+                    .map(|(n, _)| n)
+            });
+            if let Some(n) = chosen {
+                let key = info.key();
+                self.held.retain(|h| h.key != key);
                 self.add_pod(info, n);
             }
         }
@@ -1492,14 +1575,11 @@ impl PreparedCluster {
     /// How many copies of a pod's requests fit the node's free resources and pod slots.
     pub(crate) fn copies_fitting(&self, p: &PodInfo, n: usize) -> i64 {
         let s = &self.state[n];
-        let mut c = self.nodes[n].max_pods - s.count;
+        let held = self.held_against(p, n);
+        let mut c = self.nodes[n].max_pods - s.count - held.as_ref().map_or(0, |(c, _)| *c);
         for &(i, req) in &p.req_v {
             if req > 0 {
-                let free = if i == NO_RES {
-                    0
-                } else {
-                    s.alloc[i] - s.requested[i]
-                };
+                let free = self.free_of(n, i, held.as_ref());
                 c = c.min(free / req);
             }
         }

@@ -574,12 +574,6 @@ pub fn pod_info(
             ));
         }
     }
-    if !pod.status.nominated_node_name.is_empty() {
-        return Err(Failure::new(
-            Cause::NominatedPodUnsupported,
-            format!("pod {key} has a nominated node"),
-        ));
-    }
     if spec.resources.is_some() {
         return Err(Failure::new(
             Cause::PodLevelResourcesUnsupported,

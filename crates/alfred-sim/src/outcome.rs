@@ -105,7 +105,6 @@ pub enum Cause {
     PreemptionMayApply,
     VolumeUnsupported,
     DynamicResourceUnsupported,
-    NominatedPodUnsupported,
     SchedulingGated,
     PodLevelResourcesUnsupported,
     UnknownSchedulingField,

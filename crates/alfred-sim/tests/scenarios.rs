@@ -703,21 +703,6 @@ fn s18_unsupported_inputs() {
         Decision::Feasible
     );
 
-    let nominated = with(
-        bound(pod("default", "n", "1", "1Gi", 0), "a"),
-        json!({"status": {"nominatedNodeName": "a"}}),
-    );
-    let o = run(
-        &default_profile(),
-        &cluster(c.nodes.clone(), vec![nominated]),
-        &[base()],
-        &[],
-    );
-    assert_eq!(
-        (o.decision, cause(&o)),
-        (Decision::Unsupported, Cause::NominatedPodUnsupported)
-    );
-
     let foreign_pending = with(
         pod("default", "p", "1", "1Gi", 0),
         json!({"spec": {"schedulerName": "other"}}),
@@ -1070,4 +1055,123 @@ fn unknown_scheduling_fields_at_depth() {
         run(&default_profile(), &c, &[harmless], &[]).decision,
         Decision::Feasible
     );
+}
+
+/// A pending pod nominated to a node, with a priority.
+fn nominated(name: &str, gpu: i64, node: &str, priority: i32) -> alfred_sim::objects::Pod {
+    with(
+        pod("prod", name, "1", "1Gi", gpu),
+        json!({"spec": {"priority": priority}, "status": {"nominatedNodeName": node}}),
+    )
+}
+
+// A nominated pending pod's GPUs are held on its node against pods of equal or lower
+// priority, not against a higher-priority one (kube-scheduler's nominated-pod accounting).
+#[test]
+fn a_nomination_holds_gpus_against_equal_priority_only() {
+    let nodes = vec![node("a", "64", "512Gi", 8, json!({}))];
+    // High priority, so that no preemption could change the answers below.
+    let on_a = with(
+        bound(pod("default", "old", "1", "1Gi", 6), "a"),
+        json!({"spec": {"priority": 100}}),
+    );
+    let rep = |priority: i32| {
+        with(
+            pod("default", "r", "1", "1Gi", 2),
+            json!({"spec": {"priority": priority}}),
+        )
+    };
+    // The 8-GPU pod waits for a to drain: a has 2 GPUs free, all held for it.
+    let waiting = nominated("big", 8, "a", 5);
+    let c = cluster(nodes.clone(), vec![on_a.clone(), waiting.clone()]);
+    for (priority, want) in [(0, Decision::Infeasible), (5, Decision::Infeasible)] {
+        let o = run(&default_profile(), &c, &[rep(priority)], &[]);
+        assert_eq!(o.decision, want, "priority {priority}: {o:?}");
+        assert_eq!(cause(&o), Cause::NoNodeFits);
+    }
+    assert_eq!(
+        nodes_of(&run(&default_profile(), &c, &[rep(6)], &[])),
+        ["a"]
+    );
+    // The same pod without its nomination holds nothing.
+    let plain = with(waiting, json!({"status": {"nominatedNodeName": ""}}));
+    let c = cluster(nodes.clone(), vec![on_a.clone(), plain]);
+    assert_eq!(
+        nodes_of(&run(&default_profile(), &c, &[rep(0)], &[])),
+        ["a"]
+    );
+    // A nomination naming no supplied node holds nothing either.
+    let c = cluster(nodes, vec![on_a, nominated("big", 8, "gone", 5)]);
+    assert_eq!(
+        nodes_of(&run(&default_profile(), &c, &[rep(0)], &[])),
+        ["a"]
+    );
+}
+
+// Only the free GPUs beyond the nominated request are offered: with 4 of 8 free and a 2-GPU
+// nomination, a 2-GPU pod of equal priority fits and a 4-GPU one does not.
+#[test]
+fn a_nomination_leaves_the_rest_of_the_node_usable() {
+    let nodes = vec![node("a", "64", "512Gi", 8, json!({}))];
+    let pods = [
+        bound(pod("default", "old", "1", "1Gi", 4), "a"),
+        nominated("small", 2, "a", 0),
+        // A pod that fits nowhere, nominated to `a` all the same.
+        nominated("huge", 16, "a", 0),
+    ];
+    let c = cluster(nodes.clone(), pods[..2].to_vec());
+    assert_eq!(
+        nodes_of(&run(
+            &default_profile(),
+            &c,
+            &[pod("default", "r", "1", "1Gi", 2)],
+            &[]
+        )),
+        ["a"]
+    );
+    // `small` is placed first (it fits its node), so only its own GPUs are taken.
+    let o = run(
+        &default_profile(),
+        &c,
+        &[pod("default", "r", "1", "1Gi", 4)],
+        &[],
+    );
+    assert_eq!(o.decision, Decision::Infeasible);
+    // A nominated pod that cannot be placed keeps holding: 4 free, 16 held.
+    let c = cluster(nodes, vec![pods[0].clone(), pods[2].clone()]);
+    let o = run(
+        &default_profile(),
+        &c,
+        &[pod("default", "r", "1", "1Gi", 1)],
+        &[],
+    );
+    assert_eq!(o.decision, Decision::Infeasible);
+}
+
+// The nominated pod is tried on its nominated node first, even where scoring prefers
+// another node; without the nomination it goes where the scores send it.
+#[test]
+fn the_nominated_pod_lands_on_its_node() {
+    let nodes = vec![
+        node("a", "64", "512Gi", 8, json!({})),
+        node("b", "64", "512Gi", 8, json!({})),
+    ];
+    let busy_a = bound(pod("default", "cpu-hog", "32", "256Gi", 0), "a");
+    let rep = [pod("default", "r", "1", "1Gi", 8)];
+    let c = cluster(
+        nodes.clone(),
+        vec![busy_a.clone(), nominated("n", 4, "a", 0)],
+    );
+    assert_eq!(nodes_of(&run(&default_profile(), &c, &rep, &[])), ["b"]);
+    let c = cluster(
+        nodes,
+        vec![
+            busy_a,
+            with(
+                pod("prod", "n", "1", "1Gi", 4),
+                json!({"spec": {"priority": 0}}),
+            ),
+        ],
+    );
+    assert_eq!(nodes_of(&run(&default_profile(), &c, &rep, &[])), ["a"]);
 }
