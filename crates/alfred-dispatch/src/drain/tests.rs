@@ -2,7 +2,9 @@
 
 use alfred_model::config::{Config, DrainProtection, Mode};
 use alfred_model::effect::Effect;
-use alfred_model::plan::{DRAIN_TAINT_KEY, DrainProtectionWire, PlanPhase, PlanRecord, PlanStepRecord};
+use alfred_model::plan::{
+    DRAIN_TAINT_KEY, DrainProtectionWire, PlanPhase, PlanRecord, PlanStepRecord,
+};
 use alfred_model::reason::PlanEndReason;
 use alfred_model::snapshot::{
     ComponentKind, HealthState, Node, PendingPod, Pod, PoolAttribution, Taint,
@@ -65,7 +67,7 @@ fn plan(protection: DrainProtectionWire) -> PlanRecord {
             component: ComponentKind::Engine,
             instance: 0,
             gpus: 7,
-            request_uuid: "u-1".into(),
+            request_uuid: STEP_UUID.into(),
         }],
         phase: PlanPhase::Draining,
         reason: None,
@@ -85,13 +87,22 @@ fn execute_config() -> Config {
 /// A journal holding `p` and its step's entry in `phase`.
 fn journal(p: &PlanRecord, phase: Phase) -> Journal {
     let mut j: Journal = serde_json::from_str(EXAMPLE).unwrap();
-    j.entries[0].uuid = "u-1".into();
+    j.entries[0].uuid = STEP_UUID.into();
     j.entries[0].phase = phase;
+    settle(&mut j);
     j.plans = vec![p.clone()];
     j
 }
 
-const EXAMPLE: &str = r#"{"version":"v1","entries":[{"uuid":"6f1c2d3e-8a4b-4c5d-9e6f-0a1b2c3d4e5f","workload":{"Namespace":"chat","Name":"a"},"workloadUID":"8c1d6f52-3b7e-4f0a-9d24-61e5a0c7b913","irName":"a-engine","irUID":"2f4e9a10-7c3b-4d8e-b1a6-93c0e5d7f248","component":"engine","instance":0,"fromNode":"n1","targets":["n2"],"payload":"{}","sourceFingerprint":"x","createdAt":"2026-09-28T10:15:02Z","lastAttempt":"2026-09-28T10:15:02Z","phase":"submitted","reason":"RequestSubmitted"}]}"#;
+/// Keeps the entry valid for its phase (a terminal one needs `completedAt`).
+fn settle(j: &mut Journal) {
+    let e = &mut j.entries[0];
+    e.completed_at = e.phase.is_terminal().then_some(e.created_at);
+}
+
+const STEP_UUID: &str = "6f1c2d3e-8a4b-4c5d-9e6f-0a1b2c3d4e5f";
+
+const EXAMPLE: &str = r#"{"version":"v1","entries":[{"uuid":"6f1c2d3e-8a4b-4c5d-9e6f-0a1b2c3d4e5f","workload":{"Namespace":"inference","Name":"qwen3-235b"},"workloadUID":"8c1d6f52-3b7e-4f0a-9d24-61e5a0c7b913","irName":"qwen3-235b-engine","irUID":"2f4e9a10-7c3b-4d8e-b1a6-93c0e5d7f248","component":"engine","instance":0,"fromNode":"gpu-h100-a07","targets":["gpu-h100-c03","gpu-h100-c11"],"payload":"{\"schemaVersion\":\"v1\",\"component\":\"engine\",\"instance\":0,\"from_node\":\"gpu-h100-a07\",\"hint_target_nodes\":[\"gpu-h100-c03\",\"gpu-h100-c11\",\"gpu-h100-d02\"],\"reason\":\"Fragmentation\",\"requested_at\":\"2026-09-28T10:15:02.418093721Z\",\"requested_by\":\"alfred\"}","sourceFingerprint":"3b8f0c6e2a91d47e5c0b8a6f1d3e7c92a4b6d8f0e1c3a5b7d9f2e4c6a8b0d1f3","createdAt":"2026-09-28T10:15:02.418093721Z","lastAttempt":"2026-09-28T10:15:02.61377854Z","acknowledgedAt":"2026-09-28T10:15:04Z","phase":"acknowledged","reason":"UUIDStatusObserved"}]}"#;
 
 fn review(snap: &ClusterSnapshot, config: &Config, j: &Journal, executing: bool) -> PlanBook {
     PlanBook::review(&ReviewInput {
@@ -157,26 +168,41 @@ fn every_end_reason_of_review() {
             });
         }),
         (PlanEndReason::PodGone, |s, _| s.pending_pods.clear()),
-        (PlanEndReason::PodGone, |s, _| s.pending_pods[0].uid = "p2".into()),
-        (PlanEndReason::NodeGone, |s, _| s.nodes.retain(|n| n.name != "n1")),
-        (PlanEndReason::NodeGone, |s, _| s.nodes[0].uid = "other".into()),
+        (PlanEndReason::PodGone, |s, _| {
+            s.pending_pods[0].uid = "p2".into()
+        }),
+        (PlanEndReason::NodeGone, |s, _| {
+            s.nodes.retain(|n| n.name != "n1")
+        }),
+        (PlanEndReason::NodeGone, |s, _| {
+            s.nodes[0].uid = "other".into()
+        }),
         (PlanEndReason::NodeUnhealthy, |s, _| {
             s.nodes[0].health.state = HealthState::Unhealthy
         }),
         (PlanEndReason::NodeMaintenance, |s, _| {
             s.nodes[0].maintenance.requested = true
         }),
-        (PlanEndReason::NodeCordoned, |s, _| s.nodes[0].cordoned = true),
-        (PlanEndReason::StepFailed, |_, j| j.entries[0].phase = Phase::Failed),
-        (PlanEndReason::StepStalled, |_, j| j.entries[0].phase = Phase::Stalled),
+        (PlanEndReason::NodeCordoned, |s, _| {
+            s.nodes[0].cordoned = true
+        }),
+        (PlanEndReason::StepFailed, |_, j| {
+            j.entries[0].phase = Phase::Failed
+        }),
+        (PlanEndReason::StepStalled, |_, j| {
+            j.entries[0].phase = Phase::Stalled
+        }),
         (PlanEndReason::NominationTaken, |s, _| {
             s.pending_pods[0].nominated_node = "n2".into()
         }),
-        (PlanEndReason::DeadlineExceeded, |_, j| j.plans[0].deadline = t(0)),
+        (PlanEndReason::DeadlineExceeded, |_, j| {
+            j.plans[0].deadline = t(0)
+        }),
     ];
     for (why, edit) in cases {
         let (mut s, mut jj) = (cluster(), j.clone());
         edit(&mut s, &mut jj);
+        settle(&mut jj);
         let book = review(&s, &cfg, &jj, true);
         let phase = if why == PlanEndReason::PodBound {
             PlanPhase::Completed
@@ -206,7 +232,10 @@ fn every_end_reason_of_review() {
     let mut off = execute_config();
     off.policies.defragmentation.drain_plans.enabled = false;
     let book = review(&cluster(), &off, &j, true);
-    assert_eq!(ended(&book), Some((PlanPhase::Abandoned, PlanEndReason::PlansDisabled)));
+    assert_eq!(
+        ended(&book),
+        Some((PlanPhase::Abandoned, PlanEndReason::PlansDisabled))
+    );
     let book = review(&cluster(), &cfg, &j, false);
     assert_eq!(
         ended(&book),
