@@ -1414,3 +1414,43 @@ fn seed_examples_parse() {
         "sha256:<ome-id>"
     );
 }
+
+/// 200,000 keys: a pairwise duplicate check would make 2·10¹⁰ comparisons (minutes even
+/// optimized), a sorted set about 3.5·10⁶; the test finishes in seconds only when the check is
+/// O(n log n). The repeat is the last key, so every key is checked.
+#[test]
+fn duplicate_keys_are_found_in_n_log_n() {
+    const N: usize = 200_000;
+    let mut profiles = String::from("{\"schemaVersion\":1,\"scheduling\":{\"profiles\":{");
+    for i in 0..N {
+        profiles.push_str(&format!("\"p{i}\":null,"));
+    }
+    profiles.push_str("\"p7\":null}}}");
+    assert_eq!(
+        Config::from_json(&profiles).unwrap_err().to_string(),
+        "parse config.yaml: scheduling.profiles.p7: duplicate key"
+    );
+
+    let mut prior = String::from(
+        "{\"schemaVersion\":1,\"policies\":{\"defragmentation\":{\"scoring\":{\"sizePrior\":{",
+    );
+    for i in 0..N {
+        prior.push_str(&format!("\"{i}\":0,"));
+    }
+    prior.push_str("\"3\":0}}}}}");
+    assert_eq!(
+        Config::from_json(&prior).unwrap_err().to_string(),
+        "parse config.yaml: policies.defragmentation.scoring.sizePrior[\"3\"]: duplicate key"
+    );
+
+    let mut triggers =
+        String::from("{\"schemaVersion\":1,\"policies\":{\"nodeHealth\":{\"triggerConditions\":[");
+    for i in 0..N {
+        triggers.push_str(&format!("\"C{i}\","));
+    }
+    triggers.push_str("\"C3\"]}}}");
+    assert_eq!(
+        Config::from_json(&triggers).unwrap_err().to_string(),
+        format!("policies.nodeHealth.triggerConditions[{N}]: \"C3\" is a duplicate")
+    );
+}
