@@ -86,14 +86,26 @@ const QUANTITY_MAPS: [&str; 5] = ["limits", "requests", "allocatable", "capacity
 impl ClusterObjects {
     /// Reads what `kubectl get … -o json` prints: a `List` (or any `…List`) of mixed kinds, or
     /// a single object.
+    /// Items are typed one by one as they are read (see [`crate::stream`]).
     pub fn from_list_json(text: &str) -> Result<Self, LoadError> {
-        let value: Value = serde_json::from_str(text).map_err(|e| LoadError::Syntax {
+        let syntax = |e: serde_json::Error| LoadError::Syntax {
             format: "JSON",
             message: e.to_string(),
+        };
+        let mut de = serde_json::Deserializer::from_str(text);
+        let document = crate::stream::read_document(&mut de).map_err(|e| match e {
+            crate::stream::ReadError::Syntax(e) => syntax(e),
+            crate::stream::ReadError::Object(e) => e,
         })?;
-        let mut objects = ClusterObjects::default();
-        objects.add_value(value)?;
-        Ok(objects)
+        de.end().map_err(syntax)?;
+        match document {
+            crate::stream::Document::Objects(objects) => Ok(objects),
+            crate::stream::Document::Other(value) => {
+                let mut objects = ClusterObjects::default();
+                objects.add_value(value)?;
+                Ok(objects)
+            }
+        }
     }
 
     /// Reads JSON (as [`Self::from_list_json`]) or YAML with one or more documents
