@@ -149,8 +149,13 @@ impl<'de> serde::Deserialize<'de> for Config {
     }
 }
 
+/// A parser's message on one line, at most 200 characters (a parser may echo the input).
 fn one_line(message: &str) -> String {
-    message.split_whitespace().collect::<Vec<_>>().join(" ")
+    let line = message.split_whitespace().collect::<Vec<_>>().join(" ");
+    match line.char_indices().nth(200) {
+        None => line,
+        Some((end, _)) => format!("{}…", &line[..end]),
+    }
 }
 
 // ---------------------------------------------------------------------------------------------

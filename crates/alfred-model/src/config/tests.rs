@@ -1050,7 +1050,7 @@ fn strictness() {
     );
     assert_eq!(
         Config::from_yaml("- 1\n").unwrap_err().to_string(),
-        "parse config.yaml: : a list is not a mapping"
+        "parse config.yaml: (document root): a list is not a mapping"
     );
     let syntax = Config::from_yaml("schemaVersion: 1\nmode: [execute\n").unwrap_err();
     assert!(matches!(syntax, ConfigError::Syntax { .. }), "{syntax:?}");
@@ -1452,5 +1452,46 @@ fn duplicate_keys_are_found_in_n_log_n() {
     assert_eq!(
         Config::from_json(&triggers).unwrap_err().to_string(),
         format!("policies.nodeHealth.triggerConditions[{N}]: \"C3\" is a duplicate")
+    );
+}
+
+#[test]
+fn errors_are_short_and_name_the_file_given() {
+    let huge = "x".repeat(1 << 20);
+    for text in [
+        format!("schemaVersion: 1\nmode: \"{huge}\"\n"),
+        format!("schemaVersion: 1\nmode: [\"{huge}\"]\n"),
+        format!("schemaVersion: 1\n{huge}: 1\n"),
+        format!("schemaVersion: 1\nscheduling:\n  profiles:\n    \"{huge} \": {{}}\n"),
+        format!(
+            "schemaVersion: 1\npolicies:\n  defragmentation:\n    fragmentationThreshold: 1{}\n",
+            "0".repeat(400)
+        ),
+        format!("schemaVersion: 1\nmode: \"{huge}\n"),
+    ] {
+        let e = Config::from_yaml(&text).unwrap_err();
+        let line = e.in_file("/etc/alfred/my-config.yaml");
+        assert!(
+            line.len() < 300,
+            "{} bytes: {}",
+            line.len(),
+            &line[..400.min(line.len())]
+        );
+        assert!(!line.contains('\n'), "{line}");
+        assert!(line.contains("/etc/alfred/my-config.yaml"), "{line}");
+        assert!(!line.contains("parse config.yaml"), "{line}");
+    }
+    let e = Config::from_yaml("schemaVersion: 1\nmode: [execute]\n").unwrap_err();
+    assert_eq!(
+        e.in_file("a.json"),
+        "parse a.json: mode: a list is not a string"
+    );
+    let e = Config::from_yaml(
+        "schemaVersion: 1\npolicies:\n  defragmentation:\n    fragmentationThreshold: 2\n",
+    )
+    .unwrap_err();
+    assert_eq!(
+        e.in_file("a.yaml"),
+        "a.yaml: policies.defragmentation.fragmentationThreshold: 2 is outside [0, 1]"
     );
 }

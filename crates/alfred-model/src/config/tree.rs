@@ -33,6 +33,8 @@ impl Node {
             Node::Null => "null".to_string(),
             Node::Bool(b) => b.to_string(),
             Node::Int(i) => i.to_string(),
+            // `1e308` displays as 309 digits; past 24 characters, scientific notation.
+            Node::Float(f) if f.to_string().len() > 24 => format!("{f:e}"),
             Node::Float(f) => f.to_string(),
             Node::Str(s) => quoted(s),
             Node::Seq(_) => "a list".to_string(),
