@@ -70,7 +70,7 @@ pub enum LoadError {
         message: String,
     },
     /// One object is malformed.
-    #[error("{object}: field {field}: {message}")]
+    #[error("{object}: {}{message}", field_text(field))]
     Object {
         /// Which object (`Pod ns/name`, or `items[3]` when it has no identity).
         object: String,
@@ -79,6 +79,15 @@ pub enum LoadError {
         /// What is wrong.
         message: String,
     },
+}
+
+/// `field <path>: `, or nothing when the whole object is at fault.
+fn field_text(field: &str) -> String {
+    if field.is_empty() {
+        String::new()
+    } else {
+        format!("field {field}: ")
+    }
 }
 
 const QUANTITY_MAPS: [&str; 5] = ["limits", "requests", "allocatable", "capacity", "overhead"];
@@ -90,7 +99,7 @@ impl ClusterObjects {
     pub fn from_list_json(text: &str) -> Result<Self, LoadError> {
         let syntax = |e: serde_json::Error| LoadError::Syntax {
             format: "JSON",
-            message: e.to_string(),
+            message: shorten(&e.to_string()),
         };
         let mut de = serde_json::Deserializer::from_str(text);
         let document = crate::stream::read_document(&mut de).map_err(|e| match e {
@@ -115,10 +124,17 @@ impl ClusterObjects {
         if trimmed.starts_with('{') || trimmed.starts_with('[') {
             return Self::from_list_json(text);
         }
+        let mut options = serde_saphyr::Options::default();
+        options.with_snippet = false;
         let docs: Vec<Value> =
-            serde_saphyr::from_multiple(text).map_err(|e| LoadError::Syntax {
-                format: "YAML",
-                message: e.to_string(),
+            serde_saphyr::from_multiple_with_options(text, options).map_err(|e| {
+                LoadError::Syntax {
+                    format: "YAML",
+                    message: shorten(
+                        &e.to_string()
+                            .replace(", set DuplicateKeyPolicy in Options if acceptable", ""),
+                    ),
+                }
             })?;
         let mut objects = ClusterObjects::default();
         for doc in docs {
@@ -210,7 +226,7 @@ impl ClusterObjects {
         let who = if id.name.is_empty() && id.kind.is_empty() {
             position.to_owned()
         } else {
-            id.to_string()
+            shorten(&id.to_string())
         };
         let group = id.api_version.split('/').next().unwrap_or("");
         let core = id.api_version == "v1";
@@ -307,9 +323,24 @@ fn typed<T: serde::de::DeserializeOwned>(value: Value, who: &str) -> Result<T, L
         LoadError::Object {
             object: who.to_owned(),
             field: if field == "." { String::new() } else { field },
-            message: e.into_inner().to_string(),
+            message: shorten(&e.into_inner().to_string()),
         }
     })
+}
+
+/// A decoder's message on one line, at most ~200 characters: a message that echoes a huge value
+/// keeps its start and its end (`…, expected a boolean`), not the middle.
+pub(crate) fn shorten(message: &str) -> String {
+    const HEAD: usize = 120;
+    const TAIL: usize = 60;
+    let line = message.split_whitespace().collect::<Vec<_>>().join(" ");
+    let chars = line.chars().count();
+    if chars <= HEAD + TAIL + 20 {
+        return line;
+    }
+    let head: String = line.chars().take(HEAD).collect();
+    let tail: String = line.chars().skip(chars - TAIL).collect();
+    format!("{head}…{tail}")
 }
 
 /// OME objects are read dynamically, but their metadata must still be an object with a name.

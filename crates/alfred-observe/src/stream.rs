@@ -296,10 +296,7 @@ mod tests {
     fn a_top_level_array_is_read_item_by_item() {
         let text = r#"[{"apiVersion":"v1","kind":"Node","metadata":{"name":"a"}}, 3]"#;
         let e = read(text).unwrap_err();
-        assert_eq!(
-            e.to_string(),
-            "[1]: field : expected an object, got a number"
-        );
+        assert_eq!(e.to_string(), "[1]: expected an object, got a number");
     }
 
     #[test]
