@@ -126,8 +126,8 @@ pub fn load(paths: &[PathBuf]) -> Result<Inputs, InputError> {
             Document::Other(value) => value,
         };
         if looks_like_snapshot(&value) {
-            let mut snap: ClusterSnapshot = serde_json::from_value(value)
-                .map_err(|e| err(file, format!("alfred snapshot: {e}")))?;
+            let mut snap: ClusterSnapshot = serde_path_to_error::deserialize(&value)
+                .map_err(|e| err(file, snapshot_error(&value, e)))?;
             snap.normalize();
             if snapshot.is_some() || !files.len().eq(&1) {
                 return Err(err(file, "an alfred snapshot must be the only input"));
@@ -144,6 +144,48 @@ pub fn load(paths: &[PathBuf]) -> Result<Inputs, InputError> {
         Some((_, s)) => Inputs::Snapshot(Box::new(s)),
         None => Inputs::Objects(Box::new(objects)),
     })
+}
+
+/// `alfred snapshot: <object>: field <path>: <problem>`, the object named by the `name` (and
+/// `namespace`) of the list element the path goes through, when it has one.
+fn snapshot_error(
+    value: &serde_json::Value,
+    e: serde_path_to_error::Error<serde_json::Error>,
+) -> String {
+    use serde_path_to_error::Segment;
+    let path = e.path().to_string();
+    let mut segments = e.path().iter();
+    let object = match (segments.next(), segments.next()) {
+        (Some(Segment::Map { key }), Some(Segment::Seq { index })) => {
+            let item = &value[key.as_str()][*index];
+            let text = |k: &str| {
+                item.get(k)
+                    .and_then(serde_json::Value::as_str)
+                    .unwrap_or("")
+            };
+            let who = match (text("namespace"), text("name")) {
+                (_, "") => String::new(),
+                ("", name) => format!(" {}", clip(name)),
+                (ns, name) => format!(" {}/{}", clip(ns), clip(name)),
+            };
+            format!("{key}[{index}]{who}: ")
+        }
+        _ => String::new(),
+    };
+    let field = if path == "." {
+        String::new()
+    } else {
+        format!("field {path}: ")
+    };
+    format!("alfred snapshot: {object}{field}{}", e.into_inner())
+}
+
+/// A name inside an error line: at most 80 characters of it.
+fn clip(text: &str) -> String {
+    match text.char_indices().nth(80) {
+        None => text.to_owned(),
+        Some((end, _)) => format!("{}…", &text[..end]),
+    }
 }
 
 /// The first byte that is not ASCII whitespace, without consuming it (whitespace before it may

@@ -328,11 +328,11 @@ fn typed<T: serde::de::DeserializeOwned>(value: Value, who: &str) -> Result<T, L
     })
 }
 
-/// A decoder's message on one line, at most ~200 characters: a message that echoes a huge value
+/// A decoder's message on one line, at most ~130 characters: a message that echoes a huge value
 /// keeps its start and its end (`…, expected a boolean`), not the middle.
 pub(crate) fn shorten(message: &str) -> String {
-    const HEAD: usize = 120;
-    const TAIL: usize = 60;
+    const HEAD: usize = 60;
+    const TAIL: usize = 50;
     let line = message.split_whitespace().collect::<Vec<_>>().join(" ");
     let chars = line.chars().count();
     if chars <= HEAD + TAIL + 20 {
