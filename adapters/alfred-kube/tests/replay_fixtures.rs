@@ -283,3 +283,87 @@ fn execute_mode_story_across_replays_submits_once_then_stalls() {
     );
     assert_eq!(requests(&second), 0);
 }
+
+/// Decision B.4 across a `--state` chain on `node-health-disabled.json`: node health on
+/// (`maintenance-label.yaml`: records for the Unhealthy node and the one due for maintenance,
+/// their Node events), off (`node-health-disabled.yaml`: no records, no Node events, both
+/// stored keys deleted), on again (records from fresh markers, the events again).
+#[test]
+fn node_health_off_and_on_again_across_a_state_chain() {
+    let dir = std::path::Path::new(env!("CARGO_TARGET_TMPDIR"))
+        .join(format!("alfred-replay-nodehealth-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    let state = dir.join("state.json");
+    let pass = |config: &str, now: &str| {
+        let (code, stdout, stderr) = alfred(&[
+            "replay",
+            "fixtures/clusters/node-health-disabled.json",
+            "--config",
+            config,
+            "--state",
+            state.to_str().unwrap(),
+            "--now",
+            now,
+            "--format",
+            "json",
+        ]);
+        assert_eq!(code, 0, "{stderr}");
+        serde_json::from_str::<serde_json::Value>(&stdout).unwrap()
+    };
+    let on = "fixtures/configs/maintenance-label.yaml";
+    let off = "fixtures/configs/node-health-disabled.yaml";
+    let chain = [
+        pass(on, "2026-11-29T08:00:00Z"),
+        pass(off, "2026-11-29T08:05:00Z"),
+        pass(on, "2026-11-29T08:10:00Z"),
+    ];
+    let node_events = |v: &serde_json::Value| -> Vec<String> {
+        v["effects"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter(|e| e["kind"] == "recordEvent" && e["regarding"]["kind"] == "Node")
+            .map(|e| e["reason"].as_str().unwrap().to_owned())
+            .collect()
+    };
+    let keys = |v: &serde_json::Value| -> Vec<String> {
+        v["nodes"].as_object().unwrap().keys().cloned().collect()
+    };
+    let both = vec!["node.gpu-h100-01".to_owned(), "node.gpu-h100-02".to_owned()];
+    assert_eq!(keys(&chain[0]), both);
+    assert_eq!(
+        node_events(&chain[0]),
+        ["NodeRepairNeeded", "NodeMaintenanceRequested"]
+    );
+    assert!(keys(&chain[1]).is_empty());
+    assert!(node_events(&chain[1]).is_empty());
+    assert_eq!(keys(&chain[2]), both);
+    assert_eq!(
+        node_events(&chain[2]),
+        ["NodeRepairNeeded", "NodeMaintenanceRequested"]
+    );
+    // Only what the chain is about: the node records and the recommendations write.
+    let story: Vec<serde_json::Value> = chain
+        .iter()
+        .map(|v| {
+            serde_json::json!({
+                "nodes": v["nodes"],
+                "recommendations": v["effects"]
+                    .as_array()
+                    .unwrap()
+                    .iter()
+                    .find(|e| e["kind"] == "updateRecommendations")
+                    .cloned(),
+                "nodeEvents": v["effects"]
+                    .as_array()
+                    .unwrap()
+                    .iter()
+                    .filter(|e| e["kind"] == "recordEvent" && e["regarding"]["kind"] == "Node")
+                    .cloned()
+                    .collect::<Vec<_>>(),
+            })
+        })
+        .collect();
+    insta::assert_json_snapshot!(story);
+}

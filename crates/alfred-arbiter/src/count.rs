@@ -32,7 +32,8 @@ pub fn within_window(at: Timestamp, now: Timestamp, window: Duration) -> bool {
 ///   every annotation whose start cannot be read (no `requested_at`, or a malformed
 ///   annotation): fail closed, it counts;
 /// * every InferenceReplica migration row whose `startedAt` is within the window (a row
-///   without `startedAt` counts, fail closed);
+///   without `startedAt` counts, fail closed), the rows of replicas no workload reads
+///   ([`alfred_model::snapshot::UnattachedReplica`]) included;
 /// * every journal entry in `journal_created_at` — `(identity, createdAt)`, identities
 ///   built with [`identity`] from the entry's `workloadUID` and `uuid` — whose `createdAt`
 ///   is within the window.
@@ -63,6 +64,13 @@ pub fn started_migrations_within(
             }
         }
     }
+    for r in &snapshot.unattached_replicas {
+        for row in &r.records {
+            if inside(row.started_at) {
+                set.insert(identity(r.owner_uid(), &row.uuid));
+            }
+        }
+    }
     for (id, created) in journal_created_at {
         if within_window(*created, now, window) {
             set.insert(id.clone());
@@ -84,13 +92,19 @@ pub fn migrations_started_within(
 }
 
 /// The identities of the migrations in flight: every workload's active migrations
-/// (waiting request annotations and non-terminal status rows, anyone's) united with
+/// (waiting request annotations and non-terminal status rows, anyone's) and the
+/// non-terminal rows of unattached InferenceReplicas, united with
 /// `unresolved`, alfred's own requests that have not ended (identities from [`identity`]).
 pub fn in_flight_migrations(snapshot: &ClusterSnapshot, unresolved: &[String]) -> BTreeSet<String> {
     let mut set = BTreeSet::new();
     for w in &snapshot.workloads {
         for a in &w.migration.active {
             set.insert(identity(&w.uid, &a.uuid));
+        }
+    }
+    for r in &snapshot.unattached_replicas {
+        for row in r.records.iter().filter(|row| !row.is_terminal()) {
+            set.insert(identity(r.owner_uid(), &row.uuid));
         }
     }
     set.extend(unresolved.iter().cloned());

@@ -8,6 +8,7 @@ use std::time::Duration;
 use alfred_model::config::Config;
 use alfred_model::reason::{DispatchReason, RowReason};
 use alfred_model::record::Candidate;
+use alfred_model::snapshot::MigrationRecord;
 use alfred_model::{ClusterSnapshot, Timestamp};
 
 use alfred_arbiter::{HOURLY_WINDOW, identity, started_migrations_within};
@@ -41,6 +42,33 @@ pub fn node_cooling(
     })
 }
 
+/// §9.7 step 4 for the rows of one InferenceReplica whose owner has `owner_uid`: each row
+/// needs a UUID and a non-zero `startedAt` not after `now`; waiting and running phases are
+/// *active*; an unknown phase is `MigrationStateInvalid`.
+fn classify_rows(
+    owner_uid: &str,
+    rows: &[MigrationRecord],
+    now: Timestamp,
+    active: &mut BTreeSet<String>,
+) -> Result<(), DispatchReason> {
+    for r in rows {
+        if r.started_at
+            .filter(|s| !r.uuid.is_empty() && *s != Timestamp::EPOCH && *s <= now)
+            .is_none()
+        {
+            return Err(DispatchReason::MigrationStateInvalid);
+        }
+        match r.phase.as_str() {
+            "Accepted" | "SurgePending" | "SurgeReady" | "Draining" => {
+                active.insert(identity(owner_uid, &r.uuid));
+            }
+            "Completed" | "Failed" | "Relocated" => {}
+            _ => return Err(DispatchReason::MigrationStateInvalid),
+        }
+    }
+    Ok(())
+}
+
 /// Runs the check for `candidate` against the (fresh) snapshot; `retry_uuid` names the
 /// entry being retried.
 pub fn check_budget(
@@ -69,21 +97,15 @@ pub fn check_budget(
         for u in &w.migration.malformed_requests {
             active.insert(identity(&w.uid, u));
         }
-        for r in &w.migration.records {
-            if r.started_at
-                .filter(|s| !r.uuid.is_empty() && *s != Timestamp::EPOCH && *s <= now)
-                .is_none()
-            {
-                return Err(DispatchReason::MigrationStateInvalid);
-            }
-            match r.phase.as_str() {
-                "Accepted" | "SurgePending" | "SurgeReady" | "Draining" => {
-                    active.insert(identity(&w.uid, &r.uuid));
-                }
-                "Completed" | "Failed" | "Relocated" => {}
-                _ => return Err(DispatchReason::MigrationStateInvalid),
-            }
+        classify_rows(&w.uid, &w.migration.records, now, &mut active)?;
+    }
+    // §9.7 step 4 reads *every* captured InferenceReplica: the rows no workload reads count
+    // too, and a replica with rows but no InferenceService owner makes them unusable.
+    for r in &snap.unattached_replicas {
+        if r.owner.is_none() || r.invalid.is_some() {
+            return Err(DispatchReason::MigrationStateInvalid);
         }
+        classify_rows(r.owner_uid(), &r.records, now, &mut active)?;
     }
     if candidate.reason == RowReason::NodeUnhealthy {
         window = mins(config.policies.node_health.health_cooldown_floor_minutes);

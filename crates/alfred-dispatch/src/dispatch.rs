@@ -78,7 +78,8 @@ pub struct DispatchCtx<'a> {
     pub guard: &'a GuardObservation,
     /// A newer configuration arrived while the pass ran.
     pub config_changed: bool,
-    /// The dispatch deadline (30 s after the pass began), if the adapter tracks one.
+    /// The dispatch deadline (30 s after the pass began), if the adapter tracks one; it is
+    /// compared with the pass's time as its ports report it ([`Looks::time`]).
     pub deadline: Option<Timestamp>,
     /// UUIDs whose request write the adapter reported failed in the previous pass
     /// ([`crate::Session::failed_requests`]).
@@ -113,7 +114,7 @@ pub fn execution_enabled(ctx: &DispatchCtx<'_>) -> Result<(), DispatchReason> {
     if ctx.config_changed {
         return Err(DispatchReason::ConfigurationChanged);
     }
-    if ctx.deadline.is_some_and(|d| ctx.now > d) {
+    if ctx.deadline.is_some_and(|d| ctx.looks.time(ctx.now) > d) {
         return Err(DispatchReason::DispatchDeadline);
     }
     let user = guard_username(ctx.namespace, &ctx.runtime.migration_service_account);

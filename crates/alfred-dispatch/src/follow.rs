@@ -47,27 +47,40 @@ pub fn reconcile_entry(e: &mut Entry, snap: &ClusterSnapshot, now: Timestamp, ac
     if w.uid != e.workload_uid {
         return stall_if_late(e, DispatchReason::OwnerUnavailable, now, ack);
     }
-    let Some(ir) = w
+    // §9.4 step 2 reads the replica by name: the component's own replica, or one no
+    // workload reads any more (a second replica now claims the component, or the component
+    // is not OMENative now), whose rows the follow-up still needs.
+    let attached = w
         .component(e.component)
         .and_then(|c| c.replica.as_ref())
-        .filter(|r| r.name == e.ir_name && r.uid == e.ir_uid)
-    else {
-        return stall_if_late(e, DispatchReason::ReplicaUnavailable, now, ack);
+        .filter(|r| r.name == e.ir_name);
+    let (uid, owner, spec_component, records) = match attached {
+        Some(r) => (
+            r.uid.as_str(),
+            r.owner.as_ref(),
+            r.spec_component.as_str(),
+            w.migration.records.as_slice(),
+        ),
+        None => match snap.unattached_replica(&e.workload.namespace, &e.ir_name) {
+            Some(r) => (
+                r.uid.as_str(),
+                r.controller.as_ref(),
+                r.component.as_str(),
+                r.records.as_slice(),
+            ),
+            None => return stall_if_late(e, DispatchReason::ReplicaUnavailable, now, ack),
+        },
     };
-    let owner_ok = ir
-        .owner
-        .as_ref()
+    if uid != e.ir_uid {
+        return stall_if_late(e, DispatchReason::ReplicaUnavailable, now, ack);
+    }
+    let owner_ok = owner
         .is_some_and(|o| o.kind == "InferenceService" && o.name == w.name && o.uid == w.uid)
-        && (ir.spec_component.is_empty() || ir.spec_component == e.component.as_str());
+        && (spec_component.is_empty() || spec_component == e.component.as_str());
     if !owner_ok {
         return stall_if_late(e, DispatchReason::ReplicaIdentityChanged, now, ack);
     }
-    let rows: Vec<&MigrationRecord> = w
-        .migration
-        .records
-        .iter()
-        .filter(|r| r.uuid == e.uuid)
-        .collect();
+    let rows: Vec<&MigrationRecord> = records.iter().filter(|r| r.uuid == e.uuid).collect();
     if rows.len() > 1 {
         return stall_if_late(e, DispatchReason::MigrationStatusInvalid, now, ack);
     }

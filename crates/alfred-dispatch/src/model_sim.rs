@@ -529,6 +529,7 @@ pub(crate) fn stamped(r: &MoveSimulation<'_>, reason: SchedulingReason) -> Simul
         snapshot_id: snapshot_id(r.snapshot),
         snapshot_time: Some(at),
         placements: Vec::new(),
+        answered_at: None,
     }
 }
 

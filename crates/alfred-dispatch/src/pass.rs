@@ -290,7 +290,8 @@ pub fn run_pass(
         session.omenative_unavailable_reported = false;
     }
     // Pool scores; 3. Propose.
-    let (pools, mut candidates) = stages.score_and_propose(snap, cfg, input.runtime, input.now);
+    let (pools, proposal) = stages.score_and_propose(snap, cfg, input.runtime, input.now);
+    let (mut candidates, node_markers) = (proposal.candidates, proposal.node_markers);
     // 4. Scheduling annotation: recommend-only or no dispatcher.
     let annotated = !dispatcher || cfg.mode != Mode::Execute;
     if annotated {
@@ -370,7 +371,16 @@ pub fn run_pass(
         .map(|i| i + 1)
         .filter(|&i| matches!(effects.get(i), Some(Effect::WriteJournal { .. })));
     // 6.–7. Breaker gauge and the report.
-    let (node_records, node_fx, deleted) = report::node_records(snap, input.previous_node_records);
+    let (node_records, node_fx, deleted) = if cfg.policies.node_health.enabled {
+        report::node_records(&node_markers, snap.observed_at, input.previous_node_records)
+    } else {
+        // Decision B.4: no records and no Node events; the stored keys go.
+        let deleted = report::node_keys_without_node_health(
+            &input.state.node_records,
+            input.previous_node_records,
+        );
+        (BTreeMap::new(), Vec::new(), deleted)
+    };
     // Appends the report's effects to `fx` (in place: a pass has thousands of them, one
     // per advice row and per GPU node, so they are not collected and moved again).
     let tail = |decisions: &[Decision], fx: &mut Vec<Effect>| {

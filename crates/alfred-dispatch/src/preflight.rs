@@ -12,7 +12,7 @@
 //! cluster. In this model one snapshot is both the observation and the capture of
 //! scheduling inputs; [`same_scheduling_inputs`] says which part of it is the capture.
 
-use std::cell::OnceCell;
+use std::cell::{Cell, OnceCell};
 use std::collections::BTreeSet;
 use std::sync::Arc;
 use std::time::Duration;
@@ -37,10 +37,17 @@ use crate::stages::{ArbiterInput, Stages};
 /// Kind of the snapshot problem that marks a failed lossless capture.
 pub const CAPTURE_PROBLEM_KIND: &str = "SchedulingCapture";
 
-/// alfred's source fingerprint: hex SHA-256 over a canonical JSON of the InferenceService
-/// UID and generation, the InferenceReplica UID, name and revisions, the Instance's status
-/// row and its pods (name, UID, node, GPUs, the OMENative identity labels). `None` when
-/// the Instance is not in the snapshot.
+/// The tag that opens every fingerprint document: an entry written with another format
+/// (an earlier alfred) never matches, so its retry is `SourceChanged` (decision 15.1: a
+/// fingerprint alfred cannot verify).
+const FINGERPRINT_FORMAT: &str = "alfred-fingerprint-v2";
+
+/// alfred's source fingerprint (alfred-engine.md §9.5): hex SHA-256 over a canonical JSON of
+/// the InferenceService UID and generation, the InferenceReplica UID, name, generation and
+/// revisions, the Instance's status row, and its pods as the snapshot holds them less what
+/// comes from their status (phase, readiness, start time): identity, node, owner, deletion,
+/// every label, the digest of the annotations and the scheduling part of the spec. `None`
+/// when the Instance is not in the snapshot.
 pub fn fingerprint(
     snap: &ClusterSnapshot,
     workload: &str,
@@ -58,16 +65,18 @@ pub fn fingerprint(
         .iter()
         .filter_map(|k| snap.pod_by_key(k))
         .map(|p| {
-            let label = |k: &str| p.labels.get(k).cloned().unwrap_or_default();
             json!([
                 p.namespace,
                 p.name,
                 p.uid,
                 p.node,
                 p.gpus,
-                label("ome.io/runner"),
-                label("ome.io/pod-ordinal"),
-                label("ome.io/instance-incarnation")
+                p.terminating,
+                p.created_at,
+                p.labels,
+                p.controller,
+                p.annotations_digest,
+                *p.scheduling
             ])
         })
         .collect();
@@ -76,11 +85,12 @@ pub fn fingerprint(
         .as_ref()
         .map(|s| serde_json::to_value(s).unwrap_or_default());
     let doc = json!([
-        "alfred-fingerprint-v1",
+        FINGERPRINT_FORMAT,
         w.uid,
         w.generation,
         ir.uid,
         ir.name,
+        ir.generation,
         ir.current_revision,
         ir.update_revision,
         status,
@@ -135,10 +145,17 @@ impl std::fmt::Debug for FreshLooks<'_> {
     }
 }
 
-/// A pass's fresh looks, the first taken at most once.
+/// A pass's fresh looks, the first taken at most once, and the pass's clock.
+///
+/// A pass starts at its `now`, but its re-checks wait for the cluster and the simulator,
+/// and the dispatch deadline and the staleness test are about the time *then*. The core
+/// reads no clock: the time a look or a simulation was made comes back with it from the
+/// adapter's port (a look's `observed_at`, a simulation's `answered_at`), and the latest
+/// of them is the pass's time from then on ([`Looks::time`]).
 pub struct Looks<'a> {
     source: FreshLooks<'a>,
     first: OnceCell<Option<Arc<ClusterSnapshot>>>,
+    latest: Cell<Option<Timestamp>>,
 }
 
 impl<'a> Looks<'a> {
@@ -147,6 +164,7 @@ impl<'a> Looks<'a> {
         Looks {
             source,
             first: OnceCell::new(),
+            latest: Cell::new(None),
         }
     }
 
@@ -154,8 +172,35 @@ impl<'a> Looks<'a> {
     pub fn first(&self, now: Timestamp) -> Option<&ClusterSnapshot> {
         match self.source {
             FreshLooks::Frozen(s) => s,
-            FreshLooks::Observe(o) => self.first.get_or_init(|| o.observe_again(now)).as_deref(),
+            FreshLooks::Observe(o) => self
+                .first
+                .get_or_init(|| {
+                    let look = o.observe_again(now);
+                    self.saw(look.as_ref().map(|s| s.observed_at));
+                    look
+                })
+                .as_deref(),
         }
+    }
+
+    /// A second look (step 12), through the observer.
+    fn again(&self, observer: &dyn FreshObserver, now: Timestamp) -> Option<Arc<ClusterSnapshot>> {
+        let look = observer.observe_again(now);
+        self.saw(look.as_ref().map(|s| s.observed_at));
+        look
+    }
+
+    /// Moves the pass's clock to `at` (a port's report of when it answered), never back.
+    pub fn saw(&self, at: Option<Timestamp>) {
+        if let Some(t) = at {
+            self.latest
+                .set(Some(self.latest.get().map_or(t, |l| l.max(t))));
+        }
+    }
+
+    /// The pass's time now: its start `now`, or the latest time a port reported since.
+    pub fn time(&self, now: Timestamp) -> Timestamp {
+        self.latest.get().map_or(now, |l| l.max(now))
     }
 
     /// The first look if it has been taken (never observes).
@@ -171,9 +216,10 @@ impl<'a> Looks<'a> {
 /// [`Simulator`], it is the one place where the adapter's IO enters the pass: the
 /// adapter builds a snapshot from uncached reads with the pass's configuration.
 pub trait FreshObserver {
-    /// A snapshot of the cluster as it is now, observed at `now` — the pass's own time: a
-    /// pure pass has one clock, so a look taken during it is dated by it, like the pass's
-    /// writes. `None` when it cannot be built (`ObservationUnavailable`).
+    /// A snapshot of the cluster as it is now; `now` is the pass's start. Its
+    /// `observed_at` says when the look was made, by the adapter's clock (an observer
+    /// without one dates it `now`): the re-check's staleness test and the pass's deadline
+    /// read it. `None` when it cannot be built (`ObservationUnavailable`).
     fn observe_again(&self, now: Timestamp) -> Option<Arc<ClusterSnapshot>>;
 }
 
@@ -380,7 +426,7 @@ fn second_look(
         ctx.journal,
         ctx.config,
         existing.map(|e| e.uuid.as_str()),
-        ctx.now,
+        ctx.now.max(second.observed_at),
     )?;
     arbiter_admits(ctx, second, c, &evacuating, existing)
         .map_err(|_| DispatchReason::SafetyStateChanged)
@@ -404,14 +450,14 @@ pub fn recheck(
     if capture_failed(fresh_snap) {
         return Err(DispatchReason::SnapshotUnavailable);
     }
-    // 5. Budget.
+    // 5. Budget, at the time of the look (a row it shows cannot be in its future).
     check_budget(
         &fresh_c,
         fresh_snap,
         ctx.journal,
         ctx.config,
         existing.map(|e| e.uuid.as_str()),
-        ctx.now,
+        ctx.now.max(fresh_snap.observed_at),
     )?;
     // 6. Hints.
     let hints = match existing {
@@ -472,12 +518,14 @@ pub fn recheck(
         require_gang: selection.require_gang,
     };
     let out = sim.simulate(&req);
+    ctx.looks.saw(out.answered_at);
     if out.status != SchedulingStatus::Feasible || out.placements.is_empty() {
         return Err(DispatchReason::SimulationNotFeasible);
     }
-    // 11. Staleness.
-    if !fresh(fresh_snap.observed_at, ctx.now)
-        || out.snapshot_time.is_some_and(|t| !fresh(t, ctx.now))
+    // 11. Staleness: the look and the capture, against the time the answer came.
+    let answered = ctx.looks.time(ctx.now);
+    if !fresh(fresh_snap.observed_at, answered)
+        || out.snapshot_time.is_some_and(|t| !fresh(t, answered))
     {
         return Err(DispatchReason::SimulationStale);
     }
@@ -487,8 +535,9 @@ pub fn recheck(
         // Same inputs, same verdicts: nothing to repeat.
         FreshLooks::Frozen(_) => (fresh_snap, fresh_c),
         FreshLooks::Observe(observer) => {
-            second_owned = observer
-                .observe_again(ctx.now)
+            second_owned = ctx
+                .looks
+                .again(observer, ctx.now)
                 .ok_or(DispatchReason::ObservationUnavailable)?;
             let second = &*second_owned;
             let c = second_look(

@@ -4,7 +4,6 @@
 use std::collections::{BTreeMap, BTreeSet};
 use std::fmt::Write as _;
 
-use alfred_model::ClusterSnapshot;
 use alfred_model::config::Mode as ConfigMode;
 use alfred_model::effect::{Effect, Event, EventType, MetricChange, MetricUpdate, ObjectRef, Text};
 use alfred_model::reason::AdvisoryReason;
@@ -13,6 +12,8 @@ use alfred_model::record::{
     Row, Verdict,
 };
 use alfred_model::snapshot::HealthState;
+use alfred_model::{ClusterSnapshot, Timestamp};
+use alfred_policy::NodeMarker;
 use sha2::{Digest, Sha256};
 
 use crate::dispatch::Decision;
@@ -393,56 +394,35 @@ fn node_ref(name: &str, uid: &str) -> ObjectRef {
     }
 }
 
-/// Node records and their events (§11.2 lifecycle). Returns the new records, the Node
-/// events and signal counters, and the keys of records to delete.
+/// Node records and their events (§11.2 lifecycle) from the node-health policy's markers
+/// (alfred-policies.md §D.7), the one source of records: a node without a marker has no
+/// record. `observed_at` is the pass's snapshot time `T`. Returns the new records, the
+/// Node events and signal counters, and the keys of records to delete.
 pub fn node_records(
-    snap: &ClusterSnapshot,
+    markers: &[NodeMarker],
+    observed_at: Timestamp,
     previous: &BTreeMap<String, NodeRecord>,
 ) -> (BTreeMap<String, NodeRecord>, Vec<Effect>, Vec<String>) {
-    let t = snap.observed_at;
+    let t = observed_at;
     // A replayed or older observation: keep what we have.
     if previous.values().any(|r| r.observed_at > t) {
         return (previous.clone(), Vec::new(), Vec::new());
     }
     let mut out = BTreeMap::new();
     let mut fx = Vec::new();
-    let marked: BTreeSet<&str> = snap
-        .nodes
-        .iter()
-        .filter(|n| n.health.state != HealthState::Clear || n.maintenance.requested)
-        .map(|n| n.name.as_str())
-        .collect();
-    // One walk over the pods for every marked node: its OME workloads, and whether an OME
-    // pod with GPUs is still there.
-    let mut on_node: BTreeMap<&str, (BTreeSet<String>, bool)> = BTreeMap::new();
-    for p in snap
-        .pods
-        .iter()
-        .filter(|p| p.ome && marked.contains(p.node.as_str()))
-    {
-        let entry = on_node.entry(p.node.as_str()).or_default();
-        if p.gpus > 0 {
-            entry.1 = true;
-        }
-        if let Some(w) = p.labels.get("ome.io/inferenceservice") {
-            entry.0.insert(format!("{}/{}", p.namespace, w));
-        }
-    }
-    for n in &snap.nodes {
-        if !marked.contains(n.name.as_str()) {
-            continue;
-        }
-        let (workloads, occupants) = on_node.remove(n.name.as_str()).unwrap_or_default();
+    for m in markers {
+        let t = m.observed_at;
+        let occupants = m.ome_gpu_occupants_present;
         let mut rec = NodeRecord {
-            node_uid: n.uid.clone(),
-            state: n.health.state,
-            conditions: n.health.conditions.clone(),
-            suspect_until: n.health.suspect_until,
+            node_uid: m.uid.clone(),
+            state: m.health.state,
+            conditions: m.health.conditions.clone(),
+            suspect_until: m.health.suspect_until,
             maintenance: NodeRecordMaintenance {
-                requested: n.maintenance.requested,
-                triggers: n.maintenance.triggers.clone(),
+                requested: m.maintenance.requested,
+                triggers: m.maintenance.triggers.clone(),
             },
-            workloads: workloads.into_iter().collect(),
+            workloads: m.workloads.clone(),
             ome_gpu_occupants_present: occupants,
             observed_at: t,
             signaled_at: None,
@@ -450,7 +430,7 @@ pub fn node_records(
             maintenance_requested_at: None,
             maintenance_drained_at: None,
         };
-        if let Some(p) = previous.get(&n.name).filter(|p| p.node_uid == n.uid) {
+        if let Some(p) = previous.get(&m.node).filter(|p| p.node_uid == m.uid) {
             if p.conditions == rec.conditions {
                 rec.signaled_at = p.signaled_at;
                 rec.drained_at = p.drained_at;
@@ -471,17 +451,17 @@ pub fn node_records(
         if bad && rec.signaled_at.is_none() {
             rec.signaled_at = Some(t);
             fx.push(event(
-                node_ref(&n.name, &n.uid),
+                node_ref(&m.node, &m.uid),
                 EventType::Warning,
                 "NodeRepairNeeded",
                 format!(
                     "node {} has an observed health concern; repair investigation requested",
-                    n.name
+                    m.node
                 ),
             ));
             fx.push(counter(
                 "alfred_nodehealth_signals_total",
-                vec![copied("node", &n.name), fixed("reason", "NodeRepairNeeded")],
+                vec![copied("node", &m.node), fixed("reason", "NodeRepairNeeded")],
             ));
         } else if let Some(s) = rec.signaled_at
             && rec.state != HealthState::Unknown
@@ -491,15 +471,15 @@ pub fn node_records(
         {
             rec.drained_at = Some(t);
             fx.push(event(
-                node_ref(&n.name, &n.uid),
+                node_ref(&m.node, &m.uid),
                 EventType::Normal,
                 "NodeDrainedForRepair",
-                drained_message(&n.name),
+                drained_message(&m.node),
             ));
             fx.push(counter(
                 "alfred_nodehealth_signals_total",
                 vec![
-                    copied("node", &n.name),
+                    copied("node", &m.node),
                     fixed("reason", "NodeDrainedForRepair"),
                 ],
             ));
@@ -515,18 +495,18 @@ pub fn node_records(
                 None => {
                     rec.maintenance_requested_at = Some(t);
                     fx.push(event(
-                        node_ref(&n.name, &n.uid),
+                        node_ref(&m.node, &m.uid),
                         EventType::Normal,
                         "NodeMaintenanceRequested",
                         format!(
                             "node {} has planned maintenance requested; no hardware damage is implied",
-                            n.name
+                            m.node
                         ),
                     ));
                     fx.push(counter(
                         "alfred_nodemaintenance_signals_total",
                         vec![
-                            copied("node", &n.name),
+                            copied("node", &m.node),
                             fixed("reason", "NodeMaintenanceRequested"),
                         ],
                     ));
@@ -534,15 +514,15 @@ pub fn node_records(
                 Some(s) if rec.maintenance_drained_at.is_none() && !occupants && t > s => {
                     rec.maintenance_drained_at = Some(t);
                     fx.push(event(
-                        node_ref(&n.name, &n.uid),
+                        node_ref(&m.node, &m.uid),
                         EventType::Normal,
                         "NodeDrainedForMaintenance",
-                        drained_message(&n.name),
+                        drained_message(&m.node),
                     ));
                     fx.push(counter(
                         "alfred_nodemaintenance_signals_total",
                         vec![
-                            copied("node", &n.name),
+                            copied("node", &m.node),
                             fixed("reason", "NodeDrainedForMaintenance"),
                         ],
                     ));
@@ -550,7 +530,7 @@ pub fn node_records(
                 Some(_) => {}
             }
         }
-        out.insert(n.name.clone(), rec);
+        out.insert(m.node.clone(), rec);
     }
     let deleted = previous
         .iter()
@@ -558,6 +538,18 @@ pub fn node_records(
         .map(|(k, _)| node_key(k))
         .collect();
     (out, fx, deleted)
+}
+
+/// The keys to delete while the node-health policy is disabled (decision B.4): there are
+/// no records then, so every stored one goes, whatever its time (`stored`: the records
+/// read this pass; `previous`: the ones the last pass left, which a failed write may
+/// have kept out of `stored`).
+pub fn node_keys_without_node_health(
+    stored: &BTreeMap<String, NodeRecord>,
+    previous: &BTreeMap<String, NodeRecord>,
+) -> Vec<String> {
+    let names: BTreeSet<&String> = stored.keys().chain(previous.keys()).collect();
+    names.into_iter().map(|n| node_key(n)).collect()
 }
 
 fn drained_message(node: &str) -> String {

@@ -79,6 +79,11 @@ pub struct SimulationOutcome {
     pub snapshot_time: Option<Timestamp>,
     /// One placement per replacement pod (Feasible only).
     pub placements: Vec<Placement>,
+    /// When the answer was made, by the adapter's clock: the pass's deadline and the
+    /// re-check's staleness test (alfred-engine.md §9.2, §9.6 step 11) read it. `None`: a
+    /// simulator without a clock (the in-process model, `replay`, the twin), whose answer
+    /// comes at the pass's own time.
+    pub answered_at: Option<Timestamp>,
 }
 
 impl SimulationOutcome {
@@ -90,6 +95,7 @@ impl SimulationOutcome {
             snapshot_id: String::new(),
             snapshot_time: None,
             placements: Vec::new(),
+            answered_at: None,
         }
     }
 
@@ -111,6 +117,7 @@ impl SimulationOutcome {
                     node_name: (*node).to_owned(),
                 })
                 .collect(),
+            answered_at: None,
         }
     }
 }
@@ -133,6 +140,8 @@ pub struct ScriptedSimulator {
     pub fallback: Option<SimulationOutcome>,
     /// `(request_id, purpose, key)` of every call, in order.
     pub calls: Vec<(String, SimulationPurpose, String)>,
+    /// When every answer is made (a slow simulator), if set.
+    pub answered_at: Option<Timestamp>,
 }
 
 #[cfg(any(test, feature = "testkit"))]
@@ -146,6 +155,17 @@ impl ScriptedSimulator {
 #[cfg(any(test, feature = "testkit"))]
 impl Simulator for ScriptedSimulator {
     fn simulate(&mut self, r: &MoveSimulation<'_>) -> SimulationOutcome {
+        let mut out = self.answer(r);
+        if self.answered_at.is_some() {
+            out.answered_at = self.answered_at;
+        }
+        out
+    }
+}
+
+#[cfg(any(test, feature = "testkit"))]
+impl ScriptedSimulator {
+    fn answer(&mut self, r: &MoveSimulation<'_>) -> SimulationOutcome {
         let key = Self::key(&r.workload, r.component, r.instance);
         self.calls
             .push((r.request_id.clone(), r.purpose, key.clone()));

@@ -2,6 +2,10 @@
 //! ([`Stages`]). [`CoreStages`] is the real pipeline (`alfred-score`, `alfred-policy`,
 //! `alfred-arbiter`); `ScriptedStages` (tests only, feature `testkit`) scripts the
 //! policies' candidates and keeps the real arbiter.
+//!
+//! The policies' answer is a [`Proposal`]: the candidates and the node-health policy's node
+//! markers, the one source of the reporter's `node.<name>` records and Node events
+//! (alfred-policies.md §D.1, §D.7): no markers, no records.
 
 use std::collections::BTreeSet;
 
@@ -10,7 +14,7 @@ use alfred_model::record::{Candidate, Verdict};
 use alfred_model::{ClusterSnapshot, Timestamp};
 
 use alfred_arbiter::{ArbiterSettings, Breaker};
-use alfred_policy::PolicySettings;
+use alfred_policy::{PolicySettings, Proposal};
 use alfred_score::ScoreSettings;
 
 use crate::journal::Journal;
@@ -53,28 +57,38 @@ pub struct ArbiterInput<'a> {
 pub trait Stages {
     /// Pool scores (metrics, replay).
     fn score(&self, snapshot: &ClusterSnapshot, config: &Config) -> Vec<PoolGauge>;
-    /// Both policies, node health first: candidates (node markers are derived by the
-    /// reporter from the snapshot).
+    /// Both policies, node health first: the candidates, and the node markers the
+    /// reporter keeps the node records from (none while node health is disabled).
+    fn proposal(
+        &self,
+        snapshot: &ClusterSnapshot,
+        config: &Config,
+        runtime: &RuntimeOptions,
+        now: Timestamp,
+    ) -> Proposal;
+    /// The candidates of [`Stages::proposal`] (the pre-submit re-check needs no markers).
     fn propose(
         &self,
         snapshot: &ClusterSnapshot,
         config: &Config,
         runtime: &RuntimeOptions,
         now: Timestamp,
-    ) -> Vec<Candidate>;
-    /// [`Stages::score`] and [`Stages::propose`] of one snapshot, as the pass asks for both:
-    /// a stage may share work between them (the real one analyses the snapshot once) but
-    /// must answer exactly as the two calls would. The default makes the two calls.
+    ) -> Vec<Candidate> {
+        self.proposal(snapshot, config, runtime, now).candidates
+    }
+    /// [`Stages::score`] and [`Stages::proposal`] of one snapshot, as the pass asks for
+    /// both: a stage may share work between them (the real one analyses the snapshot once)
+    /// but must answer exactly as the two calls would. The default makes the two calls.
     fn score_and_propose(
         &self,
         snapshot: &ClusterSnapshot,
         config: &Config,
         runtime: &RuntimeOptions,
         now: Timestamp,
-    ) -> (Vec<PoolGauge>, Vec<Candidate>) {
+    ) -> (Vec<PoolGauge>, Proposal) {
         (
             self.score(snapshot, config),
-            self.propose(snapshot, config, runtime, now),
+            self.proposal(snapshot, config, runtime, now),
         )
     }
     /// Arbitrates the executable candidates: `(candidate index, verdict)` in arbitration
@@ -102,9 +116,8 @@ pub trait Stages {
 ///
 /// * `score`: [`alfred_score::score_with`] with [`ScoreSettings::from_config`], one
 ///   [`PoolGauge`] per pool (computed even while defragmentation is off, G.9);
-/// * `propose`: [`alfred_policy::propose_with`] with [`PolicySettings::from_config`]:
-///   node-health findings first, then defragmentation rows (the node markers go to the
-///   reporter, which derives node records from the snapshot);
+/// * `proposal`: [`alfred_policy::propose_with`] with [`PolicySettings::from_config`]:
+///   node-health findings first, then defragmentation rows, and the node markers;
 /// * `arbitrate`: [`alfred_arbiter::arbitrate`] (the re-check:
 ///   [`alfred_arbiter::arbitrate_one`]) with [`ArbiterSettings::from_config`], the
 ///   session's breaker and the ledger derived from the journal ([`crate::ledger`],
@@ -186,26 +199,26 @@ impl Stages for CoreStages {
         config: &Config,
         _runtime: &RuntimeOptions,
         now: Timestamp,
-    ) -> (Vec<PoolGauge>, Vec<Candidate>) {
+    ) -> (Vec<PoolGauge>, Proposal) {
         let (analysis, proposal) = alfred_policy::analyze_and_propose(
             snapshot,
             &ScoreSettings::from_config(config),
             &PolicySettings::from_config(config),
             now,
         );
-        (gauges(analysis.into_scores()), proposal.candidates)
+        (gauges(analysis.into_scores()), proposal)
     }
 
-    fn propose(
+    fn proposal(
         &self,
         snapshot: &ClusterSnapshot,
         config: &Config,
         _runtime: &RuntimeOptions,
         now: Timestamp,
-    ) -> Vec<Candidate> {
+    ) -> Proposal {
         // The executor's availability reaches the policies through
         // `snapshot.executor` (the observer sets it from the same flag).
-        alfred_policy::propose_with(snapshot, &PolicySettings::from_config(config), now).candidates
+        alfred_policy::propose_with(snapshot, &PolicySettings::from_config(config), now)
     }
 
     fn arbitrate(&self, input: &ArbiterInput<'_>) -> Vec<(usize, Verdict)> {
@@ -223,7 +236,8 @@ impl Stages for CoreStages {
 
 #[cfg(any(test, feature = "testkit"))]
 /// Scripted stages (a test double): the policies return the given candidates, scoring
-/// returns nothing, the arbiter is the real one ([`core_arbitrate`]).
+/// returns nothing, the arbiter is the real one ([`core_arbitrate`]). The node markers
+/// are the real node-health policy's on the snapshot and configuration, unless scripted.
 #[derive(Debug, Clone, Default)]
 pub struct ScriptedStages {
     /// Candidates `propose` returns.
@@ -231,6 +245,9 @@ pub struct ScriptedStages {
     /// Candidates `propose` returns when called on the fresh snapshot (pre-submit
     /// re-check); `None` = the same as `candidates`.
     pub fresh_candidates: Option<Vec<Candidate>>,
+    /// Node markers `proposal` returns; `None` = the real node-health policy's
+    /// ([`alfred_policy::nodehealth::evaluate`]).
+    pub node_markers: Option<Vec<alfred_policy::NodeMarker>>,
 }
 
 #[cfg(any(test, feature = "testkit"))]
@@ -238,22 +255,30 @@ impl Stages for ScriptedStages {
     fn score(&self, _: &ClusterSnapshot, _: &Config) -> Vec<PoolGauge> {
         Vec::new()
     }
-    fn propose(
+    fn proposal(
         &self,
         snapshot: &ClusterSnapshot,
-        _: &Config,
+        config: &Config,
         _: &RuntimeOptions,
-        _: Timestamp,
-    ) -> Vec<Candidate> {
+        now: Timestamp,
+    ) -> Proposal {
         // The fresh snapshot is told apart by a marker the tests set: a different
         // observation time than the pass's own snapshot is not enough, so tests use
         // `fresh_candidates` only when they need the policies to change their mind.
-        match (
+        let candidates = match (
             &self.fresh_candidates,
             snapshot.problems.iter().any(|p| p.kind == "FreshMarker"),
         ) {
             (Some(f), true) => f.clone(),
             _ => self.candidates.clone(),
+        };
+        let node_markers = match &self.node_markers {
+            Some(m) => m.clone(),
+            None => alfred_policy::nodehealth::evaluate(snapshot, config, now).node_markers,
+        };
+        Proposal {
+            candidates,
+            node_markers,
         }
     }
     fn arbitrate(&self, input: &ArbiterInput<'_>) -> Vec<(usize, Verdict)> {

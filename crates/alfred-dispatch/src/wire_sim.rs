@@ -96,6 +96,7 @@ pub fn outcome_of(r: &MoveSimulation<'_>, result: &SimulationResult) -> Simulati
             Timestamp::parse_rfc3339(&result.snapshot_time).unwrap_or(r.snapshot.observed_at),
         ),
         placements,
+        answered_at: None,
     }
 }
 

@@ -46,6 +46,10 @@ pub struct ClusterSnapshot {
     /// PodGroups (`scheduling.x-k8s.io/v1alpha1`), sorted by `namespace/name`.
     #[serde(default)]
     pub pod_groups: Vec<PodGroup>,
+    /// The migration rows of the InferenceReplicas no workload reads them through (see
+    /// [`UnattachedReplica`]), sorted by `namespace/name`.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub unattached_replicas: Vec<UnattachedReplica>,
     /// Objects the builder could not fully understand; never silently dropped.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub problems: Vec<ObjectProblem>,
@@ -131,6 +135,38 @@ pub struct Node {
 
 fn default_true() -> bool {
     true
+}
+
+fn is_zero_i64(v: &i64) -> bool {
+    *v == 0
+}
+
+fn is_zero_u64(v: &u64) -> bool {
+    *v == 0
+}
+
+/// The digest of a pod's annotations kept in [`Pod::annotations_digest`]: the first 8 bytes
+/// of a SHA-256 over the entries sorted by key, each key and value length-prefixed; 0 for
+/// none. The order the entries come in does not matter, so every decoder of a Pod (JSON,
+/// protobuf, `k8s_openapi`) gives the same digest for the same annotations.
+pub fn annotations_digest<'a>(entries: impl IntoIterator<Item = (&'a str, &'a str)>) -> u64 {
+    use sha2::{Digest, Sha256};
+    let mut sorted: Vec<(&str, &str)> = entries.into_iter().collect();
+    if sorted.is_empty() {
+        return 0;
+    }
+    sorted.sort_unstable();
+    let mut h = Sha256::new();
+    for (k, v) in sorted {
+        h.update((k.len() as u64).to_be_bytes());
+        h.update(k.as_bytes());
+        h.update((v.len() as u64).to_be_bytes());
+        h.update(v.as_bytes());
+    }
+    let d = h.finalize();
+    let mut first = [0u8; 8];
+    first.copy_from_slice(&d[..8]);
+    u64::from_be_bytes(first).max(1)
 }
 
 impl Node {
@@ -288,6 +324,11 @@ pub struct Pod {
     /// The controller owner reference, when there is one.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub controller: Option<OwnerRef>,
+    /// A digest of `metadata.annotations` ([`annotations_digest`]; 0 without any): the
+    /// source fingerprint sees an annotation change (alfred-engine.md §9.5) without the
+    /// snapshot holding every pod's annotations.
+    #[serde(default, skip_serializing_if = "is_zero_u64")]
+    pub annotations_digest: u64,
     /// What the scheduler model needs of the pod spec; equal blocks are shared between pods
     /// (most pods have the same one), see [`Shared`].
     #[serde(default)]
@@ -630,6 +671,9 @@ pub struct ReplicaState {
     /// `metadata.resourceVersion`.
     #[serde(default, skip_serializing_if = "String::is_empty")]
     pub resource_version: String,
+    /// `metadata.generation` (the source fingerprint changes with it, alfred-engine.md §9.5).
+    #[serde(default, skip_serializing_if = "is_zero_i64")]
+    pub generation: i64,
     /// `status.observedGeneration == metadata.generation` (and the ownership checks passed).
     #[serde(default)]
     pub status_fresh: bool,
@@ -906,6 +950,52 @@ impl Default for MigrationState {
     }
 }
 
+/// An InferenceReplica with `status.migrations` rows that no workload's component reads:
+/// its InferenceService is gone, a second InferenceReplica claims the same component, or
+/// the component is not OMENative any more. Its migrations still happen, so the caps count
+/// them (seed 000: everyone's migrations; alfred-engine.md §9.7 step 4) and the follow-up
+/// of alfred's own requests finds its rows (§9.4).
+#[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct UnattachedReplica {
+    /// Namespace.
+    pub namespace: String,
+    /// Name.
+    pub name: String,
+    /// `metadata.uid`.
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub uid: String,
+    /// `spec.component` as read.
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub component: String,
+    /// The first owner reference of kind `InferenceService` (the owner of the rows'
+    /// request identities `ownerUID/uuid`); `None`: no such owner, which makes its rows
+    /// unusable (`MigrationStateInvalid`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub owner: Option<OwnerRef>,
+    /// The controller owner reference, when there is one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub controller: Option<OwnerRef>,
+    /// Every `status.migrations[]` row, as read (`component` is [`Self::component`]).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub records: Vec<MigrationRecord>,
+    /// Why some of its rows could not be read, if any.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub invalid: Option<String>,
+}
+
+impl UnattachedReplica {
+    /// `namespace/name`.
+    pub fn key(&self) -> String {
+        format!("{}/{}", self.namespace, self.name)
+    }
+
+    /// The owner UID the rows' identities use (empty without an owner).
+    pub fn owner_uid(&self) -> &str {
+        self.owner.as_ref().map_or("", |o| o.uid.as_str())
+    }
+}
+
 /// A PodGroup (`scheduling.x-k8s.io/v1alpha1`).
 #[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
@@ -972,6 +1062,12 @@ impl ClusterSnapshot {
         }
         self.pod_groups
             .sort_by(|a, b| (&a.namespace, &a.name).cmp(&(&b.namespace, &b.name)));
+        self.unattached_replicas
+            .sort_by(|a, b| (&a.namespace, &a.name).cmp(&(&b.namespace, &b.name)));
+        for r in &mut self.unattached_replicas {
+            r.records
+                .sort_by(|a, b| (&a.uuid, &a.component).cmp(&(&b.uuid, &b.component)));
+        }
         self.problems.sort();
     }
 
@@ -1016,12 +1112,30 @@ impl ClusterSnapshot {
         set.into_iter().map(str::to_owned).collect()
     }
 
-    /// Migrations in flight anywhere in the cluster (everyone's).
+    /// Migrations in flight anywhere in the cluster (everyone's), the non-terminal rows of
+    /// unattached InferenceReplicas included.
     pub fn migrations_in_flight(&self) -> usize {
-        self.workloads
+        let attached: usize = self
+            .workloads
             .iter()
             .map(|w| w.migration.active.len())
-            .sum()
+            .sum();
+        let unattached = self
+            .unattached_replicas
+            .iter()
+            .flat_map(|r| &r.records)
+            .filter(|r| !r.is_terminal())
+            .count();
+        attached + unattached
+    }
+
+    /// The unattached InferenceReplica `namespace/name` (binary search; the list must be
+    /// normalized).
+    pub fn unattached_replica(&self, namespace: &str, name: &str) -> Option<&UnattachedReplica> {
+        self.unattached_replicas
+            .binary_search_by(|r| (r.namespace.as_str(), r.name.as_str()).cmp(&(namespace, name)))
+            .ok()
+            .map(|i| &self.unattached_replicas[i])
     }
 }
 

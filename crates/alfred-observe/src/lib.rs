@@ -28,8 +28,8 @@ use std::collections::{BTreeMap, BTreeSet};
 
 use alfred_model::Timestamp;
 use alfred_model::snapshot::{
-    ClusterSnapshot, ComponentKind, ExecutorState, Node, ObjectProblem, PendingPod, PodGroup,
-    PodPhase, PoolAttribution,
+    ClusterSnapshot, ComponentKind, DeploymentMode, ExecutorState, Node, ObjectProblem, PendingPod,
+    PodGroup, PodPhase, PoolAttribution,
 };
 use k8s_openapi::api::core::v1 as k8s;
 
@@ -60,6 +60,62 @@ impl Observation {
     }
 }
 
+/// A Pod as [`observe_streamed`] reads it: the object, and the digest of its annotations
+/// ([`alfred_model::snapshot::annotations_digest`]), computed from the object's annotations
+/// unless the caller kept the digest instead of them ([`DigestedPod`]).
+pub trait PodInput {
+    /// The Pod.
+    fn pod(&self) -> &k8s::Pod;
+
+    /// The digest of its annotations.
+    fn annotations_digest(&self) -> u64 {
+        alfred_model::snapshot::annotations_digest(
+            self.pod()
+                .metadata
+                .annotations
+                .iter()
+                .flatten()
+                .map(|(k, v)| (k.as_str(), v.as_str())),
+        )
+    }
+}
+
+impl PodInput for k8s::Pod {
+    fn pod(&self) -> &k8s::Pod {
+        self
+    }
+}
+
+impl<T: PodInput + ?Sized> PodInput for &T {
+    fn pod(&self) -> &k8s::Pod {
+        (**self).pod()
+    }
+
+    fn annotations_digest(&self) -> u64 {
+        (**self).annotations_digest()
+    }
+}
+
+/// A Pod decoded without its annotations (they can be large and alfred reads none), with
+/// their digest taken while decoding.
+#[derive(Debug, Clone, PartialEq)]
+pub struct DigestedPod {
+    /// The Pod (its `metadata.annotations` are not read).
+    pub pod: k8s::Pod,
+    /// [`alfred_model::snapshot::annotations_digest`] of its annotations.
+    pub annotations_digest: u64,
+}
+
+impl PodInput for DigestedPod {
+    fn pod(&self) -> &k8s::Pod {
+        &self.pod
+    }
+
+    fn annotations_digest(&self) -> u64 {
+        self.annotations_digest
+    }
+}
+
 /// Builds the cluster snapshot at instant `now` (§A).
 pub fn observe(
     objects: &ClusterObjects,
@@ -83,7 +139,7 @@ pub fn observe_streamed<N, P>(
 ) -> Observation
 where
     N: Borrow<k8s::Node>,
-    P: Borrow<k8s::Pod>,
+    P: PodInput,
 {
     let mut problems = Problems::default();
 
@@ -135,7 +191,11 @@ where
     let pods_in = pods.into_iter();
     // Sized up front: the records are large, and growing by doubling would copy them all.
     let mut pods: Vec<PodFacts> = Vec::with_capacity(pods_in.size_hint().0);
-    pods.extend(pods_in.filter_map(|p| pods::build_pod(p.borrow(), &mut specs, &mut problems)));
+    pods.extend(pods_in.filter_map(|p| {
+        let mut f = pods::build_pod(p.pod(), &mut specs, &mut problems)?;
+        f.pod.annotations_digest = p.annotations_digest();
+        Some(f)
+    }));
     drop(specs);
     pods.sort_by(|a, b| (&a.pod.namespace, &a.pod.name).cmp(&(&b.pod.namespace, &b.pod.name)));
     pods.dedup_by(|later, kept| {
@@ -287,6 +347,9 @@ where
 
     // Workloads.
     let mut workloads = Vec::with_capacity(isvcs.len());
+    // The InferenceReplicas whose status a workload's component reads (the one replica of
+    // an OMENative component); every other replica's migration rows are kept apart.
+    let mut attached: BTreeSet<usize> = BTreeSet::new();
     for (si, isvc) in isvcs.iter().enumerate() {
         if isvc_index.get(&(isvc.obj.meta.namespace.clone(), isvc.obj.meta.name.clone()))
             != Some(&si)
@@ -309,9 +372,25 @@ where
                 .unwrap_or_default();
             ir_map.insert(kind, list);
         }
+        let routed_here = routed.remove(&si).unwrap_or_default();
+        for kind in isvc.declared.keys().chain(routed_here.keys()) {
+            if isvc.mode(*kind) != DeploymentMode::OMENative {
+                continue;
+            }
+            if let Some([one]) = ir_by_parent
+                .get(&(
+                    isvc.obj.meta.namespace.clone(),
+                    isvc.obj.meta.name.clone(),
+                    *kind,
+                ))
+                .map(Vec::as_slice)
+            {
+                attached.insert(*one);
+            }
+        }
         let input = workloads::WorkloadInput {
             isvc,
-            routed: routed.remove(&si).unwrap_or_default(),
+            routed: routed_here,
             replicas: ir_map,
         };
         workloads.push(workloads::build_workload(
@@ -447,6 +526,13 @@ where
         })
         .collect();
 
+    let unattached_replicas = replicas
+        .iter()
+        .enumerate()
+        .filter(|(i, _)| !attached.contains(i))
+        .filter_map(|(_, r)| workloads::unattached_replica(r))
+        .collect();
+
     let bound_pods = pods
         .into_iter()
         .filter(|f| !f.pod.node.is_empty() && !finished(f))
@@ -469,6 +555,7 @@ where
         workloads,
         models: model_infos,
         pod_groups,
+        unattached_replicas,
         problems: problems.0,
         index_cache: Default::default(),
     };

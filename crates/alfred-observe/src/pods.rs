@@ -483,6 +483,8 @@ pub(crate) fn build_pod(
             uid: meta.uid.clone().unwrap_or_default(),
             labels,
             controller,
+            // Set by the caller, which may hold the digest instead of the annotations.
+            annotations_digest: 0,
             scheduling,
         },
         unschedulable_since,

@@ -179,16 +179,19 @@ pub fn resource_units(resource: &str, text: &str) -> Result<i64, QuantityError> 
     i64::try_from(v).map_err(|_| QuantityError("value out of range"))
 }
 
-/// A device count (GPUs): must be a non-negative whole number.
+/// A device count (GPUs): must be a non-negative whole number. A whole number too large
+/// for a count is out of range, not a fraction.
 pub fn device_count(text: &str) -> Result<u32, QuantityError> {
+    const OUT_OF_RANGE: QuantityError = QuantityError("device count out of range");
     let q = Quantity::parse(text)?;
     if q.is_negative() {
         return Err(QuantityError("a device count cannot be negative"));
     }
-    let v = q
-        .as_integer()
-        .ok_or(QuantityError("a device count must be a whole number"))?;
-    u32::try_from(v).map_err(|_| QuantityError("device count out of range"))
+    match q.scaled_ceil(0) {
+        None => Err(OUT_OF_RANGE),
+        Some((_, false)) => Err(QuantityError("a device count must be a whole number")),
+        Some((v, true)) => u32::try_from(v).map_err(|_| OUT_OF_RANGE),
+    }
 }
 
 #[cfg(test)]
@@ -226,5 +229,24 @@ mod tests {
         assert!(device_count("eight").is_err());
         assert!(device_count("").is_err());
         assert!(device_count("8x").is_err());
+    }
+
+    /// A whole number too large for a count says so; a fraction, however large or small,
+    /// is not whole.
+    #[test]
+    fn oversized_device_counts_are_out_of_range_not_fractions() {
+        let out = QuantityError("device count out of range");
+        let fraction = QuantityError("a device count must be a whole number");
+        assert_eq!(device_count("99999999999999999999"), Err(out.clone()));
+        assert_eq!(device_count("4294967296"), Err(out.clone()));
+        assert_eq!(device_count("1e40"), Err(out.clone()));
+        assert_eq!(device_count("4Ei"), Err(out));
+        assert_eq!(device_count("4294967295").unwrap(), u32::MAX);
+        assert_eq!(device_count("1.5"), Err(fraction.clone()));
+        assert_eq!(
+            device_count("99999999999999999999.5"),
+            Err(fraction.clone())
+        );
+        assert_eq!(device_count("1e-50"), Err(fraction));
     }
 }

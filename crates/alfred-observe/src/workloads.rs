@@ -8,7 +8,7 @@ use alfred_model::config::annotations::{SpotPolicyOverride, WorkloadAnnotations}
 use alfred_model::snapshot::{
     ActiveMigration, Component, ComponentKind, DeploymentMode, Instance, InstanceStatus,
     MigrationRecord, MigrationRequestObserved, MigrationState, ModelRef, OwnerRef, ReplicaState,
-    Runner, SpotOverride, Workload, WorkloadSettings,
+    Runner, SpotOverride, UnattachedReplica, Workload, WorkloadSettings,
 };
 use serde_json::Value;
 
@@ -46,7 +46,7 @@ pub(crate) struct ComponentSpec {
 pub(crate) struct Isvc<'a> {
     pub obj: Dyn<'a>,
     spec_mode: Option<String>,
-    declared: BTreeMap<ComponentKind, ComponentSpec>,
+    pub declared: BTreeMap<ComponentKind, ComponentSpec>,
     pub model: Option<ModelRef>,
 }
 
@@ -545,6 +545,7 @@ fn omenative_component<'v>(
         name: irm.name.clone(),
         uid: irm.uid.clone(),
         resource_version: irm.resource_version.clone(),
+        generation: irm.generation,
         status_fresh: owned && fresh,
         paused: ir.obj.bool("spec.paused", problems).unwrap_or(false),
         migration_never: ir.obj.str("spec.lifecycle.migrationPolicy.mode", problems)
@@ -707,6 +708,126 @@ impl Layout {
     }
 }
 
+/// One `status.migrations[]` row as read, with why it is invalid (the checks that need no
+/// Instance: identity, times, trigger and phase); `at` names the row in messages.
+pub(crate) fn parse_row(m: &Value, component: &str, at: &str) -> (MigrationRecord, Option<String>) {
+    let s = |k: &str| m.get(k).and_then(Value::as_str).unwrap_or("").to_owned();
+    let mut why: Option<String> = None;
+    let started_at = parse_time(m.get("startedAt")).unwrap_or_else(|e| {
+        why.get_or_insert(format!("{at}.startedAt: {e}"));
+        None
+    });
+    let completed_at = parse_time(m.get("completedAt")).unwrap_or_else(|e| {
+        why.get_or_insert(format!("{at}.completedAt: {e}"));
+        None
+    });
+    let source = match m.get("sourceInstance") {
+        None | Some(Value::Null) => 0,
+        Some(v) => v.as_i64().unwrap_or(-1),
+    };
+    let record = MigrationRecord {
+        uuid: s("requestUUID"),
+        component: component.to_owned(),
+        source_instance: source,
+        trigger: s("trigger"),
+        phase: s("phase"),
+        started_at,
+        completed_at,
+        message: s("message"),
+        from_node: s("fromNode"),
+        deadline: parse_time(m.get("deadline")).unwrap_or(None),
+    };
+    if record.uuid.is_empty() {
+        why.get_or_insert(format!("{at}: empty requestUUID"));
+    }
+    if record.source_instance < 0 {
+        why.get_or_insert(format!(
+            "{at}: sourceInstance {} is negative or not an integer",
+            record.source_instance
+        ));
+    }
+    match (started_at, completed_at) {
+        (None, _) => {
+            why.get_or_insert(format!("{at}: startedAt is not set"));
+        }
+        (Some(s), Some(e)) if e < s => {
+            why.get_or_insert(format!("{at}: completedAt before startedAt"));
+        }
+        _ => {}
+    }
+    let phase_ok = match record.trigger.as_str() {
+        "Manual" => MANUAL_PHASES.contains(&record.phase.as_str()),
+        "Auto" => record.phase == "Relocated",
+        _ => false,
+    };
+    if !phase_ok {
+        why.get_or_insert(format!(
+            "{at}: trigger {:?} with phase {:?}",
+            record.trigger, record.phase
+        ));
+    }
+    (record, why)
+}
+
+/// The migration rows of an InferenceReplica no workload reads them through; `None` when it
+/// has none.
+pub(crate) fn unattached_replica(ir: &Replica<'_>) -> Option<UnattachedReplica> {
+    let migrations = ir.obj.value.pointer("/status/migrations")?;
+    let meta = &ir.obj.meta;
+    let mut invalid: Option<String> = None;
+    let mut records = Vec::new();
+    match migrations {
+        Value::Null => return None,
+        Value::Array(list) if list.is_empty() => return None,
+        Value::Array(list) => {
+            for (i, m) in list.iter().enumerate() {
+                let (record, why) = parse_row(m, &ir.component, &format!("status.migrations[{i}]"));
+                if let Some(w) = why {
+                    invalid.get_or_insert(w);
+                }
+                records.push(record);
+            }
+        }
+        other => {
+            invalid = Some(format!("status.migrations: {other} is not an array"));
+        }
+    }
+    let refs = ir
+        .obj
+        .value
+        .pointer("/metadata/ownerReferences")
+        .and_then(Value::as_array)
+        .map(Vec::as_slice)
+        .unwrap_or(&[]);
+    let owner_ref = |r: &Value| {
+        let f = |k: &str| r.get(k).and_then(Value::as_str).unwrap_or("").to_owned();
+        OwnerRef {
+            api_version: f("apiVersion"),
+            kind: f("kind"),
+            name: f("name"),
+            uid: f("uid"),
+        }
+    };
+    let owner = refs
+        .iter()
+        .find(|r| r.get("kind").and_then(Value::as_str) == Some("InferenceService"))
+        .map(owner_ref);
+    let controller = refs
+        .iter()
+        .find(|r| r.get("controller").and_then(Value::as_bool) == Some(true))
+        .map(owner_ref);
+    Some(UnattachedReplica {
+        namespace: meta.namespace.clone(),
+        name: meta.name.clone(),
+        uid: meta.uid.clone(),
+        component: ir.component.clone(),
+        owner,
+        controller,
+        records,
+        invalid,
+    })
+}
+
 const MANUAL_PHASES: [&str; 6] = [
     "Accepted",
     "SurgePending",
@@ -856,62 +977,9 @@ fn migration_state(
         };
         for (i, m) in list.iter().enumerate() {
             let at = format!("{} status.migrations[{i}]", c.kind.as_str());
-            let s = |k: &str| m.get(k).and_then(Value::as_str).unwrap_or("").to_owned();
-            let mut why: Option<String> = None;
-            let started_at = parse_time(m.get("startedAt")).unwrap_or_else(|e| {
-                why.get_or_insert(format!("{at}.startedAt: {e}"));
-                None
-            });
-            let completed_at = parse_time(m.get("completedAt")).unwrap_or_else(|e| {
-                why.get_or_insert(format!("{at}.completedAt: {e}"));
-                None
-            });
-            let source = match m.get("sourceInstance") {
-                None | Some(Value::Null) => 0,
-                Some(v) => v.as_i64().unwrap_or(-1),
-            };
-            let record = MigrationRecord {
-                uuid: s("requestUUID"),
-                component: c.kind.as_str().to_owned(),
-                source_instance: source,
-                trigger: s("trigger"),
-                phase: s("phase"),
-                started_at,
-                completed_at,
-                message: s("message"),
-                from_node: s("fromNode"),
-                deadline: parse_time(m.get("deadline")).unwrap_or(None),
-            };
+            let (record, mut why) = parse_row(m, c.kind.as_str(), &at);
             let terminal = record.is_terminal();
-            if record.uuid.is_empty() {
-                why.get_or_insert(format!("{at}: empty requestUUID"));
-            }
-            if record.source_instance < 0 {
-                why.get_or_insert(format!(
-                    "{at}: sourceInstance {} is negative or not an integer",
-                    record.source_instance
-                ));
-            }
-            match (started_at, completed_at) {
-                (None, _) => {
-                    why.get_or_insert(format!("{at}: startedAt is not set"));
-                }
-                (Some(s), Some(e)) if e < s => {
-                    why.get_or_insert(format!("{at}: completedAt before startedAt"));
-                }
-                _ => {}
-            }
-            let phase_ok = match record.trigger.as_str() {
-                "Manual" => MANUAL_PHASES.contains(&record.phase.as_str()),
-                "Auto" => record.phase == "Relocated",
-                _ => false,
-            };
-            if !phase_ok {
-                why.get_or_insert(format!(
-                    "{at}: trigger {:?} with phase {:?}",
-                    record.trigger, record.phase
-                ));
-            }
+            let completed_at = record.completed_at;
             if !terminal {
                 if completed_at.is_some() {
                     why.get_or_insert(format!("{at}: a non-terminal row has completedAt"));

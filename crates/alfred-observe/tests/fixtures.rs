@@ -1,5 +1,5 @@
-//! Every recorded-cluster fixture loads, builds a snapshot without problems, and shows what its
-//! README entry says it shows.
+//! Every recorded-cluster fixture loads, builds a snapshot without problems (but those whose
+//! point is a problem, [`WITH_PROBLEMS`]), and shows what its README entry says it shows.
 
 use std::path::{Path, PathBuf};
 
@@ -31,13 +31,22 @@ fn settings_for(name: &str) -> ObserveSettings {
     }
 }
 
+/// Fixtures that show how a problem is reported (checked by their own tests).
+const WITH_PROBLEMS: &[&str] = &["oversized-gpu-quantity"];
+
 fn load(name: &str) -> ClusterSnapshot {
+    let s = load_with_problems(name);
+    if !WITH_PROBLEMS.contains(&name) {
+        assert!(s.problems.is_empty(), "{name}: {:#?}", s.problems);
+    }
+    s
+}
+
+fn load_with_problems(name: &str) -> ClusterSnapshot {
     let path = root().join("clusters").join(format!("{name}.json"));
     let text = std::fs::read_to_string(&path).unwrap();
     let objects = ClusterObjects::from_documents(&text).unwrap_or_else(|e| panic!("{name}: {e}"));
-    let s = observe(&objects, &settings_for(name), now()).snapshot;
-    assert!(s.problems.is_empty(), "{name}: {:#?}", s.problems);
-    s
+    observe(&objects, &settings_for(name), now()).snapshot
 }
 
 #[test]
@@ -302,4 +311,51 @@ fn migration_in_flight() {
         "2026-11-29T07:20:00Z"
     );
     assert_eq!(s.migrations_in_flight(), 1);
+}
+
+#[test]
+fn node_health_disabled() {
+    let s = load("node-health-disabled");
+    assert_eq!(
+        s.node("gpu-h100-01").unwrap().health.state,
+        HealthState::Unhealthy
+    );
+    // The trigger is configured (observation does not depend on the policy being on).
+    let m = &s.node("gpu-h100-02").unwrap().maintenance;
+    assert!(m.requested);
+    assert_eq!(m.triggers, vec!["os-patching"]);
+}
+
+#[test]
+fn unhealthy_node_cpu_pod() {
+    let s = load("unhealthy-node-cpu-pod");
+    assert_eq!(
+        s.node("gpu-h100-01").unwrap().health.state,
+        HealthState::Unhealthy
+    );
+    let cpu = s
+        .pods
+        .iter()
+        .find(|p| p.namespace == "search" && p.node == "gpu-h100-01")
+        .unwrap();
+    assert!(cpu.ome && cpu.gpus == 0);
+    let w = s.workload("search", "bge-embedder").unwrap();
+    let c = w.component(ComponentKind::Engine).unwrap();
+    assert_eq!(c.mode, DeploymentMode::RawDeployment);
+    assert_eq!(c.pods, vec![format!("search/{}", cpu.name)]);
+}
+
+#[test]
+fn oversized_gpu_quantity() {
+    let s = load_with_problems("oversized-gpu-quantity");
+    assert_eq!(s.problems.len(), 1, "{:#?}", s.problems);
+    let p = &s.problems[0];
+    assert_eq!(
+        (p.kind.as_str(), p.name.as_str(), p.field.as_str()),
+        ("Node", "gpu-h100-01", "status.allocatable[nvidia.com/gpu]")
+    );
+    assert!(p.message.contains("out of range"), "{}", p.message);
+    assert!(p.message.ends_with("counted as 0"), "{}", p.message);
+    assert!(!p.message.contains("whole number"), "{}", p.message);
+    assert_eq!(s.node("gpu-h100-01").unwrap().total_gpus, 0);
 }

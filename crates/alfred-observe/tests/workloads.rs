@@ -954,3 +954,90 @@ fn multi_pod_instance_from_example_a() {
     );
     assert!(i.status.as_ref().unwrap().invalid.is_none());
 }
+
+/// The InferenceReplica of `omenative_cluster` with one `Draining` row.
+fn draining(mut items: Vec<Value>) -> Vec<Value> {
+    items[3]["status"]["migrations"] = json!([
+        {"requestUUID": UUID, "trigger": "Manual", "sourceInstance": 0, "phase": "Draining", "fromNode": "n1",
+         "startedAt": "2026-11-29T07:51:00Z", "deadline": "2026-11-29T08:36:00Z"}
+    ]);
+    items
+}
+
+#[test]
+fn migration_rows_no_workload_reads_are_kept_apart() {
+    // Attached: the rows are the workload's, nothing is kept apart.
+    let s = snapshot(draining(omenative_cluster()));
+    assert_eq!(s.workloads[0].migration.active.len(), 1);
+    assert!(s.unattached_replicas.is_empty());
+    assert_eq!(s.migrations_in_flight(), 1);
+    let cases: Vec<(&str, Vec<Value>)> = vec![
+        ("the InferenceService is gone", {
+            let mut items = draining(omenative_cluster());
+            items.remove(2);
+            items
+        }),
+        ("a second replica claims the component", {
+            let mut items = draining(omenative_cluster());
+            let mut second = ir("ns", "w", "engine", &[0]);
+            second["metadata"]["name"] = json!("w-engine-2");
+            second["metadata"]["uid"] = json!("ir-uid-second");
+            items.push(second);
+            items
+        }),
+        ("the component is RawDeployment now", {
+            let mut items = draining(omenative_cluster());
+            items[2]["spec"]["deploymentMode"] = json!("RawDeployment");
+            items
+        }),
+    ];
+    for (what, items) in cases {
+        let s = snapshot(items);
+        assert!(
+            s.workloads.iter().all(|w| w.migration.active.is_empty()),
+            "{what}"
+        );
+        let r = s
+            .unattached_replica("ns", "w-engine")
+            .unwrap_or_else(|| panic!("{what}: {:?}", s.unattached_replicas));
+        assert_eq!(
+            (r.uid.as_str(), r.component.as_str(), r.owner_uid()),
+            ("ir-uid-w-engine", "engine", "isvc-uid-w"),
+            "{what}"
+        );
+        assert_eq!(r.controller.as_ref().map(|c| c.name.as_str()), Some("w"));
+        assert_eq!(r.records.len(), 1, "{what}");
+        assert_eq!(
+            (r.records[0].uuid.as_str(), r.records[0].phase.as_str()),
+            (UUID, "Draining")
+        );
+        assert!(r.invalid.is_none(), "{what}: {:?}", r.invalid);
+        assert_eq!(s.migrations_in_flight(), 1, "{what}");
+    }
+    // A replica without rows is not kept; one without an InferenceService owner is kept
+    // with no owner.
+    let mut items = omenative_cluster();
+    items.remove(2);
+    assert!(snapshot(items).unattached_replicas.is_empty());
+    let mut items = draining(omenative_cluster());
+    items.remove(2);
+    items[2]["metadata"]["ownerReferences"] = json!([]);
+    let s = snapshot(items);
+    assert!(s.unattached_replicas[0].owner.is_none());
+}
+
+#[test]
+fn a_pod_keeps_a_digest_of_its_annotations() {
+    let digest = |items: Vec<Value>| snapshot(items).pods[0].annotations_digest;
+    let base = omenative_cluster();
+    assert_eq!(digest(base.clone()), 0, "no annotations");
+    let mut a = base.clone();
+    a[4] = annotate(annotate(a[4].clone(), "x", "1"), "y", "2");
+    let mut b = base.clone();
+    b[4] = annotate(annotate(b[4].clone(), "y", "2"), "x", "1");
+    assert_ne!(digest(a.clone()), 0);
+    assert_eq!(digest(a.clone()), digest(b), "order does not matter");
+    let mut c = base;
+    c[4] = annotate(annotate(c[4].clone(), "x", "1"), "y", "3");
+    assert_ne!(digest(a), digest(c));
+}

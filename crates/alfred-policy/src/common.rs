@@ -135,8 +135,8 @@ pub(crate) struct TargetList {
 impl<'a> Ctx<'a> {
     pub fn new(snapshot: &'a ClusterSnapshot, cfg: &'a PolicySettings, now: Timestamp) -> Self {
         // A normalized snapshot (what `alfred_observe::observe` and alfred-twin produce) is
-        // not copied: the copy below would equal it but for `observed_at`, which nothing
-        // here reads.
+        // not copied: the copy below would equal it. Decisions are made at `now`; the
+        // snapshot keeps its own `observed_at`, the time the node markers carry.
         if is_normalized(snapshot) {
             let (node_names, pod_names, pod_namespaces) = indexes(snapshot);
             return Ctx {
@@ -152,7 +152,6 @@ impl<'a> Ctx<'a> {
         }
         let mut snap = snapshot.clone();
         snap.normalize();
-        snap.observed_at = now;
         // Duplicate names (which an API server cannot produce) would make lookups
         // ambiguous: keep one of each so nothing downstream can misbehave.
         snap.nodes.dedup_by(|b, a| a.name == b.name);

@@ -30,7 +30,8 @@ pub struct NodeMarker {
     pub node: String,
     /// Node UID (a new UID starts the record over).
     pub uid: String,
-    /// The snapshot time `T`.
+    /// The snapshot time `T` (its `observed_at`: an observation time, never the pass's
+    /// time, so a record is dated by what it saw, alfred-engine.md §11.2).
     pub observed_at: Timestamp,
     /// Health state, trigger conditions and `suspectUntil`.
     pub health: NodeHealth,
@@ -196,7 +197,7 @@ fn markers(ctx: &Ctx<'_>) -> Vec<NodeMarker> {
         out.push(NodeMarker {
             node: n.name.clone(),
             uid: n.uid.clone(),
-            observed_at: ctx.now,
+            observed_at: ctx.snap.observed_at,
             health: n.health.clone(),
             maintenance: n.maintenance.clone(),
             ome_gpu_occupants_present: ome_pod || !workloads.is_empty(),

@@ -259,9 +259,9 @@ struct UncachedObservation {
 impl alfred_dispatch::FreshObserver for UncachedObservation {
     fn observe_again(
         &self,
-        at: alfred_model::Timestamp,
+        _pass_start: alfred_model::Timestamp,
     ) -> Option<Arc<alfred_model::ClusterSnapshot>> {
-        match self.runtime.block_on(self.observer.observe_fresh(at)) {
+        match self.runtime.block_on(self.observer.observe_fresh()) {
             Ok(s) => Some(s),
             Err(e) => {
                 tracing::warn!(error = %e, "fresh observation for the re-check failed");

@@ -101,14 +101,15 @@ impl Observer {
         }
     }
 
-    /// A snapshot from uncached reads, observed at `at` (alfred-engine.md §9.6 steps 1 and
-    /// 12: the execute-mode re-check must not decide on what a lagging watch last saw; the
-    /// pass dates its looks with its own time). Not published as the latest snapshot and no
-    /// gauges: the observation loop keeps that role.
-    pub async fn observe_fresh(&self, at: Timestamp) -> Result<Arc<ClusterSnapshot>, String> {
+    /// A snapshot from uncached reads (alfred-engine.md §9.6 steps 1 and 12: the
+    /// execute-mode re-check must not decide on what a lagging watch last saw), dated when
+    /// the reads completed: the pass's deadline and staleness test read that time. Not
+    /// published as the latest snapshot and no gauges: the observation loop keeps that role.
+    pub async fn observe_fresh(&self) -> Result<Arc<ClusterSnapshot>, String> {
         let (config, _) = self.config.current();
         let executor = self.runtime.executor_available();
         let objects = super::watch::read_uncached(&self.client).await?;
+        let at = now();
         tokio::task::spawn_blocking(move || {
             let settings = ObserveSettings::from_config(&config, executor);
             Arc::new(objects.observe(&settings, at).snapshot)

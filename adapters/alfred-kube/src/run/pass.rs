@@ -154,6 +154,21 @@ pub fn node_records(stored: &BTreeMap<String, String>) -> BTreeMap<String, NodeR
         .collect()
 }
 
+/// While node health is disabled (decision B.4) the recommendations write deletes every node
+/// key read from the ConfigMap, also those the pass cannot read as a record (a hashed key, a
+/// value that is not a record), which the pass's own deletions, by node name, cannot name.
+fn delete_stored_node_keys(effects: &mut [Effect], stored: &BTreeMap<String, String>) {
+    for e in effects {
+        if let Effect::UpdateRecommendations { delete, .. } = e {
+            let keys: std::collections::BTreeSet<String> = std::mem::take(delete)
+                .into_iter()
+                .chain(stored.keys().cloned())
+                .collect();
+            *delete = keys.into_iter().collect();
+        }
+    }
+}
+
 /// The simulator of the passes.
 #[derive(Debug, Clone, Default)]
 pub enum Simulation {
@@ -222,7 +237,8 @@ impl DecisionPass for AlfredPass {
             }
             Simulation::None => &mut no_workers,
         };
-        let mut recording = alfred_dispatch::decision_log::RecordingSimulator::new(sim);
+        let mut clocked = Clocked(sim);
+        let mut recording = alfred_dispatch::decision_log::RecordingSimulator::new(&mut clocked);
         let out = alfred_dispatch::run_pass(
             &alfred_dispatch::PassInput {
                 snapshot: &input.snapshot,
@@ -249,11 +265,19 @@ impl DecisionPass for AlfredPass {
         let simulations = recording.records;
         self.session = out.session;
         self.previous = Some(out.node_records);
+        let mut effects = out.effects;
+        let mut if_final_save_fails = out.if_final_save_fails;
+        if !input.config.policies.node_health.enabled {
+            delete_stored_node_keys(&mut effects, &input.stored_records);
+            if let Some(c) = &mut if_final_save_fails {
+                delete_stored_node_keys(&mut c.then, &input.stored_records);
+            }
+        }
         PassOutput {
-            effects: out.effects,
+            effects,
             rows: out.record.recommendations.as_ref().map_or(0, Vec::len),
             journal_error: out.journal_error,
-            if_final_save_fails: out.if_final_save_fails,
+            if_final_save_fails,
             decision: super::decision_log::PassDecision {
                 pools: out.pools,
                 explain: out.explain,
@@ -264,6 +288,22 @@ impl DecisionPass for AlfredPass {
                 },
             },
         }
+    }
+}
+
+/// A simulator whose answers carry the time they were made (the wall clock), so the pass's
+/// deadline and the re-check's staleness test see how long the simulations took
+/// (alfred-engine.md §9.2, §9.6 step 11).
+struct Clocked<'a>(&'a mut dyn alfred_dispatch::Simulator);
+
+impl alfred_dispatch::Simulator for Clocked<'_> {
+    fn simulate(
+        &mut self,
+        request: &alfred_dispatch::MoveSimulation<'_>,
+    ) -> alfred_dispatch::SimulationOutcome {
+        let mut out = self.0.simulate(request);
+        out.answered_at = Some(super::observe::now());
+        out
     }
 }
 
@@ -292,6 +332,47 @@ mod tests {
         assert!(!p.deleting);
         assert!(g.binding.unwrap().deleting);
         assert_eq!(guard_observation(None, None), GuardObservation::default());
+    }
+
+    /// Decision B.4: with node health disabled every stored node key goes, readable as a
+    /// record or not; with it enabled an unreadable key is left alone.
+    #[test]
+    fn disabled_node_health_deletes_every_stored_node_key() {
+        let record = serde_json::json!({"nodeUID": "u", "state": "Unhealthy",
+            "maintenance": {"requested": false}, "workloads": [],
+            "omeGpuOccupantsPresent": false, "observedAt": "2026-01-01T00:00:00Z"});
+        let stored: BTreeMap<String, String> = [
+            ("node.gpu-1", record.to_string()),
+            ("node.garbled", "not a record".to_owned()),
+            ("node-hash.n.0123", record.to_string()),
+        ]
+        .into_iter()
+        .map(|(k, v)| (k.to_owned(), v))
+        .collect();
+        let deletes = |enabled: bool| {
+            let mut config = Config::builtin();
+            config.policies.node_health.enabled = enabled;
+            let now = Timestamp::from_unix_secs(1_790_000_000);
+            let snapshot = ClusterSnapshot {
+                observed_at: now,
+                ..ClusterSnapshot::default()
+            };
+            let mut input = PassInput::for_test(snapshot, config, now);
+            input.stored_records = stored.clone();
+            let out = AlfredPass::default().run(&input);
+            out.effects
+                .into_iter()
+                .find_map(|e| match e {
+                    Effect::UpdateRecommendations { delete, .. } => Some(delete),
+                    _ => None,
+                })
+                .expect("the record is written")
+        };
+        assert_eq!(
+            deletes(false),
+            ["node-hash.n.0123", "node.garbled", "node.gpu-1"]
+        );
+        assert_eq!(deletes(true), ["node.gpu-1"]);
     }
 
     #[test]

@@ -126,9 +126,9 @@ impl MetaWire {
     }
 }
 
-/// A Pod's metadata: as [`MetaWire`] without the annotations, which can be large and are never
-/// read (skipped while parsing, not even collected into a map), and with the labels as
-/// [`Pairs`].
+/// A Pod's metadata: as [`MetaWire`], with the labels as [`Pairs`] and the annotations, which
+/// can be large and are never read, only while decoding: the Pod keeps their digest
+/// ([`alfred_model::snapshot::annotations_digest`], for the source fingerprint).
 #[derive(Deserialize, Default)]
 #[serde(rename_all = "camelCase")]
 struct PodMetaWire {
@@ -137,14 +137,22 @@ struct PodMetaWire {
     uid: Option<String>,
     resource_version: Option<String>,
     labels: Option<Pairs<String>>,
+    annotations: Option<Pairs<String>>,
     creation_timestamp: Option<Time>,
     deletion_timestamp: Option<Time>,
     owner_references: Option<Vec<OwnerReference>>,
 }
 
 impl PodMetaWire {
-    /// The metadata without the labels, and the labels.
-    fn split(self) -> (ObjectMeta, Option<Pairs<String>>) {
+    /// The metadata without the labels and annotations, the labels, and the annotations'
+    /// digest.
+    fn split(self) -> (ObjectMeta, Option<Pairs<String>>, u64) {
+        let digest = alfred_model::snapshot::annotations_digest(
+            self.annotations
+                .iter()
+                .flat_map(|a| a.0.iter())
+                .map(|(k, v)| (k.as_str(), v.as_str())),
+        );
         let meta = ObjectMeta {
             name: self.name,
             namespace: self.namespace,
@@ -155,7 +163,7 @@ impl PodMetaWire {
             owner_references: self.owner_references,
             ..ObjectMeta::default()
         };
-        (meta, self.labels)
+        (meta, self.labels, digest)
     }
 }
 
@@ -333,6 +341,8 @@ pub struct PodParts {
     /// fields). What `kube` reads: name, namespace and resource version.
     pub metadata: ObjectMeta,
     labels: Option<Pairs<String>>,
+    /// The digest of the annotations, which are not kept.
+    annotations_digest: u64,
     spec: Option<SlimPodSpec>,
     status: Option<SlimPodStatus>,
 }
@@ -352,10 +362,11 @@ impl std::ops::DerefMut for SlimPod {
 
 impl From<PodWire> for SlimPod {
     fn from(p: PodWire) -> SlimPod {
-        let (metadata, labels) = p.metadata.unwrap_or_default().split();
+        let (metadata, labels, annotations_digest) = p.metadata.unwrap_or_default().split();
         SlimPod(Arc::new(PodParts {
             metadata,
             labels,
+            annotations_digest,
             spec: p.spec,
             status: p.status.map(SlimPodStatus::from),
         }))
@@ -363,7 +374,17 @@ impl From<PodWire> for SlimPod {
 }
 
 impl SlimPod {
-    /// The `k8s_openapi` Pod `alfred_observe` reads, with only the fields it reads.
+    /// What `alfred_observe` reads of the Pod: [`SlimPod::to_k8s`] and the digest of the
+    /// annotations.
+    pub fn to_observed(&self) -> alfred_observe::DigestedPod {
+        alfred_observe::DigestedPod {
+            pod: self.to_k8s(),
+            annotations_digest: self.annotations_digest,
+        }
+    }
+
+    /// The `k8s_openapi` Pod `alfred_observe` reads, with only the fields it reads (no
+    /// annotations: see [`SlimPod::to_observed`]).
     pub fn to_k8s(&self) -> k8s::Pod {
         k8s::Pod {
             metadata: ObjectMeta {
@@ -581,8 +602,18 @@ mod tests {
             nodes: vec![node.to_k8s()],
             ..ClusterObjects::default()
         };
-        assert_eq!(observed(&original), observed(&slim));
-        let snap = observed(&slim).snapshot;
+        let streamed = alfred_observe::observe_streamed(
+            &slim,
+            &slim.nodes,
+            [pod.to_observed()],
+            &ObserveSettings::default(),
+            Timestamp::from_unix_secs(1_767_229_200),
+        );
+        assert_eq!(observed(&original), streamed);
+        // The annotations are not kept, their digest is.
+        assert_ne!(streamed.snapshot.pods[0].annotations_digest, 0);
+        assert_ne!(observed(&slim), streamed);
+        let snap = streamed.snapshot;
         assert_eq!(snap.nodes[0].total_gpus, 8);
         assert!(snap.nodes[0].scale_down_disabled);
         assert!(snap.nodes[0].cordoned);
@@ -704,7 +735,7 @@ mod tests {
             let streamed = alfred_observe::observe_streamed(
                 &full,
                 nodes.iter().map(SlimNode::to_k8s),
-                pods.iter().map(SlimPod::to_k8s),
+                pods.iter().map(SlimPod::to_observed),
                 &settings,
                 now,
             );

@@ -655,7 +655,7 @@ impl CachedObjects {
         alfred_observe::observe_streamed(
             &self.others,
             self.nodes.iter().map(|n| n.to_k8s()),
-            pods.iter().map(|p| p.to_k8s()),
+            pods.iter().map(|p| p.to_observed()),
             settings,
             now,
         )
@@ -667,7 +667,7 @@ impl CachedObjects {
         alfred_observe::observe_streamed(
             &self.others,
             self.nodes.iter().map(|n| n.to_k8s()),
-            self.pods.iter().map(|p| p.to_k8s()),
+            self.pods.iter().map(|p| p.to_observed()),
             settings,
             now,
         )

@@ -508,7 +508,7 @@ async fn follow_to_completion(admin: &Client, emulator: &Emulator, timeout: Dura
 
 /// A few more passes: no second request, one journal entry.
 async fn assert_no_more_requests(admin: &Client, emulator: &Emulator, uuid: &str) {
-    tokio::time::sleep(Duration::from_secs(6)).await;
+    more_records(admin, 3, Duration::from_secs(60)).await;
     let seen = emulator.requests();
     assert_eq!(
         seen.keys().cloned().collect::<Vec<_>>(),
@@ -606,7 +606,7 @@ async fn execute_mode_recommend_only_with_v1_writes_no_annotation() {
     assert_eq!(row["advisoryReason"], "SimulationRecommendOnly", "{row:#}");
     assert_eq!(row["scheduling"]["status"], "Feasible", "{row:#}");
     assert!(row.get("dispatchStatus").is_none(), "{row:#}");
-    tokio::time::sleep(Duration::from_secs(5)).await;
+    more_records(&s.admin, 2, Duration::from_secs(60)).await;
     assert!(emulator.requests().is_empty());
     assert!(journal(&s.admin).await.is_empty());
 }

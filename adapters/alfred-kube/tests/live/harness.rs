@@ -553,6 +553,42 @@ pub async fn eventually<T>(
     }
 }
 
+/// Waits until the counter `read` returns has grown by `by` from its value now (absent = 0),
+/// or panics after `timeout` with `what`. "A few more loops ran" is observed this way rather
+/// than assumed after a fixed sleep: on a shared machine a loop may take several seconds.
+pub async fn counter_grows(
+    timeout: Duration,
+    what: &str,
+    by: f64,
+    read: impl Fn() -> Option<f64>,
+) -> f64 {
+    let start = read().unwrap_or(0.0);
+    eventually(timeout, what, async || read().filter(|v| *v >= start + by)).await
+}
+
+/// The `timestamp` of the decision record (`last-cycle.json` of `alfred-recommendations`).
+pub async fn record_timestamp(client: &Client) -> Option<String> {
+    let data = config_map_data(client, "alfred-recommendations").await;
+    let record: Value = serde_json::from_str(data.get("last-cycle.json")?).ok()?;
+    record["timestamp"].as_str().map(str::to_owned)
+}
+
+/// Waits until the leader, whoever it is, has written `n` more decision records (a new
+/// record timestamp each), or panics after `timeout`.
+pub async fn more_records(client: &Client, n: usize, timeout: Duration) {
+    let mut last = record_timestamp(client).await;
+    let mut seen = 0;
+    eventually(timeout, &format!("{n} more decision records"), async || {
+        let now = record_timestamp(client).await;
+        if now.is_some() && now != last {
+            seen += 1;
+            last = now;
+        }
+        (seen >= n).then_some(())
+    })
+    .await;
+}
+
 /// `data` of a ConfigMap in alfred's namespace.
 pub async fn config_map_data(client: &Client, name: &str) -> BTreeMap<String, String> {
     let cms: Api<ConfigMap> = Api::namespaced(client.clone(), NS);

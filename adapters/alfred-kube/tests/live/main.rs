@@ -173,15 +173,19 @@ async fn two_processes_elect_exactly_one_leader_that_alone_writes_and_fails_over
     // Steady state: the leader keeps writing, the follower never does (a start-up flap may
     // have let it write while it briefly held the lease, so compare increments).
     let follower_before = f.sample(writes).unwrap_or(0.0);
-    let leader_before = l.sample(writes).unwrap_or(0.0);
-    tokio::time::sleep(Duration::from_secs(5)).await;
+    counter_grows(
+        Duration::from_secs(60),
+        "two more leader writes",
+        2.0,
+        || l.sample(writes),
+    )
+    .await;
     assert_eq!(
         f.sample(writes).unwrap_or(0.0),
         follower_before,
         "the follower wrote: {}",
         f.metrics()
     );
-    assert!(l.sample(writes).unwrap_or(0.0) > leader_before);
     assert_eq!(f.sample(&leader_series(f)), Some(0.0));
     let lease: Api<k8s_openapi::api::coordination::v1::Lease> =
         Api::namespaced(s.admin.clone(), NS);
@@ -238,7 +242,10 @@ async fn recommend_only_writes_the_record_and_no_annotation() {
     let record: serde_json::Value = serde_json::from_str(&record).unwrap();
     assert_eq!(record["mode"], "recommend-only");
     // A few more passes.
-    tokio::time::sleep(Duration::from_secs(5)).await;
+    counter_grows(Duration::from_secs(60), "two more passes", 2.0, || {
+        alfred.sample("alfred_decision_loop_duration_seconds_count")
+    })
+    .await;
     let (ar, _) = resource("ome.io/v1beta1", "InferenceService");
     let isvcs: Api<kube::api::DynamicObject> = Api::all_with(s.admin.clone(), &ar);
     for i in isvcs.list(&ListParams::default()).await.unwrap().items {
@@ -296,10 +303,13 @@ async fn an_invalid_config_is_rejected_with_an_event_and_the_last_good_one_stays
             .starts_with("alfred-config rejected, keeping last-known-good: "),
     );
     // The last good configuration (1 s observations) still runs.
-    let count = |a: &Alfred| a.sample("alfred_observation_loop_duration_seconds_count");
-    let before = count(&alfred).unwrap_or(0.0);
-    tokio::time::sleep(Duration::from_secs(4)).await;
-    assert!(count(&alfred).unwrap_or(0.0) >= before + 2.0);
+    counter_grows(
+        Duration::from_secs(60),
+        "two more observation passes",
+        2.0,
+        || alfred.sample("alfred_observation_loop_duration_seconds_count"),
+    )
+    .await;
     assert_eq!(alfred.sample(ok), Some(1.0));
 }
 
@@ -366,10 +376,10 @@ async fn a_write_outside_the_shipped_rbac_is_refused_reported_and_not_retried_in
         alfred.sample(forbidden).filter(|v| *v >= 1.0)
     })
     .await;
-    tokio::time::sleep(Duration::from_secs(6)).await;
-    let passes = alfred
-        .sample("alfred_decision_loop_duration_seconds_count")
-        .unwrap_or(0.0);
+    let passes = counter_grows(Duration::from_secs(60), "three more passes", 3.0, || {
+        alfred.sample("alfred_decision_loop_duration_seconds_count")
+    })
+    .await;
     let refused = alfred.sample(forbidden).unwrap_or(0.0);
     // At most one attempt per pass: never a retry loop.
     assert!(
@@ -508,7 +518,14 @@ async fn a_node_condition_change_triggers_an_early_pass() {
         )
         .await
         .unwrap();
-    tokio::time::sleep(Duration::from_secs(3)).await;
+    // Observed (three more observation passes), and still no decision pass.
+    counter_grows(
+        Duration::from_secs(60),
+        "three more observation passes",
+        3.0,
+        || alfred.sample("alfred_observation_loop_duration_seconds_count"),
+    )
+    .await;
     assert_eq!(passes(&alfred), Some(before));
     // GPUs fail: GpuUnhealthy=True.
     conditions.retain(|c| c.type_ != "GpuUnhealthy");
@@ -540,4 +557,99 @@ async fn a_node_condition_change_triggers_an_early_pass() {
             .cloned()
     })
     .await;
+}
+
+/// Decision B.4 on a real API server: with `policies.nodeHealth.enabled: false` the
+/// recommendations ConfigMap holds no `node.*` key (those an earlier leader left are removed,
+/// readable or not) and no Node Event is written, though `gpu-h100-01` is Unhealthy. Switched
+/// on, the record and `NodeRepairNeeded` appear (so the check can see them); off again, the
+/// key goes.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "needs the test API server: cargo xtask apiserver start"]
+async fn with_node_health_disabled_no_node_record_or_node_event_is_written() {
+    let off = format!("{FAST}policies:\n  nodeHealth:\n    enabled: false\n");
+    let Some(s) = setup(&off, &["gpu-unhealthy.json"]).await else {
+        return;
+    };
+    // Node Events live in `default`; earlier tests' go first.
+    let node_events: Api<Event> = Api::namespaced(s.admin.clone(), "default");
+    let about_nodes = ListParams::default().fields("involvedObject.kind=Node");
+    let _ = node_events
+        .delete_collection(&kube::api::DeleteParams::default(), &about_nodes)
+        .await;
+    let alfreds_node_events = async || -> Vec<String> {
+        node_events
+            .list(&about_nodes)
+            .await
+            .map(|l| l.items)
+            .unwrap_or_default()
+            .into_iter()
+            .filter(|e| e.source.as_ref().and_then(|s| s.component.as_deref()) == Some("alfred"))
+            .filter_map(|e| e.reason)
+            .collect()
+    };
+    let node_keys = async || -> Vec<String> {
+        config_map_data(&s.admin, "alfred-recommendations")
+            .await
+            .into_keys()
+            .filter(|k| k.starts_with("node.") || k.starts_with("node-hash."))
+            .collect()
+    };
+    // Keys an earlier leader (node health on) left: a record, and one no longer readable.
+    let cms: Api<k8s_openapi::api::core::v1::ConfigMap> = Api::namespaced(s.admin.clone(), NS);
+    cms.patch(
+        "alfred-recommendations",
+        &kube::api::PatchParams::default(),
+        &kube::api::Patch::Merge(json!({"data": {
+            "node.gpu-h100-01": json!({"nodeUID": "old", "state": "Unhealthy",
+                "maintenance": {"requested": false}, "workloads": [],
+                "omeGpuOccupantsPresent": false,
+                "observedAt": "2026-01-01T00:00:00Z",
+                "signaledAt": "2026-01-01T00:00:00Z"}).to_string(),
+            "node.gpu-h100-09": "{not a record",
+        }})),
+    )
+    .await
+    .unwrap();
+    let alfred = Alfred::start(&s.alfred_kubeconfig, "alfred-nh-off", &[]);
+    more_records(&s.admin, 3, Duration::from_secs(90)).await;
+    assert_eq!(node_keys().await, Vec::<String>::new());
+    assert_eq!(alfreds_node_events().await, Vec::<String>::new());
+    assert!(
+        alfred
+            .sample(
+                "alfred_nodehealth_signals_total{node=\"gpu-h100-01\",reason=\"NodeRepairNeeded\"}"
+            )
+            .is_none(),
+        "{}",
+        alfred.metrics()
+    );
+
+    set_config(&s.admin, FAST).await;
+    eventually(Duration::from_secs(60), "node.gpu-h100-01", async || {
+        node_keys()
+            .await
+            .contains(&"node.gpu-h100-01".to_owned())
+            .then_some(())
+    })
+    .await;
+    eventually(Duration::from_secs(30), "NodeRepairNeeded", async || {
+        alfreds_node_events()
+            .await
+            .contains(&"NodeRepairNeeded".to_owned())
+            .then_some(())
+    })
+    .await;
+
+    set_config(&s.admin, &off).await;
+    eventually(
+        Duration::from_secs(60),
+        "the node keys removed",
+        async || node_keys().await.is_empty().then_some(()),
+    )
+    .await;
+    let events_then = alfreds_node_events().await;
+    more_records(&s.admin, 2, Duration::from_secs(60)).await;
+    assert_eq!(node_keys().await, Vec::<String>::new());
+    assert_eq!(alfreds_node_events().await, events_then);
 }

@@ -227,6 +227,7 @@ impl World {
                     candidate("w2", "d", &["c", "b"], 0.3),
                 ],
                 fresh_candidates: None,
+                node_markers: None,
             },
             sim: ScriptedSimulator::default(),
             now: Timestamp::from_unix_secs(T0),

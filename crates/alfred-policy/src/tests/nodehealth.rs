@@ -284,6 +284,32 @@ fn markers_count_ome_pods_whose_workload_is_unknown() {
     assert!(out.candidates.is_empty());
 }
 
+/// §D.1: a marker lists the OME workloads with *GPU* pods on its node (a workload whose only
+/// pod there requests no GPU is not one), and carries the observation time `T`, not the
+/// later time of the pass deciding on it (normalized snapshot or not).
+#[test]
+fn markers_list_gpu_workloads_only_and_carry_the_observation_time() {
+    let observed = crate::testkit::t0();
+    let b = ClusterBuilder::new()
+        .node("g", "H100", 8)
+        .node("t", "H100", 8)
+        .unhealthy("g")
+        .omenative("prod", "a", &[&[("g", 2)]])
+        .omenative("prod", "cpu", &[&[("g", 0)]])
+        .omenative("prod", "z", &[&[("g", 1)]]);
+    let raw = b.build();
+    let mut normalized = raw.clone();
+    normalized.normalize();
+    let later = observed.plus_minutes(5);
+    for snap in [&raw, &normalized] {
+        let out = evaluate_with(snap, &PolicySettings::default(), later);
+        let g = out.node_markers.iter().find(|m| m.node == "g").unwrap();
+        assert_eq!(g.workloads, vec!["prod/a".to_owned(), "prod/z".to_owned()]);
+        assert!(g.ome_gpu_occupants_present);
+        assert_eq!(g.observed_at, observed);
+    }
+}
+
 #[test]
 fn node_health_advice_reasons() {
     // Executor unavailable → OMENativeUnavailable; surface off → MigrationSurfaceDisabled;

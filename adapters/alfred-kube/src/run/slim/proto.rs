@@ -231,6 +231,13 @@ fn pod_meta(buf: &[u8]) -> Result<PodMetaWire> {
                 let entry = string_entry(value, "labels")?;
                 m.labels.get_or_insert_with(Pairs::default).0.push(entry);
             }
+            12 => {
+                let entry = string_entry(value, "annotations")?;
+                m.annotations
+                    .get_or_insert_with(Pairs::default)
+                    .0
+                    .push(entry);
+            }
             13 => push(
                 &mut m.owner_references,
                 message(value, "ownerReferences", owner_reference)?,
