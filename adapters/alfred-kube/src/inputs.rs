@@ -8,8 +8,11 @@
 use std::fmt;
 use std::path::{Path, PathBuf};
 
+use std::io::Read;
+
 use alfred_model::ClusterSnapshot;
 use alfred_observe::ClusterObjects;
+use alfred_observe::stream::{Document, ReadError, read_document};
 
 /// What the inputs held.
 #[derive(Debug)]
@@ -85,41 +88,120 @@ fn looks_like_snapshot(value: &serde_json::Value) -> bool {
 }
 
 /// Reads every input file. A snapshot must come alone; objects from several files merge.
+///
+/// A JSON file is read through a buffer and its List items are typed one at a time, so
+/// neither the whole text nor a `serde_json::Value` tree of it is ever held: peak memory is
+/// the typed objects plus one buffer and one item.
 pub fn load(paths: &[PathBuf]) -> Result<Inputs, InputError> {
     let files = expand(paths)?;
     let mut objects = ClusterObjects::default();
     let mut snapshot: Option<(PathBuf, ClusterSnapshot)> = None;
     for file in &files {
-        let text =
-            std::fs::read_to_string(file).map_err(|e| err(file, format!("cannot read: {e}")))?;
-        let trimmed = text.trim_start();
-        if trimmed.starts_with('{') {
-            let value: serde_json::Value = serde_json::from_str(&text)
-                .map_err(|e| err(file, format!("malformed JSON: {e}")))?;
-            if looks_like_snapshot(&value) {
-                let mut snap: ClusterSnapshot = serde_json::from_value(value)
-                    .map_err(|e| err(file, format!("alfred snapshot: {e}")))?;
-                snap.normalize();
-                if snapshot.is_some() || !files.len().eq(&1) {
-                    return Err(err(file, "an alfred snapshot must be the only input"));
-                }
-                snapshot = Some((file.clone(), snap));
-                continue;
-            }
-            let mut part = ClusterObjects::default();
-            part.add_value(value)
-                .map_err(|e| err(file, e.to_string()))?;
-            objects.extend(part);
-        } else {
+        let cannot_read = |e: std::io::Error| err(file, format!("cannot read: {e}"));
+        let handle = std::fs::File::open(file).map_err(cannot_read)?;
+        let mut reader = std::io::BufReader::with_capacity(1 << 20, handle);
+        if !matches!(
+            first_byte(&mut reader).map_err(cannot_read)?,
+            Some(b'{' | b'[')
+        ) {
+            let mut text = String::new();
+            reader.read_to_string(&mut text).map_err(cannot_read)?;
             let part =
                 ClusterObjects::from_documents(&text).map_err(|e| err(file, e.to_string()))?;
             objects.extend(part);
+            continue;
         }
+        let malformed = |e: serde_json::Error| err(file, format!("malformed JSON: {e}"));
+        let mut de = serde_json::Deserializer::from_reader(reader);
+        let document = read_document(&mut de).map_err(|e| match e {
+            ReadError::Syntax(e) => malformed(e),
+            ReadError::Object(e) => err(file, e.to_string()),
+        })?;
+        de.end().map_err(malformed)?;
+        let value = match document {
+            Document::Objects(part) => {
+                objects.extend(part);
+                continue;
+            }
+            Document::Other(value) => value,
+        };
+        if looks_like_snapshot(&value) {
+            let mut snap: ClusterSnapshot = serde_path_to_error::deserialize(&value)
+                .map_err(|e| err(file, snapshot_error(&value, e)))?;
+            snap.normalize();
+            if snapshot.is_some() || !files.len().eq(&1) {
+                return Err(err(file, "an alfred snapshot must be the only input"));
+            }
+            snapshot = Some((file.clone(), snap));
+            continue;
+        }
+        let mut part = ClusterObjects::default();
+        part.add_value(value)
+            .map_err(|e| err(file, e.to_string()))?;
+        objects.extend(part);
     }
     Ok(match snapshot {
         Some((_, s)) => Inputs::Snapshot(Box::new(s)),
         None => Inputs::Objects(Box::new(objects)),
     })
+}
+
+/// `alfred snapshot: <object>: field <path>: <problem>`, the object named by the `name` (and
+/// `namespace`) of the list element the path goes through, when it has one.
+fn snapshot_error(
+    value: &serde_json::Value,
+    e: serde_path_to_error::Error<serde_json::Error>,
+) -> String {
+    use serde_path_to_error::Segment;
+    let path = e.path().to_string();
+    let mut segments = e.path().iter();
+    let object = match (segments.next(), segments.next()) {
+        (Some(Segment::Map { key }), Some(Segment::Seq { index })) => {
+            let item = &value[key.as_str()][*index];
+            let text = |k: &str| {
+                item.get(k)
+                    .and_then(serde_json::Value::as_str)
+                    .unwrap_or("")
+            };
+            let who = match (text("namespace"), text("name")) {
+                (_, "") => String::new(),
+                ("", name) => format!(" {}", clip(name)),
+                (ns, name) => format!(" {}/{}", clip(ns), clip(name)),
+            };
+            format!("{key}[{index}]{who}: ")
+        }
+        _ => String::new(),
+    };
+    let field = if path == "." {
+        String::new()
+    } else {
+        format!("field {path}: ")
+    };
+    format!("alfred snapshot: {object}{field}{}", e.into_inner())
+}
+
+/// A name inside an error line: at most 80 characters of it.
+fn clip(text: &str) -> String {
+    match text.char_indices().nth(80) {
+        None => text.to_owned(),
+        Some((end, _)) => format!("{}…", &text[..end]),
+    }
+}
+
+/// The first byte that is not ASCII whitespace, without consuming it (whitespace before it may
+/// be consumed, which neither JSON nor a YAML document's meaning depends on at that length).
+fn first_byte(reader: &mut impl std::io::BufRead) -> std::io::Result<Option<u8>> {
+    loop {
+        let buf = reader.fill_buf()?;
+        if buf.is_empty() {
+            return Ok(None);
+        }
+        if let Some(&b) = buf.iter().find(|b| !b.is_ascii_whitespace()) {
+            return Ok(Some(b));
+        }
+        let n = buf.len();
+        reader.consume(n);
+    }
 }
 
 /// Writes `bytes` to `path` atomically: a temporary file in the same directory, synced,

@@ -79,7 +79,7 @@ fn config_check(file: &std::path::Path, print_effective: bool) -> ExitCode {
             ExitCode::SUCCESS
         }
         Err(e) => {
-            eprintln!("{e}");
+            eprintln!("{}", alfred_kube::one_line(&e));
             ExitCode::from(alfred_kube::EXIT_BAD_INPUT)
         }
     }

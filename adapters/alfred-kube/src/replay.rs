@@ -20,7 +20,7 @@ use serde_json::{Value, json};
 use sha2::{Digest, Sha256};
 
 use crate::inputs::{self, Inputs};
-use crate::{EXIT_BAD_INPUT, table};
+use crate::{EXIT_BAD_INPUT, one_line, table};
 
 /// Output format.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
@@ -96,11 +96,11 @@ pub fn main(args: ReplayArgs) -> ExitCode {
             ExitCode::SUCCESS
         }
         Err(Failure::BadInput(m)) => {
-            eprintln!("alfred replay: {m}");
+            eprintln!("alfred replay: {}", one_line(&m));
             ExitCode::from(EXIT_BAD_INPUT)
         }
         Err(Failure::Other(m)) => {
-            eprintln!("alfred replay: {m}");
+            eprintln!("alfred replay: {}", one_line(&m));
             ExitCode::FAILURE
         }
     }
@@ -156,6 +156,16 @@ fn run(args: &ReplayArgs) -> Result<String, Failure> {
         }
         _ => DurableState::default(),
     };
+    // The pass treats an unreadable journal as `JournalUnavailable`; the reason it is
+    // unreadable goes to the user too, on stderr and in the JSON output.
+    let state_error = match (&args.state, &state.journal) {
+        (Some(path), alfred_dispatch::JournalSlot::Unreadable { error, .. }) => {
+            let line = one_line(&format!("{}: journal unreadable: {error}", path.display()));
+            eprintln!("alfred replay: {line}");
+            Some(line)
+        }
+        _ => None,
+    };
 
     let input_digest = digest(&snapshot, &config, now);
     let uuids = replay_uuids(&input_digest, 4);
@@ -199,7 +209,17 @@ fn run(args: &ReplayArgs) -> Result<String, Failure> {
         .map(|p| serde_json::to_value(p).unwrap_or(Value::Null))
         .collect();
     Ok(match args.format {
-        Format::Json => render_json(&output, &snapshot, pools_json, args.explain),
+        Format::Json => {
+            let mut text = render_json(&output, &snapshot, pools_json, args.explain);
+            if let Some(error) = state_error {
+                // Appended as the document's last member, after the pretty-printed body.
+                let member = format!(",\n  \"stateError\": {}\n}}\n", Value::String(error));
+                if let Some(end) = text.trim_end().strip_suffix('}') {
+                    text = format!("{}{member}", end.trim_end());
+                }
+            }
+            text
+        }
         Format::Table => render_table(&output, &snapshot, &pools_json, args.explain),
     })
 }

@@ -116,7 +116,7 @@ impl WorkerPool {
     pub fn load(path: &Path, simulation_timeout: Duration) -> Result<Self, String> {
         let bytes =
             read_capped(path, MAX_FILE_BYTES).map_err(|e| format!("{}: {e}", path.display()))?;
-        let file = parse_workers(&bytes).map_err(|e| e.to_string())?;
+        let file = parse_workers(&bytes).map_err(|e| e.in_file(&path.display().to_string()))?;
         let probe_deadline = Instant::now() + PROBE_BUDGET;
         for (i, w) in file.workers.iter().enumerate() {
             check_files(w).map_err(|e| format!("worker {i}: {e}"))?;
@@ -204,7 +204,7 @@ impl Simulator for WorkerPool {
             Ok(out) => {
                 tracing::warn!(
                     request = %r.request_id,
-                    status = %out.status,
+                    status = %exit_text(out.status),
                     stderr = %String::from_utf8_lossy(&out.stderr).trim_end(),
                     "scheduler worker exited unsuccessfully"
                 );
@@ -212,6 +212,14 @@ impl Simulator for WorkerPool {
             }
             Err(RunError::Timeout) if deadline_bound => {
                 unavailable(r, SchedulingReason::SimulationBudgetExceeded)
+            }
+            Err(RunError::Timeout) => {
+                tracing::warn!(
+                    request = %r.request_id,
+                    timeout = %go_duration_ms(u64::try_from(budget.as_millis()).unwrap_or(u64::MAX)),
+                    "scheduler worker did not finish within --simulation-timeout; killed"
+                );
+                unavailable(r, SchedulingReason::WorkerFailed)
             }
             Err(e) => {
                 tracing::warn!(request = %r.request_id, error = %e, "scheduler worker failed");
@@ -275,7 +283,8 @@ fn check_files(w: &WorkerEntry) -> Result<(), String> {
     Ok(())
 }
 
-/// Runs `--print-profile` and checks it against the entry.
+/// Runs `--print-profile` and checks it against the entry. One worker's probe is bounded by
+/// `--simulation-timeout` (the `--timeout` it is given), the whole probe by `deadline`.
 fn probe(w: &WorkerEntry, simulation_timeout: Duration, deadline: Instant) -> Result<(), String> {
     let ms = u64::try_from(simulation_timeout.as_millis()).unwrap_or(u64::MAX);
     let args = probe_args(w, &go_duration_ms(ms.max(1)));
@@ -283,7 +292,19 @@ fn probe(w: &WorkerEntry, simulation_timeout: Duration, deadline: Instant) -> Re
         stdout: MAX_PROFILE_BYTES,
         stderr: MAX_STDERR_BYTES,
     };
-    let out = run_bounded(&w.binary_path, &args, b"", limits, deadline).map_err(|e| match e {
+    let own_deadline = Instant::now() + simulation_timeout;
+    let out = run_bounded(
+        &w.binary_path,
+        &args,
+        b"",
+        limits,
+        deadline.min(own_deadline),
+    )
+    .map_err(|e| match e {
+        RunError::Timeout if own_deadline < deadline => format!(
+            "scheduler worker did not answer --print-profile within --simulation-timeout {}; killed",
+            go_duration_ms(ms.max(1))
+        ),
         RunError::Timeout => "probing the simulation workers took longer than 30s".to_owned(),
         other => other.to_string(),
     })?;
@@ -291,13 +312,62 @@ fn probe(w: &WorkerEntry, simulation_timeout: Duration, deadline: Instant) -> Re
         .map(|_| ())
         .map_err(|e| {
             let stderr = String::from_utf8_lossy(&out.stderr);
-            let stderr = stderr.trim_end();
-            if out.status.success() || stderr.is_empty() {
-                e.to_string()
+            let stderr = one_line_clipped(stderr.trim_end());
+            let status = if out.status.success() {
+                String::new()
             } else {
-                format!("{e}: {stderr}")
+                format!(" ({})", exit_text(out.status))
+            };
+            if out.status.success() || stderr.is_empty() {
+                format!("{e}{status}")
+            } else {
+                format!("{e}{status}: {stderr}")
             }
         })
+}
+
+/// How a worker ended: `exit status 3`, `killed by signal 11 (SIGSEGV)`.
+fn exit_text(status: ExitStatus) -> String {
+    use std::os::unix::process::ExitStatusExt;
+    match (status.code(), status.signal()) {
+        (Some(code), _) => format!("exit status {code}"),
+        (None, Some(signal)) => format!("killed by signal {signal} ({})", signal_name(signal)),
+        (None, None) => status.to_string(),
+    }
+}
+
+fn signal_name(signal: i32) -> &'static str {
+    match signal {
+        1 => "SIGHUP",
+        2 => "SIGINT",
+        3 => "SIGQUIT",
+        4 => "SIGILL",
+        5 => "SIGTRAP",
+        6 => "SIGABRT",
+        7 => "SIGBUS",
+        8 => "SIGFPE",
+        9 => "SIGKILL",
+        11 => "SIGSEGV",
+        13 => "SIGPIPE",
+        14 => "SIGALRM",
+        15 => "SIGTERM",
+        24 => "SIGXCPU",
+        25 => "SIGXFSZ",
+        _ => "unknown signal",
+    }
+}
+
+/// A worker's stderr inside a one-line message: newlines as spaces, at most 200 characters.
+fn one_line_clipped(text: &str) -> String {
+    const MAX: usize = 200;
+    let line: String = text
+        .chars()
+        .map(|c| if c.is_control() { ' ' } else { c })
+        .collect();
+    match line.char_indices().nth(MAX) {
+        None => line,
+        Some((end, _)) => format!("{}… ({} bytes)", &line[..end], line.len()),
+    }
 }
 
 /// Output caps of one worker run.

@@ -282,7 +282,10 @@ fn a_worker_printing_another_identity_stops_replay() {
     assert_eq!(code, 2, "{stderr}");
     assert_eq!(
         stderr,
-        format!("{PREFIX}probe worker 1: worker profile identity does not match registry entry\n")
+        format!(
+            "{PREFIX}probe worker 1: worker profile identity does not match registry entry: identity.configurationID: printed {:?}, registered \"sha256:0000\"\n",
+            w.ome_id
+        )
     );
 }
 
@@ -339,7 +342,11 @@ fn null_trailing_data_and_relative_paths_stop_replay() {
     let mut relative = w.workers_json();
     relative["workers"][0]["binaryPath"] = json!("alfred-simulator");
     for (name, body, expect) in [
-        ("workers-null.json", v.to_string(), "workers.json: "),
+        (
+            "workers-null.json",
+            v.to_string(),
+            "workers-null.json: workers[0].gangScheduling: invalid type: null, expected a boolean",
+        ),
         (
             "workers-trailing.json",
             format!("{text}{{}}"),
@@ -382,7 +389,7 @@ fn a_binary_that_is_not_executable_or_a_config_it_refuses_stops_replay() {
     assert_eq!(code, 2, "{stderr}");
     assert!(
         stderr.starts_with(&format!(
-            "{PREFIX}probe worker 0: scheduler worker exited unsuccessfully: alfred-simulator: "
+            "{PREFIX}probe worker 0: scheduler worker exited unsuccessfully (exit status 1): alfred-simulator: "
         )),
         "{stderr}"
     );
@@ -424,4 +431,109 @@ fn a_gang_is_simulated_by_the_ome_worker() {
     // source nodes); it did not fail.
     assert_eq!(s["reason"], "NoFeasiblePlacement", "{gang}");
     assert_eq!(with_workers, run(&["--simulate-in-process"]));
+}
+
+/// A worker script: `--print-profile` is answered by the real simulator (so the probe passes
+/// with its identity), any other run does what `behaviour` says.
+fn scripted_worker(name: &str, behaviour: &str) -> String {
+    let w = workers();
+    let script = format!(
+        "#!/bin/sh\nfor a in \"$@\"; do [ \"$a\" = --print-profile ] && exec {} \"$@\"; done\n{behaviour}\n",
+        w.sim.display()
+    );
+    let path = w.variant(name, &script);
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o755)).unwrap();
+    let mut v = w.workers_json();
+    for worker in v["workers"].as_array_mut().unwrap() {
+        worker["binaryPath"] = json!(path);
+    }
+    w.variant(&format!("{name}.json"), &v.to_string())
+}
+
+#[test]
+fn a_hung_worker_is_cut_at_the_simulation_timeout() {
+    let w = workers();
+    let workers_json = scripted_worker("hung-worker", "exec sleep 100");
+    let started = std::time::Instant::now();
+    let (code, stdout, stderr) = replay(
+        &w.path("alfred-config.yaml"),
+        &[
+            "--simulation-workers",
+            &workers_json,
+            "--simulation-timeout",
+            "1s",
+        ],
+    );
+    let took = started.elapsed();
+    assert_eq!(code, 0, "{stderr}");
+    let got = rows(&stdout);
+    let simulated: Vec<&Value> = got
+        .iter()
+        .filter(|r| r["scheduling"]["status"] == "Unavailable")
+        .collect();
+    // Each of the pass's 8 calls (its cap) is cut at 1 s, long before the 30 s pass budget:
+    // the worker's failure is the reason; later moves find the 8 calls spent.
+    let reasons: Vec<&Value> = simulated
+        .iter()
+        .map(|r| &r["scheduling"]["reason"])
+        .collect();
+    assert_eq!(reasons.len(), 10, "{stdout}");
+    assert!(
+        reasons[..8].iter().all(|r| *r == "WorkerFailed"),
+        "{reasons:?}"
+    );
+    assert!(
+        reasons[8..]
+            .iter()
+            .all(|r| *r == "SimulationBudgetExceeded"),
+        "{reasons:?}"
+    );
+    assert!(
+        took < std::time::Duration::from_secs(8 + 12),
+        "took {took:?}"
+    );
+}
+
+#[test]
+fn a_worker_hung_in_its_probe_is_cut_at_the_simulation_timeout() {
+    let w = workers();
+    let mut v = w.workers_json();
+    let script = w.variant("hung-probe", "#!/bin/sh\nexec sleep 100\n");
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::set_permissions(&script, std::fs::Permissions::from_mode(0o755)).unwrap();
+    v["workers"][0]["binaryPath"] = json!(script);
+    let path = w.variant("workers-hung-probe.json", &v.to_string());
+    let started = std::time::Instant::now();
+    let (code, _, stderr) = replay(
+        &w.path("alfred-config.yaml"),
+        &["--simulation-workers", &path, "--simulation-timeout", "1s"],
+    );
+    assert_eq!(code, 2, "{stderr}");
+    assert_eq!(
+        stderr,
+        format!(
+            "{PREFIX}probe worker 0: scheduler worker did not answer --print-profile within --simulation-timeout 1s; killed\n"
+        )
+    );
+    assert!(started.elapsed() < std::time::Duration::from_secs(15));
+}
+
+#[test]
+fn a_worker_killed_by_a_signal_is_reported_with_it() {
+    let w = workers();
+    let mut v = w.workers_json();
+    let script = w.variant("crashing-probe", "#!/bin/sh\nkill -SEGV $$\n");
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::set_permissions(&script, std::fs::Permissions::from_mode(0o755)).unwrap();
+    v["workers"][0]["binaryPath"] = json!(script);
+    let path = w.variant("workers-crashing.json", &v.to_string());
+    let (code, stderr) = replay_error(&path);
+    assert_eq!(code, 2, "{stderr}");
+    assert_eq!(
+        stderr,
+        format!(
+            "{PREFIX}probe worker 0: scheduler worker exited unsuccessfully (killed by signal 11 (SIGSEGV))\n"
+        )
+    );
 }

@@ -19,6 +19,7 @@ mod pods;
 pub mod quantity;
 pub mod selector;
 mod settings;
+pub mod stream;
 mod util;
 mod workloads;
 

@@ -70,7 +70,7 @@ pub enum LoadError {
         message: String,
     },
     /// One object is malformed.
-    #[error("{object}: field {field}: {message}")]
+    #[error("{object}: {}{message}", field_text(field))]
     Object {
         /// Which object (`Pod ns/name`, or `items[3]` when it has no identity).
         object: String,
@@ -81,19 +81,40 @@ pub enum LoadError {
     },
 }
 
+/// `field <path>: `, or nothing when the whole object is at fault.
+fn field_text(field: &str) -> String {
+    if field.is_empty() {
+        String::new()
+    } else {
+        format!("field {field}: ")
+    }
+}
+
 const QUANTITY_MAPS: [&str; 5] = ["limits", "requests", "allocatable", "capacity", "overhead"];
 
 impl ClusterObjects {
     /// Reads what `kubectl get … -o json` prints: a `List` (or any `…List`) of mixed kinds, or
     /// a single object.
+    /// Items are typed one by one as they are read (see [`crate::stream`]).
     pub fn from_list_json(text: &str) -> Result<Self, LoadError> {
-        let value: Value = serde_json::from_str(text).map_err(|e| LoadError::Syntax {
+        let syntax = |e: serde_json::Error| LoadError::Syntax {
             format: "JSON",
-            message: e.to_string(),
+            message: shorten(&e.to_string()),
+        };
+        let mut de = serde_json::Deserializer::from_str(text);
+        let document = crate::stream::read_document(&mut de).map_err(|e| match e {
+            crate::stream::ReadError::Syntax(e) => syntax(e),
+            crate::stream::ReadError::Object(e) => e,
         })?;
-        let mut objects = ClusterObjects::default();
-        objects.add_value(value)?;
-        Ok(objects)
+        de.end().map_err(syntax)?;
+        match document {
+            crate::stream::Document::Objects(objects) => Ok(objects),
+            crate::stream::Document::Other(value) => {
+                let mut objects = ClusterObjects::default();
+                objects.add_value(value)?;
+                Ok(objects)
+            }
+        }
     }
 
     /// Reads JSON (as [`Self::from_list_json`]) or YAML with one or more documents
@@ -103,10 +124,17 @@ impl ClusterObjects {
         if trimmed.starts_with('{') || trimmed.starts_with('[') {
             return Self::from_list_json(text);
         }
+        let mut options = serde_saphyr::Options::default();
+        options.with_snippet = false;
         let docs: Vec<Value> =
-            serde_saphyr::from_multiple(text).map_err(|e| LoadError::Syntax {
-                format: "YAML",
-                message: e.to_string(),
+            serde_saphyr::from_multiple_with_options(text, options).map_err(|e| {
+                LoadError::Syntax {
+                    format: "YAML",
+                    message: shorten(
+                        &e.to_string()
+                            .replace(", set DuplicateKeyPolicy in Options if acceptable", ""),
+                    ),
+                }
             })?;
         let mut objects = ClusterObjects::default();
         for doc in docs {
@@ -198,7 +226,7 @@ impl ClusterObjects {
         let who = if id.name.is_empty() && id.kind.is_empty() {
             position.to_owned()
         } else {
-            id.to_string()
+            shorten(&id.to_string())
         };
         let group = id.api_version.split('/').next().unwrap_or("");
         let core = id.api_version == "v1";
@@ -295,9 +323,24 @@ fn typed<T: serde::de::DeserializeOwned>(value: Value, who: &str) -> Result<T, L
         LoadError::Object {
             object: who.to_owned(),
             field: if field == "." { String::new() } else { field },
-            message: e.into_inner().to_string(),
+            message: shorten(&e.into_inner().to_string()),
         }
     })
+}
+
+/// A decoder's message on one line, at most ~130 characters: a message that echoes a huge value
+/// keeps its start and its end (`…, expected a boolean`), not the middle.
+pub(crate) fn shorten(message: &str) -> String {
+    const HEAD: usize = 60;
+    const TAIL: usize = 50;
+    let line = message.split_whitespace().collect::<Vec<_>>().join(" ");
+    let chars = line.chars().count();
+    if chars <= HEAD + TAIL + 20 {
+        return line;
+    }
+    let head: String = line.chars().take(HEAD).collect();
+    let tail: String = line.chars().skip(chars - TAIL).collect();
+    format!("{head}…{tail}")
 }
 
 /// OME objects are read dynamically, but their metadata must still be an object with a name.

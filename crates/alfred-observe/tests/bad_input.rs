@@ -272,3 +272,33 @@ fn no_single_field_corruption_panics() {
         }
     }
 }
+
+#[test]
+fn errors_are_one_short_line_naming_the_object_and_field() {
+    let huge = "y".repeat(1 << 20);
+    let mut n = node("n1", "8");
+    n["spec"]["unschedulable"] = json!(huge);
+    let text = ClusterObjects::from_list_json(&list(vec![n]))
+        .unwrap_err()
+        .to_string();
+    assert!(
+        text.starts_with("Node n1: field spec.unschedulable: invalid type: string \"yyy"),
+        "{text}"
+    );
+    assert!(text.ends_with("expected a boolean"), "{text}");
+    assert!(text.len() < 300, "{}", text.len());
+
+    let yaml = "kind: List\nitems:\n- apiVersion: v1\n  kind: Node\n  metadata:\n    name: a\n    name: b\n";
+    let text = ClusterObjects::from_documents(yaml)
+        .unwrap_err()
+        .to_string();
+    assert_eq!(
+        text,
+        "malformed YAML: duplicate mapping key: name at line 7, column 5"
+    );
+    let text = ClusterObjects::from_documents("kind: List\nitems: [\n")
+        .unwrap_err()
+        .to_string();
+    assert!(!text.contains('\n') && text.contains("line 2"), "{text}");
+    assert!(text.len() < 300, "{text}");
+}

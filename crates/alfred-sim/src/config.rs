@@ -464,19 +464,25 @@ fn expand(
         .filter(|(n, _)| points_of(n).is_some_and(|ps| ps.contains(&point)))
         .filter(|(n, _)| !all_disabled && !disabled.contains(n.as_str()))
         .collect();
+    // Membership through sorted sets: a plugin list of n names costs O(n log n), not O(n²).
+    let multi_names: BTreeSet<&str> = multi_here.iter().map(|(m, _)| m.as_str()).collect();
+    let explicit_names: BTreeSet<&str> = explicit_enabled.iter().map(|(e, _)| e.as_str()).collect();
     let mut out = Vec::new();
+    let mut in_out = BTreeSet::new();
     for (n, w) in &explicit_enabled {
-        if multi_here.iter().any(|(m, _)| m == n) {
+        if multi_names.contains(n.as_str()) {
             out.push((n.clone(), *w));
+            in_out.insert(n.as_str());
         }
     }
     for (n, w) in &multi_here {
-        if !explicit_enabled.iter().any(|(e, _)| e == n) {
+        if !explicit_names.contains(n.as_str()) {
             out.push((n.clone(), *w));
+            in_out.insert(n.as_str());
         }
     }
     for (n, w) in &explicit_enabled {
-        if !out.iter().any(|(o, _)| o == n) {
+        if in_out.insert(n.as_str()) {
             out.push((n.clone(), *w));
         }
     }
@@ -500,6 +506,7 @@ fn resource_list(
         ]
     });
     let mut out: Vec<(String, i64)> = Vec::new();
+    let mut names = BTreeSet::new();
     for (i, r) in list.into_iter().enumerate() {
         let w = match r.weight.unwrap_or(0) {
             0 => 1,
@@ -512,7 +519,7 @@ fn resource_list(
                 "must be in the range [1, 100]",
             ));
         }
-        if r.name.is_empty() || out.iter().any(|(n, _)| *n == r.name) {
+        if r.name.is_empty() || !names.insert(r.name.clone()) {
             return Err(invalid(
                 format!("{field}[{i}].name"),
                 &r.name,

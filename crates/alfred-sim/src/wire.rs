@@ -87,7 +87,9 @@ pub struct SimulationResult {
 /// A request the worker refuses (exit 1).
 #[derive(Debug, Clone, PartialEq, Eq, Error)]
 pub enum RequestError {
-    #[error("request is not valid JSON: {0}")]
+    /// `is not valid JSON: …` for a syntax error, `<field path>: …` for valid JSON that does not
+    /// fit the schema.
+    #[error("request {0}")]
     Decode(String),
     #[error("request is larger than {MAX_REQUEST_BYTES} bytes")]
     TooLarge,
@@ -127,7 +129,41 @@ pub fn decode_request(bytes: &[u8]) -> Result<SimulationRequest, RequestError> {
     if bytes.first() != Some(&b'{') {
         return Err(RequestError::NotAnObject);
     }
-    serde_json::from_slice(bytes).map_err(|e| RequestError::Decode(e.to_string()))
+    decode_json(bytes)
+}
+
+/// Decodes `bytes`, naming the field path of a schema error; messages are clipped so an echoed
+/// value cannot make a long line.
+fn decode_json<T: serde::de::DeserializeOwned>(bytes: &[u8]) -> Result<T, RequestError> {
+    let mut de = serde_json::Deserializer::from_slice(bytes);
+    let decoded: T = serde_path_to_error::deserialize(&mut de).map_err(|e| {
+        let path = e.path().to_string();
+        let inner = e.into_inner();
+        let text = clip_message(&inner.to_string());
+        RequestError::Decode(match inner.classify() {
+            serde_json::error::Category::Data if path != "." => format!("{path}: {text}"),
+            serde_json::error::Category::Data => text,
+            _ => format!("is not valid JSON: {text}"),
+        })
+    })?;
+    de.end().map_err(|e| {
+        RequestError::Decode(format!(
+            "is not valid JSON: {}",
+            clip_message(&e.to_string())
+        ))
+    })?;
+    Ok(decoded)
+}
+
+/// At most ~170 characters: the start and the end of a message (the end says what was expected).
+fn clip_message(message: &str) -> String {
+    let chars = message.chars().count();
+    if chars <= 170 {
+        return message.to_owned();
+    }
+    let head: String = message.chars().take(100).collect();
+    let tail: String = message.chars().skip(chars - 60).collect();
+    format!("{head}…{tail}")
 }
 
 /// One cluster object decoded straight into its type (no intermediate `Value` tree when
@@ -322,8 +358,7 @@ pub fn decode_request_cluster(bytes: &[u8]) -> Result<(SimulationRequest, Cluste
     if bytes.first() != Some(&b'{') {
         return Err(RequestError::NotAnObject);
     }
-    let t: TypedRequest =
-        serde_json::from_slice(bytes).map_err(|e| RequestError::Decode(e.to_string()))?;
+    let t: TypedRequest = decode_json(bytes)?;
     let mut cluster = Cluster::default();
     for o in t.cluster_objects {
         match o {
@@ -416,7 +451,7 @@ pub fn decode_result(bytes: &[u8]) -> Result<SimulationResult, RequestError> {
     if bytes.len() > MAX_RESULT_BYTES {
         return Err(RequestError::TooLarge);
     }
-    serde_json::from_slice(bytes).map_err(|e| RequestError::Decode(e.to_string()))
+    decode_json(bytes)
 }
 
 fn is_unpadded_nonempty(s: &str) -> bool {

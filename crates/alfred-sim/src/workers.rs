@@ -69,14 +69,30 @@ pub enum WorkersError {
     },
 }
 
+impl WorkersError {
+    /// The message with the file named as the caller was given it instead of `workers.json`.
+    pub fn in_file(&self, file: &str) -> String {
+        self.to_string().replacen("workers.json", file, 1)
+    }
+}
+
 /// Parses `workers.json` strictly: unknown field, `null`, trailing data, bad paths, padded or
 /// empty identity fields, a repeated identity → an error naming it.
 pub fn parse_workers(bytes: &[u8]) -> Result<WorkersFile, WorkersError> {
     if bytes.len() > MAX_FILE_BYTES {
         return Err(WorkersError::TooLarge);
     }
-    let file: WorkersFile =
-        serde_json::from_slice(bytes).map_err(|e| WorkersError::Decode(e.to_string()))?;
+    let mut de = serde_json::Deserializer::from_slice(bytes);
+    let file: WorkersFile = serde_path_to_error::deserialize(&mut de).map_err(|e| {
+        let path = e.path().to_string();
+        let inner = e.into_inner();
+        WorkersError::Decode(if path == "." {
+            inner.to_string()
+        } else {
+            format!("{path}: {inner}")
+        })
+    })?;
+    de.end().map_err(|e| WorkersError::Decode(e.to_string()))?;
     if file.workers.len() > MAX_WORKERS {
         return Err(WorkersError::TooMany {
             count: file.workers.len(),
@@ -133,8 +149,9 @@ pub enum ProbeError {
     ExitedUnsuccessfully,
     #[error("worker profile output is invalid: {0}")]
     InvalidOutput(String),
-    #[error("worker profile identity does not match registry entry")]
-    IdentityMismatch,
+    /// Names the first differing field: `identity.configurationID: printed "…", registered "…"`.
+    #[error("worker profile identity does not match registry entry: {0}")]
+    IdentityMismatch(String),
     #[error("worker gang scheduling claim does not match registry entry")]
     GangClaimMismatch,
 }
@@ -157,7 +174,28 @@ pub fn check_probe(
     let printed: PrintedProfile =
         serde_json::from_slice(stdout).map_err(|e| ProbeError::InvalidOutput(e.to_string()))?;
     if printed.identity != entry.identity {
-        return Err(ProbeError::IdentityMismatch);
+        let (p, r) = (&printed.identity, &entry.identity);
+        let differing = [
+            ("schedulerName", &p.scheduler_name, &r.scheduler_name),
+            ("backend", &p.backend, &r.backend),
+            (
+                "schedulerVersion",
+                &p.scheduler_version,
+                &r.scheduler_version,
+            ),
+            ("configurationID", &p.configuration_id, &r.configuration_id),
+        ]
+        .into_iter()
+        .find(|(_, printed, registered)| printed != registered)
+        .map(|(field, printed, registered)| {
+            format!(
+                "identity.{field}: printed {}, registered {}",
+                clipped_quote(printed),
+                clipped_quote(registered)
+            )
+        })
+        .unwrap_or_default();
+        return Err(ProbeError::IdentityMismatch(differing));
     }
     if printed.gang_scheduling != entry.gang_scheduling {
         return Err(ProbeError::GangClaimMismatch);
@@ -234,4 +272,13 @@ pub fn parse_timeout(s: &str) -> Result<u64, String> {
         ));
     }
     Ok(ns as u64)
+}
+
+/// A value as an error shows it: quoted, at most 100 characters of it.
+fn clipped_quote(value: &str) -> String {
+    const MAX: usize = 100;
+    match value.char_indices().nth(MAX) {
+        None => format!("{value:?}"),
+        Some((end, _)) => format!("{:?}… ({} bytes)", &value[..end], value.len()),
+    }
 }

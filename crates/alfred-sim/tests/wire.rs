@@ -332,3 +332,38 @@ fn typed_decoder_handles_any_key_order_and_refuses_unknown_kinds() {
     let e = alfred_sim::wire::decode_request_cluster(format!("{v}x").as_bytes()).unwrap_err();
     assert!(matches!(e, RequestError::Decode(_)), "{e}");
 }
+
+#[test]
+fn schema_errors_name_the_field_and_are_not_called_invalid_json() {
+    let p = Profile::default_scheduler();
+    let mut v = request(&p);
+    v["sourcePods"][0]["spec"]["nodeName"] = json!(7);
+    v["excludedNodes"] = json!(["x".repeat(1 << 20)]);
+    let bytes = v.to_string();
+    for e in [
+        decode_request(bytes.as_bytes()).unwrap_err(),
+        alfred_sim::wire::decode_request_cluster(bytes.as_bytes()).unwrap_err(),
+    ] {
+        let text = e.to_string();
+        assert!(
+            text.starts_with("request sourcePods[0].spec.nodeName: invalid type"),
+            "{text}"
+        );
+        assert!(!text.contains("not valid JSON"), "{text}");
+    }
+    let mut v = request(&p);
+    v["requestID"] = json!("y".repeat(1 << 20));
+    v["schemaVersion"] = json!(["y".repeat(1 << 20)]);
+    let text = decode_request(v.to_string().as_bytes())
+        .unwrap_err()
+        .to_string();
+    assert!(
+        text.starts_with("request schemaVersion: invalid type"),
+        "{text}"
+    );
+    assert!(text.len() < 300, "{}", text.len());
+    let text = decode_request(b"{\"schemaVersion\": ")
+        .unwrap_err()
+        .to_string();
+    assert!(text.starts_with("request is not valid JSON: EOF"), "{text}");
+}

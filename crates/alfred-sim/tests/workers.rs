@@ -115,7 +115,7 @@ fn probe_results() {
     let e = check_probe(entry, true, other_id.as_bytes()).unwrap_err();
     assert_eq!(
         e.to_string(),
-        "worker profile identity does not match registry entry"
+        "worker profile identity does not match registry entry: identity.configurationID: printed \"sha256:cc\", registered \"sha256:bb\""
     );
     let no_gang = String::from_utf8_lossy(ok).replace("true}", "false}");
     let e = check_probe(entry, true, no_gang.as_bytes()).unwrap_err();

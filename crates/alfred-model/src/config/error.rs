@@ -17,19 +17,19 @@ pub enum ConfigError {
         message: String,
     },
     /// A key the schema does not have.
-    #[error("parse config.yaml: {path}: unknown key")]
+    #[error("parse config.yaml: {}: unknown key", shown_path(path))]
     UnknownKey {
         /// Path of the unknown key itself.
         path: String,
     },
     /// A key that appears twice in the same mapping.
-    #[error("parse config.yaml: {path}: duplicate key")]
+    #[error("parse config.yaml: {}: duplicate key", shown_path(path))]
     DuplicateKey {
         /// Path of the repeated key.
         path: String,
     },
     /// A value of the wrong type (`"yes"` for a boolean, `5` for a string, a list for a map).
-    #[error("parse config.yaml: {path}: {value} is not {expected}")]
+    #[error("parse config.yaml: {}: {value} is not {expected}", shown_path(path))]
     WrongType {
         /// Path of the value.
         path: String,
@@ -39,13 +39,13 @@ pub enum ConfigError {
         expected: String,
     },
     /// A required key is absent (`schemaVersion`, a window's `start`, …).
-    #[error("{path}: required key is missing")]
+    #[error("{}: required key is missing", shown_path(path))]
     Missing {
         /// Path of the missing key.
         path: String,
     },
     /// A well-typed value that breaks a rule.
-    #[error("{path}: {}", invalid_text(value, problem))]
+    #[error("{}: {}", shown_path(path), invalid_text(value, problem))]
     Invalid {
         /// Path of the value.
         path: String,
@@ -54,6 +54,15 @@ pub enum ConfigError {
         /// The rule it breaks: `is outside [0, 1]`, `is not positive`, ….
         problem: String,
     },
+}
+
+/// The document root has the empty path; messages call it `(document root)`.
+fn shown_path(path: &str) -> &str {
+    if path.is_empty() {
+        "(document root)"
+    } else {
+        path
+    }
 }
 
 fn invalid_text(value: &str, problem: &str) -> String {
@@ -89,14 +98,31 @@ impl ConfigError {
         )
     }
 
+    /// The message for a config read from the file `name` (`alfred config check FILE`,
+    /// `alfred replay --config FILE`): `parse <name>: …` for the structural errors, `<name>: …`
+    /// for the others, so the file named is the one the user gave.
+    pub fn in_file(&self, name: &str) -> String {
+        let text = self.to_string();
+        match text.strip_prefix("parse config.yaml: ") {
+            Some(rest) => format!("parse {name}: {rest}"),
+            None => format!("{name}: {text}"),
+        }
+    }
+
     pub(crate) fn invalid(
         path: impl Into<String>,
         value: impl Into<String>,
         problem: impl Into<String>,
     ) -> Self {
+        let value = value.into();
+        // Values arrive quoted (clipped) or as numbers; a number's text can still be long.
+        let value = match value.char_indices().nth(2 * MAX_SHOWN_CHARS) {
+            None => value,
+            Some((end, _)) => format!("{}… ({} bytes)", &value[..end], value.len()),
+        };
         ConfigError::Invalid {
             path: path.into(),
-            value: value.into(),
+            value,
             problem: problem.into(),
         }
     }
@@ -111,7 +137,7 @@ pub(crate) fn key_path(parent: &str, key: &str) -> String {
     match (parent.is_empty(), plain) {
         (true, true) => key.to_string(),
         (false, true) => format!("{parent}.{key}"),
-        (_, false) => format!("{parent}[{key:?}]"),
+        (_, false) => format!("{parent}[{}]", quoted(key)),
     }
 }
 
@@ -120,7 +146,15 @@ pub(crate) fn index_path(parent: &str, index: usize) -> String {
     format!("{parent}[{index}]")
 }
 
-/// A string value as error messages show it: quoted, escaped.
+/// The longest part of a string value (or key) an error message echoes, in characters.
+pub(crate) const MAX_SHOWN_CHARS: usize = 100;
+
+/// A string value as error messages show it: quoted, escaped, and clipped to
+/// [`MAX_SHOWN_CHARS`] characters (then followed by its length) so a huge value never makes a
+/// huge error line.
 pub(crate) fn quoted(s: &str) -> String {
-    format!("{s:?}")
+    match s.char_indices().nth(MAX_SHOWN_CHARS) {
+        None => format!("{s:?}"),
+        Some((end, _)) => format!("{:?}… ({} bytes)", &s[..end], s.len()),
+    }
 }

@@ -90,8 +90,9 @@ impl Config {
             ));
         }
         check_trigger_conditions(&health.trigger_conditions)?;
+        let mut names = BTreeMap::new();
         for (i, trigger) in health.maintenance.triggers.iter().enumerate() {
-            check_trigger(i, trigger, &health.maintenance.triggers[..i])?;
+            check_trigger(i, trigger, &mut names)?;
         }
         for (path, value) in self.positive_integers() {
             if value == 0 {
@@ -148,8 +149,13 @@ impl<'de> serde::Deserialize<'de> for Config {
     }
 }
 
+/// A parser's message on one line, at most 200 characters (a parser may echo the input).
 fn one_line(message: &str) -> String {
-    message.split_whitespace().collect::<Vec<_>>().join(" ")
+    let line = message.split_whitespace().collect::<Vec<_>>().join(" ");
+    match line.char_indices().nth(200) {
+        None => line,
+        Some((end, _)) => format!("{}…", &line[..end]),
+    }
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -631,9 +637,10 @@ impl RawConfig {
             health.signal_only = signal_only;
         }
         let mut triggers = Vec::with_capacity(self.health.triggers.len());
+        let mut names = BTreeMap::new();
         for (i, raw) in self.health.triggers.into_iter().enumerate() {
             let trigger = build_trigger(i, raw)?;
-            check_trigger(i, &trigger, &triggers)?;
+            check_trigger(i, &trigger, &mut names)?;
             triggers.push(trigger);
         }
         health.maintenance = MaintenanceConfig { triggers };
@@ -880,7 +887,8 @@ fn check_prior(
         return Err(ConfigError::invalid(PRIOR, "{}", "must not be empty"));
     }
     for (&size, &weight) in prior {
-        if !ladder.contains(&size) {
+        // The ladder was checked strictly ascending before, so it is sorted.
+        if ladder.binary_search(&size).is_err() {
             let ladder_text = ladder
                 .iter()
                 .map(u32::to_string)
@@ -921,10 +929,11 @@ fn check_prior(
 }
 
 fn check_trigger_conditions(conditions: &[String]) -> Result<(), ConfigError> {
+    let mut seen = BTreeSet::new();
     for (i, condition) in conditions.iter().enumerate() {
         let problem = if !is_qualified_name(condition) {
             "is not a valid qualified name"
-        } else if conditions[..i].contains(condition) {
+        } else if !seen.insert(condition.as_str()) {
             "is a duplicate"
         } else {
             continue;
@@ -1069,10 +1078,12 @@ fn build_trigger(i: usize, raw: RawTrigger) -> Result<MaintenanceTrigger, Config
     Ok(MaintenanceTrigger { name, rule })
 }
 
+/// Checks trigger `i`; `names` maps each earlier trigger's name to its first index, so checking
+/// a list stays O(n log n).
 fn check_trigger(
     i: usize,
     trigger: &MaintenanceTrigger,
-    previous: &[MaintenanceTrigger],
+    names: &mut BTreeMap<String, usize>,
 ) -> Result<(), ConfigError> {
     let path = index_path(TRIGGERS, i);
     let name = &trigger.name;
@@ -1091,13 +1102,14 @@ fn check_trigger(
             "must not have surrounding whitespace",
         ));
     }
-    if let Some(j) = previous.iter().position(|t| &t.name == name) {
+    if let Some(&j) = names.get(name) {
         return Err(ConfigError::invalid(
             name_path,
             quoted(name),
             format!("must be nonempty and unique (triggers[{j}] has the same name)"),
         ));
     }
+    names.insert(name.clone(), i);
     let qualified = |field: String, key: &str| {
         if is_qualified_name(key) {
             Ok(())

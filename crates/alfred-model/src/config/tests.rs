@@ -1050,7 +1050,7 @@ fn strictness() {
     );
     assert_eq!(
         Config::from_yaml("- 1\n").unwrap_err().to_string(),
-        "parse config.yaml: : a list is not a mapping"
+        "parse config.yaml: (document root): a list is not a mapping"
     );
     let syntax = Config::from_yaml("schemaVersion: 1\nmode: [execute\n").unwrap_err();
     assert!(matches!(syntax, ConfigError::Syntax { .. }), "{syntax:?}");
@@ -1461,4 +1461,84 @@ fn drain_plan_keys_are_validated_naming_their_path() {
     }
     let e = Config::from_yaml(&format!("{base}      bogus: 1\n")).unwrap_err();
     assert_eq!(e.path(), "policies.defragmentation.drainPlans.bogus");
+
+/// 200,000 keys: a pairwise duplicate check would make 2·10¹⁰ comparisons (minutes even
+/// optimized), a sorted set about 3.5·10⁶; the test finishes in seconds only when the check is
+/// O(n log n). The repeat is the last key, so every key is checked.
+#[test]
+fn duplicate_keys_are_found_in_n_log_n() {
+    const N: usize = 200_000;
+    let mut profiles = String::from("{\"schemaVersion\":1,\"scheduling\":{\"profiles\":{");
+    for i in 0..N {
+        profiles.push_str(&format!("\"p{i}\":null,"));
+    }
+    profiles.push_str("\"p7\":null}}}");
+    assert_eq!(
+        Config::from_json(&profiles).unwrap_err().to_string(),
+        "parse config.yaml: scheduling.profiles.p7: duplicate key"
+    );
+
+    let mut prior = String::from(
+        "{\"schemaVersion\":1,\"policies\":{\"defragmentation\":{\"scoring\":{\"sizePrior\":{",
+    );
+    for i in 0..N {
+        prior.push_str(&format!("\"{i}\":0,"));
+    }
+    prior.push_str("\"3\":0}}}}}");
+    assert_eq!(
+        Config::from_json(&prior).unwrap_err().to_string(),
+        "parse config.yaml: policies.defragmentation.scoring.sizePrior[\"3\"]: duplicate key"
+    );
+
+    let mut triggers =
+        String::from("{\"schemaVersion\":1,\"policies\":{\"nodeHealth\":{\"triggerConditions\":[");
+    for i in 0..N {
+        triggers.push_str(&format!("\"C{i}\","));
+    }
+    triggers.push_str("\"C3\"]}}}");
+    assert_eq!(
+        Config::from_json(&triggers).unwrap_err().to_string(),
+        format!("policies.nodeHealth.triggerConditions[{N}]: \"C3\" is a duplicate")
+    );
+}
+
+#[test]
+fn errors_are_short_and_name_the_file_given() {
+    let huge = "x".repeat(1 << 20);
+    for text in [
+        format!("schemaVersion: 1\nmode: \"{huge}\"\n"),
+        format!("schemaVersion: 1\nmode: [\"{huge}\"]\n"),
+        format!("schemaVersion: 1\n{huge}: 1\n"),
+        format!("schemaVersion: 1\nscheduling:\n  profiles:\n    \"{huge} \": {{}}\n"),
+        format!(
+            "schemaVersion: 1\npolicies:\n  defragmentation:\n    fragmentationThreshold: 1{}\n",
+            "0".repeat(400)
+        ),
+        format!("schemaVersion: 1\nmode: \"{huge}\n"),
+    ] {
+        let e = Config::from_yaml(&text).unwrap_err();
+        let line = e.in_file("/etc/alfred/my-config.yaml");
+        assert!(
+            line.len() < 300,
+            "{} bytes: {}",
+            line.len(),
+            &line[..400.min(line.len())]
+        );
+        assert!(!line.contains('\n'), "{line}");
+        assert!(line.contains("/etc/alfred/my-config.yaml"), "{line}");
+        assert!(!line.contains("parse config.yaml"), "{line}");
+    }
+    let e = Config::from_yaml("schemaVersion: 1\nmode: [execute]\n").unwrap_err();
+    assert_eq!(
+        e.in_file("a.json"),
+        "parse a.json: mode: a list is not a string"
+    );
+    let e = Config::from_yaml(
+        "schemaVersion: 1\npolicies:\n  defragmentation:\n    fragmentationThreshold: 2\n",
+    )
+    .unwrap_err();
+    assert_eq!(
+        e.in_file("a.yaml"),
+        "a.yaml: policies.defragmentation.fragmentationThreshold: 2 is outside [0, 1]"
+    );
 }

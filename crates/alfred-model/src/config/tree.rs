@@ -4,6 +4,7 @@
 //! [`Node`], which keeps repeated mapping keys so the reader can reject them naming their path;
 //! the reader then decodes the schema by hand so every error names its key path.
 
+use std::collections::BTreeSet;
 use std::fmt;
 use std::time::Duration;
 
@@ -32,6 +33,8 @@ impl Node {
             Node::Null => "null".to_string(),
             Node::Bool(b) => b.to_string(),
             Node::Int(i) => i.to_string(),
+            // `1e308` displays as 309 digits; past 24 characters, scientific notation.
+            Node::Float(f) if f.to_string().len() > 24 => format!("{f:e}"),
             Node::Float(f) => f.to_string(),
             Node::Str(s) => quoted(s),
             Node::Seq(_) => "a list".to_string(),
@@ -240,12 +243,16 @@ impl<'a> Obj<'a> {
     }
 }
 
+/// Rejects the first unknown or repeated key in document order. Repeats are found through a
+/// sorted set so a mapping of n keys costs O(n log n) comparisons, not O(n²): `sizePrior` and
+/// `scheduling.profiles` take any number of keys.
 fn check_keys(
     entries: &[(String, Node)],
     path: &str,
     known: Option<&[&str]>,
 ) -> Result<(), ConfigError> {
-    for (i, (key, _)) in entries.iter().enumerate() {
+    let mut seen = BTreeSet::new();
+    for (key, _) in entries {
         if let Some(known) = known
             && !known.contains(&key.as_str())
         {
@@ -253,7 +260,7 @@ fn check_keys(
                 path: key_path(path, key),
             });
         }
-        if entries[..i].iter().any(|(k, _)| k == key) {
+        if !seen.insert(key.as_str()) {
             return Err(ConfigError::DuplicateKey {
                 path: key_path(path, key),
             });
