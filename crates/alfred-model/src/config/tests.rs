@@ -1461,6 +1461,7 @@ fn drain_plan_keys_are_validated_naming_their_path() {
     }
     let e = Config::from_yaml(&format!("{base}      bogus: 1\n")).unwrap_err();
     assert_eq!(e.path(), "policies.defragmentation.drainPlans.bogus");
+}
 
 /// 200,000 keys: a pairwise duplicate check would make 2·10¹⁰ comparisons (minutes even
 /// optimized), a sorted set about 3.5·10⁶; the test finishes in seconds only when the check is
