@@ -106,12 +106,24 @@ pub(crate) fn run(ctx: &Ctx<'_>, analysis: &Analysis<'_>, records: &[PlanRecord]
             continue;
         }
         let busy_pods: BTreeSet<&str> = active.iter().map(|r| r.pod.as_str()).collect();
+        // The most free GPUs of a node of the pool any pod could use: a pod asking more fits
+        // nowhere, whatever its constraints (most waiting pods of a fragmented pool).
+        let most_free = ctx
+            .snap
+            .nodes
+            .iter()
+            .filter(|n| n.pool.as_deref() == Some(pool.as_str()) && n.has_gpus())
+            .filter(|n| !n.unavailable() && n.ready)
+            .map(|n| n.free_gpus)
+            .max()
+            .unwrap_or(0);
         let mut waiting: Vec<&PendingPod> = ctx
             .snap
             .pending_pods
             .iter()
             .filter(|p| {
-                waits_for_a_node(ctx, pool.as_str(), p) && !busy_pods.contains(p.key().as_str())
+                waits_for_a_node(ctx, pool.as_str(), most_free, p)
+                    && !busy_pods.contains(p.key().as_str())
             })
             .collect();
         waiting.sort_by(|a, b| {
@@ -171,17 +183,18 @@ fn backing_off(ctx: &Ctx<'_>, records: &[PlanRecord], pool: &str) -> bool {
 /// Whether `p` waits for a node of `pool` that a plan could free: it asks GPUs, counts in the
 /// pool, waited longer than `emergencyPendingAgeMinutes`, is not nominated anywhere, and no
 /// node of the pool it may use has its GPUs free now.
-fn waits_for_a_node(ctx: &Ctx<'_>, pool: &str, p: &PendingPod) -> bool {
+fn waits_for_a_node(ctx: &Ctx<'_>, pool: &str, most_free: u32, p: &PendingPod) -> bool {
     let age = f64::from(ctx.cfg.emergency_pending_age_minutes);
     p.gpus_needed > 0
         && p.counts_in(pool)
         && p.nominated_node.is_empty()
         && ctx.now.minutes_since(p.pending_since) > age
-        && !ctx.snap.nodes.iter().any(|n| {
-            n.pool.as_deref() == Some(pool)
-                && usable_for(n, &p.scheduling)
-                && n.free_gpus >= p.gpus_needed
-        })
+        && (most_free < p.gpus_needed
+            || !ctx.snap.nodes.iter().any(|n| {
+                n.pool.as_deref() == Some(pool)
+                    && usable_for(n, &p.scheduling)
+                    && n.free_gpus >= p.gpus_needed
+            }))
 }
 
 /// Whether the pod could run on `n` once its GPUs are free: GPUs, available, ready, big
