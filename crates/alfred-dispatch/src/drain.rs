@@ -51,6 +51,8 @@ pub struct PlanBook {
     pub started_now: Vec<String>,
     /// Protection writes, Events and metric changes, in order.
     effects: Vec<Effect>,
+    /// The pass's time (ended plans past the retention are dropped against it).
+    now: Option<Timestamp>,
 }
 
 /// What [`PlanBook::review`] reads besides the plans.
@@ -72,6 +74,7 @@ impl PlanBook {
     pub fn review(input: &ReviewInput<'_>) -> PlanBook {
         let mut book = PlanBook {
             plans: input.journal.plans.clone(),
+            now: Some(input.now),
             ..PlanBook::default()
         };
         let snap = input.snapshot;
@@ -438,7 +441,7 @@ impl PlanBook {
     /// Drops ended plans past the retention, then the oldest ended ones beyond
     /// [`MAX_PLANS`].
     fn prune(&mut self) {
-        let Some(now) = self.ended_now.first().and_then(|p| p.ended_at) else {
+        let Some(now) = self.now else {
             return self.cap();
         };
         let before = self.plans.len();

@@ -342,3 +342,18 @@ fn ended_plans_are_kept_a_day_for_the_backoff() {
     assert_eq!(plans.len(), 1);
     assert_eq!(plans[0].reason, Some(PlanEndReason::StepFailed));
 }
+
+#[test]
+fn a_day_old_ended_plan_is_dropped_even_when_nothing_else_changes() {
+    let cfg = execute_config();
+    let mut old = plan(DrainProtectionWire::None);
+    old.phase = PlanPhase::Abandoned;
+    old.reason = Some(PlanEndReason::PodGone);
+    old.ended_at = Some(t(-25 * 60));
+    let mut j = journal(&old, Phase::Completed);
+    j.plans = vec![old];
+    let book = review(&cluster(), &cfg, &j, true);
+    let (plans, fx) = book.finish(Some(&j), &[]);
+    assert!(plans.is_empty());
+    assert_eq!(kinds(&fx), vec!["journal"]);
+}
