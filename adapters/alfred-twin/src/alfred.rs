@@ -198,6 +198,15 @@ pub struct AlfredCaretaker {
     pub name: String,
     /// Drain plans as the core reported them (its Node Events).
     pub plans: PlanTally,
+    /// The on-call operator of seed 001's "A request is stalled": minutes after alfred marks
+    /// one of its requests stalled, once the twin's OMENative has no migration running under
+    /// that UUID, the operator removes the entry from the journal (`None`: nobody does, and
+    /// the first stall blocks alfred's requests for the rest of the run).
+    pub operator_clears_after_ms: Option<i64>,
+    /// When each stalled entry was first seen stalled (UUID → ms).
+    stalled_seen: BTreeMap<String, i64>,
+    /// Stalled entries the operator removed.
+    pub operator_clears: u64,
 }
 
 /// Drain plans counted from the core's Node Events (`DrainPlanStarted`,
@@ -383,12 +392,60 @@ impl AlfredCaretaker {
             snapshot: snapshot::Incremental::new(),
             name: "alfred".into(),
             plans: PlanTally::default(),
+            operator_clears_after_ms: Some(60 * 60_000),
+            stalled_seen: BTreeMap::new(),
+            operator_clears: 0,
         }
     }
 
     /// The configuration in use.
     pub fn config(&self) -> &Config {
         &self.config
+    }
+}
+
+impl AlfredCaretaker {
+    /// The operator's round after a pass (see [`AlfredCaretaker::operator_clears_after_ms`]):
+    /// a stalled entry whose migration the twin no longer runs is removed once it has been
+    /// stalled long enough. In the twin a stall is mostly a task that ended right after its
+    /// migration: the InferenceService went with the status row alfred needed
+    /// (`OwnerUnavailable`), which seed 001 says blocks alfred until someone clears it.
+    fn operator_round(&mut self, sim: &Sim, now: i64) {
+        let JournalSlot::Readable(journal) = &mut self.state.journal else {
+            return;
+        };
+        let stalled: Vec<String> = journal
+            .entries
+            .iter()
+            .filter(|e| e.phase == alfred_dispatch::Phase::Stalled)
+            .map(|e| e.uuid.clone())
+            .collect();
+        self.stalled_seen.retain(|uuid, _| stalled.contains(uuid));
+        for uuid in &stalled {
+            self.stalled_seen.entry(uuid.clone()).or_insert(now);
+        }
+        let Some(after) = self.operator_clears_after_ms else {
+            return;
+        };
+        let running = |uuid: &str| {
+            sim.migrations
+                .iter()
+                .any(|m| m.uuid == uuid && m.ended.is_none())
+        };
+        let due: Vec<String> = self
+            .stalled_seen
+            .iter()
+            .filter(|(uuid, since)| now - **since >= after && !running(uuid))
+            .map(|(uuid, _)| uuid.clone())
+            .collect();
+        if due.is_empty() {
+            return;
+        }
+        journal.entries.retain(|e| !due.contains(&e.uuid));
+        for uuid in &due {
+            self.stalled_seen.remove(uuid);
+        }
+        self.operator_clears += due.len() as u64;
     }
 }
 
@@ -434,6 +491,7 @@ impl Caretaker for AlfredCaretaker {
         // explanations and the pools.
         self.state = out.new_state;
         self.session = out.session;
+        self.operator_round(sim, now);
         let mut actions = Vec::new();
         let mut dispatched = Vec::new();
         let mut pools = Vec::new();

@@ -117,6 +117,11 @@ struct Cli {
     /// No progress line.
     #[arg(long)]
     quiet: bool,
+    /// Minutes after alfred marks a request stalled until the operator, following seed
+    /// 001's "A request is stalled", removes it from the journal (once the twin runs no
+    /// migration under its UUID); 0 = no operator.
+    #[arg(long, default_value_t = 60.0)]
+    operator_minutes: f64,
 }
 
 /// The configuration of an alfred caretaker: `alfred` runs `base` (`--config`, else the
@@ -258,6 +263,8 @@ fn main() -> Result<()> {
                 let c = alfred_config(other, &config)?;
                 let mut a = AlfredCaretaker::new(c, cli.seed, placement);
                 a.all_advice = cli.log_all_advice;
+                a.operator_clears_after_ms = (cli.operator_minutes > 0.0)
+                    .then_some((cli.operator_minutes * MINUTE as f64) as i64);
                 a.name = other.split(':').next().unwrap_or(other).to_owned();
                 alfred = Some(a);
                 Box::new(NoCaretaker)
@@ -317,6 +324,8 @@ fn main() -> Result<()> {
                 "drainPlansConfigured": a.config().policies.defragmentation.drain_plans,
                 "drainPlans": a.plans.summary(&res.sim, res.end),
                 "nominationsApplied": res.sim.nominations,
+                "operatorClears": a.operator_clears,
+                "operatorMinutes": cli.operator_minutes,
             });
         }
         eprintln!(

@@ -327,18 +327,9 @@ impl<'a> Pass<'a> {
                 return Err(RejectReason::Cooldown);
             }
         }
-        // B.1: a plan's own node is exempt between the plan's steps (a started plan), and
-        // only that node.
-        let plan_continues_here = c
-            .plan
-            .as_ref()
-            .is_some_and(|p| !p.starts_plan && p.node == c.from_node);
         if !health
-            && !plan_continues_here
             && !c.from_node.is_empty()
-            && self
-                .ledger
-                .node_cooling(&c.from_node, self.now, self.settings.per_node_cooldown())
+            && self.source_cooling(c, self.settings.per_node_cooldown())
         {
             return Err(RejectReason::Cooldown);
         }
@@ -386,6 +377,19 @@ impl<'a> Pass<'a> {
             }
         }
         Ok((placement, overridden))
+    }
+
+    /// The source node's cooldown (B.1 for plan steps): a started plan's own node is exempt
+    /// between the plan's steps; a new plan's node is held back only by requests that landed
+    /// on it (the ones that left it are the drain the plan goes on with: a plan overtaken by
+    /// its pod hands its half-emptied node to the next plan without a pause); every other
+    /// move waits out every use of its source.
+    fn source_cooling(&self, c: &Candidate, window: std::time::Duration) -> bool {
+        match c.plan.as_ref().filter(|p| p.node == c.from_node) {
+            Some(p) if !p.starts_plan => false,
+            Some(_) => self.ledger.node_received(&c.from_node, self.now, window),
+            None => self.ledger.node_cooling(&c.from_node, self.now, window),
+        }
     }
 
     fn find_pod(&self, key: &str) -> Option<&'a alfred_model::snapshot::Pod> {

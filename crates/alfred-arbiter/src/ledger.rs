@@ -367,4 +367,13 @@ impl Ledger {
             .iter()
             .any(|r| r.used(node) && now.since(r.cooling_from()) < window)
     }
+
+    /// Whether one of alfred's requests landed on `node` (as a target) within `window`: the
+    /// part of a node's cooldown a drain-plan step leaving that node still honours (B.1;
+    /// requests that only left it are the drain itself).
+    pub fn node_received(&self, node: &str, now: Timestamp, window: Duration) -> bool {
+        self.records
+            .iter()
+            .any(|r| r.targets.iter().any(|t| t == node) && now.since(r.cooling_from()) < window)
+    }
 }

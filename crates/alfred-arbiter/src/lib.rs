@@ -40,7 +40,7 @@
 
 pub mod arbiter;
 pub mod breaker;
-pub mod count;
+pub use alfred_model::count;
 pub mod ledger;
 pub mod settings;
 

@@ -273,45 +273,57 @@ fn a_plan_that_the_hourly_budget_covers_starts_and_a_started_one_is_not_held_by_
 
 #[test]
 fn only_a_started_plans_own_node_is_exempt_from_the_source_cooldown() {
-    // One of alfred's own requests just used `src` as its source: the node is cooling.
-    let snap = base().build();
-    let mut ledger = Ledger::new();
-    ledger.record(DispatchRecord {
-        uuid: "u1".into(),
+    let record = |from: &str, to: &[&str]| DispatchRecord {
+        uuid: format!("u-{from}-{}", to.len()),
         workload: "ns/zz".into(),
         workload_uid: String::new(),
         component: alfred_model::snapshot::ComponentKind::Engine,
         instance: 0,
         reason: RowReason::Fragmentation,
-        from_node: "src".into(),
-        targets: vec![],
+        from_node: from.into(),
+        targets: to.iter().map(|t| (*t).to_owned()).collect(),
         claims: vec![],
         created_at: at(-2),
         absorbed_at: Some(at(-2)),
-    });
-    let judge = |c: Candidate| {
+    };
+    let snap = base().build();
+    let judge = |ledger: &Ledger, c: Candidate| {
         let a = arbitrate(
             &[c],
             &snap,
             &ArbiterSettings::default(),
-            &ledger,
+            ledger,
             &Breaker::new(),
             NOW,
         );
         reason(&a, 0)
     };
     let c = || defrag("ns/a", "src", &["t1", "t2"], &[2]);
-    assert_eq!(judge(c()), Some(RejectReason::Cooldown));
-    // A plan that would start on a cooling node waits like any move.
-    assert_eq!(judge(plan_step(c(), 2, true)), Some(RejectReason::Cooldown));
+    // One of alfred's own requests just left `src`: the node is cooling.
+    let mut left = Ledger::new();
+    left.record(record("src", &["t9"]));
+    assert_eq!(judge(&left, c()), Some(RejectReason::Cooldown));
     // Between its steps, the plan's own node is exempt.
-    assert_eq!(judge(plan_step(c(), 2, false)), None);
+    assert_eq!(judge(&left, plan_step(c(), 2, false)), None);
+    // A new plan for `src` goes on with the drain a request leaving `src` began (an
+    // overtaken plan's steps): no pause.
+    assert_eq!(judge(&left, plan_step(c(), 2, true)), None);
     // A plan freeing another node gets no exemption for this source.
     let mut other = plan_step(c(), 2, false);
     if let Some(p) = other.plan.as_mut() {
         p.node = "elsewhere".into();
     }
-    assert_eq!(judge(other), Some(RejectReason::Cooldown));
+    assert_eq!(judge(&left, other), Some(RejectReason::Cooldown));
+    // A request just landed on `src`: a plan that would start there waits like any move,
+    // a started plan's next step does not.
+    let mut landed = Ledger::new();
+    landed.record(record("t9", &["src"]));
+    assert_eq!(judge(&landed, c()), Some(RejectReason::Cooldown));
+    assert_eq!(
+        judge(&landed, plan_step(c(), 2, true)),
+        Some(RejectReason::Cooldown)
+    );
+    assert_eq!(judge(&landed, plan_step(c(), 2, false)), None);
 }
 
 #[test]

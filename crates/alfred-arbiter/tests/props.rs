@@ -397,8 +397,15 @@ proptest! {
                     prop_assert!(!v.cooldown_overridden);
                 }
             }
-            if !health {
-                prop_assert!(!ledger.node_cooling(&c.from_node, NOW, s.per_node_cooldown()));
+            // The source's cooldown (B.1: a plan step honours only landings on a new plan's
+            // node, nothing on a started plan's own node).
+            match c.plan.as_ref().filter(|p| p.node == c.from_node) {
+                _ if health => {}
+                None => prop_assert!(!ledger.node_cooling(&c.from_node, NOW, s.per_node_cooldown())),
+                Some(p) if p.starts_plan => {
+                    prop_assert!(!ledger.node_received(&c.from_node, NOW, s.per_node_cooldown()));
+                }
+                Some(_) => {}
             }
         }
 

@@ -42,6 +42,41 @@ pub fn node_cooling(
     })
 }
 
+/// Whether one of alfred's entries landed on `node` (as a target) within `window`, except
+/// `skip_uuid`: what of a node's cooldown a drain-plan step leaving that node still honours
+/// (B.1, as the arbiter's `Ledger::node_received`).
+pub fn node_received(
+    journal: &Journal,
+    node: &str,
+    now: Timestamp,
+    window: Duration,
+    skip_uuid: Option<&str>,
+) -> bool {
+    journal.entries.iter().any(|e| {
+        Some(e.uuid.as_str()) != skip_uuid
+            && e.targets.iter().any(|t| t == node)
+            && now.since(e.node_use_time()) < window
+    })
+}
+
+/// The source node's cooldown for `candidate` (B.1 for plan steps, as the arbiter): a
+/// started plan's own node is exempt between its steps, a new plan's node waits only for
+/// requests that landed on it, every other move for every use of its source.
+fn source_cooling(
+    journal: &Journal,
+    candidate: &Candidate,
+    now: Timestamp,
+    window: Duration,
+    skip_uuid: Option<&str>,
+) -> bool {
+    let node = candidate.from_node.as_str();
+    match candidate.plan.as_ref().filter(|p| p.node == node) {
+        Some(p) if !p.starts_plan => false,
+        Some(_) => node_received(journal, node, now, window, skip_uuid),
+        None => node_cooling(journal, node, now, window, skip_uuid),
+    }
+}
+
 /// §9.7 step 4 for the rows of one InferenceReplica whose owner has `owner_uid`: each row
 /// needs a UUID and a non-zero `startedAt` not after `now`; waiting and running phases are
 /// *active*; an unknown phase is `MigrationStateInvalid`.
@@ -146,9 +181,9 @@ pub fn check_budget(
         return Err(DispatchReason::FailureBackoff);
     }
     if candidate.reason != RowReason::NodeUnhealthy
-        && node_cooling(
+        && source_cooling(
             journal,
-            &candidate.from_node,
+            candidate,
             now,
             mins(config.per_node_cooldown_minutes),
             retry_uuid,
@@ -157,4 +192,55 @@ pub fn check_budget(
         return Err(DispatchReason::NodeCooldown);
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use alfred_model::plan::PlanStepRef;
+
+    /// The journal example's entry left `gpu-h100-a07` for `gpu-h100-c03` and `gpu-h100-c11`
+    /// (created 10:15:02, acknowledged, not completed: it cools its nodes from creation).
+    fn journal() -> Journal {
+        Journal::parse(crate::journal::tests::EXAMPLE).expect("example journal")
+    }
+
+    fn step(from: &str, plan_node: &str, starts_plan: bool) -> Candidate {
+        let mut c = crate::dispatch::entry_candidate(&journal().entries[0]);
+        c.workload = "inference/other".into();
+        c.from_node = from.into();
+        c.plan = Some(PlanStepRef {
+            plan_id: "dp-1".into(),
+            step: 2,
+            steps: 3,
+            node: plan_node.into(),
+            starts_plan,
+        });
+        c
+    }
+
+    #[test]
+    fn a_plan_step_waits_only_for_landings_on_its_node_and_a_started_plan_not_at_all() {
+        let j = journal();
+        let now = j.entries[0].created_at.plus_minutes(5);
+        let window = Duration::from_secs(600);
+        let cooling = |c: &Candidate| source_cooling(&j, c, now, window, None);
+        // A move that is no plan step waits out every use of its source.
+        let mut plain = step("gpu-h100-a07", "gpu-h100-a07", false);
+        plain.plan = None;
+        assert!(cooling(&plain));
+        plain.from_node = "gpu-h100-c03".into();
+        assert!(cooling(&plain));
+        // The node the entry left: a started plan's next step and a new plan both go on.
+        assert!(!cooling(&step("gpu-h100-a07", "gpu-h100-a07", false)));
+        assert!(!cooling(&step("gpu-h100-a07", "gpu-h100-a07", true)));
+        // A node the entry landed on: a new plan waits, a started one does not.
+        assert!(cooling(&step("gpu-h100-c03", "gpu-h100-c03", true)));
+        assert!(!cooling(&step("gpu-h100-c03", "gpu-h100-c03", false)));
+        // A plan step leaving a node that is not its plan's node is an ordinary move.
+        assert!(cooling(&step("gpu-h100-a07", "elsewhere", false)));
+        // Past the window nothing cools.
+        let later = j.entries[0].created_at.plus_minutes(11);
+        assert!(!source_cooling(&j, &plain, later, window, None));
+    }
 }

@@ -468,7 +468,7 @@ pub fn retention(minutes: impl IntoIterator<Item = u32>) -> Duration {
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
 
     pub(crate) const EXAMPLE: &str = r#"{"version":"v1","entries":[{"uuid":"6f1c2d3e-8a4b-4c5d-9e6f-0a1b2c3d4e5f","workload":{"Namespace":"inference","Name":"qwen3-235b"},"workloadUID":"8c1d6f52-3b7e-4f0a-9d24-61e5a0c7b913","irName":"qwen3-235b-engine","irUID":"2f4e9a10-7c3b-4d8e-b1a6-93c0e5d7f248","component":"engine","instance":0,"fromNode":"gpu-h100-a07","targets":["gpu-h100-c03","gpu-h100-c11"],"payload":"{\"schemaVersion\":\"v1\",\"component\":\"engine\",\"instance\":0,\"from_node\":\"gpu-h100-a07\",\"hint_target_nodes\":[\"gpu-h100-c03\",\"gpu-h100-c11\",\"gpu-h100-d02\"],\"reason\":\"Fragmentation\",\"requested_at\":\"2026-09-28T10:15:02.418093721Z\",\"requested_by\":\"alfred\"}","sourceFingerprint":"3b8f0c6e2a91d47e5c0b8a6f1d3e7c92a4b6d8f0e1c3a5b7d9f2e4c6a8b0d1f3","createdAt":"2026-09-28T10:15:02.418093721Z","lastAttempt":"2026-09-28T10:15:02.61377854Z","acknowledgedAt":"2026-09-28T10:15:04Z","phase":"acknowledged","reason":"UUIDStatusObserved"}]}"#;

@@ -5,6 +5,7 @@
 //! in any output. Time arrives as a [`time::Timestamp`] parameter.
 
 pub mod config;
+pub mod count;
 pub mod effect;
 pub mod index;
 pub mod plan;

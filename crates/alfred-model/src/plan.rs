@@ -76,6 +76,16 @@ impl DrainPlan {
         self.benefit_gpus - self.cost_gpus
     }
 
+    /// `(benefit − cost) / steps`: what the plan nets per move it still has to make, the
+    /// order among the plans one pod could have. Moves are the scarce resource (one request
+    /// a pass, the hourly cap), so a one-step plan netting 1.8 GPUs goes before a three-step
+    /// one netting 4.5 in all: its pod is seated three times sooner and the two moves saved
+    /// seat the next pod.
+    pub fn rank(&self) -> f64 {
+        let steps = u32::try_from(self.steps.len()).unwrap_or(u32::MAX).max(1);
+        self.score() / f64::from(steps)
+    }
+
     /// GPUs the plan moves.
     pub fn moved_gpus(&self) -> u32 {
         self.steps.iter().map(|s| s.gpus).sum()

@@ -525,3 +525,21 @@ reason_enum! {
         StepIneligible,
     }
 }
+
+impl PlanEndReason {
+    /// Whether an abandon for this reason counts toward the pool's backoff: the plan itself
+    /// went wrong (a step failed, stalled or can no longer move, the node filled up or went,
+    /// the deadline passed, someone else took the nomination). A pod that bound elsewhere or
+    /// went away no longer needs the node (the moves made still leave it emptier for the
+    /// next plan), and a plan ended by configuration says nothing about the pool.
+    pub fn counts_toward_backoff(self) -> bool {
+        !matches!(
+            self,
+            PlanEndReason::PodBound
+                | PlanEndReason::PodBoundElsewhere
+                | PlanEndReason::PodGone
+                | PlanEndReason::PlansDisabled
+                | PlanEndReason::ExecutionDisabled
+        )
+    }
+}

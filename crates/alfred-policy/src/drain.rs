@@ -6,7 +6,9 @@
 //! 2. while the pool has fewer than `maxActivePlans` active plans and is not backing off
 //!    after abandoned plans, the waiting pods (older than `emergencyPendingAgeMinutes`, fitting
 //!    on no node now at their real size, not nominated elsewhere) are taken largest first, then
-//!    oldest, and each gets the best plan over the pool's nodes it could land on, if one pays.
+//!    oldest, and each gets the best plan over the pool's nodes it could land on, if one pays:
+//!    the best one the hourly budget left covers, else the best of all (which the arbiter
+//!    then holds back with `PlanBudgetInsufficient`).
 //!
 //! A plan for (node, pod) moves the fewest movable single-node OMENative Instances off the
 //! node (the eligibility ladder of any move; other occupants stay) whose GPUs raise the node's
@@ -68,6 +70,61 @@ struct Occupant {
     movable: bool,
 }
 
+/// CPU (millicores) and memory (bytes) each node has left for new pods: `status.allocatable`
+/// less the requests of the pods bound to it that have not ended (`i64::MAX` where the node
+/// reports no allocatable of that kind: no check). The drain-plan search checks them with
+/// the GPUs, as the scheduler will: a target or a freed node short of CPU or memory is a
+/// plan the pre-submit simulation refuses, or a node the waiting pod cannot take.
+struct Room {
+    spare: Vec<[i64; 2]>,
+}
+
+/// `[cpu, memory]` of a requests map.
+fn cpu_memory(requests: &BTreeMap<String, i64>) -> [i64; 2] {
+    [
+        requests.get("cpu").copied().unwrap_or(0).max(0),
+        requests.get("memory").copied().unwrap_or(0).max(0),
+    ]
+}
+
+impl Room {
+    fn of(snap: &alfred_model::ClusterSnapshot, idx: &SnapshotIndex) -> Room {
+        let mut spare: Vec<[i64; 2]> = snap
+            .nodes
+            .iter()
+            .map(|n| {
+                let get = |k: &str| n.allocatable.get(k).copied().unwrap_or(i64::MAX);
+                [get("cpu"), get("memory")]
+            })
+            .collect();
+        for (p, f) in snap.pods.iter().zip(&idx.pods) {
+            if f.node == NONE
+                || matches!(
+                    p.phase,
+                    alfred_model::snapshot::PodPhase::Succeeded
+                        | alfred_model::snapshot::PodPhase::Failed
+                )
+            {
+                continue;
+            }
+            if let Some(room) = spare.get_mut(f.node as usize) {
+                let used = cpu_memory(&p.scheduling.requests);
+                for k in 0..2 {
+                    room[k] = room[k].saturating_sub(used[k]);
+                }
+            }
+        }
+        Room { spare }
+    }
+
+    /// Whether `want` fits node `n` with `claimed` already taken there.
+    fn fits(&self, n: usize, claimed: [i64; 2], want: [i64; 2]) -> bool {
+        self.spare
+            .get(n)
+            .is_some_and(|room| (0..2).all(|k| room[k].saturating_sub(claimed[k]) >= want[k]))
+    }
+}
+
 /// Runs the search (see the module documentation). `records` is every plan of the dispatch
 /// state (active and ended: the ended ones set the pools' backoff).
 pub(crate) fn run(ctx: &Ctx<'_>, analysis: &Analysis<'_>, records: &[PlanRecord]) -> DrainProposal {
@@ -87,6 +144,21 @@ pub(crate) fn run(ctx: &Ctx<'_>, analysis: &Analysis<'_>, records: &[PlanRecord]
     // Nodes no plan may use as a target or a new plan's node.
     let mut protected: BTreeSet<String> = active.iter().map(|r| r.node.clone()).collect();
     let nominated = nominations(ctx);
+    let room = Room::of(&ctx.snap, &idx);
+    // The hourly budget left (everyone's migrations the snapshot shows started in the last
+    // hour): a new plan that fits it goes before a better one that would wait for it.
+    let started = alfred_model::count::migrations_started_within(
+        &ctx.snap,
+        &[],
+        ctx.now,
+        std::time::Duration::from_secs(3600),
+    );
+    let budget_left = cfg
+        .max_migrations_per_hour
+        .saturating_sub(u32::try_from(started).unwrap_or(u32::MAX));
+    // Pods with a plan (active, or proposed in an earlier pool this pass: a pod any pool
+    // may take gets one plan, not one per pool).
+    let mut busy_pods: BTreeSet<String> = active.iter().map(|r| r.pod.clone()).collect();
     for pool in ctx.snap.pools() {
         let Some(eval) = analysis.pool(pool.as_str()) else {
             continue;
@@ -95,7 +167,7 @@ pub(crate) fn run(ctx: &Ctx<'_>, analysis: &Analysis<'_>, records: &[PlanRecord]
         let mut in_pool = 0usize;
         for r in active.iter().filter(|r| r.pool == *pool) {
             in_pool += 1;
-            match replan(ctx, &idx, &occupants, &protected, &pricing, r) {
+            match replan(ctx, &idx, &occupants, &room, &protected, &pricing, r) {
                 Ok(plan) => out.plans.push(plan),
                 Err(why) => out.blocked.push((r.id.clone(), why)),
             }
@@ -105,7 +177,6 @@ pub(crate) fn run(ctx: &Ctx<'_>, analysis: &Analysis<'_>, records: &[PlanRecord]
         {
             continue;
         }
-        let busy_pods: BTreeSet<&str> = active.iter().map(|r| r.pod.as_str()).collect();
         // The most free GPUs of a node of the pool any pod could use: a pod asking more fits
         // nowhere, whatever its constraints (most waiting pods of a fragmented pool).
         let most_free = ctx
@@ -122,8 +193,7 @@ pub(crate) fn run(ctx: &Ctx<'_>, analysis: &Analysis<'_>, records: &[PlanRecord]
             .pending_pods
             .iter()
             .filter(|p| {
-                waits_for_a_node(ctx, pool.as_str(), most_free, p)
-                    && !busy_pods.contains(p.key().as_str())
+                waits_for_a_node(ctx, pool.as_str(), most_free, p) && !busy_pods.contains(&p.key())
             })
             .collect();
         waiting.sort_by(|a, b| {
@@ -132,24 +202,39 @@ pub(crate) fn run(ctx: &Ctx<'_>, analysis: &Analysis<'_>, records: &[PlanRecord]
                 .then(a.pending_since.cmp(&b.pending_since))
                 .then_with(|| (&a.namespace, &a.name).cmp(&(&b.namespace, &b.name)))
         });
+        // Pods asking the same GPUs with the same scheduling spec find the same plans: one
+        // that found none spares the search for the others.
+        let mut planless: Vec<&PendingPod> = Vec::new();
         for pod in waiting.into_iter().take(MAX_PODS_TRIED) {
             if in_pool >= cfg.drain_max_active_plans as usize {
                 break;
+            }
+            if planless
+                .iter()
+                .any(|q| q.gpus_needed == pod.gpus_needed && q.scheduling == pod.scheduling)
+            {
+                continue;
             }
             let best = best_new_plan(
                 ctx,
                 &idx,
                 &occupants,
+                &room,
                 &protected,
                 &nominated,
                 &pricing,
                 pool.as_str(),
                 pod,
+                budget_left,
             );
-            if let Some(plan) = best {
-                protected.insert(plan.node.clone());
-                out.plans.push(plan);
-                in_pool += 1;
+            match best {
+                Some(plan) => {
+                    protected.insert(plan.node.clone());
+                    busy_pods.insert(plan.pod.clone());
+                    out.plans.push(plan);
+                    in_pool += 1;
+                }
+                None => planless.push(pod),
             }
         }
     }
@@ -158,11 +243,17 @@ pub(crate) fn run(ctx: &Ctx<'_>, analysis: &Analysis<'_>, records: &[PlanRecord]
 
 /// Whether the pool is backing off: its latest plans were abandoned, the last one less than
 /// `abandonBackoffMinutes × 2^(k−1)` ago (k abandons in a row since the last completed plan,
-/// at most ×8).
+/// at most ×8). Only abandons that say the plan went wrong count
+/// ([`PlanEndReason::counts_toward_backoff`]): a plan overtaken because its pod bound
+/// elsewhere neither extends the streak nor ends it.
 fn backing_off(ctx: &Ctx<'_>, records: &[PlanRecord], pool: &str) -> bool {
     let mut ended: Vec<&PlanRecord> = records
         .iter()
         .filter(|r| r.pool == pool && r.phase.ended() && r.ended_at.is_some())
+        .filter(|r| {
+            r.phase != alfred_model::plan::PlanPhase::Abandoned
+                || r.reason.is_none_or(PlanEndReason::counts_toward_backoff)
+        })
         .collect();
     ended.sort_by(|a, b| b.ended_at.cmp(&a.ended_at).then(a.id.cmp(&b.id)));
     let streak = ended
@@ -393,13 +484,15 @@ fn best_new_plan(
     ctx: &Ctx<'_>,
     idx: &SnapshotIndex,
     occupants: &BTreeMap<usize, Vec<Occupant>>,
+    room: &Room,
     protected: &BTreeSet<String>,
     nominated: &BTreeSet<String>,
     pricing: &Pricing<'_, '_>,
     pool: &str,
     pod: &PendingPod,
+    budget_left: u32,
 ) -> Option<DrainPlan> {
-    let mut best: Option<DrainPlan> = None;
+    let mut pick = Pick::new(budget_left);
     for (pos, n) in ctx.snap.nodes.iter().enumerate() {
         if n.pool.as_deref() != Some(pool)
             || n.total_gpus < pod.gpus_needed
@@ -416,24 +509,82 @@ fn best_new_plan(
         let Some(moves) = choose_moves(here, need, ctx.cfg.drain_max_steps_per_plan) else {
             continue;
         };
-        let Some(plan) = build_plan(ctx, idx, pricing, protected, pool, n, pod, &moves, 0, false)
-        else {
+        // The pod must find the CPU and memory it asks on the node once the moves left.
+        let freed = moves.iter().fold([0i64; 2], |acc, o| {
+            let own = requests_on(ctx, idx, &o.facts, pos);
+            [acc[0].saturating_add(own[0]), acc[1].saturating_add(own[1])]
+        });
+        let want = cpu_memory(&pod.scheduling.requests);
+        if !room.fits(pos, [-freed[0], -freed[1]], want) {
+            continue;
+        }
+        let Some(plan) = build_plan(
+            ctx, idx, pricing, room, protected, pool, n, pod, &moves, 0, false,
+        ) else {
             continue;
         };
         if plan.benefit_gpus.partial_cmp(&plan.cost_gpus) != Some(std::cmp::Ordering::Greater) {
             continue;
         }
-        if best.as_ref().is_none_or(|b| better(&plan, b)) {
-            best = Some(plan);
-        }
+        pick.offer(plan);
     }
-    best
+    pick.best()
 }
 
-/// Plan order: score, then fewer steps, fewer GPUs moved, node name.
+/// The choice among the plans one pod could have: the best ([`better`]) the hourly budget
+/// left covers, else the best of all (the arbiter holds that one back with
+/// `PlanBudgetInsufficient`, and the record says why nothing started).
+struct Pick {
+    budget_left: u32,
+    best: Option<DrainPlan>,
+    best_covered: Option<DrainPlan>,
+}
+
+impl Pick {
+    fn new(budget_left: u32) -> Pick {
+        Pick {
+            budget_left,
+            best: None,
+            best_covered: None,
+        }
+    }
+
+    fn offer(&mut self, plan: DrainPlan) {
+        let covered = u32::try_from(plan.steps.len()).unwrap_or(u32::MAX) <= self.budget_left;
+        if covered && self.best_covered.as_ref().is_none_or(|b| better(&plan, b)) {
+            self.best_covered = Some(plan.clone());
+        }
+        if self.best.as_ref().is_none_or(|b| better(&plan, b)) {
+            self.best = Some(plan);
+        }
+    }
+
+    fn best(self) -> Option<DrainPlan> {
+        self.best_covered.or(self.best)
+    }
+}
+
+/// `[cpu, memory]` the Instance's pods request on node position `node`.
+fn requests_on(ctx: &Ctx<'_>, idx: &SnapshotIndex, facts: &InstanceFacts, node: usize) -> [i64; 2] {
+    idx.pods_of(facts)
+        .iter()
+        .filter(|&&pi| {
+            idx.pods
+                .get(pi as usize)
+                .is_some_and(|f| f.node as usize == node)
+        })
+        .filter_map(|&pi| ctx.snap.pods.get(pi as usize))
+        .fold([0i64; 2], |acc, p| {
+            let r = cpu_memory(&p.scheduling.requests);
+            [acc[0].saturating_add(r[0]), acc[1].saturating_add(r[1])]
+        })
+}
+
+/// Plan order: net GPUs per step ([`DrainPlan::rank`]), then fewer steps, fewer GPUs moved,
+/// node name.
 fn better(a: &DrainPlan, b: &DrainPlan) -> bool {
-    a.score()
-        .total_cmp(&b.score())
+    a.rank()
+        .total_cmp(&b.rank())
         .reverse()
         .then(a.steps.len().cmp(&b.steps.len()))
         .then(a.moved_gpus().cmp(&b.moved_gpus()))
@@ -503,6 +654,7 @@ fn build_plan(
     ctx: &Ctx<'_>,
     idx: &SnapshotIndex,
     pricing: &Pricing<'_, '_>,
+    room: &Room,
     protected: &BTreeSet<String>,
     pool: &str,
     n: &Node,
@@ -511,7 +663,7 @@ fn build_plan(
     done_steps: u32,
     continued: bool,
 ) -> Option<DrainPlan> {
-    let mut claims: BTreeMap<usize, u32> = BTreeMap::new();
+    let mut claims: BTreeMap<usize, Claim> = BTreeMap::new();
     let mut steps = Vec::with_capacity(moves.len());
     let mut changes: BTreeMap<&str, i64> = BTreeMap::new();
     for o in moves {
@@ -519,7 +671,17 @@ fn build_plan(
         let w = &ctx.snap.workloads[wi];
         let c = &w.components[ci];
         let inst = &c.instances[ii];
-        let targets = place(ctx, idx, w, &o.facts, pool, &n.name, protected, &mut claims)?;
+        let targets = place(
+            ctx,
+            idx,
+            room,
+            w,
+            &o.facts,
+            pool,
+            &n.name,
+            protected,
+            &mut claims,
+        )?;
         for (t, gpus) in &targets {
             *changes.entry(ctx.snap.nodes[*t].name.as_str()).or_default() -= i64::from(*gpus);
         }
@@ -561,40 +723,61 @@ fn build_plan(
     })
 }
 
+/// What a plan's earlier moves claimed on a target.
+#[derive(Debug, Clone, Copy, Default)]
+struct Claim {
+    gpus: u32,
+    cpu_memory: [i64; 2],
+}
+
 /// First-fit targets for the Instance's GPU pods (largest first) on the pool's target list
-/// (fullest first), off `node` and the protected nodes, within each target's free GPUs less
-/// `claims` (updated): `(node position, GPUs)` per pod.
+/// (fullest first), off `node` and the protected nodes, within each target's free GPUs, CPU
+/// and memory less `claims` (updated): `(node position, GPUs)` per pod.
 #[allow(clippy::too_many_arguments)]
 fn place(
     ctx: &Ctx<'_>,
     idx: &SnapshotIndex,
+    room: &Room,
     w: &Workload,
     facts: &InstanceFacts,
     pool: &str,
     node: &str,
     protected: &BTreeSet<String>,
-    claims: &mut BTreeMap<usize, u32>,
+    claims: &mut BTreeMap<usize, Claim>,
 ) -> Option<Vec<(usize, u32)>> {
-    let mut prints: Vec<u32> = idx
+    let mut prints: Vec<(u32, [i64; 2])> = idx
         .pods_of(facts)
         .iter()
-        .filter_map(|&pi| idx.pods.get(pi as usize))
-        .map(|f| f.gpus)
-        .filter(|g| *g > 0)
+        .filter_map(|&pi| {
+            let f = idx.pods.get(pi as usize)?;
+            let p = ctx.snap.pods.get(pi as usize)?;
+            Some((f.gpus, cpu_memory(&p.scheduling.requests)))
+        })
+        .filter(|(g, _)| *g > 0)
         .collect();
-    prints.sort_by(|a, b| b.cmp(a));
+    prints.sort_by_key(|p| std::cmp::Reverse(p.0));
     let list = ctx.target_list(pool, w);
     let mut out = Vec::with_capacity(prints.len());
-    for gpus in prints {
+    for (gpus, want) in prints {
         let start = list.free.partition_point(|f| *f < gpus);
-        let chosen = list.nodes[start..].iter().copied().find(|&t| {
+        let mut fitting = list.nodes[start..].iter().copied().filter(|&t| {
             let name = &ctx.snap.nodes[t].name;
-            let claimed = claims.get(&t).copied().unwrap_or(0);
+            let claimed = claims.get(&t).copied().unwrap_or_default();
             name != node
                 && !protected.contains(name)
-                && ctx.snap.nodes[t].free_gpus.saturating_sub(claimed) >= gpus
-        })?;
-        *claims.entry(chosen).or_default() += gpus;
+                && ctx.snap.nodes[t].free_gpus.saturating_sub(claimed.gpus) >= gpus
+                && room.fits(t, claimed.cpu_memory, want)
+        });
+        let chosen = fitting.next()?;
+        // A second node that would take the pod: a pod arriving between the decision and
+        // OMENative's surge can take the first, and a step whose pod then fits nowhere
+        // fails (and backs the pool off).
+        fitting.next()?;
+        let claim = claims.entry(chosen).or_default();
+        claim.gpus += gpus;
+        for (held, more) in claim.cpu_memory.iter_mut().zip(want) {
+            *held = held.saturating_add(more);
+        }
         out.push((chosen, gpus));
     }
     Some(out)
@@ -606,6 +789,7 @@ fn replan(
     ctx: &Ctx<'_>,
     idx: &SnapshotIndex,
     occupants: &BTreeMap<usize, Vec<Occupant>>,
+    room: &Room,
     protected: &BTreeSet<String>,
     pricing: &Pricing<'_, '_>,
     r: &PlanRecord,
@@ -667,7 +851,7 @@ fn replan(
         .cloned()
         .collect();
     let mut plan = build_plan(
-        ctx, idx, pricing, &others, &r.pool, n, pod, &moves, done, true,
+        ctx, idx, pricing, room, &others, &r.pool, n, pod, &moves, done, true,
     )
     .ok_or(PlanEndReason::StepIneligible)?;
     plan.id = r.id.clone();

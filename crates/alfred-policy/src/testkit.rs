@@ -140,7 +140,7 @@ impl ClusterBuilder {
         })
     }
 
-    fn pod(ns: &str, name: &str, node: &str, gpus: u32, isvc: Option<&str>) -> Pod {
+    pub(crate) fn pod(ns: &str, name: &str, node: &str, gpus: u32, isvc: Option<&str>) -> Pod {
         let mut labels = BTreeMap::new();
         if let Some(isvc) = isvc {
             labels.insert("ome.io/inferenceservice".to_string(), isvc.to_string());

@@ -1356,7 +1356,7 @@ fn effective_json_prints_every_key() {
                 "drainPlans": {
                     "enabled": true,
                     "protection": "nominate",
-                    "maxStepsPerPlan": 4,
+                    "maxStepsPerPlan": 8,
                     "maxActivePlans": 1,
                     "planDeadlineMinutes": 60,
                     "abandonBackoffMinutes": 30

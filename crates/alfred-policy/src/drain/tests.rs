@@ -376,3 +376,239 @@ fn a_pool_whose_plans_were_abandoned_backs_off() {
     );
     let _ = HealthState::Clear;
 }
+
+#[test]
+fn a_plan_overtaken_by_its_pod_binding_elsewhere_does_not_back_the_pool_off() {
+    let s = PolicySettings::default();
+    let snap = ten_nodes().build();
+    let plan = only(&plans(&snap, &s, &[])).clone();
+    let now = snap.observed_at;
+    let ended = |minutes_ago: i64, id: &str, why: PlanEndReason| {
+        let mut r = record(&plan, PlanPhase::Abandoned, now.plus_minutes(-minutes_ago));
+        r.id = id.into();
+        r.reason = Some(why);
+        r
+    };
+    for why in [
+        PlanEndReason::PodBoundElsewhere,
+        PlanEndReason::PodGone,
+        PlanEndReason::PlansDisabled,
+        PlanEndReason::ExecutionDisabled,
+    ] {
+        assert!(!why.counts_toward_backoff());
+        assert_eq!(
+            plans(&snap, &s, &[ended(5, "a", why)]).plans.len(),
+            1,
+            "{why:?}"
+        );
+    }
+    // Every other abandon reason backs the pool off.
+    for why in [
+        PlanEndReason::StepFailed,
+        PlanEndReason::StepStalled,
+        PlanEndReason::NodeRefilled,
+        PlanEndReason::NodeUnhealthy,
+        PlanEndReason::NodeMaintenance,
+        PlanEndReason::NodeCordoned,
+        PlanEndReason::NodeGone,
+        PlanEndReason::DeadlineExceeded,
+        PlanEndReason::NominationTaken,
+        PlanEndReason::StepIneligible,
+    ] {
+        assert!(why.counts_toward_backoff());
+        assert!(
+            plans(&snap, &s, &[ended(5, "a", why)]).plans.is_empty(),
+            "{why:?}"
+        );
+    }
+    // An overtaken plan between two failures neither breaks the streak nor extends it: two
+    // failures in a row wait 60 minutes, whatever ended in between.
+    let records = [
+        ended(50, "a", PlanEndReason::StepFailed),
+        ended(45, "b", PlanEndReason::PodBoundElsewhere),
+        ended(40, "c", PlanEndReason::DeadlineExceeded),
+    ];
+    assert!(plans(&snap, &s, &records).plans.is_empty());
+    let later = [
+        ended(70, "a", PlanEndReason::StepFailed),
+        ended(65, "b", PlanEndReason::PodBoundElsewhere),
+        ended(61, "c", PlanEndReason::DeadlineExceeded),
+    ];
+    assert_eq!(plans(&snap, &s, &later).plans.len(), 1);
+}
+
+/// A priced plan of `steps` one-GPU moves off `node` (no snapshot behind it).
+fn priced(node: &str, steps: usize, benefit: f64, cost: f64) -> DrainPlan {
+    DrainPlan {
+        id: format!("dp-{node}"),
+        pool: "H100".into(),
+        node: node.into(),
+        node_uid: String::new(),
+        pod: "prod/big".into(),
+        pod_uid: String::new(),
+        pod_gpus: 8,
+        pending_since: alfred_model::Timestamp::EPOCH,
+        steps: (0..steps)
+            .map(|i| alfred_model::plan::PlanMove {
+                workload: format!("chat/r{i}"),
+                component: ComponentKind::Engine,
+                instance: 0,
+                gpus: 1,
+                targets: vec!["t".into()],
+            })
+            .collect(),
+        recovered_gpus: benefit - 8.0,
+        benefit_gpus: benefit,
+        cost_gpus: cost,
+        continued: false,
+        done_steps: 0,
+    }
+}
+
+#[test]
+fn plans_rank_by_what_they_net_per_step() {
+    // One step netting 1.8 GPUs goes before three netting 4.5 in all (1.5 a step).
+    let one = priced("a", 1, 3.0, 1.2);
+    let three = priced("b", 3, 8.1, 3.6);
+    assert!((one.rank() - 1.8).abs() < 1e-12 && (three.rank() - 1.5).abs() < 1e-12);
+    assert!(super::better(&one, &three));
+    assert!(!super::better(&three, &one));
+    // Equal rank: fewer steps, then the node name.
+    let two = priced("c", 2, 2.0 * 1.8 + 2.4, 2.4);
+    assert!(super::better(&one, &two));
+    let twin = priced("d", 1, 3.0, 1.2);
+    assert!(super::better(&one, &twin) && !super::better(&twin, &one));
+}
+
+#[test]
+fn the_best_plan_the_hourly_budget_covers_goes_first_else_the_best_of_all() {
+    let short = priced("a", 1, 2.0, 1.2); // 0.8 a step
+    let long = priced("b", 3, 8.1, 3.6); // 1.5 a step
+    let pick = |budget: u32| {
+        let mut p = super::Pick::new(budget);
+        p.offer(long.clone());
+        p.offer(short.clone());
+        p.best().map(|b| b.node)
+    };
+    assert_eq!(pick(10).as_deref(), Some("b"));
+    assert_eq!(pick(3).as_deref(), Some("b"));
+    // Two moves left this hour: the long plan would wait; the short one goes now.
+    assert_eq!(pick(2).as_deref(), Some("a"));
+    assert_eq!(pick(1).as_deref(), Some("a"));
+    // Nothing fits: the best of all is proposed (the arbiter holds it back and says why).
+    assert_eq!(pick(0).as_deref(), Some("b"));
+}
+
+#[test]
+fn a_plan_the_spent_hourly_budget_cannot_cover_is_still_proposed() {
+    // Ten migrations started in the last half hour use the hourly budget up: no plan fits
+    // it, so the best one is proposed all the same (the arbiter answers
+    // PlanBudgetInsufficient and the record shows the plan it holds back).
+    let s = PolicySettings::default();
+    let free = only(&plans(&ten_nodes().build(), &s, &[])).clone();
+    let b = ten_nodes();
+    let half_hour_ago = b.now().plus_minutes(-30);
+    let spent = b
+        .workload("chat/r5", |w| {
+            for i in 0..10 {
+                w.migration
+                    .records
+                    .push(alfred_model::snapshot::MigrationRecord {
+                        uuid: format!("m{i}"),
+                        phase: "Completed".into(),
+                        started_at: Some(half_hour_ago),
+                        completed_at: Some(half_hour_ago.plus_minutes(3)),
+                        ..Default::default()
+                    });
+            }
+        })
+        .build();
+    assert_eq!(
+        alfred_model::count::migrations_started_within(
+            &spent,
+            &[],
+            spent.observed_at,
+            std::time::Duration::from_secs(3600)
+        ),
+        10
+    );
+    let held = only(&plans(&spent, &s, &[])).clone();
+    assert_eq!(held.steps.len(), free.steps.len());
+    assert_eq!(held.pod, free.pod);
+}
+
+#[test]
+fn a_pod_any_pool_may_take_gets_one_plan_a_pass() {
+    let mut b = ten_nodes();
+    for i in 0..10 {
+        let node = format!("a-{i:02}");
+        b = b
+            .node(&node, "A100", 8)
+            .omenative("chat", &format!("s{i}"), &[&[(node.as_str(), 1)]]);
+    }
+    let p = plans(&b.clone().build(), &PolicySettings::default(), &[]);
+    assert_eq!(only(&p).pod, "prod/big");
+    // A second waiting pod gets the other pool's plan.
+    let p = plans(
+        &b.pending("prod", "big2", 8, 30).build(),
+        &PolicySettings::default(),
+        &[],
+    );
+    assert_eq!(p.plans.len(), 2, "{p:#?}");
+    assert_ne!(p.plans[0].pod, p.plans[1].pod);
+    assert_ne!(p.plans[0].pool, p.plans[1].pool);
+}
+
+#[test]
+fn a_move_needs_a_second_node_that_would_take_it() {
+    // `src` holds a 2-GPU replica (6 free); the 8-GPU pod needs it gone. Only t1 has room
+    // for it: a pod arriving before OMENative's surge could take t1, so no plan.
+    let base = || {
+        ClusterBuilder::new()
+            .node("src", "H100", 8)
+            .omenative("chat", "mover", &[&[("src", 2)]])
+            .node("t1", "H100", 8)
+            .occupant("batch", "j1", "t1", 6)
+            .pending("prod", "big", 8, 30)
+    };
+    let s = PolicySettings::default();
+    assert!(plans(&base().build(), &s, &[]).plans.is_empty());
+    let two = base()
+        .node("t2", "H100", 8)
+        .occupant("batch", "j2", "t2", 6);
+    let plan = only(&plans(&two.build(), &s, &[])).clone();
+    assert_eq!(plan.node, "src");
+    assert_eq!(plan.steps[0].targets, vec!["t1".to_owned()]);
+}
+
+#[test]
+fn targets_and_the_freed_node_need_the_cpu_and_memory_the_pods_ask() {
+    let cpu = |n: i64| std::collections::BTreeMap::from([("cpu".to_owned(), n)]);
+    let cpu_pod = |name: &str, node: &str, millis: i64| {
+        let mut p = ClusterBuilder::pod("batch", name, node, 0, None);
+        p.scheduling.requests = cpu(millis);
+        p
+    };
+    let mut b = ten_nodes().with_pending("prod/big", |p| p.scheduling.requests = cpu(60_000));
+    for i in 0..10 {
+        let node = format!("g-{i:02}");
+        b = b.with_node(&node, |n| n.allocatable = cpu(64_000));
+        // Every node but g-05 runs a CPU job that leaves the pod too little CPU there.
+        if i != 5 {
+            b = b.bound_pod(cpu_pod(&format!("cpu{i}"), &node, 8_000));
+        }
+    }
+    // g-00 (first by name among the fullest) has no CPU left for the replica it would get.
+    b = b.bound_pod(cpu_pod("hog", "g-00", 56_000));
+    let b = b.with(|snap| {
+        for p in snap.pods.iter_mut().filter(|p| p.namespace == "chat") {
+            p.scheduling.requests = cpu(1_000);
+        }
+    });
+    let plan = only(&plans(&b.build(), &PolicySettings::default(), &[])).clone();
+    assert_eq!(plan.node, "g-05");
+    assert!(
+        !plan.steps[0].targets.contains(&"g-00".to_owned()),
+        "{plan:?}"
+    );
+}

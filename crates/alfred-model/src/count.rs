@@ -4,12 +4,13 @@
 //!
 //! Seed 000: the caps "count everyone's migrations, not only Alfred's", and the hourly one
 //! counts those "started in the last hour". Decision E4: one counting function shared by
-//! the arbiter and the dispatcher (alfred-engine.md §8.2, corrected; §9.7).
+//! the arbiter and the dispatcher (alfred-engine.md §8.2, corrected; §9.7); it lives in the
+//! model so the drain-plan search can size a new plan to the hourly budget left.
 
 use std::collections::BTreeSet;
 use std::time::Duration;
 
-use alfred_model::{ClusterSnapshot, Timestamp};
+use crate::{ClusterSnapshot, Timestamp};
 
 /// The identity of a migration request: `ownerUID/uuid` (alfred-engine.md §9.7). The same
 /// request seen as an annotation, an InferenceReplica status row and a journal entry has
@@ -33,7 +34,7 @@ pub fn within_window(at: Timestamp, now: Timestamp, window: Duration) -> bool {
 ///   annotation): fail closed, it counts;
 /// * every InferenceReplica migration row whose `startedAt` is within the window (a row
 ///   without `startedAt` counts, fail closed), the rows of replicas no workload reads
-///   ([`alfred_model::snapshot::UnattachedReplica`]) included;
+///   ([`crate::snapshot::UnattachedReplica`]) included;
 /// * every journal entry in `journal_created_at` — `(identity, createdAt)`, identities
 ///   built with [`identity`] from the entry's `workloadUID` and `uuid` — whose `createdAt`
 ///   is within the window.
@@ -80,7 +81,7 @@ pub fn started_migrations_within(
 }
 
 /// THE count of migrations started within `window` of `now` (see
-/// [`started_migrations_within`]); with [`crate::HOURLY_WINDOW`] it is the `hourly` of the
+/// [`started_migrations_within`]); with the arbiter's `HOURLY_WINDOW` it is the `hourly` of the
 /// arbiter's `HourlyCap` and the dispatcher's budget.
 pub fn migrations_started_within(
     snapshot: &ClusterSnapshot,
