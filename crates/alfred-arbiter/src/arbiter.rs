@@ -9,7 +9,7 @@ use alfred_model::snapshot::{Instance, Node, SpotOverride, Workload};
 use alfred_model::{ClusterSnapshot, Timestamp};
 
 use crate::breaker::Breaker;
-use crate::count::{migrations_in_flight, migrations_started_within};
+use crate::count::{migration_starts_within, migrations_in_flight, plan_steps_within_cap};
 use crate::ledger::{Ledger, find_workload};
 use crate::settings::{ArbiterSettings, HOURLY_WINDOW, minutes};
 
@@ -188,6 +188,8 @@ struct Pass<'a> {
     admitted_workloads: BTreeSet<String>,
     in_flight: usize,
     hourly: usize,
+    /// When the migrations `hourly` counts started (gate 16 reads them ahead).
+    hourly_starts: Vec<Timestamp>,
     admitted: usize,
 }
 
@@ -209,6 +211,8 @@ impl<'a> Pass<'a> {
         for n in &snapshot.nodes {
             nodes.entry(n.name.as_str()).or_insert(n);
         }
+        let hourly_starts =
+            migration_starts_within(snapshot, &ledger.created_at(), now, HOURLY_WINDOW);
         Pass {
             snapshot,
             settings,
@@ -222,7 +226,8 @@ impl<'a> Pass<'a> {
             landed: BTreeSet::new(),
             admitted_workloads: BTreeSet::new(),
             in_flight: migrations_in_flight(snapshot, &ledger.live_identities(snapshot)),
-            hourly: migrations_started_within(snapshot, &ledger.created_at(), now, HOURLY_WINDOW),
+            hourly: hourly_starts.len(),
+            hourly_starts,
             admitted: 0,
         }
     }
@@ -364,15 +369,19 @@ impl<'a> Pass<'a> {
         ) {
             return Err(RejectReason::HourlyCap);
         }
-        // 16 (B.1): a plan starts only when the hourly budget left covers all its steps.
+        // 16 (B.1): a plan starts only when the hourly budget left covers all its steps,
+        // each step at the pass it is due (`plan_steps_within_cap`).
         if let Some(p) = c.plan.as_ref().filter(|p| p.starts_plan) {
-            let steps = usize::try_from(p.steps).unwrap_or(usize::MAX);
-            let after = self
-                .hourly
-                .saturating_add(self.admitted)
-                .saturating_add(steps);
-            if after > usize::try_from(self.settings.max_migrations_per_hour).unwrap_or(usize::MAX)
-            {
+            let covered = plan_steps_within_cap(
+                &self.hourly_starts,
+                self.now,
+                HOURLY_WINDOW,
+                self.settings.decision_loop_interval,
+                self.settings.max_migrations_per_hour,
+                self.admitted,
+                p.steps,
+            );
+            if covered < p.steps {
                 return Err(RejectReason::PlanBudgetInsufficient);
             }
         }

@@ -32,6 +32,9 @@ pub struct ArbiterSettings {
     /// `spotPolicy.avoidAsTarget` (true). The workload annotation `spot-policy: avoid`
     /// keeps a workload off preemptible nodes even when this is false.
     pub avoid_preemptible_targets: bool,
+    /// `decisionLoopInterval` (5 min): a drain plan makes one step a pass, so its later
+    /// steps meet the hourly cap that much later (gate 16).
+    pub decision_loop_interval: Duration,
 }
 
 impl Default for ArbiterSettings {
@@ -44,6 +47,7 @@ impl Default for ArbiterSettings {
             per_node_cooldown_minutes: 10,
             health_cooldown_floor_minutes: 5,
             avoid_preemptible_targets: true,
+            decision_loop_interval: Duration::from_secs(300),
         }
     }
 }
@@ -67,6 +71,7 @@ impl ArbiterSettings {
                 .node_health
                 .health_cooldown_floor_minutes,
             avoid_preemptible_targets: config.spot_policy.avoid_as_target,
+            decision_loop_interval: config.decision_loop_interval,
         }
     }
 
@@ -128,6 +133,7 @@ mod tests {
                 per_node_cooldown_minutes: 90,
                 health_cooldown_floor_minutes: 2,
                 avoid_preemptible_targets: false,
+                decision_loop_interval: c.decision_loop_interval,
             }
         );
         assert_eq!(s.ledger_retention(), minutes(90));

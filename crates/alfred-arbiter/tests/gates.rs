@@ -246,7 +246,7 @@ fn plan_step(mut c: Candidate, steps: u32, starts: bool) -> Candidate {
 
 #[test]
 fn a_plan_that_the_hourly_budget_covers_starts_and_a_started_one_is_not_held_by_it() {
-    let snap = |n: usize| {
+    let started = |n: usize, minutes_ago: i64| {
         base()
             .workload("ns/b", &[("t2", 1)])
             .edit(move |k| {
@@ -254,12 +254,13 @@ fn a_plan_that_the_hourly_budget_covers_starts_and_a_started_one_is_not_held_by_
                     k.wl_mut("ns/b").migration.records.push(row(
                         &format!("r{i}"),
                         "Completed",
-                        Some(at(-50)),
+                        Some(at(-minutes_ago)),
                     ));
                 }
             })
             .build()
     };
+    let snap = |n: usize| started(n, 50);
     let c = || defrag("ns/a", "src", &["t1", "t2"], &[2]);
     // 6 + 3 steps <= 10: admitted.
     assert_eq!(one(&snap(6), plan_step(c(), 3, true)), None);
@@ -269,6 +270,14 @@ fn a_plan_that_the_hourly_budget_covers_starts_and_a_started_one_is_not_held_by_
         Some(RejectReason::PlanBudgetInsufficient)
     );
     assert_eq!(one(&snap(8), plan_step(c(), 3, false)), None);
+    // Each step meets the budget at the pass it is due: eight started 58 minutes ago are
+    // past the hour when the second step comes, so a three-step plan starts.
+    assert_eq!(one(&started(8, 58), plan_step(c(), 3, true)), None);
+    // Nine leave room for the first step only: a two-step plan waits.
+    assert_eq!(
+        one(&started(9, 50), plan_step(c(), 2, true)),
+        Some(RejectReason::PlanBudgetInsufficient)
+    );
 }
 
 #[test]
@@ -877,6 +886,7 @@ fn odd_inputs_never_panic() {
         per_node_cooldown_minutes: u32::MAX,
         health_cooldown_floor_minutes: u32::MAX,
         avoid_preemptible_targets: true,
+        decision_loop_interval: std::time::Duration::MAX,
     };
     for now in [
         NOW,

@@ -182,6 +182,7 @@ fn world() -> impl Strategy<Value = World> {
                 per_node_cooldown_minutes: s.4,
                 health_cooldown_floor_minutes: s.5,
                 avoid_preemptible_targets: s.6,
+                decision_loop_interval: std::time::Duration::from_secs(300),
             },
             breaker_open: br == 0,
         })

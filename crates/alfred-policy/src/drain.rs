@@ -145,17 +145,20 @@ pub(crate) fn run(ctx: &Ctx<'_>, analysis: &Analysis<'_>, records: &[PlanRecord]
     let mut protected: BTreeSet<String> = active.iter().map(|r| r.node.clone()).collect();
     let nominated = nominations(ctx);
     let room = Room::of(&ctx.snap, &idx);
-    // The hourly budget left (everyone's migrations the snapshot shows started in the last
-    // hour): a new plan that fits it goes before a better one that would wait for it.
-    let started = alfred_model::count::migrations_started_within(
-        &ctx.snap,
-        &[],
+    // The steps a new plan may have under the hourly cap (everyone's migrations the
+    // snapshot shows started in the last hour, each step met at the pass it is due): a plan
+    // that fits goes before a better one that would wait.
+    let window = std::time::Duration::from_secs(3600);
+    let starts = alfred_model::count::migration_starts_within(&ctx.snap, &[], ctx.now, window);
+    let budget_left = alfred_model::count::plan_steps_within_cap(
+        &starts,
         ctx.now,
-        std::time::Duration::from_secs(3600),
+        window,
+        cfg.decision_loop_interval,
+        cfg.max_migrations_per_hour,
+        0,
+        cfg.drain_max_steps_per_plan,
     );
-    let budget_left = cfg
-        .max_migrations_per_hour
-        .saturating_sub(u32::try_from(started).unwrap_or(u32::MAX));
     // Pods with a plan (active, or proposed in an earlier pool this pass: a pod any pool
     // may take gets one plan, not one per pool).
     let mut busy_pods: BTreeSet<String> = active.iter().map(|r| r.pod.clone()).collect();

@@ -83,6 +83,9 @@ pub struct PolicySettings {
     pub drain_abandon_backoff_minutes: u32,
     /// `maxMigrationsPerHour`: a new drain plan is sized to the hourly budget left.
     pub max_migrations_per_hour: u32,
+    /// `decisionLoopInterval`: a plan makes one step a pass (its later steps meet the
+    /// hourly budget later).
+    pub decision_loop_interval: std::time::Duration,
 }
 
 impl Default for PolicySettings {
@@ -116,6 +119,7 @@ impl Default for PolicySettings {
             drain_max_active_plans: 1,
             drain_abandon_backoff_minutes: 30,
             max_migrations_per_hour: 10,
+            decision_loop_interval: std::time::Duration::from_secs(300),
         }
     }
 }
@@ -166,6 +170,7 @@ impl PolicySettings {
             drain_max_active_plans: d.drain_plans.max_active_plans,
             drain_abandon_backoff_minutes: d.drain_plans.abandon_backoff_minutes,
             max_migrations_per_hour: config.max_migrations_per_hour,
+            decision_loop_interval: config.decision_loop_interval,
         }
     }
 
