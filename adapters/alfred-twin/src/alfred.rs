@@ -405,6 +405,14 @@ impl AlfredCaretaker {
 }
 
 impl AlfredCaretaker {
+    /// The drain plans of the dispatch state (none while the journal is unreadable).
+    fn plan_records(&self) -> Vec<alfred_model::plan::PlanRecord> {
+        match &self.state.journal {
+            JournalSlot::Readable(j) => j.plans.clone(),
+            _ => Vec::new(),
+        }
+    }
+
     /// The operator's round after a pass (see [`AlfredCaretaker::operator_clears_after_ms`]):
     /// a stalled entry whose migration the twin no longer runs is removed once it has been
     /// stalled long enough. In the twin a stall is mostly a task that ended right after its
@@ -462,6 +470,7 @@ impl Caretaker for AlfredCaretaker {
 
     fn pass(&mut self, sim: &Sim, now: i64) -> Vec<Action> {
         self.passes += 1;
+        let plans_before = self.plan_records();
         let started = std::time::Instant::now();
         let snap = self.snapshot.update(sim, now);
         let uuids: Vec<String> = (0..4).map(|_| self.rng.uuid()).collect();
@@ -585,6 +594,14 @@ impl Caretaker for AlfredCaretaker {
                     payload: payload.clone(),
                     hints,
                 });
+            }
+        }
+        // The pass's plan lines precede its decision line (as `alfred run` writes them).
+        if self.logging {
+            let after = self.plan_records();
+            for line in decision_log::plan_lines(ts(now), &plans_before, &after, &out.record.plans)
+            {
+                self.log.push(line.to_string());
             }
         }
         if self.logging && decision_log::decided_something(&out.explain, &out.effects) {

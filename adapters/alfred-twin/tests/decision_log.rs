@@ -114,3 +114,46 @@ fn alfred_moves_the_lone_instance_and_the_log_follows_it() {
     let (b, _) = scenario();
     assert_eq!(a.log, b.log);
 }
+
+/// The README's story in the twin: ten 8-GPU nodes with one 1-GPU Instance each, an 8-GPU
+/// Instance waiting; no single move pays, a one-step drain plan does.
+fn ten_nodes() -> AlfredCaretaker {
+    let nodes = nodes(10, 8);
+    let trace = vec![task(1), task(8)];
+    let mut arrivals: Vec<_> = (0..10).map(|i| arrival(i, 0, None)).collect();
+    arrivals.push(arrival(11, 1, None));
+    let mut a = AlfredCaretaker::new(Config::default(), 1, Placement::Spread);
+    run(
+        &arrivals,
+        &trace,
+        World::new(&nodes, Placement::Spread),
+        &opts(2),
+        &mut a,
+        &mut |_| {},
+    );
+    a
+}
+
+#[test]
+fn the_plan_that_frees_the_node_has_its_line_and_an_outcome_line_when_the_pod_binds() {
+    let a = ten_nodes();
+    let lines: Vec<Value> = a
+        .log
+        .iter()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    let plans: Vec<&Value> = lines.iter().filter(|l| l["kind"] == "plan").collect();
+    assert_eq!(plans.len(), 1, "{}", a.log.join("\n"));
+    assert_eq!(plans[0]["podGpus"], 8);
+    let outcomes: Vec<&Value> = lines
+        .iter()
+        .filter(|l| l["kind"] == "planOutcome")
+        .collect();
+    assert_eq!(outcomes.len(), 1, "{}", a.log.join("\n"));
+    let o = outcomes[0];
+    assert_eq!(o["planId"], plans[0]["planId"]);
+    assert_eq!(o["outcome"], "completed");
+    assert_eq!(o["boundOn"], "planNode");
+    assert!(o["minutesSinceStart"].as_u64().unwrap() <= 10, "{o}");
+    assert_eq!(o["node"], plans[0]["node"]);
+}

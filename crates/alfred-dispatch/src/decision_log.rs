@@ -22,7 +22,8 @@ use std::time::Duration;
 
 use alfred_model::config::{Config, Mode};
 use alfred_model::effect::Effect;
-use alfred_model::reason::{AdvisoryReason, RowReason};
+use alfred_model::plan::{PlanRecord, PlanView};
+use alfred_model::reason::{AdvisoryReason, PlanEndReason, RowReason};
 use alfred_model::{ClusterSnapshot, Timestamp};
 use serde::Serialize;
 use serde_json::{Value, json};
@@ -251,6 +252,73 @@ fn round(x: f64) -> f64 {
 /// Seconds from `earlier` to `later` (negative when `later` is earlier).
 fn seconds_between(later: Timestamp, earlier: Timestamp) -> f64 {
     (later.unix_nanos() - earlier.unix_nanos()) as f64 / 1e9
+}
+
+/// The drain-plan lines of one pass (decisions.md B.1, reporting): a `kind: plan` line for
+/// each plan that started in the pass (`before` had no active plan of its id, `after` has
+/// one), with the record's view of it (node, pod, moves still to make, price, story); and a
+/// `kind: planOutcome` line for each plan the pass ended, saying how (`completed` or
+/// `abandoned` and why), whether its pod bound (`podBound`, `boundOn`: `planNode` or
+/// `elsewhere`), and after how many minutes: since the plan started and since the pod began
+/// to wait, up to the pass that saw it. `before` and `after` are the dispatch state's plans
+/// around the pass; plans keep their order in `after`.
+pub fn plan_lines(
+    time: Timestamp,
+    before: &[PlanRecord],
+    after: &[PlanRecord],
+    views: &[PlanView],
+) -> Vec<Value> {
+    let was_active = |id: &str| before.iter().any(|b| b.id == id && b.active());
+    let mut lines = Vec::new();
+    for r in after {
+        if r.active() && !was_active(&r.id) {
+            let view = views.iter().find(|v| v.id == r.id);
+            lines.push(json!({
+                "kind": "plan",
+                "planId": r.id,
+                "time": time.to_rfc3339(),
+                "pool": r.pool,
+                "node": r.node,
+                "pod": r.pod,
+                "podGpus": r.gpus,
+                "pendingMinutes": whole_minutes(time, r.pending_since),
+                "protection": r.protection,
+                "stepsRequested": r.steps.len(),
+                "movesLeft": view.map(|v| v.moves.clone()).unwrap_or_default(),
+                "benefitGpus": view.map(|v| v.benefit_gpus),
+                "costGpus": view.map(|v| v.cost_gpus),
+                "summary": view.map(|v| v.summary.clone()),
+            }));
+        } else if r.phase.ended() && was_active(&r.id) {
+            let bound_on = match r.reason {
+                Some(PlanEndReason::PodBound) => Some("planNode"),
+                Some(PlanEndReason::PodBoundElsewhere) => Some("elsewhere"),
+                _ => None,
+            };
+            lines.push(json!({
+                "kind": "planOutcome",
+                "planId": r.id,
+                "time": time.to_rfc3339(),
+                "pool": r.pool,
+                "node": r.node,
+                "pod": r.pod,
+                "podGpus": r.gpus,
+                "outcome": r.phase.as_str(),
+                "reason": r.reason,
+                "podBound": bound_on.is_some(),
+                "boundOn": bound_on,
+                "steps": r.steps.len(),
+                "minutesSinceStart": whole_minutes(time, r.started_at),
+                "podWaitedMinutes": whole_minutes(time, r.pending_since),
+            }));
+        }
+    }
+    lines
+}
+
+/// Whole minutes from `since` to `time` (0 when `since` is later).
+fn whole_minutes(time: Timestamp, since: Timestamp) -> u64 {
+    time.since(since).as_secs() / 60
 }
 
 /// The `kind: decision` line.

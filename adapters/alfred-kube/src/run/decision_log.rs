@@ -18,6 +18,7 @@ use alfred_dispatch::decision_log::{
 use alfred_dispatch::{Explained, Journal, PoolGauge};
 use alfred_model::ClusterSnapshot;
 use alfred_model::config::Config;
+use alfred_model::plan::PlanView;
 use serde_json::Value;
 
 use super::config::ConfigStore;
@@ -35,6 +36,8 @@ pub struct PassDecision {
     pub simulations: Vec<SimulationRecord>,
     /// The journal as the pass left it (execute mode with `v1`).
     pub journal: Option<Journal>,
+    /// The record's drain plans (for the plan lines).
+    pub plans: Vec<PlanView>,
 }
 
 /// Appends JSON lines to a file (created if missing) or stdout.
@@ -118,7 +121,18 @@ impl DecisionLog {
     pub fn after_pass(&self, input: &PassInput, output: &PassOutput) {
         let d = &output.decision;
         let mut inner = self.lock();
-        if d.journal.is_some() {
+        if let Some(after) = &d.journal {
+            // A plan that started or ended: its `plan` / `planOutcome` line (B.1 reporting).
+            let before = inner
+                .journal
+                .as_ref()
+                .map_or(&[][..], |j| j.plans.as_slice());
+            let lines = decision_log::plan_lines(input.now, before, &after.plans, &d.plans);
+            for line in &lines {
+                if let Err(e) = inner.writer.write(line) {
+                    tracing::warn!(error = %e, "cannot write the decision log");
+                }
+            }
             inner.journal = d.journal.clone();
         }
         if !decision_log::decided_something(&d.explain, &output.effects) {
@@ -300,6 +314,60 @@ mod tests {
             });
         }
         s
+    }
+
+    #[test]
+    fn plan_lines_follow_the_journal_from_pass_to_pass() {
+        use alfred_model::plan::{DrainProtectionWire, PlanPhase, PlanRecord};
+        use alfred_model::reason::PlanEndReason;
+        let t0 = Timestamp::from_unix_secs(1_790_000_000);
+        let buffer = Buffer::default();
+        let log = DecisionLog::new(
+            LineWriter::new(Box::new(buffer.clone())),
+            Duration::from_secs(120),
+        );
+        let input = PassInput::for_test(snapshot(t0, true), Config::builtin(), t0);
+        let record = |phase: PlanPhase, reason: Option<PlanEndReason>| PlanRecord {
+            id: "dp-1".into(),
+            pool: "H100".into(),
+            node: "n1".into(),
+            node_uid: String::new(),
+            pod: "ns/big".into(),
+            pod_uid: String::new(),
+            gpus: 8,
+            protection: DrainProtectionWire::Nominate,
+            steps: vec![],
+            phase,
+            reason,
+            started_at: t0,
+            deadline: t0.plus(Duration::from_secs(3600)),
+            ended_at: reason.map(|_| t0),
+            pending_since: t0,
+        };
+        let pass = |plans: Vec<PlanRecord>| PassOutput {
+            decision: PassDecision {
+                journal: Some(Journal {
+                    plans,
+                    ..Journal::empty()
+                }),
+                ..PassDecision::default()
+            },
+            ..PassOutput::default()
+        };
+        // A pass that started a plan and decided nothing else: the plan line alone.
+        log.after_pass(&input, &pass(vec![record(PlanPhase::Protecting, None)]));
+        log.after_pass(&input, &pass(vec![record(PlanPhase::Draining, None)]));
+        log.after_pass(
+            &input,
+            &pass(vec![record(
+                PlanPhase::Completed,
+                Some(PlanEndReason::PodBound),
+            )]),
+        );
+        let lines = buffer.lines();
+        let kinds: Vec<&str> = lines.iter().map(|l| l["kind"].as_str().unwrap()).collect();
+        assert_eq!(kinds, ["plan", "planOutcome"]);
+        assert_eq!(lines[1]["boundOn"], "planNode");
     }
 
     #[test]

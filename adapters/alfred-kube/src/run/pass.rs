@@ -286,6 +286,7 @@ impl DecisionPass for AlfredPass {
                     JournalSlot::Readable(j) => Some(j),
                     _ => None,
                 },
+                plans: out.record.plans,
             },
         }
     }

@@ -406,3 +406,112 @@ fn the_recording_simulator_forwards_and_records() {
         ("prediction", "Infeasible", "cfg")
     );
 }
+
+fn plan_record(id: &str, phase: alfred_model::plan::PlanPhase) -> PlanRecord {
+    PlanRecord {
+        id: id.into(),
+        pool: "H100".into(),
+        node: "g-07".into(),
+        node_uid: "uid-g-07".into(),
+        pod: "prod/big-0".into(),
+        pod_uid: "uid-big-0".into(),
+        gpus: 8,
+        protection: alfred_model::plan::DrainProtectionWire::Nominate,
+        steps: vec![alfred_model::plan::PlanStepRecord {
+            workload: "chat/a".into(),
+            component: ComponentKind::Engine,
+            instance: 0,
+            gpus: 1,
+            request_uuid: "u-1".into(),
+        }],
+        phase,
+        reason: None,
+        started_at: at(0),
+        deadline: at(3600),
+        ended_at: None,
+        pending_since: at(-47 * 60),
+    }
+}
+
+#[test]
+fn a_plan_gets_a_line_when_it_starts_and_an_outcome_line_when_it_ends() {
+    use alfred_model::plan::PlanPhase;
+    let started = plan_record("dp-1", PlanPhase::Protecting);
+    let view = PlanView {
+        id: "dp-1".into(),
+        pool: "H100".into(),
+        node: "g-07".into(),
+        pod: "prod/big-0".into(),
+        pod_gpus: 8,
+        pending_minutes: 47,
+        phase: "protecting".into(),
+        reason: None,
+        moves: vec![],
+        benefit_gpus: 5.2,
+        cost_gpus: 1.2,
+        summary: "moving chat/a (1 GPU) g-07 → g-02 frees g-07 for prod/big-0".into(),
+    };
+    let lines = plan_lines(at(0), &[], std::slice::from_ref(&started), &[view]);
+    assert_eq!(lines.len(), 1);
+    let l = &lines[0];
+    assert_eq!(l["kind"], "plan");
+    assert_eq!(l["planId"], "dp-1");
+    assert_eq!(l["pendingMinutes"], 47);
+    assert_eq!(l["benefitGpus"], 5.2);
+    assert_eq!(l["stepsRequested"], 1);
+    assert!(l["summary"].as_str().unwrap().starts_with("moving chat/a"));
+    // Going on: no line.
+    let going = plan_record("dp-1", PlanPhase::Draining);
+    assert!(
+        plan_lines(
+            at(300),
+            std::slice::from_ref(&started),
+            std::slice::from_ref(&going),
+            &[]
+        )
+        .is_empty()
+    );
+    // Ended: the pod bound to the plan's node 12 minutes after the start.
+    let mut done = plan_record("dp-1", PlanPhase::Completed);
+    done.reason = Some(PlanEndReason::PodBound);
+    done.ended_at = Some(at(720));
+    let lines = plan_lines(
+        at(720),
+        std::slice::from_ref(&going),
+        std::slice::from_ref(&done),
+        &[],
+    );
+    assert_eq!(lines.len(), 1);
+    let o = &lines[0];
+    assert_eq!(o["kind"], "planOutcome");
+    assert_eq!(o["outcome"], "completed");
+    assert_eq!(o["reason"], "PodBound");
+    assert_eq!(o["podBound"], true);
+    assert_eq!(o["boundOn"], "planNode");
+    assert_eq!(o["minutesSinceStart"], 12);
+    assert_eq!(o["podWaitedMinutes"], 59);
+    // Ended already: no second outcome line.
+    assert!(plan_lines(at(1020), &[done.clone()], &[done], &[]).is_empty());
+    // Abandoned because the pod bound elsewhere; and abandoned with the pod still waiting.
+    for (why, bound, on) in [
+        (
+            PlanEndReason::PodBoundElsewhere,
+            true,
+            Value::from("elsewhere"),
+        ),
+        (PlanEndReason::DeadlineExceeded, false, Value::Null),
+    ] {
+        let mut gone = plan_record("dp-1", PlanPhase::Abandoned);
+        gone.reason = Some(why);
+        let o = &plan_lines(at(900), std::slice::from_ref(&going), &[gone], &[])[0];
+        assert_eq!(o["outcome"], "abandoned");
+        assert_eq!(o["podBound"], bound);
+        assert_eq!(o["boundOn"], on);
+    }
+    // A plan id reused after its earlier plan ended starts anew.
+    let mut ended = plan_record("dp-1", PlanPhase::Abandoned);
+    ended.reason = Some(PlanEndReason::PodGone);
+    let again = plan_lines(at(1200), &[ended], std::slice::from_ref(&started), &[]);
+    assert_eq!(again[0]["kind"], "plan");
+    assert_eq!(again[0]["summary"], Value::Null);
+}
