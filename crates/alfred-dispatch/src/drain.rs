@@ -350,7 +350,7 @@ impl PlanBook {
     /// while protecting and at hand-off (an older scheduler clears it after a failed
     /// cycle); the taint until hand-off, removed at hand-off.
     fn keep_protection(&mut self, i: usize, snap: &ClusterSnapshot) {
-        let r = &self.plans[i];
+        let r = &self.plans[i].clone();
         match r.protection {
             DrainProtectionWire::None => {}
             DrainProtectionWire::Nominate => {
@@ -377,7 +377,7 @@ impl PlanBook {
                 let tainted = has_taint(n, &r.id);
                 if r.phase == PlanPhase::Handoff {
                     if tainted {
-                        self.effects.push(untaint(n, &r.id));
+                        self.push_untaint(n, &r.id);
                     }
                 } else if !tainted {
                     self.effects.push(Effect::TaintNode {
@@ -410,7 +410,18 @@ impl PlanBook {
         if let Some(n) = snap.node(&r.node)
             && has_taint(n, &r.id)
         {
-            self.effects.push(untaint(n, &r.id));
+            self.push_untaint(n, &r.id);
+        }
+    }
+
+    /// Removes the plan's taint from `n`, once a pass: a plan at hand-off (taint lifted) that
+    /// the policies then block in the same pass would otherwise remove it twice.
+    fn push_untaint(&mut self, n: &Node, plan_id: &str) {
+        let already = self.effects.iter().any(|e| {
+            matches!(e, Effect::UntaintNode { node, plan_id: id, .. } if *node == n.name && id == plan_id)
+        });
+        if !already {
+            self.effects.push(untaint(n, plan_id));
         }
     }
 
@@ -432,7 +443,7 @@ impl PlanBook {
         for n in &snap.nodes {
             for t in n.taints.iter().filter(|t| t.key == DRAIN_TAINT_KEY) {
                 if !active.contains(&t.value) && !ended_ids.contains(t.value.as_str()) {
-                    self.effects.push(untaint(n, &t.value));
+                    self.push_untaint(n, &t.value);
                 }
             }
         }

@@ -298,6 +298,20 @@ fn taint_protection_is_put_in_place_lifted_at_hand_off_and_orphans_are_removed()
     let book = review(&snap, &cfg, &done, true);
     let (_, fx) = book.finish(Some(&done), &[]);
     assert_eq!(kinds(&fx), vec!["journal", "untaint"]);
+    // Lifted at hand-off, then ended by the policies in the same pass: removed once.
+    let mut book = review(&snap, &cfg, &done, true);
+    book.block(
+        &[(p.id.clone(), PlanEndReason::StepIneligible)],
+        &snap,
+        t(0),
+    );
+    let (_, fx) = book.finish(Some(&done), &[]);
+    assert_eq!(
+        kinds(&fx).iter().filter(|k| **k == "untaint").count(),
+        1,
+        "{:?}",
+        kinds(&fx)
+    );
     // A taint of alfred's that no plan names is removed.
     let mut orphan = cluster();
     orphan.nodes[1].taints.push(Taint {
