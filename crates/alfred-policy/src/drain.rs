@@ -140,11 +140,15 @@ pub(crate) fn run(ctx: &Ctx<'_>, analysis: &Analysis<'_>, records: &[PlanRecord]
         return out;
     }
     let idx = ctx.snap.index();
-    let occupants = occupants_by_node(ctx, &idx);
+    // Built on first use: most passes of a large cluster have no active plan and no pod
+    // waiting long enough, and these walk every Instance and every bound pod.
+    let occupants_cell = std::cell::OnceCell::new();
+    let occupants = || occupants_cell.get_or_init(|| occupants_by_node(ctx, &idx));
+    let room_cell = std::cell::OnceCell::new();
+    let room = || room_cell.get_or_init(|| Room::of(&ctx.snap, &idx));
     // Nodes no plan may use as a target or a new plan's node.
     let mut protected: BTreeSet<String> = active.iter().map(|r| r.node.clone()).collect();
     let nominated = nominations(ctx);
-    let room = Room::of(&ctx.snap, &idx);
     // The steps a new plan may have under the hourly cap (everyone's migrations the
     // snapshot shows started in the last hour, each step met at the pass it is due): a plan
     // that fits goes before a better one that would wait.
@@ -170,7 +174,7 @@ pub(crate) fn run(ctx: &Ctx<'_>, analysis: &Analysis<'_>, records: &[PlanRecord]
         let mut in_pool = 0usize;
         for r in active.iter().filter(|r| r.pool == *pool) {
             in_pool += 1;
-            match replan(ctx, &idx, &occupants, &room, &protected, &pricing, r) {
+            match replan(ctx, &idx, occupants(), room(), &protected, &pricing, r) {
                 Ok(plan) => out.plans.push(plan),
                 Err(why) => out.blocked.push((r.id.clone(), why)),
             }
@@ -180,23 +184,23 @@ pub(crate) fn run(ctx: &Ctx<'_>, analysis: &Analysis<'_>, records: &[PlanRecord]
         {
             continue;
         }
-        // The most free GPUs of a node of the pool any pod could use: a pod asking more fits
-        // nowhere, whatever its constraints (most waiting pods of a fragmented pool).
-        let most_free = ctx
+        // The pool's usable nodes with free GPUs, most free first: a pod fits now only on a
+        // prefix of them (none at all for most waiting pods of a fragmented pool), so the
+        // check below reads a few nodes, not the pool, for each waiting pod.
+        let mut roomy: Vec<&Node> = ctx
             .snap
             .nodes
             .iter()
             .filter(|n| n.pool.as_deref() == Some(pool.as_str()) && n.has_gpus())
-            .filter(|n| !n.unavailable() && n.ready)
-            .map(|n| n.free_gpus)
-            .max()
-            .unwrap_or(0);
+            .filter(|n| !n.unavailable() && n.ready && n.free_gpus > 0)
+            .collect();
+        roomy.sort_by_key(|n| std::cmp::Reverse(n.free_gpus));
         let mut waiting: Vec<&PendingPod> = ctx
             .snap
             .pending_pods
             .iter()
             .filter(|p| {
-                waits_for_a_node(ctx, pool.as_str(), most_free, p) && !busy_pods.contains(&p.key())
+                waits_for_a_node(ctx, pool.as_str(), &roomy, p) && !busy_pods.contains(&p.key())
             })
             .collect();
         waiting.sort_by(|a, b| {
@@ -221,8 +225,8 @@ pub(crate) fn run(ctx: &Ctx<'_>, analysis: &Analysis<'_>, records: &[PlanRecord]
             let best = best_new_plan(
                 ctx,
                 &idx,
-                &occupants,
-                &room,
+                occupants(),
+                room(),
                 &protected,
                 &nominated,
                 &pricing,
@@ -277,18 +281,17 @@ fn backing_off(ctx: &Ctx<'_>, records: &[PlanRecord], pool: &str) -> bool {
 /// Whether `p` waits for a node of `pool` that a plan could free: it asks GPUs, counts in the
 /// pool, waited longer than `emergencyPendingAgeMinutes`, is not nominated anywhere, and no
 /// node of the pool it may use has its GPUs free now.
-fn waits_for_a_node(ctx: &Ctx<'_>, pool: &str, most_free: u32, p: &PendingPod) -> bool {
+/// `roomy` is the pool's usable nodes with free GPUs, most free first.
+fn waits_for_a_node(ctx: &Ctx<'_>, pool: &str, roomy: &[&Node], p: &PendingPod) -> bool {
     let age = f64::from(ctx.cfg.emergency_pending_age_minutes);
     p.gpus_needed > 0
         && p.counts_in(pool)
         && p.nominated_node.is_empty()
         && ctx.now.minutes_since(p.pending_since) > age
-        && (most_free < p.gpus_needed
-            || !ctx.snap.nodes.iter().any(|n| {
-                n.pool.as_deref() == Some(pool)
-                    && usable_for(n, &p.scheduling)
-                    && n.free_gpus >= p.gpus_needed
-            }))
+        && !roomy
+            .iter()
+            .take_while(|n| n.free_gpus >= p.gpus_needed)
+            .any(|n| usable_for(n, &p.scheduling))
 }
 
 /// Whether the pod could run on `n` once its GPUs are free: GPUs, available, ready, big
@@ -321,8 +324,12 @@ fn tolerated(tolerations: &[serde_json::Value], t: &alfred_model::snapshot::Tain
 /// expressions AND'ed (`In`, `NotIn`, `Exists`, `DoesNotExist`, `Gt`, `Lt`; `matchFields` on
 /// `metadata.name`). An operator it does not know matches nothing (fail closed).
 fn required_affinity_allows(affinity: &serde_json::Value, n: &Node) -> bool {
+    // `get` by member, not `pointer`: this runs for every node a pod could use, and a JSON
+    // pointer splits and unescapes its path on every call (a third of a large pass's search).
     let Some(terms) = affinity
-        .pointer("/nodeAffinity/requiredDuringSchedulingIgnoredDuringExecution/nodeSelectorTerms")
+        .get("nodeAffinity")
+        .and_then(|a| a.get("requiredDuringSchedulingIgnoredDuringExecution"))
+        .and_then(|r| r.get("nodeSelectorTerms"))
         .and_then(|t| t.as_array())
     else {
         return true;
@@ -497,8 +504,8 @@ fn best_new_plan(
 ) -> Option<DrainPlan> {
     let mut pick = Pick::new(budget_left);
     for (pos, n) in ctx.snap.nodes.iter().enumerate() {
-        if n.pool.as_deref() != Some(pool)
-            || n.total_gpus < pod.gpus_needed
+        if n.total_gpus < pod.gpus_needed
+            || n.pool.as_deref() != Some(pool)
             || protected.contains(&n.name)
             || nominated.contains(&n.name)
             || n.taints.iter().any(|t| t.key == DRAIN_TAINT_KEY)

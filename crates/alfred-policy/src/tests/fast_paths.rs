@@ -350,7 +350,13 @@ fn name_lookups_with_long_shared_prefixes() {
 }
 
 proptest! {
-    #![proptest_config(ProptestConfig { cases: 256, ..ProptestConfig::default() })]
+    // About three random clusters in four have no row to sort and are rejected: at 256
+    // cases the default limit of 1,024 rejects was reached now and then (a flaky failure).
+    #![proptest_config(ProptestConfig {
+        cases: 256,
+        max_global_rejects: 65_536,
+        ..ProptestConfig::default()
+    })]
 
     /// Sorting the rows by their positions gives the order a stable sort of the rows gives,
     /// ties included: rows of random clusters, shuffled, with copies and with scores and
