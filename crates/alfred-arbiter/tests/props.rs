@@ -384,7 +384,10 @@ proptest! {
                 prop_assert!(landed.insert(node.clone()), "two landings on {}", node);
                 let e = used.entry(node.clone()).or_insert(0);
                 *e += gpus;
-                prop_assert!(*e <= n.free_gpus, "over-claimed {}", node);
+                // What the arbiter adds never takes a node past its free GPUs. (A landing of
+                // no GPUs adds nothing: the ledger's own claims may already exceed a node's
+                // free GPUs once the snapshot counts the GPUs they reserved.)
+                prop_assert!(*gpus == 0 || *e <= n.free_gpus, "over-claimed {}", node);
             }
             // Cooldowns.
             let health = c.reason == RowReason::NodeUnhealthy;

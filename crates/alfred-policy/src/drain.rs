@@ -687,10 +687,10 @@ fn build_plan(
             room,
             w,
             &o.facts,
-            pool,
-            &n.name,
+            (pool, &n.name),
             protected,
             &mut claims,
+            !continued,
         )?;
         for (t, gpus) in &targets {
             *changes.entry(ctx.snap.nodes[*t].name.as_str()).or_default() -= i64::from(*gpus);
@@ -742,7 +742,8 @@ struct Claim {
 
 /// First-fit targets for the Instance's GPU pods (largest first) on the pool's target list
 /// (fullest first), off `node` and the protected nodes, within each target's free GPUs, CPU
-/// and memory less `claims` (updated): `(node position, GPUs)` per pod.
+/// and memory less `claims` (updated): `(node position, GPUs)` per pod. With `spare`, each pod
+/// also needs a second node that would take it (a new plan; a started plan goes on with one).
 #[allow(clippy::too_many_arguments)]
 fn place(
     ctx: &Ctx<'_>,
@@ -750,10 +751,10 @@ fn place(
     room: &Room,
     w: &Workload,
     facts: &InstanceFacts,
-    pool: &str,
-    node: &str,
+    (pool, node): (&str, &str),
     protected: &BTreeSet<String>,
     claims: &mut BTreeMap<usize, Claim>,
+    spare: bool,
 ) -> Option<Vec<(usize, u32)>> {
     let mut prints: Vec<(u32, [i64; 2])> = idx
         .pods_of(facts)
@@ -781,8 +782,10 @@ fn place(
         let chosen = fitting.next()?;
         // A second node that would take the pod: a pod arriving between the decision and
         // OMENative's surge can take the first, and a step whose pod then fits nowhere
-        // fails (and backs the pool off).
-        fitting.next()?;
+        // fails (and backs the pool off). A started plan is not given up for want of one.
+        if spare {
+            fitting.next()?;
+        }
         let claim = claims.entry(chosen).or_default();
         claim.gpus += gpus;
         for (held, more) in claim.cpu_memory.iter_mut().zip(want) {

@@ -612,3 +612,31 @@ fn targets_and_the_freed_node_need_the_cpu_and_memory_the_pods_ask() {
         "{plan:?}"
     );
 }
+
+#[test]
+fn a_started_plan_goes_on_with_a_single_target() {
+    // As `a_move_needs_a_second_node_that_would_take_it`, with the plan already started: its
+    // step keeps its one target rather than the plan being given up.
+    let base = || {
+        ClusterBuilder::new()
+            .node("src", "H100", 8)
+            .omenative("chat", "mover", &[&[("src", 2)]])
+            .node("t1", "H100", 8)
+            .occupant("batch", "j1", "t1", 6)
+            .pending("prod", "big", 8, 30)
+    };
+    let s = PolicySettings::default();
+    let two = base()
+        .node("t2", "H100", 8)
+        .occupant("batch", "j2", "t2", 6);
+    let plan = only(&plans(&two.build(), &s, &[])).clone();
+    let mut active = record(
+        &plan,
+        PlanPhase::Protecting,
+        plan.pending_since.plus_minutes(30),
+    );
+    active.steps.clear();
+    let p = plans(&base().build(), &s, std::slice::from_ref(&active));
+    assert!(p.blocked.is_empty(), "{p:?}");
+    assert_eq!(only(&p).steps[0].targets, vec!["t1".to_owned()]);
+}
