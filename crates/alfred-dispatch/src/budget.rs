@@ -35,10 +35,8 @@ pub fn node_cooling(
     window: Duration,
     skip_uuid: Option<&str>,
 ) -> bool {
-    journal.entries.iter().any(|e| {
-        Some(e.uuid.as_str()) != skip_uuid
-            && (e.from_node == node || e.targets.iter().any(|t| t == node))
-            && now.since(e.node_use_time()) < window
+    recent_entry(journal, now, window, skip_uuid, |e| {
+        e.from_node == node || e.targets.iter().any(|t| t == node)
     })
 }
 
@@ -52,10 +50,21 @@ pub fn node_received(
     window: Duration,
     skip_uuid: Option<&str>,
 ) -> bool {
+    recent_entry(journal, now, window, skip_uuid, |e| {
+        e.targets.iter().any(|t| t == node)
+    })
+}
+
+/// Whether an entry other than `skip_uuid` that used its nodes within `window` matches.
+fn recent_entry(
+    journal: &Journal,
+    now: Timestamp,
+    window: Duration,
+    skip_uuid: Option<&str>,
+    used: impl Fn(&crate::journal::Entry) -> bool,
+) -> bool {
     journal.entries.iter().any(|e| {
-        Some(e.uuid.as_str()) != skip_uuid
-            && e.targets.iter().any(|t| t == node)
-            && now.since(e.node_use_time()) < window
+        Some(e.uuid.as_str()) != skip_uuid && used(e) && now.since(e.node_use_time()) < window
     })
 }
 

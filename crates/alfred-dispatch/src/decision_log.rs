@@ -271,16 +271,9 @@ pub fn plan_lines(
     let was_active = |id: &str| before.iter().any(|b| b.id == id && b.active());
     let mut lines = Vec::new();
     for r in after {
-        if r.active() && !was_active(&r.id) {
+        let (kind, more) = if r.active() && !was_active(&r.id) {
             let view = views.iter().find(|v| v.id == r.id);
-            lines.push(json!({
-                "kind": "plan",
-                "planId": r.id,
-                "time": time.to_rfc3339(),
-                "pool": r.pool,
-                "node": r.node,
-                "pod": r.pod,
-                "podGpus": r.gpus,
+            let more = json!({
                 "pendingMinutes": whole_minutes(time, r.pending_since),
                 "protection": r.protection,
                 "stepsRequested": r.steps.len(),
@@ -288,21 +281,15 @@ pub fn plan_lines(
                 "benefitGpus": view.map(|v| v.benefit_gpus),
                 "costGpus": view.map(|v| v.cost_gpus),
                 "summary": view.map(|v| v.summary.clone()),
-            }));
+            });
+            ("plan", more)
         } else if r.phase.ended() && was_active(&r.id) {
             let bound_on = match r.reason {
                 Some(PlanEndReason::PodBound) => Some("planNode"),
                 Some(PlanEndReason::PodBoundElsewhere) => Some("elsewhere"),
                 _ => None,
             };
-            lines.push(json!({
-                "kind": "planOutcome",
-                "planId": r.id,
-                "time": time.to_rfc3339(),
-                "pool": r.pool,
-                "node": r.node,
-                "pod": r.pod,
-                "podGpus": r.gpus,
+            let more = json!({
                 "outcome": r.phase.as_str(),
                 "reason": r.reason,
                 "podBound": bound_on.is_some(),
@@ -310,8 +297,24 @@ pub fn plan_lines(
                 "steps": r.steps.len(),
                 "minutesSinceStart": whole_minutes(time, r.started_at),
                 "podWaitedMinutes": whole_minutes(time, r.pending_since),
-            }));
+            });
+            ("planOutcome", more)
+        } else {
+            continue;
+        };
+        let mut line = json!({
+            "kind": kind,
+            "planId": r.id,
+            "time": time.to_rfc3339(),
+            "pool": r.pool,
+            "node": r.node,
+            "pod": r.pod,
+            "podGpus": r.gpus,
+        });
+        if let (Some(line), Value::Object(more)) = (line.as_object_mut(), more) {
+            line.extend(more);
         }
+        lines.push(line);
     }
     lines
 }

@@ -559,21 +559,24 @@ fn a_pod_any_pool_may_take_gets_one_plan_a_pass() {
     assert_ne!(p.plans[0].pool, p.plans[1].pool);
 }
 
+/// `src` holds a 2-GPU replica (6 free) an 8-GPU pod needs gone; only `t1` (2 free) has room
+/// for it.
+fn one_target() -> ClusterBuilder {
+    ClusterBuilder::new()
+        .node("src", "H100", 8)
+        .omenative("chat", "mover", &[&[("src", 2)]])
+        .node("t1", "H100", 8)
+        .occupant("batch", "j1", "t1", 6)
+        .pending("prod", "big", 8, 30)
+}
+
 #[test]
 fn a_move_needs_a_second_node_that_would_take_it() {
     // `src` holds a 2-GPU replica (6 free); the 8-GPU pod needs it gone. Only t1 has room
     // for it: a pod arriving before OMENative's surge could take t1, so no plan.
-    let base = || {
-        ClusterBuilder::new()
-            .node("src", "H100", 8)
-            .omenative("chat", "mover", &[&[("src", 2)]])
-            .node("t1", "H100", 8)
-            .occupant("batch", "j1", "t1", 6)
-            .pending("prod", "big", 8, 30)
-    };
     let s = PolicySettings::default();
-    assert!(plans(&base().build(), &s, &[]).plans.is_empty());
-    let two = base()
+    assert!(plans(&one_target().build(), &s, &[]).plans.is_empty());
+    let two = one_target()
         .node("t2", "H100", 8)
         .occupant("batch", "j2", "t2", 6);
     let plan = only(&plans(&two.build(), &s, &[])).clone();
@@ -617,16 +620,8 @@ fn targets_and_the_freed_node_need_the_cpu_and_memory_the_pods_ask() {
 fn a_started_plan_goes_on_with_a_single_target() {
     // As `a_move_needs_a_second_node_that_would_take_it`, with the plan already started: its
     // step keeps its one target rather than the plan being given up.
-    let base = || {
-        ClusterBuilder::new()
-            .node("src", "H100", 8)
-            .omenative("chat", "mover", &[&[("src", 2)]])
-            .node("t1", "H100", 8)
-            .occupant("batch", "j1", "t1", 6)
-            .pending("prod", "big", 8, 30)
-    };
     let s = PolicySettings::default();
-    let two = base()
+    let two = one_target()
         .node("t2", "H100", 8)
         .occupant("batch", "j2", "t2", 6);
     let plan = only(&plans(&two.build(), &s, &[])).clone();
@@ -636,7 +631,7 @@ fn a_started_plan_goes_on_with_a_single_target() {
         plan.pending_since.plus_minutes(30),
     );
     active.steps.clear();
-    let p = plans(&base().build(), &s, std::slice::from_ref(&active));
+    let p = plans(&one_target().build(), &s, std::slice::from_ref(&active));
     assert!(p.blocked.is_empty(), "{p:?}");
     assert_eq!(only(&p).steps[0].targets, vec!["t1".to_owned()]);
 }
