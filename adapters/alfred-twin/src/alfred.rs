@@ -120,10 +120,7 @@ impl Simulator for TwinSimulator<'_> {
 /// journal, pending pods from its tasks, pool scores from its snapshot.
 struct TwinFacts<'a> {
     sim: &'a Sim,
-    now: i64,
     journal: Option<&'a Journal>,
-    config: &'a Config,
-    cached: Option<&'a Vec<PoolGauge>>,
     pod_tasks: &'a BTreeMap<String, usize>,
 }
 
@@ -162,11 +159,10 @@ impl OutcomeFacts for TwinFacts<'_> {
         })
     }
 
+    /// Not called: the caretaker refreshes these facts and scores the pools itself
+    /// ([`OutcomeTracker::refresh`], [`OutcomeTracker::lines_due`]).
     fn pools(&self) -> Vec<PoolGauge> {
-        match self.cached {
-            Some(p) => p.clone(),
-            None => pool_gauges(&snapshot::build(self.sim, self.now, true), self.config),
-        }
+        Vec::new()
     }
 }
 
@@ -192,6 +188,8 @@ pub struct AlfredCaretaker {
     /// Time spent inside the core (s).
     pub core_seconds: f64,
     score_cache: Option<(i64, Vec<PoolGauge>)>,
+    /// A wake-up at this instant left its outcome lines to the pass at the same instant.
+    outcomes_due_at_pass: Option<i64>,
     /// The pass's snapshot, kept up to date from pass to pass.
     snapshot: snapshot::Incremental,
     /// Caretaker name in the report.
@@ -389,6 +387,7 @@ impl AlfredCaretaker {
             passes: 0,
             core_seconds: 0.0,
             score_cache: None,
+            outcomes_due_at_pass: None,
             snapshot: snapshot::Incremental::new(),
             name: "alfred".into(),
             plans: PlanTally::default(),
@@ -496,6 +495,12 @@ impl Caretaker for AlfredCaretaker {
         };
         let out = run_pass(&input, &CoreStages, &self.session, &mut simulator);
         self.core_seconds += started.elapsed().as_secs_f64();
+        if self.outcomes_due_at_pass.take() == Some(now) {
+            let lines = self.tracker.lines_due(ts(now), || out.pools.clone());
+            self.log.extend(lines.iter().map(Value::to_string));
+            let tracker = &self.tracker;
+            self.pod_tasks.retain(|pod, _| tracker.follows_pod(pod));
+        }
         // Moved out, not copied: the rest of the pass reads only the effects, the
         // explanations and the pools.
         self.state = out.new_state;
@@ -679,20 +684,25 @@ impl Caretaker for AlfredCaretaker {
         }
         let facts = TwinFacts {
             sim,
-            now,
             journal: match &self.state.journal {
                 JournalSlot::Readable(j) => Some(j),
                 _ => None,
             },
-            config: &self.config,
-            cached: self
-                .score_cache
-                .as_ref()
-                .filter(|(t, _)| *t == now)
-                .map(|(_, p)| p),
             pod_tasks: &self.pod_tasks,
         };
-        let lines = self.tracker.observe(ts(now), &facts);
+        self.tracker.refresh(ts(now), &facts);
+        if now % self.interval_ms() == 0 {
+            // A pass runs at this same instant, on this same cluster state (the engine runs
+            // the wake-ups it asked for before the pass it scheduled with them): its pool
+            // scores serve the lines due now, which it writes where this wake-up would have.
+            self.outcomes_due_at_pass = Some(now);
+            return;
+        }
+        let (snapshot, config, cached) = (&mut self.snapshot, &self.config, &self.score_cache);
+        let lines = self.tracker.lines_due(ts(now), || match cached {
+            Some((t, pools)) if *t == now => pools.clone(),
+            _ => pool_gauges(snapshot.update(sim, now), config),
+        });
         self.log.extend(lines.iter().map(Value::to_string));
         let tracker = &self.tracker;
         self.pod_tasks.retain(|pod, _| tracker.follows_pod(pod));

@@ -689,6 +689,16 @@ impl OutcomeTracker {
 
     /// Refreshes the facts at `now` and returns the outcome lines due by then.
     pub fn observe(&mut self, now: Timestamp, facts: &dyn OutcomeFacts) -> Vec<Value> {
+        self.refresh(now, facts);
+        self.lines_due(now, || facts.pools())
+    }
+
+    /// The first half of [`OutcomeTracker::observe`]: refreshes what is known of every
+    /// followed request and pending pod at `now`, without writing lines. A driver that is
+    /// about to score the same cluster state anyway (a pass at the same instant) calls this,
+    /// then [`OutcomeTracker::lines_due`] with that pass's pool scores, and so scores the
+    /// cluster once instead of twice.
+    pub fn refresh(&mut self, now: Timestamp, facts: &dyn OutcomeFacts) {
         for o in &mut self.open {
             let d = &o.decision;
             for (slot, (uuid, w)) in o.requests.iter_mut().zip(&d.requests) {
@@ -714,12 +724,24 @@ impl OutcomeTracker {
                 }
             }
         }
+    }
+
+    /// The second half of [`OutcomeTracker::observe`]: the lines due by `now`, oldest
+    /// decision first, with `pools` (called at most once, only when a line is due) the pool
+    /// scores at `now` as of the last [`OutcomeTracker::refresh`].
+    pub fn lines_due(
+        &mut self,
+        now: Timestamp,
+        pools: impl FnOnce() -> Vec<PoolGauge>,
+    ) -> Vec<Value> {
         let mut lines = Vec::new();
         let mut pools_now: Option<Vec<PoolGauge>> = None;
+        let mut pools = Some(pools);
         for o in &mut self.open {
             while o.next < OUTCOME_CHECKPOINTS.len() && checkpoint_time(&o.decision, o.next) <= now
             {
-                let pools = pools_now.get_or_insert_with(|| facts.pools());
+                let pools = pools_now
+                    .get_or_insert_with(|| pools.take().map_or_else(Vec::new, |f| f()));
                 lines.push(outcome_of(o, now, pools, &self.history));
                 o.next += 1;
             }

@@ -128,6 +128,15 @@ impl Room {
 /// Runs the search (see the module documentation). `records` is every plan of the dispatch
 /// state (active and ended: the ended ones set the pools' backoff).
 pub(crate) fn run(ctx: &Ctx<'_>, analysis: &Analysis<'_>, records: &[PlanRecord]) -> DrainProposal {
+    run_with(ctx, analysis, records, Search::BranchAndBound)
+}
+
+fn run_with(
+    ctx: &Ctx<'_>,
+    analysis: &Analysis<'_>,
+    records: &[PlanRecord],
+    search: Search,
+) -> DrainProposal {
     let cfg = ctx.cfg;
     let mut out = DrainProposal::default();
     let active: Vec<&PlanRecord> = records.iter().filter(|r| r.active()).collect();
@@ -233,6 +242,7 @@ pub(crate) fn run(ctx: &Ctx<'_>, analysis: &Analysis<'_>, records: &[PlanRecord]
                 pool.as_str(),
                 pod,
                 budget_left,
+                search,
             );
             match best {
                 Some(plan) => {
@@ -465,6 +475,12 @@ impl<'a, 'e> Pricing<'a, 'e> {
         unusable_gpus(slots, &self.eval.weights, self.total_free)
     }
 
+    /// `U(before) − U(after)` when node `name` alone gains `freed` GPUs: the most a plan
+    /// freeing them there can recover, whatever its targets ([`best_new_plan`]).
+    fn benefit_of_freeing(&self, name: &str, freed: u32) -> Option<f64> {
+        self.benefit(&BTreeMap::from([(name, i64::from(freed))]))
+    }
+
     /// `U(before) − U(after)` when the bins named change by `delta` GPUs each (a bin that
     /// is not in the pool, or that would go below 0 or above its capacity, makes `None`).
     fn benefit(&self, changes: &BTreeMap<&str, i64>) -> Option<f64> {
@@ -488,7 +504,22 @@ pub fn unusable_gpus(slots: &LadderSlots, weights: &Weights, total_free: u64) ->
     slots.weighted_fragmentation(weights, total_free) * total_free as f64
 }
 
+/// How [`best_new_plan`] walks the candidate nodes: the exhaustive walk is the reference
+/// the branch and bound is tested against.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Search {
+    BranchAndBound,
+    #[cfg(test)]
+    Exhaustive,
+}
+
 /// The best new plan for `pod` in `pool`, if one pays.
+///
+/// Branch and bound: a plan recovers at most what its node's freed GPUs alone recover
+/// (targets only lose slots, and `U` falls as slots rise), so each candidate node gets a
+/// bound on its rank from its moves alone, nodes are tried best bound first, and the search
+/// stops once no bound can beat the plans found. The answer is the one trying every node
+/// gives (the plan order is total), found by building a few plans instead of one per node.
 #[allow(clippy::too_many_arguments)]
 fn best_new_plan(
     ctx: &Ctx<'_>,
@@ -501,8 +532,12 @@ fn best_new_plan(
     pool: &str,
     pod: &PendingPod,
     budget_left: u32,
+    search: Search,
 ) -> Option<DrainPlan> {
-    let mut pick = Pick::new(budget_left);
+    let prune = search == Search::BranchAndBound;
+    let seat = f64::from(pod.gpus_needed) * pricing.weight_of(pod.gpus_needed);
+    let empty = Vec::new();
+    let mut candidates: Vec<(f64, usize, Vec<&Occupant>)> = Vec::new();
     for (pos, n) in ctx.snap.nodes.iter().enumerate() {
         if n.total_gpus < pod.gpus_needed
             || n.pool.as_deref() != Some(pool)
@@ -514,11 +549,33 @@ fn best_new_plan(
             continue;
         }
         let need = pod.gpus_needed.saturating_sub(n.free_gpus);
-        let empty = Vec::new();
         let here = occupants.get(&pos).unwrap_or(&empty);
         let Some(moves) = choose_moves(here, need, ctx.cfg.drain_max_steps_per_plan) else {
             continue;
         };
+        let freed: u32 = moves.iter().map(|o| o.gpus).sum();
+        let Some(recovered) = pricing.benefit_of_freeing(&n.name, freed) else {
+            continue;
+        };
+        let steps = u32::try_from(moves.len()).unwrap_or(u32::MAX).max(1);
+        let cost = f64::from(steps) * ctx.cfg.move_cost() * f64::from(n.total_gpus);
+        let bound = recovered + seat - cost;
+        if prune && bound <= -BOUND_SLACK {
+            continue; // cannot pay
+        }
+        candidates.push((bound / f64::from(steps), pos, moves));
+    }
+    candidates.sort_by(|a, b| b.0.total_cmp(&a.0).then(a.1.cmp(&b.1)));
+    let mut pick = Pick::new(budget_left);
+    for (bound, pos, moves) in candidates {
+        let covered = u32::try_from(moves.len()).unwrap_or(u32::MAX) <= budget_left;
+        if prune && !pick.could_take(bound, covered) {
+            if !pick.could_take(bound, true) {
+                break; // later bounds are lower still
+            }
+            continue;
+        }
+        let n = &ctx.snap.nodes[pos];
         // The pod must find the CPU and memory it asks on the node once the moves left.
         let freed = moves.iter().fold([0i64; 2], |acc, o| {
             let own = requests_on(ctx, idx, &o.facts, pos);
@@ -540,6 +597,11 @@ fn best_new_plan(
     }
     pick.best()
 }
+
+/// How far a plan's price may stray from its bound by `f64` rounding alone (the bound and
+/// the price sum the same terms in different orders): bounds are compared with this slack,
+/// so rounding never prunes a plan the full search would pick.
+const BOUND_SLACK: f64 = 1e-6;
 
 /// The choice among the plans one pod could have: the best ([`better`]) the hourly budget
 /// left covers, else the best of all (the arbiter holds that one back with
@@ -567,6 +629,19 @@ impl Pick {
         if self.best.as_ref().is_none_or(|b| better(&plan, b)) {
             self.best = Some(plan);
         }
+    }
+
+    /// Whether a plan whose rank is at most `bound` could still be picked: better than the
+    /// best covered plan (a plan the budget covers) or the best of all (one it does not).
+    fn could_take(&self, bound: f64, covered: bool) -> bool {
+        let to_beat = if covered {
+            &self.best_covered
+        } else {
+            &self.best
+        };
+        to_beat
+            .as_ref()
+            .is_none_or(|b| bound + BOUND_SLACK >= b.rank())
     }
 
     fn best(self) -> Option<DrainPlan> {
