@@ -740,8 +740,8 @@ impl OutcomeTracker {
         for o in &mut self.open {
             while o.next < OUTCOME_CHECKPOINTS.len() && checkpoint_time(&o.decision, o.next) <= now
             {
-                let pools = pools_now
-                    .get_or_insert_with(|| pools.take().map_or_else(Vec::new, |f| f()));
+                let pools =
+                    pools_now.get_or_insert_with(|| pools.take().map_or_else(Vec::new, |f| f()));
                 lines.push(outcome_of(o, now, pools, &self.history));
                 o.next += 1;
             }

@@ -391,8 +391,10 @@ fn nominations(ctx: &Ctx<'_>) -> BTreeSet<String> {
 }
 
 /// Every node's GPU-holding Instances (by node position), in walk order.
-fn occupants_by_node(ctx: &Ctx<'_>, idx: &SnapshotIndex) -> BTreeMap<usize, Vec<Occupant>> {
-    let mut out: BTreeMap<usize, Vec<Occupant>> = BTreeMap::new();
+fn occupants_by_node(ctx: &Ctx<'_>, idx: &SnapshotIndex) -> Vec<Vec<Occupant>> {
+    let mut out: Vec<Vec<Occupant>> = vec![Vec::new(); ctx.snap.nodes.len()];
+    // An Instance's GPUs per node, ascending node (most Instances have one pod).
+    let mut per_node: Vec<(u32, u32)> = Vec::new();
     let (mut next_component, mut next_instance) = (0usize, 0usize);
     for (wi, w) in ctx.snap.workloads.iter().enumerate() {
         let workload_ok = w.settings.movable
@@ -413,22 +415,32 @@ fn occupants_by_node(ctx: &Ctx<'_>, idx: &SnapshotIndex) -> BTreeMap<usize, Vec<
                 };
                 next_instance += 1;
                 let nodes = idx.nodes_of(&facts);
-                let mut per_node: BTreeMap<u32, u32> = BTreeMap::new();
+                per_node.clear();
                 for &pi in idx.pods_of(&facts) {
                     if let Some(f) = idx.pods.get(pi as usize)
                         && f.node != NONE
                         && f.gpus > 0
                     {
-                        *per_node.entry(f.node).or_default() += f.gpus;
+                        match per_node.iter_mut().find(|(n, _)| *n == f.node) {
+                            Some((_, gpus)) => *gpus += f.gpus,
+                            None => per_node.push((f.node, f.gpus)),
+                        }
                     }
                 }
+                if per_node.is_empty() {
+                    continue;
+                }
+                per_node.sort_unstable_by_key(|(n, _)| *n);
                 let single_node = nodes.len() == 1 && nodes[0] != NONE;
                 let movable = workload_ok
                     && single_node
                     && c.mode == DeploymentMode::OMENative
                     && omenative_eligibility_at(ctx, idx, w, c, flags, inst, &facts).is_none();
-                for (node, gpus) in per_node {
-                    out.entry(node as usize).or_default().push(Occupant {
+                for &(node, gpus) in &per_node {
+                    let Some(here) = out.get_mut(node as usize) else {
+                        continue;
+                    };
+                    here.push(Occupant {
                         at: (wi, ci, ii),
                         facts,
                         gpus,
@@ -524,7 +536,7 @@ enum Search {
 fn best_new_plan(
     ctx: &Ctx<'_>,
     idx: &SnapshotIndex,
-    occupants: &BTreeMap<usize, Vec<Occupant>>,
+    occupants: &[Vec<Occupant>],
     room: &Room,
     protected: &BTreeSet<String>,
     nominated: &BTreeSet<String>,
@@ -549,7 +561,7 @@ fn best_new_plan(
             continue;
         }
         let need = pod.gpus_needed.saturating_sub(n.free_gpus);
-        let here = occupants.get(&pos).unwrap_or(&empty);
+        let here = occupants.get(pos).unwrap_or(&empty);
         let Some(moves) = choose_moves(here, need, ctx.cfg.drain_max_steps_per_plan) else {
             continue;
         };
@@ -876,7 +888,7 @@ fn place(
 fn replan(
     ctx: &Ctx<'_>,
     idx: &SnapshotIndex,
-    occupants: &BTreeMap<usize, Vec<Occupant>>,
+    occupants: &[Vec<Occupant>],
     room: &Room,
     protected: &BTreeSet<String>,
     pricing: &Pricing<'_, '_>,
@@ -892,7 +904,7 @@ fn replan(
         .find(|p| p.key() == r.pod)
         .ok_or(PlanEndReason::PodGone)?;
     let empty = Vec::new();
-    let here = occupants.get(&pos).unwrap_or(&empty);
+    let here = occupants.get(pos).unwrap_or(&empty);
     // Instances a step already asked to leave count as gone.
     let leaving = |o: &Occupant| {
         let w = &ctx.snap.workloads[o.at.0];

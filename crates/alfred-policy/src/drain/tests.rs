@@ -668,7 +668,12 @@ fn random_cluster(seed: u64) -> ClusterBuilder {
     }
     for p in 0..1 + next(3) {
         let gpus = if next(2) == 0 { 4 } else { 8 };
-        b = b.pending("prod", &format!("big-{p}"), gpus, 30 + i64::try_from(next(90)).unwrap_or(0));
+        b = b.pending(
+            "prod",
+            &format!("big-{p}"),
+            gpus,
+            30 + i64::try_from(next(90)).unwrap_or(0),
+        );
     }
     b
 }
@@ -679,10 +684,12 @@ fn the_branch_and_bound_finds_the_plans_the_exhaustive_search_finds() {
     let mut with_plans = 0;
     for seed in 0..300u64 {
         let snap = random_cluster(seed).build();
-        let mut s = PolicySettings::default();
         // Small hourly budgets make the covered and uncovered bests differ.
-        s.max_migrations_per_hour = [1, 2, 3, 10][usize::try_from(seed % 4).unwrap_or(0)];
-        s.drain_max_steps_per_plan = [2, 4, 8][usize::try_from(seed % 3).unwrap_or(0)];
+        let s = PolicySettings {
+            max_migrations_per_hour: [1, 2, 3, 10][usize::try_from(seed % 4).unwrap_or(0)],
+            drain_max_steps_per_plan: [2, 4, 8][usize::try_from(seed % 3).unwrap_or(0)],
+            ..PolicySettings::default()
+        };
         let cfg = s.sanitized();
         let ctx = crate::common::Ctx::new(&snap, &cfg, snap.observed_at);
         let analysis = ctx.analyze();
