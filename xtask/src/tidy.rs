@@ -10,6 +10,13 @@
 //! - Every `crates/*/src/**/*.rs` and `adapters/*/src/**/*.rs` file starts with a `//!` module doc.
 //! - No `.rs` file has trailing whitespace.
 //! - Every workspace member's `Cargo.toml` has `[lints] workspace = true`.
+//! - The core crates depend on each other only as ARCHITECTURE.md draws it (the arbiter knows
+//!   neither the policy nor the scorer), and nothing under `crates/` depends on an adapter.
+//! - The twin's tests skip for missing trace data only through `common::skip_unless_ci`, which
+//!   fails when `CI` is set.
+//! - `cargo xtask tidy` also runs the tests that hold `docs/` to the code (`docs_reference` in
+//!   `alfred-model` and `alfred-kube`): a config key, flag, reason code, metric or Event without
+//!   its row there fails. The normal test command runs those tests itself.
 //!
 //! Each failure names the file and line (or the dependency chain) to fix.
 
@@ -53,6 +60,31 @@ const BANNED_DIRECT: [&str; 1] = ["getrandom"];
 /// Exceptions: (core crate, banned pattern it may have).
 const ALLOWED: [(&str, &str); 1] = [("alfred-observe", "k8s-openapi")];
 
+/// The workspace crates each core crate may depend on (normal and build dependencies), as
+/// ARCHITECTURE.md draws them: adapters → dispatch → (policy → score, arbiter, sim) → model,
+/// observe → model. Any other edge between workspace crates fails.
+const CORE_DIRECTION: [(&str, &[&str]); 7] = [
+    ("alfred-model", &[]),
+    ("alfred-observe", &["alfred-model"]),
+    ("alfred-score", &["alfred-model"]),
+    ("alfred-sim", &["alfred-model"]),
+    ("alfred-arbiter", &["alfred-model"]),
+    ("alfred-policy", &["alfred-model", "alfred-score"]),
+    (
+        "alfred-dispatch",
+        &[
+            "alfred-model",
+            "alfred-score",
+            "alfred-policy",
+            "alfred-arbiter",
+            "alfred-sim",
+        ],
+    ),
+];
+
+/// The packages whose `docs_reference` tests hold `docs/` to the code.
+const DOCS_REFERENCE_PACKAGES: [&str; 2] = ["alfred-model", "alfred-kube"];
+
 /// Text that must not appear in core sources outside comments and string literals.
 const BANNED_TOKENS: [(&str, &str); 10] = [
     ("SystemTime::now", "take the time from the caller's input"),
@@ -86,6 +118,12 @@ pub(crate) fn run_all(root: &Path) -> Result<()> {
         ("module docs", module_doc_violations(root)?),
         ("trailing whitespace", trailing_whitespace_violations(root)?),
         ("workspace lints", workspace_lints_violations(&metadata)?),
+        (
+            "core dependency direction",
+            core_direction_violations(&metadata)?,
+        ),
+        ("twin trace skips", twin_skip_violations(root)?),
+        ("docs reference", docs_reference_violations(root)?),
     ] {
         if violations.is_empty() {
             eprintln!("tidy: {rule}: ok");
@@ -546,6 +584,129 @@ fn uses_workspace_lints(manifest: &str) -> bool {
     false
 }
 
+/// Edges between workspace crates that leave a core crate against [`CORE_DIRECTION`]: normal
+/// and build dependencies on another core crate not listed for it, and any dependency (dev
+/// included) on a workspace crate outside `crates/` (an adapter or tool).
+pub(crate) fn core_direction_violations(metadata: &Value) -> Result<Vec<String>> {
+    let core = core_packages(metadata)?;
+    let members: BTreeMap<&str, &str> = metadata["packages"]
+        .as_array()
+        .context("metadata has no packages")?
+        .iter()
+        .map(|p| {
+            (
+                p["id"].as_str().unwrap_or_default(),
+                p["name"].as_str().unwrap_or_default(),
+            )
+        })
+        .filter(|(id, _)| {
+            metadata["workspace_members"]
+                .as_array()
+                .is_some_and(|m| m.iter().any(|x| x.as_str() == Some(id)))
+        })
+        .collect();
+    let core_names: BTreeSet<&str> = core.iter().map(|(n, _)| n.as_str()).collect();
+    let mut violations = Vec::new();
+    for node in metadata["resolve"]["nodes"]
+        .as_array()
+        .context("metadata has no resolve graph")?
+    {
+        let id = node["id"].as_str().unwrap_or_default();
+        let Some((name, _)) = core.iter().find(|(_, cid)| cid == id) else {
+            continue;
+        };
+        let allowed = CORE_DIRECTION
+            .iter()
+            .find(|(krate, _)| krate == name)
+            .map(|(_, deps)| *deps);
+        for dep in node["deps"]
+            .as_array()
+            .map(Vec::as_slice)
+            .unwrap_or_default()
+        {
+            let Some(&dep_name) = dep["pkg"].as_str().and_then(|p| members.get(p)) else {
+                continue; // not a workspace crate
+            };
+            if dep_name == name.as_str() {
+                continue; // a crate's tests may enable its own features
+            }
+            let normal = dep["dep_kinds"]
+                .as_array()
+                .is_some_and(|kinds| kinds.iter().any(|k| k["kind"].as_str() != Some("dev")));
+            if !core_names.contains(dep_name) {
+                violations.push(format!(
+                    "{name} depends on {dep_name}, which is not a core crate: nothing under crates/ depends on adapters or tools"
+                ));
+            } else if normal && !allowed.is_some_and(|deps| deps.contains(&dep_name)) {
+                violations.push(format!(
+                    "{name} must not depend on {dep_name} (ARCHITECTURE.md: {name} may use {})",
+                    allowed
+                        .filter(|d| !d.is_empty())
+                        .map_or("no other core crate".to_owned(), |d| d.join(", "))
+                ));
+            }
+        }
+    }
+    Ok(violations)
+}
+
+/// Lines of the twin's tests that announce a skip themselves instead of calling
+/// `common::skip_unless_ci` (which fails the test in CI rather than skipping it).
+pub(crate) fn twin_skip_violations(root: &Path) -> Result<Vec<String>> {
+    let tests = root.join("adapters/alfred-twin/tests");
+    let mut violations = Vec::new();
+    for file in rust_files(&tests)? {
+        if file.ends_with("common/mod.rs") {
+            continue;
+        }
+        for n in self_announced_skips(&read(&file)?) {
+            violations.push(format!(
+                "{}:{n}: a test skips by itself: call common::skip_unless_ci so that CI fails instead",
+                relative(root, &file)
+            ));
+        }
+    }
+    Ok(violations)
+}
+
+/// Lines that print a message about skipping (`println!`/`eprintln!` with "skip").
+fn self_announced_skips(text: &str) -> Vec<usize> {
+    text.lines()
+        .enumerate()
+        .filter(|(_, l)| {
+            (l.contains("println!(") || l.contains("print!("))
+                && l.to_ascii_lowercase().contains("skip")
+        })
+        .map(|(n, _)| n + 1)
+        .collect()
+}
+
+/// Runs the `docs_reference` tests (`cargo xtask tidy` only: the normal test command runs them
+/// as tests already, and a test must not start cargo inside cargo).
+fn docs_reference_violations(root: &Path) -> Result<Vec<String>> {
+    let mut cmd = Command::new(crate::cargo());
+    cmd.args(["test", "--locked", "--quiet"]);
+    for package in DOCS_REFERENCE_PACKAGES {
+        cmd.args(["-p", package]);
+    }
+    cmd.args(["--test", "docs_reference"]).current_dir(root);
+    let out = cmd.output().context("cannot run cargo test")?;
+    if out.status.success() {
+        return Ok(Vec::new());
+    }
+    let text =
+        String::from_utf8_lossy(&out.stdout).into_owned() + &String::from_utf8_lossy(&out.stderr);
+    let mut violations: Vec<String> = text
+        .lines()
+        .filter(|l| l.contains("docs/") && !l.contains("-->"))
+        .map(|l| l.trim().to_owned())
+        .collect();
+    if violations.is_empty() {
+        violations.push(format!("the docs_reference tests failed:\n{text}"));
+    }
+    Ok(violations)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -741,5 +902,52 @@ mod tests {
                 .any(|l| l.contains("alfred-sim is not a workspace member")),
             "{v:?}"
         );
+    }
+
+    #[test]
+    fn core_crates_depend_on_each_other_only_as_the_architecture_draws() {
+        let metadata = cargo_metadata(&workspace_root()).unwrap();
+        fail_on(
+            "core dependency direction",
+            core_direction_violations(&metadata).unwrap(),
+        );
+    }
+
+    #[test]
+    fn twin_tests_skip_for_missing_data_only_outside_ci() {
+        fail_on(
+            "twin trace skips",
+            twin_skip_violations(&workspace_root()).unwrap(),
+        );
+    }
+
+    #[test]
+    fn direction_rule_catches_an_arbiter_that_reads_the_scorer_and_a_core_crate_on_an_adapter() {
+        let mut m = metadata();
+        let dep = |name: &str, kind: Value| serde_json::json!({"pkg": format!("{name}-id"), "dep_kinds": [{"kind": kind}]});
+        let nodes = m["resolve"]["nodes"].as_array_mut().unwrap();
+        nodes.push(serde_json::json!({"id": "alfred-arbiter-id", "deps": [
+            dep("alfred-model", Value::Null),
+            dep("alfred-score", Value::Null),
+            dep("alfred-policy", "dev".into()),
+        ]}));
+        nodes.push(serde_json::json!({"id": "alfred-dispatch-id", "deps": [
+            dep("alfred-policy", Value::Null),
+            dep("alfred-kube", "dev".into()),
+        ]}));
+        let v = core_direction_violations(&m).unwrap();
+        assert_eq!(
+            v,
+            vec![
+                "alfred-arbiter must not depend on alfred-score (ARCHITECTURE.md: alfred-arbiter may use alfred-model)".to_owned(),
+                "alfred-dispatch depends on alfred-kube, which is not a core crate: nothing under crates/ depends on adapters or tools".to_owned(),
+            ]
+        );
+    }
+
+    #[test]
+    fn skip_rule_finds_printed_skips() {
+        let src = "fn t() {\n    let Some(x) = f() else {\n        println!(\"NOTICE: data missing; test skipped\");\n        return;\n    };\n    eprintln!(\"Skipping part\");\n    println!(\"ran\");\n}\n";
+        assert_eq!(self_announced_skips(src), vec![3, 6]);
     }
 }
