@@ -14,6 +14,9 @@
 //!   neither the policy nor the scorer), and nothing under `crates/` depends on an adapter.
 //! - The twin's tests skip for missing trace data only through `common::skip_unless_ci`, which
 //!   fails when `CI` is set.
+//! - Every `docs/<page>.md#<anchor>` a source file names exists (the page, and a heading with
+//!   that anchor); the crates listed in `SELF_CONTAINED` name no document outside the
+//!   repository (`§` sections, spec files, seeds, lettered decisions).
 //! - `cargo xtask tidy` also runs the tests that hold `docs/` to the code (`docs_reference` in
 //!   `alfred-model` and `alfred-kube`): a config key, flag, reason code, metric or Event without
 //!   its row there fails. The normal test command runs those tests itself.
@@ -85,6 +88,10 @@ const CORE_DIRECTION: [(&str, &[&str]); 7] = [
 /// The packages whose `docs_reference` tests hold `docs/` to the code.
 const DOCS_REFERENCE_PACKAGES: [&str; 2] = ["alfred-model", "alfred-kube"];
 
+/// Crates whose sources (and tests) point only into `docs/`, never at documents a clone does
+/// not have. A crate joins the list once its references are replaced.
+const SELF_CONTAINED: [&str; 1] = ["crates/alfred-arbiter"];
+
 /// Text that must not appear in core sources outside comments and string literals.
 const BANNED_TOKENS: [(&str, &str); 10] = [
     ("SystemTime::now", "take the time from the caller's input"),
@@ -123,6 +130,8 @@ pub(crate) fn run_all(root: &Path) -> Result<()> {
             core_direction_violations(&metadata)?,
         ),
         ("twin trace skips", twin_skip_violations(root)?),
+        ("references into docs/", docs_link_violations(root)?),
+        ("self-contained crates", outside_reference_violations(root)?),
         ("docs reference", docs_reference_violations(root)?),
     ] {
         if violations.is_empty() {
@@ -707,6 +716,161 @@ fn docs_reference_violations(root: &Path) -> Result<Vec<String>> {
     Ok(violations)
 }
 
+/// The anchor GitHub gives a Markdown heading: lower case, spaces to `-`, punctuation other
+/// than `-` and `_` dropped.
+fn heading_anchor(title: &str) -> String {
+    title
+        .trim()
+        .to_lowercase()
+        .chars()
+        .filter_map(|c| match c {
+            ' ' => Some('-'),
+            c if c.is_alphanumeric() || c == '-' || c == '_' => Some(c),
+            _ => None,
+        })
+        .collect()
+}
+
+/// The anchors of a Markdown page's headings (outside fenced code).
+fn page_anchors(text: &str) -> BTreeSet<String> {
+    let mut fenced = false;
+    let mut anchors = BTreeSet::new();
+    for line in text.lines() {
+        if line.trim_start().starts_with("```") {
+            fenced = !fenced;
+            continue;
+        }
+        let hashes = line.chars().take_while(|c| *c == '#').count();
+        if !fenced && hashes > 0 && line[hashes..].starts_with(' ') {
+            anchors.insert(heading_anchor(&line[hashes..]));
+        }
+    }
+    anchors
+}
+
+/// The `docs/<page>.md` and `docs/<page>.md#<anchor>` references of a text, with their line.
+fn docs_links(text: &str) -> Vec<(usize, String, Option<String>)> {
+    let mut out = Vec::new();
+    for (n, line) in text.lines().enumerate() {
+        let mut rest = line;
+        while let Some(at) = rest.find("docs/") {
+            let tail = &rest[at + "docs/".len()..];
+            let end = tail
+                .find(|c: char| !(c.is_alphanumeric() || matches!(c, '-' | '_' | '.' | '#' | '/')))
+                .unwrap_or(tail.len());
+            let link = tail[..end].trim_end_matches('.');
+            rest = &tail[end..];
+            let (page, anchor) = match link.split_once('#') {
+                Some((p, a)) => (p, Some(a.to_owned())),
+                None => (link, None),
+            };
+            if page.ends_with(".md") {
+                out.push((n + 1, page.to_owned(), anchor));
+            }
+        }
+    }
+    out
+}
+
+/// References into `docs/` from the workspace's Rust files that name a missing page or a
+/// heading the page does not have.
+pub(crate) fn docs_link_violations(root: &Path) -> Result<Vec<String>> {
+    let mut pages: BTreeMap<String, Option<BTreeSet<String>>> = BTreeMap::new();
+    let mut violations = Vec::new();
+    for file in rust_files(root)? {
+        for (line, page, anchor) in docs_links(&read(&file)?) {
+            let anchors = pages.entry(page.clone()).or_insert_with(|| {
+                fs::read_to_string(root.join("docs").join(&page))
+                    .ok()
+                    .map(|t| page_anchors(&t))
+            });
+            let at = format!("{}:{line}", relative(root, &file));
+            match (anchors, anchor) {
+                (None, _) => violations.push(format!("{at}: docs/{page} does not exist")),
+                (Some(set), Some(a)) if !set.contains(&a) => violations.push(format!(
+                    "{at}: docs/{page} has no heading with the anchor #{a}"
+                )),
+                _ => {}
+            }
+        }
+    }
+    Ok(violations)
+}
+
+/// Whether a line points at a document outside the repository: a `§` section, a spec file, a
+/// seed, or a lettered decision (`E4`, `G.10`, `B.1`, `decision 15.3`).
+fn outside_reference(line: &str) -> Option<&'static str> {
+    const FILES: [&str; 6] = [
+        "alfred-engine.md",
+        "alfred-policies.md",
+        "decisions.md",
+        "ome-objects.md",
+        "scheduler-simulation.md",
+        "../shared",
+    ];
+    if line.contains('§') {
+        return Some("a § section");
+    }
+    if FILES.iter().any(|f| line.contains(f)) {
+        return Some("a specification file");
+    }
+    let lower = line.to_lowercase();
+    if lower.contains("decision ")
+        && lower
+            .split("decision ")
+            .skip(1)
+            .any(|t| t.starts_with(|c: char| c.is_ascii_digit() || c == 'e'))
+    {
+        return Some("a numbered decision");
+    }
+    let words: Vec<&str> = line
+        .split(|c: char| !(c.is_alphanumeric() || c == '.'))
+        .collect();
+    for pair in words.windows(2) {
+        if pair[0].eq_ignore_ascii_case("seed")
+            && pair[1].len() == 3
+            && pair[1].bytes().all(|b| b.is_ascii_digit())
+        {
+            return Some("a seed");
+        }
+    }
+    for w in words {
+        let w = w.trim_end_matches('.');
+        let mut chars = w.chars();
+        let (Some(letter), rest) = (chars.next(), chars.as_str()) else {
+            continue;
+        };
+        let number = rest.strip_prefix('.').unwrap_or(rest);
+        if matches!(letter, 'B' | 'E' | 'G')
+            && !number.is_empty()
+            && number.len() <= 2
+            && number.bytes().all(|b| b.is_ascii_digit())
+        {
+            return Some("a lettered decision");
+        }
+    }
+    None
+}
+
+/// Lines of the [`SELF_CONTAINED`] crates that point outside the repository.
+pub(crate) fn outside_reference_violations(root: &Path) -> Result<Vec<String>> {
+    let mut violations = Vec::new();
+    for krate in SELF_CONTAINED {
+        for file in rust_files(&root.join(krate))? {
+            for (n, line) in read(&file)?.lines().enumerate() {
+                if let Some(what) = outside_reference(line) {
+                    violations.push(format!(
+                        "{}:{}: names {what} outside the repository: point into docs/ instead",
+                        relative(root, &file),
+                        n + 1
+                    ));
+                }
+            }
+        }
+    }
+    Ok(violations)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -949,5 +1113,72 @@ mod tests {
     fn skip_rule_finds_printed_skips() {
         let src = "fn t() {\n    let Some(x) = f() else {\n        println!(\"NOTICE: data missing; test skipped\");\n        return;\n    };\n    eprintln!(\"Skipping part\");\n    println!(\"ran\");\n}\n";
         assert_eq!(self_announced_skips(src), vec![3, 6]);
+    }
+
+    #[test]
+    fn references_into_docs_resolve() {
+        fail_on(
+            "references into docs/",
+            docs_link_violations(&workspace_root()).unwrap(),
+        );
+    }
+
+    #[test]
+    fn self_contained_crates_point_only_into_the_repository() {
+        fail_on(
+            "self-contained crates",
+            outside_reference_violations(&workspace_root()).unwrap(),
+        );
+    }
+
+    #[test]
+    fn docs_links_and_anchors_are_read_as_github_does() {
+        assert_eq!(
+            docs_links("// see docs/design.md#gates, and (docs/reasons.md).\n// docs/ alone\n"),
+            vec![
+                (1, "design.md".to_owned(), Some("gates".to_owned())),
+                (1, "reasons.md".to_owned(), None),
+            ]
+        );
+        let anchors = page_anchors(
+            "# Design notes\n## Re-check before a request\n```\n# not a heading\n```\n### Drain plans and the budget\n",
+        );
+        assert_eq!(
+            anchors.into_iter().collect::<Vec<_>>(),
+            [
+                "design-notes",
+                "drain-plans-and-the-budget",
+                "re-check-before-a-request"
+            ]
+        );
+        assert_eq!(
+            heading_anchor(" `alfred run` flags (v2)"),
+            "alfred-run-flags-v2"
+        );
+    }
+
+    #[test]
+    fn outside_references_are_recognised() {
+        for line in [
+            "/// the gates of §8.3",
+            "//! (alfred-engine.md, decisions)",
+            "// decision E4 says",
+            "// decision 15.3",
+            "// seed 000 \"The arbiter\"",
+            "// (B.1: a plan)",
+            "// decision G.10",
+            "// E16 applies",
+        ] {
+            assert!(outside_reference(line).is_some(), "{line}");
+        }
+        for line in [
+            "/// docs/design.md#gates",
+            "let b = 1; // 16 steps",
+            "// the seed of the generator",
+            "// E is a letter, Bx2 is a name, G.x too",
+            "// SECTION_2",
+        ] {
+            assert_eq!(outside_reference(line), None, "{line}");
+        }
     }
 }
