@@ -15,7 +15,8 @@
 //! - The twin's tests skip for missing trace data only through `common::skip_unless_ci`, which
 //!   fails when `CI` is set.
 //! - Every `docs/<page>.md#<anchor>` a source file names exists (the page, and a heading with
-//!   that anchor); the crates listed in `SELF_CONTAINED` name no document outside the
+//!   that anchor), and so does every relative link of the Markdown pages (README, ARCHITECTURE,
+//!   `docs/`); the crates listed in `SELF_CONTAINED` name no document outside the
 //!   repository (`§` sections, spec files, seeds, lettered decisions).
 //! - `cargo xtask tidy` also runs the tests that hold `docs/` to the code (`docs_reference` in
 //!   `alfred-model` and `alfred-kube`): a config key, flag, reason code, metric or Event without
@@ -131,6 +132,7 @@ pub(crate) fn run_all(root: &Path) -> Result<()> {
         ),
         ("twin trace skips", twin_skip_violations(root)?),
         ("references into docs/", docs_link_violations(root)?),
+        ("markdown links", markdown_link_violations(root)?),
         ("self-contained crates", outside_reference_violations(root)?),
         ("docs reference", docs_reference_violations(root)?),
     ] {
@@ -871,6 +873,63 @@ pub(crate) fn outside_reference_violations(root: &Path) -> Result<Vec<String>> {
     Ok(violations)
 }
 
+/// The relative link targets of a Markdown text (`](target)`), with their line; web and mail
+/// links are left out.
+fn markdown_links(text: &str) -> Vec<(usize, String)> {
+    let mut out = Vec::new();
+    for (n, line) in text.lines().enumerate() {
+        let mut rest = line;
+        while let Some(at) = rest.find("](") {
+            let tail = &rest[at + 2..];
+            let Some(end) = tail.find(')') else { break };
+            let target = &tail[..end];
+            rest = &tail[end..];
+            if !(target.contains("://") || target.starts_with("mailto:") || target.contains(' ')) {
+                out.push((n + 1, target.to_owned()));
+            }
+        }
+    }
+    out
+}
+
+/// Relative links of the repository's Markdown pages that name a missing file or heading.
+pub(crate) fn markdown_link_violations(root: &Path) -> Result<Vec<String>> {
+    let mut pages = vec![root.join("README.md"), root.join("ARCHITECTURE.md")];
+    if let Ok(entries) = fs::read_dir(root.join("docs")) {
+        let mut docs: Vec<PathBuf> = entries
+            .filter_map(|e| e.ok().map(|e| e.path()))
+            .filter(|p| p.extension().is_some_and(|e| e == "md"))
+            .collect();
+        docs.sort();
+        pages.extend(docs);
+    }
+    let mut violations = Vec::new();
+    for page in pages.into_iter().filter(|p| p.exists()) {
+        let text = read(&page)?;
+        for (line, target) in markdown_links(&text) {
+            let (path, anchor) = match target.split_once('#') {
+                Some((p, a)) => (p, Some(a)),
+                None => (target.as_str(), None),
+            };
+            let file = if path.is_empty() {
+                page.clone()
+            } else {
+                page.parent().unwrap_or(root).join(path)
+            };
+            let at = format!("{}:{line}", relative(root, &page));
+            if !file.exists() {
+                violations.push(format!("{at}: {target}: no such file"));
+            } else if let Some(a) = anchor
+                && file.extension().is_some_and(|e| e == "md")
+                && !page_anchors(&read(&file)?).contains(a)
+            {
+                violations.push(format!("{at}: {target}: no heading with that anchor"));
+            }
+        }
+    }
+    Ok(violations)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -1180,5 +1239,26 @@ mod tests {
         ] {
             assert_eq!(outside_reference(line), None, "{line}");
         }
+    }
+
+    #[test]
+    fn markdown_links_resolve() {
+        fail_on(
+            "markdown links",
+            markdown_link_violations(&workspace_root()).unwrap(),
+        );
+    }
+
+    #[test]
+    fn markdown_links_are_the_relative_ones() {
+        let text = "See [a](pages/a.md#x) and [b](#y), [web](https://e.org/#z).\n[c](../c.md)\n";
+        assert_eq!(
+            markdown_links(text),
+            vec![
+                (1, "pages/a.md#x".to_owned()),
+                (1, "#y".to_owned()),
+                (2, "../c.md".to_owned())
+            ]
+        );
     }
 }
