@@ -18,6 +18,8 @@
 //!   that anchor), and so does every relative link of the Markdown pages (README, ARCHITECTURE,
 //!   `docs/`); the crates listed in `SELF_CONTAINED` name no document outside the
 //!   repository (`§` sections, spec files, seeds, lettered decisions).
+//! - Every `"alfred_…"` metric name written in non-test code of `crates/*/src` and
+//!   `adapters/*/src` is one that `alfred_model::metric::MetricId` declares.
 //! - `cargo xtask tidy` also runs the tests that hold `docs/` to the code (`docs_reference` in
 //!   `alfred-model` and `alfred-kube`): a config key, flag, reason code, metric or Event without
 //!   its row there fails. The normal test command runs those tests itself.
@@ -133,6 +135,7 @@ pub(crate) fn run_all(root: &Path) -> Result<()> {
         ("twin trace skips", twin_skip_violations(root)?),
         ("references into docs/", docs_link_violations(root)?),
         ("markdown links", markdown_link_violations(root)?),
+        ("metric names", metric_name_violations(root)?),
         ("self-contained crates", outside_reference_violations(root)?),
         ("docs reference", docs_reference_violations(root)?),
     ] {
@@ -930,6 +933,69 @@ pub(crate) fn markdown_link_violations(root: &Path) -> Result<Vec<String>> {
     Ok(violations)
 }
 
+/// Where the metric list is declared, each name as `=> "alfred_…"`.
+const METRIC_LIST: &str = "crates/alfred-model/src/metric.rs";
+
+/// The `"alfred_…"` string literals of a text: (line, name).
+fn metric_literals(text: &str) -> Vec<(usize, &str)> {
+    let mut out = Vec::new();
+    for (n, line) in text.lines().enumerate() {
+        let mut rest = line;
+        while let Some(at) = rest.find("\"alfred_") {
+            let tail = &rest[at + 1..];
+            let end = tail
+                .find(|c: char| !(c.is_ascii_alphanumeric() || c == '_'))
+                .unwrap_or(tail.len());
+            rest = &tail[end..];
+            if rest.starts_with('"') && end > "alfred_".len() {
+                out.push((n + 1, &tail[..end]));
+            }
+        }
+    }
+    out
+}
+
+/// Metric names in non-test code that the metric list does not declare (a histogram's
+/// `_bucket`, `_sum` and `_count` series count as its own).
+pub(crate) fn metric_name_violations(root: &Path) -> Result<Vec<String>> {
+    let list = read(&root.join(METRIC_LIST))?;
+    let declared: BTreeSet<&str> = list
+        .lines()
+        .filter(|l| l.contains("=> \""))
+        .flat_map(|l| metric_literals(l).into_iter().map(|(_, name)| name))
+        .collect();
+    if declared.is_empty() {
+        bail!("{METRIC_LIST} declares no metric");
+    }
+    let known = |name: &str| {
+        declared.contains(name)
+            || ["_bucket", "_sum", "_count"]
+                .iter()
+                .any(|s| name.strip_suffix(s).is_some_and(|b| declared.contains(b)))
+    };
+    let mut violations = Vec::new();
+    for file in sources_of(root, "crates")?
+        .into_iter()
+        .chain(sources_of(root, "adapters")?)
+    {
+        let name = file.file_name().unwrap_or_default().to_string_lossy();
+        if file.ends_with(METRIC_LIST) || name.ends_with("tests.rs") {
+            continue;
+        }
+        let text = read(&file)?;
+        let code = text.split("#[cfg(test)]").next().unwrap_or_default();
+        for (line, metric) in metric_literals(code) {
+            if !known(metric) {
+                violations.push(format!(
+                    "{}:{line}: metric {metric} is not in {METRIC_LIST}",
+                    relative(root, &file)
+                ));
+            }
+        }
+    }
+    Ok(violations)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -1259,6 +1325,24 @@ mod tests {
                 (1, "#y".to_owned()),
                 (2, "../c.md".to_owned())
             ]
+        );
+    }
+
+    #[test]
+    fn metric_names_in_code_are_the_declared_ones() {
+        fail_on(
+            "metric names",
+            metric_name_violations(&workspace_root()).unwrap(),
+        );
+    }
+
+    #[test]
+    fn metric_literals_are_whole_names_in_quotes() {
+        let text =
+            "x(\"alfred_a_total\", 1);\nlet p = \"alfred_\"; f(\"alfred_b\" , \"alfred_c {x}\");\n";
+        assert_eq!(
+            metric_literals(text),
+            vec![(1, "alfred_a_total"), (2, "alfred_b")]
         );
     }
 }
