@@ -10,6 +10,19 @@
 //! - Every `crates/*/src/**/*.rs` and `adapters/*/src/**/*.rs` file starts with a `//!` module doc.
 //! - No `.rs` file has trailing whitespace.
 //! - Every workspace member's `Cargo.toml` has `[lints] workspace = true`.
+//! - The core crates depend on each other only as ARCHITECTURE.md draws it (the arbiter knows
+//!   neither the policy nor the scorer), and nothing under `crates/` depends on an adapter.
+//! - The twin's tests skip for missing trace data only through `common::skip_unless_ci`, which
+//!   fails when `CI` is set.
+//! - Every `docs/<page>.md#<anchor>` a source file names exists (the page, and a heading with
+//!   that anchor), and so does every relative link of the Markdown pages (README, ARCHITECTURE,
+//!   `docs/`); the crates listed in `SELF_CONTAINED` name no document outside the
+//!   repository (`§` sections, spec files, seeds, lettered decisions).
+//! - Every `"alfred_…"` metric name written in non-test code of `crates/*/src` and
+//!   `adapters/*/src` is one that `alfred_model::metric::MetricId` declares.
+//! - `cargo xtask tidy` also runs the tests that hold `docs/` to the code (`docs_reference` in
+//!   `alfred-model` and `alfred-kube`): a config key, flag, reason code, metric or Event without
+//!   its row there fails. The normal test command runs those tests itself.
 //!
 //! Each failure names the file and line (or the dependency chain) to fix.
 
@@ -53,6 +66,35 @@ const BANNED_DIRECT: [&str; 1] = ["getrandom"];
 /// Exceptions: (core crate, banned pattern it may have).
 const ALLOWED: [(&str, &str); 1] = [("alfred-observe", "k8s-openapi")];
 
+/// The workspace crates each core crate may depend on (normal and build dependencies), as
+/// ARCHITECTURE.md draws them: adapters → dispatch → (policy → score, arbiter, sim) → model,
+/// observe → model. Any other edge between workspace crates fails.
+const CORE_DIRECTION: [(&str, &[&str]); 7] = [
+    ("alfred-model", &[]),
+    ("alfred-observe", &["alfred-model"]),
+    ("alfred-score", &["alfred-model"]),
+    ("alfred-sim", &["alfred-model"]),
+    ("alfred-arbiter", &["alfred-model"]),
+    ("alfred-policy", &["alfred-model", "alfred-score"]),
+    (
+        "alfred-dispatch",
+        &[
+            "alfred-model",
+            "alfred-score",
+            "alfred-policy",
+            "alfred-arbiter",
+            "alfred-sim",
+        ],
+    ),
+];
+
+/// The packages whose `docs_reference` tests hold `docs/` to the code.
+const DOCS_REFERENCE_PACKAGES: [&str; 2] = ["alfred-model", "alfred-kube"];
+
+/// Crates whose sources (and tests) point only into `docs/`, never at documents a clone does
+/// not have. A crate joins the list once its references are replaced.
+const SELF_CONTAINED: [&str; 1] = ["crates/alfred-arbiter"];
+
 /// Text that must not appear in core sources outside comments and string literals.
 const BANNED_TOKENS: [(&str, &str); 10] = [
     ("SystemTime::now", "take the time from the caller's input"),
@@ -86,6 +128,16 @@ pub(crate) fn run_all(root: &Path) -> Result<()> {
         ("module docs", module_doc_violations(root)?),
         ("trailing whitespace", trailing_whitespace_violations(root)?),
         ("workspace lints", workspace_lints_violations(&metadata)?),
+        (
+            "core dependency direction",
+            core_direction_violations(&metadata)?,
+        ),
+        ("twin trace skips", twin_skip_violations(root)?),
+        ("references into docs/", docs_link_violations(root)?),
+        ("markdown links", markdown_link_violations(root)?),
+        ("metric names", metric_name_violations(root)?),
+        ("self-contained crates", outside_reference_violations(root)?),
+        ("docs reference", docs_reference_violations(root)?),
     ] {
         if violations.is_empty() {
             eprintln!("tidy: {rule}: ok");
@@ -546,6 +598,404 @@ fn uses_workspace_lints(manifest: &str) -> bool {
     false
 }
 
+/// Edges between workspace crates that leave a core crate against [`CORE_DIRECTION`]: normal
+/// and build dependencies on another core crate not listed for it, and any dependency (dev
+/// included) on a workspace crate outside `crates/` (an adapter or tool).
+pub(crate) fn core_direction_violations(metadata: &Value) -> Result<Vec<String>> {
+    let core = core_packages(metadata)?;
+    let members: BTreeMap<&str, &str> = metadata["packages"]
+        .as_array()
+        .context("metadata has no packages")?
+        .iter()
+        .map(|p| {
+            (
+                p["id"].as_str().unwrap_or_default(),
+                p["name"].as_str().unwrap_or_default(),
+            )
+        })
+        .filter(|(id, _)| {
+            metadata["workspace_members"]
+                .as_array()
+                .is_some_and(|m| m.iter().any(|x| x.as_str() == Some(id)))
+        })
+        .collect();
+    let core_names: BTreeSet<&str> = core.iter().map(|(n, _)| n.as_str()).collect();
+    let mut violations = Vec::new();
+    for node in metadata["resolve"]["nodes"]
+        .as_array()
+        .context("metadata has no resolve graph")?
+    {
+        let id = node["id"].as_str().unwrap_or_default();
+        let Some((name, _)) = core.iter().find(|(_, cid)| cid == id) else {
+            continue;
+        };
+        let allowed = CORE_DIRECTION
+            .iter()
+            .find(|(krate, _)| krate == name)
+            .map(|(_, deps)| *deps);
+        for dep in node["deps"]
+            .as_array()
+            .map(Vec::as_slice)
+            .unwrap_or_default()
+        {
+            let Some(&dep_name) = dep["pkg"].as_str().and_then(|p| members.get(p)) else {
+                continue; // not a workspace crate
+            };
+            if dep_name == name.as_str() {
+                continue; // a crate's tests may enable its own features
+            }
+            let normal = dep["dep_kinds"]
+                .as_array()
+                .is_some_and(|kinds| kinds.iter().any(|k| k["kind"].as_str() != Some("dev")));
+            if !core_names.contains(dep_name) {
+                violations.push(format!(
+                    "{name} depends on {dep_name}, which is not a core crate: nothing under crates/ depends on adapters or tools"
+                ));
+            } else if normal && !allowed.is_some_and(|deps| deps.contains(&dep_name)) {
+                violations.push(format!(
+                    "{name} must not depend on {dep_name} (ARCHITECTURE.md: {name} may use {})",
+                    allowed
+                        .filter(|d| !d.is_empty())
+                        .map_or("no other core crate".to_owned(), |d| d.join(", "))
+                ));
+            }
+        }
+    }
+    Ok(violations)
+}
+
+/// Lines of the twin's tests that announce a skip themselves instead of calling
+/// `common::skip_unless_ci` (which fails the test in CI rather than skipping it).
+pub(crate) fn twin_skip_violations(root: &Path) -> Result<Vec<String>> {
+    let tests = root.join("adapters/alfred-twin/tests");
+    let mut violations = Vec::new();
+    for file in rust_files(&tests)? {
+        if file.ends_with("common/mod.rs") {
+            continue;
+        }
+        for n in self_announced_skips(&read(&file)?) {
+            violations.push(format!(
+                "{}:{n}: a test skips by itself: call common::skip_unless_ci so that CI fails instead",
+                relative(root, &file)
+            ));
+        }
+    }
+    Ok(violations)
+}
+
+/// Lines that print a message about skipping (`println!`/`eprintln!` with "skip").
+fn self_announced_skips(text: &str) -> Vec<usize> {
+    text.lines()
+        .enumerate()
+        .filter(|(_, l)| {
+            (l.contains("println!(") || l.contains("print!("))
+                && l.to_ascii_lowercase().contains("skip")
+        })
+        .map(|(n, _)| n + 1)
+        .collect()
+}
+
+/// Runs the `docs_reference` tests (`cargo xtask tidy` only: the normal test command runs them
+/// as tests already, and a test must not start cargo inside cargo).
+fn docs_reference_violations(root: &Path) -> Result<Vec<String>> {
+    let mut cmd = Command::new(crate::cargo());
+    cmd.args(["test", "--locked", "--quiet"]);
+    for package in DOCS_REFERENCE_PACKAGES {
+        cmd.args(["-p", package]);
+    }
+    cmd.args(["--test", "docs_reference"]).current_dir(root);
+    let out = cmd.output().context("cannot run cargo test")?;
+    if out.status.success() {
+        return Ok(Vec::new());
+    }
+    let text =
+        String::from_utf8_lossy(&out.stdout).into_owned() + &String::from_utf8_lossy(&out.stderr);
+    let mut violations: Vec<String> = text
+        .lines()
+        .filter(|l| l.contains("docs/") && !l.contains("-->"))
+        .map(|l| l.trim().to_owned())
+        .collect();
+    if violations.is_empty() {
+        violations.push(format!("the docs_reference tests failed:\n{text}"));
+    }
+    Ok(violations)
+}
+
+/// The anchor GitHub gives a Markdown heading: lower case, spaces to `-`, punctuation other
+/// than `-` and `_` dropped.
+fn heading_anchor(title: &str) -> String {
+    title
+        .trim()
+        .to_lowercase()
+        .chars()
+        .filter_map(|c| match c {
+            ' ' => Some('-'),
+            c if c.is_alphanumeric() || c == '-' || c == '_' => Some(c),
+            _ => None,
+        })
+        .collect()
+}
+
+/// The anchors of a Markdown page's headings (outside fenced code).
+fn page_anchors(text: &str) -> BTreeSet<String> {
+    let mut fenced = false;
+    let mut anchors = BTreeSet::new();
+    for line in text.lines() {
+        if line.trim_start().starts_with("```") {
+            fenced = !fenced;
+            continue;
+        }
+        let hashes = line.chars().take_while(|c| *c == '#').count();
+        if !fenced && hashes > 0 && line[hashes..].starts_with(' ') {
+            anchors.insert(heading_anchor(&line[hashes..]));
+        }
+    }
+    anchors
+}
+
+/// The `docs/<page>.md` and `docs/<page>.md#<anchor>` references of a text, with their line.
+fn docs_links(text: &str) -> Vec<(usize, String, Option<String>)> {
+    let mut out = Vec::new();
+    for (n, line) in text.lines().enumerate() {
+        let mut rest = line;
+        while let Some(at) = rest.find("docs/") {
+            let tail = &rest[at + "docs/".len()..];
+            let end = tail
+                .find(|c: char| !(c.is_alphanumeric() || matches!(c, '-' | '_' | '.' | '#' | '/')))
+                .unwrap_or(tail.len());
+            let link = tail[..end].trim_end_matches('.');
+            rest = &tail[end..];
+            let (page, anchor) = match link.split_once('#') {
+                Some((p, a)) => (p, Some(a.to_owned())),
+                None => (link, None),
+            };
+            if page.ends_with(".md") {
+                out.push((n + 1, page.to_owned(), anchor));
+            }
+        }
+    }
+    out
+}
+
+/// References into `docs/` from the workspace's Rust files that name a missing page or a
+/// heading the page does not have.
+pub(crate) fn docs_link_violations(root: &Path) -> Result<Vec<String>> {
+    let mut pages: BTreeMap<String, Option<BTreeSet<String>>> = BTreeMap::new();
+    let mut violations = Vec::new();
+    for file in rust_files(root)? {
+        for (line, page, anchor) in docs_links(&read(&file)?) {
+            let anchors = pages.entry(page.clone()).or_insert_with(|| {
+                fs::read_to_string(root.join("docs").join(&page))
+                    .ok()
+                    .map(|t| page_anchors(&t))
+            });
+            let at = format!("{}:{line}", relative(root, &file));
+            match (anchors, anchor) {
+                (None, _) => violations.push(format!("{at}: docs/{page} does not exist")),
+                (Some(set), Some(a)) if !set.contains(&a) => violations.push(format!(
+                    "{at}: docs/{page} has no heading with the anchor #{a}"
+                )),
+                _ => {}
+            }
+        }
+    }
+    Ok(violations)
+}
+
+/// Whether a line points at a document outside the repository: a `§` section, a spec file, a
+/// seed, or a lettered decision (`E4`, `G.10`, `B.1`, `decision 15.3`).
+fn outside_reference(line: &str) -> Option<&'static str> {
+    const FILES: [&str; 6] = [
+        "alfred-engine.md",
+        "alfred-policies.md",
+        "decisions.md",
+        "ome-objects.md",
+        "scheduler-simulation.md",
+        "../shared",
+    ];
+    if line.contains('§') {
+        return Some("a § section");
+    }
+    if FILES.iter().any(|f| line.contains(f)) {
+        return Some("a specification file");
+    }
+    let lower = line.to_lowercase();
+    if lower.contains("decision ")
+        && lower
+            .split("decision ")
+            .skip(1)
+            .any(|t| t.starts_with(|c: char| c.is_ascii_digit() || c == 'e'))
+    {
+        return Some("a numbered decision");
+    }
+    let words: Vec<&str> = line
+        .split(|c: char| !(c.is_alphanumeric() || c == '.'))
+        .collect();
+    for pair in words.windows(2) {
+        if pair[0].eq_ignore_ascii_case("seed")
+            && pair[1].len() == 3
+            && pair[1].bytes().all(|b| b.is_ascii_digit())
+        {
+            return Some("a seed");
+        }
+    }
+    for w in words {
+        let w = w.trim_end_matches('.');
+        let mut chars = w.chars();
+        let (Some(letter), rest) = (chars.next(), chars.as_str()) else {
+            continue;
+        };
+        let number = rest.strip_prefix('.').unwrap_or(rest);
+        if matches!(letter, 'B' | 'E' | 'G')
+            && !number.is_empty()
+            && number.len() <= 2
+            && number.bytes().all(|b| b.is_ascii_digit())
+        {
+            return Some("a lettered decision");
+        }
+    }
+    None
+}
+
+/// Lines of the [`SELF_CONTAINED`] crates that point outside the repository.
+pub(crate) fn outside_reference_violations(root: &Path) -> Result<Vec<String>> {
+    let mut violations = Vec::new();
+    for krate in SELF_CONTAINED {
+        for file in rust_files(&root.join(krate))? {
+            for (n, line) in read(&file)?.lines().enumerate() {
+                if let Some(what) = outside_reference(line) {
+                    violations.push(format!(
+                        "{}:{}: names {what} outside the repository: point into docs/ instead",
+                        relative(root, &file),
+                        n + 1
+                    ));
+                }
+            }
+        }
+    }
+    Ok(violations)
+}
+
+/// The relative link targets of a Markdown text (`](target)`), with their line; web and mail
+/// links are left out.
+fn markdown_links(text: &str) -> Vec<(usize, String)> {
+    let mut out = Vec::new();
+    for (n, line) in text.lines().enumerate() {
+        let mut rest = line;
+        while let Some(at) = rest.find("](") {
+            let tail = &rest[at + 2..];
+            let Some(end) = tail.find(')') else { break };
+            let target = &tail[..end];
+            rest = &tail[end..];
+            if !(target.contains("://") || target.starts_with("mailto:") || target.contains(' ')) {
+                out.push((n + 1, target.to_owned()));
+            }
+        }
+    }
+    out
+}
+
+/// Relative links of the repository's Markdown pages that name a missing file or heading.
+pub(crate) fn markdown_link_violations(root: &Path) -> Result<Vec<String>> {
+    let mut pages = vec![root.join("README.md"), root.join("ARCHITECTURE.md")];
+    if let Ok(entries) = fs::read_dir(root.join("docs")) {
+        let mut docs: Vec<PathBuf> = entries
+            .filter_map(|e| e.ok().map(|e| e.path()))
+            .filter(|p| p.extension().is_some_and(|e| e == "md"))
+            .collect();
+        docs.sort();
+        pages.extend(docs);
+    }
+    let mut violations = Vec::new();
+    for page in pages.into_iter().filter(|p| p.exists()) {
+        let text = read(&page)?;
+        for (line, target) in markdown_links(&text) {
+            let (path, anchor) = match target.split_once('#') {
+                Some((p, a)) => (p, Some(a)),
+                None => (target.as_str(), None),
+            };
+            let file = if path.is_empty() {
+                page.clone()
+            } else {
+                page.parent().unwrap_or(root).join(path)
+            };
+            let at = format!("{}:{line}", relative(root, &page));
+            if !file.exists() {
+                violations.push(format!("{at}: {target}: no such file"));
+            } else if let Some(a) = anchor
+                && file.extension().is_some_and(|e| e == "md")
+                && !page_anchors(&read(&file)?).contains(a)
+            {
+                violations.push(format!("{at}: {target}: no heading with that anchor"));
+            }
+        }
+    }
+    Ok(violations)
+}
+
+/// Where the metric list is declared, each name as `=> "alfred_…"`.
+const METRIC_LIST: &str = "crates/alfred-model/src/metric.rs";
+
+/// The `"alfred_…"` string literals of a text: (line, name).
+fn metric_literals(text: &str) -> Vec<(usize, &str)> {
+    let mut out = Vec::new();
+    for (n, line) in text.lines().enumerate() {
+        let mut rest = line;
+        while let Some(at) = rest.find("\"alfred_") {
+            let tail = &rest[at + 1..];
+            let end = tail
+                .find(|c: char| !(c.is_ascii_alphanumeric() || c == '_'))
+                .unwrap_or(tail.len());
+            rest = &tail[end..];
+            if rest.starts_with('"') && end > "alfred_".len() {
+                out.push((n + 1, &tail[..end]));
+            }
+        }
+    }
+    out
+}
+
+/// Metric names in non-test code that the metric list does not declare (a histogram's
+/// `_bucket`, `_sum` and `_count` series count as its own).
+pub(crate) fn metric_name_violations(root: &Path) -> Result<Vec<String>> {
+    let list = read(&root.join(METRIC_LIST))?;
+    let declared: BTreeSet<&str> = list
+        .lines()
+        .filter(|l| l.contains("=> \""))
+        .flat_map(|l| metric_literals(l).into_iter().map(|(_, name)| name))
+        .collect();
+    if declared.is_empty() {
+        bail!("{METRIC_LIST} declares no metric");
+    }
+    let known = |name: &str| {
+        declared.contains(name)
+            || ["_bucket", "_sum", "_count"]
+                .iter()
+                .any(|s| name.strip_suffix(s).is_some_and(|b| declared.contains(b)))
+    };
+    let mut violations = Vec::new();
+    for file in sources_of(root, "crates")?
+        .into_iter()
+        .chain(sources_of(root, "adapters")?)
+    {
+        let name = file.file_name().unwrap_or_default().to_string_lossy();
+        if file.ends_with(METRIC_LIST) || name.ends_with("tests.rs") {
+            continue;
+        }
+        let text = read(&file)?;
+        let code = text.split("#[cfg(test)]").next().unwrap_or_default();
+        for (line, metric) in metric_literals(code) {
+            if !known(metric) {
+                violations.push(format!(
+                    "{}:{line}: metric {metric} is not in {METRIC_LIST}",
+                    relative(root, &file)
+                ));
+            }
+        }
+    }
+    Ok(violations)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -740,6 +1190,159 @@ mod tests {
             v.iter()
                 .any(|l| l.contains("alfred-sim is not a workspace member")),
             "{v:?}"
+        );
+    }
+
+    #[test]
+    fn core_crates_depend_on_each_other_only_as_the_architecture_draws() {
+        let metadata = cargo_metadata(&workspace_root()).unwrap();
+        fail_on(
+            "core dependency direction",
+            core_direction_violations(&metadata).unwrap(),
+        );
+    }
+
+    #[test]
+    fn twin_tests_skip_for_missing_data_only_outside_ci() {
+        fail_on(
+            "twin trace skips",
+            twin_skip_violations(&workspace_root()).unwrap(),
+        );
+    }
+
+    #[test]
+    fn direction_rule_catches_an_arbiter_that_reads_the_scorer_and_a_core_crate_on_an_adapter() {
+        let mut m = metadata();
+        let dep = |name: &str, kind: Value| serde_json::json!({"pkg": format!("{name}-id"), "dep_kinds": [{"kind": kind}]});
+        let nodes = m["resolve"]["nodes"].as_array_mut().unwrap();
+        nodes.push(serde_json::json!({"id": "alfred-arbiter-id", "deps": [
+            dep("alfred-model", Value::Null),
+            dep("alfred-score", Value::Null),
+            dep("alfred-policy", "dev".into()),
+        ]}));
+        nodes.push(serde_json::json!({"id": "alfred-dispatch-id", "deps": [
+            dep("alfred-policy", Value::Null),
+            dep("alfred-kube", "dev".into()),
+        ]}));
+        let v = core_direction_violations(&m).unwrap();
+        assert_eq!(
+            v,
+            vec![
+                "alfred-arbiter must not depend on alfred-score (ARCHITECTURE.md: alfred-arbiter may use alfred-model)".to_owned(),
+                "alfred-dispatch depends on alfred-kube, which is not a core crate: nothing under crates/ depends on adapters or tools".to_owned(),
+            ]
+        );
+    }
+
+    #[test]
+    fn skip_rule_finds_printed_skips() {
+        let src = "fn t() {\n    let Some(x) = f() else {\n        println!(\"NOTICE: data missing; test skipped\");\n        return;\n    };\n    eprintln!(\"Skipping part\");\n    println!(\"ran\");\n}\n";
+        assert_eq!(self_announced_skips(src), vec![3, 6]);
+    }
+
+    #[test]
+    fn references_into_docs_resolve() {
+        fail_on(
+            "references into docs/",
+            docs_link_violations(&workspace_root()).unwrap(),
+        );
+    }
+
+    #[test]
+    fn self_contained_crates_point_only_into_the_repository() {
+        fail_on(
+            "self-contained crates",
+            outside_reference_violations(&workspace_root()).unwrap(),
+        );
+    }
+
+    #[test]
+    fn docs_links_and_anchors_are_read_as_github_does() {
+        assert_eq!(
+            docs_links("// see docs/design.md#gates, and (docs/reasons.md).\n// docs/ alone\n"),
+            vec![
+                (1, "design.md".to_owned(), Some("gates".to_owned())),
+                (1, "reasons.md".to_owned(), None),
+            ]
+        );
+        let anchors = page_anchors(
+            "# Design notes\n## Re-check before a request\n```\n# not a heading\n```\n### Drain plans and the budget\n",
+        );
+        assert_eq!(
+            anchors.into_iter().collect::<Vec<_>>(),
+            [
+                "design-notes",
+                "drain-plans-and-the-budget",
+                "re-check-before-a-request"
+            ]
+        );
+        assert_eq!(
+            heading_anchor(" `alfred run` flags (v2)"),
+            "alfred-run-flags-v2"
+        );
+    }
+
+    #[test]
+    fn outside_references_are_recognised() {
+        for line in [
+            "/// the gates of §8.3",
+            "//! (alfred-engine.md, decisions)",
+            "// decision E4 says",
+            "// decision 15.3",
+            "// seed 000 \"The arbiter\"",
+            "// (B.1: a plan)",
+            "// decision G.10",
+            "// E16 applies",
+        ] {
+            assert!(outside_reference(line).is_some(), "{line}");
+        }
+        for line in [
+            "/// docs/design.md#gates",
+            "let b = 1; // 16 steps",
+            "// the seed of the generator",
+            "// E is a letter, Bx2 is a name, G.x too",
+            "// SECTION_2",
+        ] {
+            assert_eq!(outside_reference(line), None, "{line}");
+        }
+    }
+
+    #[test]
+    fn markdown_links_resolve() {
+        fail_on(
+            "markdown links",
+            markdown_link_violations(&workspace_root()).unwrap(),
+        );
+    }
+
+    #[test]
+    fn markdown_links_are_the_relative_ones() {
+        let text = "See [a](pages/a.md#x) and [b](#y), [web](https://e.org/#z).\n[c](../c.md)\n";
+        assert_eq!(
+            markdown_links(text),
+            vec![
+                (1, "pages/a.md#x".to_owned()),
+                (1, "#y".to_owned()),
+                (2, "../c.md".to_owned())
+            ]
+        );
+    }
+
+    #[test]
+    fn metric_names_in_code_are_the_declared_ones() {
+        fail_on(
+            "metric names",
+            metric_name_violations(&workspace_root()).unwrap(),
+        );
+    }
+
+    #[test]
+    fn metric_literals_are_whole_names_in_quotes() {
+        let text =
+            "x(\"alfred_a_total\", 1);\nlet p = \"alfred_\"; f(\"alfred_b\" , \"alfred_c {x}\");\n";
+        assert_eq!(
+            metric_literals(text),
+            vec![(1, "alfred_a_total"), (2, "alfred_b")]
         );
     }
 }

@@ -1,5 +1,5 @@
 //! CI smoke run on the first 500 tasks of the real trace (from `../shared`, located
-//! relative to this crate, else `/work/shared`; skipped with a notice when absent): a few
+//! relative to this crate, else `/work/shared`; skipped with a notice when absent, failed when absent in CI): a few
 //! simulated hours of churn on the whole GPU cluster with every caretaker, and the trace's
 //! own times with alfred.
 
@@ -15,12 +15,22 @@ use alfred_twin::world::{Placement, World};
 use common::*;
 
 #[test]
+fn ci_is_read_as_ci_services_set_it() {
+    for on in ["true", "1", "yes", "TRUE"] {
+        assert!(is_ci(Some(on)), "{on}");
+    }
+    for off in [None, Some(""), Some("0"), Some("false"), Some("False")] {
+        assert!(!is_ci(off), "{off:?}");
+    }
+}
+
+#[test]
 fn first_500_tasks_of_the_real_trace() {
     let (Some(nodes), Some(pods)) = (
         shared_data("openb_node_list_gpu_node.csv"),
         shared_data("openb_pod_list_default.csv"),
     ) else {
-        println!("NOTICE: ../shared/data/alibaba-gpu-v2023 not found; smoke test skipped");
+        skip_unless_ci("../shared/data/alibaba-gpu-v2023 not found");
         return;
     };
     let nodes = parse_nodes(&std::fs::read_to_string(nodes).unwrap()).unwrap();

@@ -1,4 +1,5 @@
-//! Ordering, gates and target selection (alfred-engine.md §8.1–§8.4, §8.6).
+//! Ordering, gates and target selection (docs/design.md#arbitration-order, docs/design.md#gates,
+//! docs/design.md#target-selection, docs/design.md#cooldowns).
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::time::Duration;
@@ -46,9 +47,10 @@ fn rank_score(s: f64) -> f64 {
     if s.is_nan() { f64::NEG_INFINITY } else { s }
 }
 
-/// Input indices of the executable candidates in arbitration order (§8.1): class
+/// Input indices of the executable candidates in arbitration order
+/// (docs/design.md#arbitration-order): class
 /// descending (unhealthy 2, maintenance 1, defragmentation 0), drain-plan steps ahead of the
-/// other defragmentation moves (B.1: a plan's score is in GPUs, not comparable with a
+/// other defragmentation moves (a plan's score is in GPUs, not comparable with a
 /// move's), score descending (NaN last), footprint ascending, then input order (the sort is
 /// stable).
 pub fn arbitration_order(candidates: &[Candidate]) -> Vec<usize> {
@@ -67,7 +69,8 @@ pub fn arbitration_order(candidates: &[Candidate]) -> Vec<usize> {
 }
 
 /// The nodes being evacuated this pass: the `fromNode` of every executable
-/// `NodeUnhealthy` and `NodeMaintenance` candidate (§8.2). They are never targets.
+/// `NodeUnhealthy` and `NodeMaintenance` candidate (docs/design.md#per-pass-state). They are never
+/// targets.
 pub fn evacuating_nodes(candidates: &[Candidate]) -> BTreeSet<String> {
     candidates
         .iter()
@@ -76,8 +79,8 @@ pub fn evacuating_nodes(candidates: &[Candidate]) -> BTreeSet<String> {
         .collect()
 }
 
-/// Arbitrates a pass's candidates (§8): orders the executable ones, runs the gates of
-/// §8.3 on each in turn (the first failing gate is the reason), selects targets (§8.4)
+/// Arbitrates a pass's candidates (docs/design.md#arbiter): orders the executable ones, runs the
+/// gates on each in turn (the first failing gate is the reason), selects targets
 /// and admits at most one move per InferenceService and per target node.
 ///
 /// * `ledger`: alfred's own requests (claims, node cooling, its part of the hourly and
@@ -113,7 +116,7 @@ pub fn arbitrate(
 }
 
 /// Arbitrates one candidate alone against a (fresh) snapshot: the dispatcher's re-check
-/// (alfred-engine.md §9.6 step 3). `evacuating` is the evacuation set of the pass the
+/// (docs/design.md#re-check-before-a-request). `evacuating` is the evacuation set of the pass the
 /// candidate comes from ([`evacuating_nodes`] of the fresh policies' output; the
 /// candidate's own source is added when it is a node-health move). For the re-check of a
 /// retried journal entry pass `ledger.without(uuid)`.
@@ -147,7 +150,7 @@ pub fn plan_nodes(candidates: &[Candidate]) -> BTreeSet<String> {
         .collect()
 }
 
-/// Why target selection marked a node unusable (§8.4).
+/// Why target selection marked a node unusable (docs/design.md#target-selection).
 #[derive(Default)]
 struct Marks {
     unavailable: bool,
@@ -172,7 +175,7 @@ impl Marks {
     }
 }
 
-/// The per-pass state of §8.2.
+/// The per-pass state (docs/design.md#per-pass-state).
 struct Pass<'a> {
     snapshot: &'a ClusterSnapshot,
     settings: &'a ArbiterSettings,
@@ -270,7 +273,8 @@ impl<'a> Pass<'a> {
         }
     }
 
-    /// The gates of §8.3 in order; `Ok((placement, cooldownOverridden))` on admission.
+    /// The gates in order (docs/design.md#gates); `Ok((placement, cooldownOverridden))` on
+    /// admission.
     fn gates(&self, c: &Candidate) -> Result<(Vec<(String, u32)>, bool), RejectReason> {
         let health = c.reason == RowReason::NodeUnhealthy;
         // 1
@@ -369,7 +373,8 @@ impl<'a> Pass<'a> {
         ) {
             return Err(RejectReason::HourlyCap);
         }
-        // 16 (B.1): a plan starts only when the hourly budget left covers all its steps,
+        // 16 (docs/design.md#drain-plans-and-the-budget): a plan starts only when the hourly budget
+        // left covers all its steps,
         // each step at the pass it is due (`plan_steps_within_cap`).
         if let Some(p) = c.plan.as_ref().filter(|p| p.starts_plan) {
             let covered = plan_steps_within_cap(
@@ -388,7 +393,8 @@ impl<'a> Pass<'a> {
         Ok((placement, overridden))
     }
 
-    /// The source node's cooldown (B.1 for plan steps): a started plan's own node is exempt
+    /// The source node's cooldown (docs/design.md#drain-plans-and-the-budget for plan steps): a
+    /// started plan's own node is exempt
     /// between the plan's steps; a new plan's node is held back only by requests that landed
     /// on it (the ones that left it are the drain the plan goes on with: a plan overtaken by
     /// its pod hands its half-emptied node to the next plan without a pause); every other
@@ -436,7 +442,8 @@ impl<'a> Pass<'a> {
             || node.name == c.from_node
     }
 
-    /// `fits(node, gpus)` of §8.4, recording why a node was refused.
+    /// Whether `gpus` more fit on a node (docs/design.md#target-selection), recording why a node was
+    /// refused.
     fn fits(&self, name: &str, gpus: u32, w: &Workload, c: &Candidate, marks: &mut Marks) -> bool {
         let Some(node) = self.nodes.get(name) else {
             return false;
@@ -469,7 +476,8 @@ impl<'a> Pass<'a> {
         node.free_gpus.saturating_sub(claimed) >= gpus
     }
 
-    /// Target selection (§8.4): the placement as `(node, GPUs)` in order of first use.
+    /// Target selection (docs/design.md#target-selection): the placement as `(node, GPUs)` in order
+    /// of first use.
     fn select_targets(
         &self,
         c: &Candidate,

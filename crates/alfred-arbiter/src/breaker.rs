@@ -1,4 +1,4 @@
-//! The circuit breaker (seed 000 "Circuit breaker", alfred-engine.md §8.5, decision 15.3).
+//! The circuit breaker (docs/design.md#circuit-breaker).
 //!
 //! Deliberately **not durable** and not serialisable: "A new leader starts the count
 //! afresh". The dispatcher keeps one in memory per leadership term and feeds it the

@@ -1,7 +1,7 @@
 //! The dispatch ledger: alfred's own requests, as the arbiter needs them for claims,
 //! node cooling and alfred's part of the hourly count.
 //!
-//! Decision 15.2: the ledger is **fed and durable**. The dispatcher records a
+//! The ledger is **fed and durable** (docs/design.md#ledger). The dispatcher records a
 //! [`DispatchRecord`] when it appends a journal entry, marks it absorbed when the entry
 //! ends, and persists the ledger with its journal, so `NodeCooldown`, claims and the
 //! hourly count work at admission and survive a leader change. The circuit breaker is
@@ -40,7 +40,7 @@
 //!   a live record claims its GPUs, counts in flight and keeps its workload busy;
 //! * a node **cools** for `perNodeCooldownMinutes` after a record used it (as `fromNode`
 //!   or in `targets`), counted from `absorbedAt`, else from `createdAt` (the dispatcher's
-//!   time rule, alfred-engine.md §9.6 step 13);
+//!   time rule, docs/design.md#cooldowns);
 //! * every record counts in the hourly count by `createdAt`.
 
 use std::collections::{BTreeMap, BTreeSet};
@@ -168,7 +168,8 @@ pub(crate) fn find_workload<'a>(snapshot: &'a ClusterSnapshot, key: &str) -> Opt
 #[serde(try_from = "LedgerWire", into = "LedgerWire")]
 pub struct Ledger {
     records: Vec<DispatchRecord>,
-    /// Nodes active drain plans free (B.1): not serialized, derived from the plans.
+    /// Nodes active drain plans free (docs/design.md#drain-plans-and-the-budget): not serialized,
+    /// derived from the plans.
     protected: BTreeSet<String>,
 }
 
@@ -301,7 +302,7 @@ impl Ledger {
     }
 
     /// The ledger without one request (the dispatcher's re-check of a retried entry must
-    /// not be held back by that entry itself, §9.7 step 6).
+    /// not be held back by that entry itself, docs/design.md#ledger).
     pub fn without(&self, uuid: &str) -> Ledger {
         Ledger {
             records: self
@@ -369,8 +370,8 @@ impl Ledger {
     }
 
     /// Whether one of alfred's requests landed on `node` (as a target) within `window`: the
-    /// part of a node's cooldown a drain-plan step leaving that node still honours (B.1;
-    /// requests that only left it are the drain itself).
+    /// part of a node's cooldown a drain-plan step leaving that node still honours
+    /// (docs/design.md#drain-plans-and-the-budget; requests that only left it are the drain itself).
     pub fn node_received(&self, node: &str, now: Timestamp, window: Duration) -> bool {
         self.records
             .iter()

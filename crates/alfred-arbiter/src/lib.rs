@@ -1,4 +1,4 @@
-//! alfred's arbiter (seed 000 "The arbiter" and "Safety bounds", alfred-engine.md §8).
+//! alfred's arbiter (docs/design.md#arbiter).
 //!
 //! In execute mode the arbiter takes the executable moves of both policies one at a time —
 //! moves off Unhealthy nodes, then off nodes due for maintenance, then defragmentation;
@@ -7,20 +7,21 @@
 //! node in a pass, and room on a target node. The first check a move fails gives its
 //! rejection reason.
 //!
-//! * [`arbitrate`] / [`arbitrate_one`]: the gates of §8.3 and the target replay of §8.4.
+//! * [`arbitrate`] / [`arbitrate_one`]: the gates (docs/design.md#gates) and the target replay
+//!   (docs/design.md#target-selection).
 //! * [`migrations_started_within`] / [`started_migrations_within`]: **the one** counting
 //!   function of started migrations (union by identity), shared with the dispatcher's
-//!   budget check (decision E4); [`migrations_in_flight`] the in-flight count.
-//! * [`Ledger`]: alfred's own requests, **durable** (decision 15.2; the dispatcher
+//!   budget check (docs/design.md#hourly-budget); [`migrations_in_flight`] the in-flight count.
+//! * [`Ledger`]: alfred's own requests, **durable** (docs/design.md#ledger; the dispatcher
 //!   persists it, its JSON schema is in [`ledger`]). [`Breaker`]: the circuit breaker,
-//!   **not durable** (decision 15.3, seed 000: a new leader starts the count afresh).
+//!   **not durable** (docs/design.md#circuit-breaker: a new leader starts the count afresh).
 //!
 //! Pure: no IO, no clock, no randomness, no hash collections; never panics.
 //!
 //! # Decisions this crate takes
 //!
-//! * Node cooling works at admission (decision 15.2), but the documented arbiter reasons
-//!   (seed 000 "Arbiter reasons lists them all") have no `NodeCooldown`. A move off a
+//! * Node cooling works at admission (docs/design.md#cooldowns), but the documented arbiter reasons
+//!   (docs/reasons.md#arbiter-reasons) have no `NodeCooldown`. A move off a
 //!   source node that one of alfred's own requests used less than
 //!   `perNodeCooldownMinutes` ago is rejected as `Cooldown` (skipped for `NodeUnhealthy`);
 //!   a target node in that state is refused like a node that already receives a move

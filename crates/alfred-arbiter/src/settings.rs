@@ -5,16 +5,16 @@ use std::time::Duration;
 use alfred_model::config::Config;
 
 /// The length of the hourly window of `maxMigrationsPerHour` (ages `≤ 1h` count,
-/// alfred-engine.md §13 item 20).
+/// docs/design.md#hourly-budget).
 pub const HOURLY_WINDOW: Duration = Duration::from_secs(60 * 60);
 
-/// The least time an absorbed ledger record is kept (the reference's 1 h retention).
+/// The least time an absorbed ledger record is kept (docs/design.md#ledger).
 pub const LEDGER_MIN_RETENTION: Duration = HOURLY_WINDOW;
 
-/// What the arbiter needs of `alfredConfig` (alfred-engine.md §3.2, §8.6).
+/// What the arbiter needs of `alfredConfig` (docs/configuration.md#safety-bounds).
 ///
 /// Built from the loaded configuration with [`ArbiterSettings::from_config`]; the
-/// [`Default`] is the built-in configuration (§3.3).
+/// [`Default`] is the built-in configuration (docs/configuration.md#keys).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct ArbiterSettings {
     /// `maxInFlightMigrations` (3).

@@ -207,7 +207,8 @@ fn every_rejection_reason_has_a_scenario() {
         .build();
     check(RejectReason::HourlyCap, one(&snap, c()));
 
-    // 16 PlanBudgetInsufficient (B.1): eight migrations this hour, a three-step plan would
+    // 16 PlanBudgetInsufficient (docs/design.md#drain-plans-and-the-budget): eight migrations this
+    // hour, a three-step plan would
     // make eleven.
     let snap = base()
         .workload("ns/b", &[("t2", 1)])

@@ -401,7 +401,8 @@ proptest! {
                     prop_assert!(!v.cooldown_overridden);
                 }
             }
-            // The source's cooldown (B.1: a plan step honours only landings on a new plan's
+            // The source's cooldown (docs/design.md#drain-plans-and-the-budget: a plan step honours
+            // only landings on a new plan's
             // node, nothing on a started plan's own node).
             match c.plan.as_ref().filter(|p| p.node == c.from_node) {
                 _ if health => {}

@@ -8,6 +8,7 @@ pub mod config;
 pub mod count;
 pub mod effect;
 pub mod index;
+pub mod metric;
 pub mod plan;
 pub mod reason;
 pub mod record;

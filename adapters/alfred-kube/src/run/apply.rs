@@ -46,6 +46,7 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use alfred_model::effect::Effect;
+use alfred_model::metric::MetricId;
 use alfred_model::plan::DRAIN_TAINT_KEY;
 use k8s_openapi::api::core::v1::{ConfigMap, Event, Node, Pod, Taint};
 use kube::Client;
@@ -314,7 +315,7 @@ impl Applier {
 
     fn count(&self, effect: &'static str, outcome: &Outcome) {
         self.metrics.inc(
-            "alfred_effect_writes_total",
+            MetricId::EffectWrites,
             &[("effect", effect), ("outcome", outcome.label())],
             1,
         );

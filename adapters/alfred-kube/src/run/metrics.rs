@@ -1,13 +1,16 @@
-//! Every metric of alfred-engine.md §11.4, registered once per process, plus the adapter's own
-//! write-outcome counter. `/metrics` renders them as OpenMetrics text.
+//! The registry behind `/metrics`: every metric of [`MetricId::ALL`] (the core's list, which
+//! also holds the adapter's own leader, reload, write and timing metrics), registered once per
+//! process and rendered as OpenMetrics text.
 //!
 //! Counters are registered without their `_total` suffix: prometheus-client appends it, so
 //! `alfred_policy_reload` is exposed as `alfred_policy_reload_total`. Metric effects of a pass
 //! ([`alfred_model::effect::MetricUpdate`]) name the exposed metric and are mapped here.
 
+use std::collections::BTreeMap;
 use std::sync::atomic::AtomicU64;
 
 use alfred_model::effect::{MetricChange, MetricUpdate, Text};
+use alfred_model::metric::{MetricId, MetricKind};
 use prometheus_client::encoding::text::encode;
 use prometheus_client::metrics::counter::Counter;
 use prometheus_client::metrics::family::Family;
@@ -27,114 +30,12 @@ pub const DEFAULT_BUCKETS: [f64; 11] = [
     0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0,
 ];
 
-/// Gauges republished from every observation (their departed series are reset first).
-pub const CLUSTER_GAUGES: [&str; 8] = [
-    "alfred_cluster_fragmentation_score",
-    "alfred_fragmentation_observed",
-    "alfred_fragmentation_reclaimable",
-    "alfred_pending_pressure",
-    "alfred_gpu_capacity",
-    "alfred_pending_pod_count",
-    "alfred_pending_pod_gpu_requirements",
-    "alfred_surge_headroom_gpus",
-];
-
-const GAUGES: [(&str, &str); 12] = [
-    (
-        "alfred_cluster_fragmentation_score",
-        "Highest pool fragmentation score, 1 - (1 - reclaimable)(1 - pending pressure), 0..1",
-    ),
-    (
-        "alfred_fragmentation_observed",
-        "Share of the pool's free GPUs unusable by a pod of the given size",
-    ),
-    (
-        "alfred_fragmentation_reclaimable",
-        "Demand-weighted fragmentation that moving movable Instances could remove",
-    ),
-    (
-        "alfred_pending_pressure",
-        "Age-weighted pressure of pending pods a repack could seat",
-    ),
-    (
-        "alfred_gpu_capacity",
-        "GPUs per GPU node by status (total, allocated, free, contiguous_max)",
-    ),
-    (
-        "alfred_pending_pod_count",
-        "Unscheduled Pending GPU pods not being deleted",
-    ),
-    (
-        "alfred_pending_pod_gpu_requirements",
-        "Unscheduled Pending GPU pods by GPU request",
-    ),
-    (
-        "alfred_surge_headroom_gpus",
-        "Largest free GPU block on one node of the pool usable as a target",
-    ),
-    (
-        "alfred_leader_status",
-        "1 on the holder of the Lease alfred.ome.io, 0 elsewhere",
-    ),
-    (
-        "alfred_circuit_breaker_state",
-        "1 while the arbiter's circuit breaker is open (set by the leader every pass)",
-    ),
-    (
-        "alfred_omenative_unavailable",
-        "1 while the migration API version is not v1",
-    ),
-    (
-        "alfred_drain_plans_active",
-        "Drain plans under way in the pool (each frees one node for one waiting pod)",
-    ),
-];
-
-const COUNTERS: [(&str, &str); 10] = [
-    (
-        "alfred_recommendations_produced",
-        "Recommendation rows produced, every row every pass",
-    ),
-    (
-        "alfred_recommendations_accepted",
-        "Admitted rows reported submitted or withheld",
-    ),
-    (
-        "alfred_recommendations_rejected",
-        "Rows rejected or withheld by the arbiter",
-    ),
-    (
-        "alfred_lws_recommendations",
-        "LeaderWorkerSet rows advised to move to OMENative",
-    ),
-    ("alfred_nodehealth_signals", "Node repair events recorded"),
-    (
-        "alfred_nodemaintenance_signals",
-        "Node maintenance events recorded",
-    ),
-    (
-        "alfred_cooldown_overrides",
-        "Health evacuations admitted under the cooldown floor",
-    ),
-    (
-        "alfred_policy_reload",
-        "Configuration loads by outcome (success, failure), including the first",
-    ),
-    (
-        "alfred_effect_writes",
-        "Writes alfred attempted, by effect and outcome (applied, conflict, forbidden, error, skipped)",
-    ),
-    (
-        "alfred_drain_plans",
-        "Drain plans by pool and outcome (started, completed, abandoned) and the reason a plan ended (empty when started)",
-    ),
-];
-
-/// The process's metrics.
+/// The process's metrics: exactly the set of [`MetricId::ALL`], each registered under the
+/// core's name, type and help text.
 pub struct Metrics {
     registry: Registry,
-    gauges: Vec<(&'static str, Gauges)>,
-    counters: Vec<(&'static str, Counters)>,
+    gauges: BTreeMap<MetricId, Gauges>,
+    counters: BTreeMap<MetricId, Counters>,
     /// `alfred_observation_loop_duration_seconds`.
     pub observation_duration: Histogram,
     /// `alfred_decision_loop_duration_seconds`.
@@ -148,33 +49,34 @@ impl Default for Metrics {
 }
 
 impl Metrics {
-    /// Registers every metric.
+    /// Registers every metric of [`MetricId::ALL`].
     pub fn new() -> Metrics {
         let mut registry = Registry::default();
-        let mut gauges = Vec::new();
-        for (name, help) in GAUGES {
-            let f = Gauges::default();
-            registry.register(name, help, f.clone());
-            gauges.push((name, f));
-        }
-        let mut counters = Vec::new();
-        for (name, help) in COUNTERS {
-            let f = Counters::default();
-            registry.register(name, help, f.clone());
-            counters.push((name, f));
-        }
+        let mut gauges = BTreeMap::new();
+        let mut counters = BTreeMap::new();
         let observation_duration = Histogram::new(DEFAULT_BUCKETS);
-        registry.register(
-            "alfred_observation_loop_duration_seconds",
-            "Duration of successful observation passes",
-            observation_duration.clone(),
-        );
         let decision_duration = Histogram::new(DEFAULT_BUCKETS);
-        registry.register(
-            "alfred_decision_loop_duration_seconds",
-            "Duration of decision passes (leader)",
-            decision_duration.clone(),
-        );
+        for &id in MetricId::ALL {
+            let (name, help) = (id.base_name(), id.help());
+            match (id.kind(), id) {
+                (MetricKind::Gauge, _) => {
+                    let f = Gauges::default();
+                    registry.register(name, help, f.clone());
+                    gauges.insert(id, f);
+                }
+                (MetricKind::Counter, _) => {
+                    let f = Counters::default();
+                    registry.register(name, help, f.clone());
+                    counters.insert(id, f);
+                }
+                (MetricKind::Histogram, MetricId::ObservationLoopDuration) => {
+                    registry.register(name, help, observation_duration.clone());
+                }
+                (MetricKind::Histogram, _) => {
+                    registry.register(name, help, decision_duration.clone());
+                }
+            }
+        }
         Metrics {
             registry,
             gauges,
@@ -184,50 +86,40 @@ impl Metrics {
         }
     }
 
-    fn gauge_family(&self, name: &str) -> Option<&Gauges> {
-        self.gauges.iter().find(|(n, _)| *n == name).map(|(_, f)| f)
-    }
-
-    fn counter_family(&self, name: &str) -> Option<&Counters> {
-        let base = name.strip_suffix("_total").unwrap_or(name);
-        self.counters
-            .iter()
-            .find(|(n, _)| *n == base)
-            .map(|(_, f)| f)
-    }
-
-    /// Sets a gauge.
-    pub fn set(&self, name: &str, labels: &[(&str, &str)], value: f64) {
-        if let Some(f) = self.gauge_family(name) {
+    /// Sets a gauge (a counter or histogram id does nothing).
+    pub fn set(&self, id: MetricId, labels: &[(&str, &str)], value: f64) {
+        if let Some(f) = self.gauges.get(&id) {
             f.get_or_create(&owned(labels)).set(value);
         }
     }
 
-    /// Adds to a counter (`name` with or without `_total`).
-    pub fn inc(&self, name: &str, labels: &[(&str, &str)], by: u64) {
-        if let Some(f) = self.counter_family(name) {
+    /// Adds to a counter (a gauge or histogram id does nothing).
+    pub fn inc(&self, id: MetricId, labels: &[(&str, &str)], by: u64) {
+        if let Some(f) = self.counters.get(&id) {
             f.get_or_create(&owned(labels)).inc_by(by);
         }
     }
 
     /// Creates a counter series at 0 (so it shows before its first increment).
-    pub fn touch(&self, name: &str, labels: &[(&str, &str)]) {
-        if let Some(f) = self.counter_family(name) {
+    pub fn touch(&self, id: MetricId, labels: &[(&str, &str)]) {
+        if let Some(f) = self.counters.get(&id) {
             let _ = f.get_or_create(&owned(labels));
         }
     }
 
-    /// Applies a metric effect of a pass. Unknown names are reported back.
+    /// Applies a metric effect of a pass. An effect naming no metric of [`MetricId::ALL`], or
+    /// not with its kind and labels, is reported back.
     pub fn apply(&self, update: &MetricUpdate) -> Result<(), String> {
+        let id = update.metric()?;
         match update.change {
-            MetricChange::Set(v) => match self.gauge_family(&update.name) {
+            MetricChange::Set(v) => match self.gauges.get(&id) {
                 Some(f) => {
                     f.get_or_create(&update.labels).set(v);
                     Ok(())
                 }
                 None => Err(format!("unknown gauge {}", update.name)),
             },
-            MetricChange::Inc(n) => match self.counter_family(&update.name) {
+            MetricChange::Inc(n) => match self.counters.get(&id) {
                 Some(f) => {
                     f.get_or_create(&update.labels).inc_by(n);
                     Ok(())
@@ -239,27 +131,21 @@ impl Metrics {
 
     /// Drops every series of the cluster gauges (before a republish).
     pub fn reset_cluster_gauges(&self) {
-        for name in CLUSTER_GAUGES {
-            if let Some(f) = self.gauge_family(name) {
-                f.clear();
-            }
+        for (_, f) in self.gauges.iter().filter(|(id, _)| id.is_cluster_gauge()) {
+            f.clear();
         }
     }
 
     /// Reads a gauge (tests).
     #[cfg(test)]
-    pub fn gauge_value(&self, name: &str, labels: &[(&str, &str)]) -> Option<f64> {
-        self.gauge_family(name)?
-            .get(&owned(labels))
-            .map(|g| g.get())
+    pub fn gauge_value(&self, id: MetricId, labels: &[(&str, &str)]) -> Option<f64> {
+        self.gauges.get(&id)?.get(&owned(labels)).map(|g| g.get())
     }
 
     /// Reads a counter (tests).
     #[cfg(test)]
-    pub fn counter_value(&self, name: &str, labels: &[(&str, &str)]) -> Option<u64> {
-        self.counter_family(name)?
-            .get(&owned(labels))
-            .map(|c| c.get())
+    pub fn counter_value(&self, id: MetricId, labels: &[(&str, &str)]) -> Option<u64> {
+        self.counters.get(&id)?.get(&owned(labels)).map(|c| c.get())
     }
 
     /// OpenMetrics text.
@@ -283,72 +169,100 @@ fn owned(labels: &[(&str, &str)]) -> Labels {
 mod tests {
     use super::*;
 
+    /// The `# TYPE` lines of a rendering: (name, type).
+    fn declared(text: &str) -> Vec<(String, String)> {
+        text.lines()
+            .filter_map(|l| l.strip_prefix("# TYPE "))
+            .filter_map(|l| l.split_once(' '))
+            .map(|(n, t)| (n.to_owned(), t.to_owned()))
+            .collect()
+    }
+
     #[test]
-    fn every_documented_metric_is_exposed() {
+    fn registers_exactly_the_core_s_metrics_with_their_types_and_help() {
+        // A family shows in the rendering once it has a series.
         let m = Metrics::new();
-        for (name, _) in GAUGES {
-            m.set(name, &[("x", "y")], 0.5);
+        for &id in MetricId::ALL {
+            let labels: Vec<(&str, &str)> = id.labels().iter().map(|l| (*l, "v")).collect();
+            m.set(id, &labels, 1.0);
+            m.touch(id, &labels);
         }
-        for (name, _) in COUNTERS {
-            m.touch(name, &[("x", "y")]);
-        }
-        m.set("alfred_leader_status", &[("pod", "p")], 1.0);
-        m.touch("alfred_policy_reload_total", &[("outcome", "success")]);
-        let update = MetricUpdate {
-            name: "alfred_recommendations_produced_total".into(),
-            labels: vec![("policy".into(), "defragmentation".into())],
-            change: MetricChange::Inc(2),
-        };
-        m.apply(&update).unwrap();
         let text = m.render();
-        for name in [
-            "alfred_cluster_fragmentation_score",
-            "alfred_fragmentation_observed",
-            "alfred_fragmentation_reclaimable",
-            "alfred_pending_pressure",
-            "alfred_gpu_capacity",
-            "alfred_pending_pod_count",
-            "alfred_pending_pod_gpu_requirements",
-            "alfred_surge_headroom_gpus",
-            "alfred_recommendations_produced_total",
-            "alfred_recommendations_accepted_total",
-            "alfred_recommendations_rejected_total",
-            "alfred_lws_recommendations_total",
-            "alfred_nodehealth_signals_total",
-            "alfred_nodemaintenance_signals_total",
-            "alfred_cooldown_overrides_total",
-            "alfred_observation_loop_duration_seconds",
-            "alfred_decision_loop_duration_seconds",
-            "alfred_leader_status",
-            "alfred_policy_reload_total",
-            "alfred_circuit_breaker_state",
-            "alfred_omenative_unavailable",
-            "alfred_drain_plans_total",
-            "alfred_drain_plans_active",
-        ] {
-            let base = name.strip_suffix("_total").unwrap_or(name);
+        let mut got = declared(&text);
+        got.sort();
+        let mut want: Vec<(String, String)> = MetricId::ALL
+            .iter()
+            .map(|id| (id.base_name().to_owned(), id.kind().as_str().to_owned()))
+            .collect();
+        want.sort();
+        assert_eq!(got, want, "{text}");
+        for id in MetricId::ALL {
             assert!(
-                text.contains(&format!("# TYPE {base} ")),
-                "{name} missing from\n{text}"
+                text.contains(&format!("# HELP {} {}", id.base_name(), id.help())),
+                "{id}: {text}"
             );
         }
+    }
+
+    #[test]
+    fn every_metric_takes_its_declared_labels() {
+        let m = Metrics::new();
+        for &id in MetricId::ALL {
+            let labels: Vec<(&str, &str)> = id.labels().iter().map(|l| (*l, "v")).collect();
+            let values = vec![Text::Borrowed("v"); labels.len()];
+            match id.kind() {
+                MetricKind::Gauge => {
+                    m.apply(&id.update(values, MetricChange::Set(0.5)).unwrap())
+                        .unwrap();
+                    assert_eq!(m.gauge_value(id, &labels), Some(0.5), "{id}");
+                }
+                MetricKind::Counter => {
+                    m.apply(&id.update(values, MetricChange::Inc(2)).unwrap())
+                        .unwrap();
+                    m.inc(id, &labels, 1);
+                    assert_eq!(m.counter_value(id, &labels), Some(3), "{id}");
+                }
+                MetricKind::Histogram => {
+                    assert!(id.update(values, MetricChange::Set(1.0)).is_none())
+                }
+            }
+        }
+        let text = m.render();
         assert!(
-            text.contains("alfred_leader_status{pod=\"p\"} 1.0"),
+            text.contains("alfred_recommendations_produced_total{policy=\"v\",workload=\"v\",component=\"v\",reason=\"v\",executable=\"v\"} 3"),
             "{text}"
-        );
-        assert!(
-            text.contains("alfred_recommendations_produced_total{policy=\"defragmentation\"} 2")
         );
         assert!(text.contains("alfred_observation_loop_duration_seconds_bucket{le=\"0.005\"} 0"));
         assert!(text.ends_with("# EOF\n"));
-        assert!(
-            m.apply(&MetricUpdate {
+    }
+
+    #[test]
+    fn effects_naming_no_metric_or_the_wrong_labels_are_reported() {
+        let m = Metrics::new();
+        let err = m
+            .apply(&MetricUpdate {
                 name: "nope".into(),
                 labels: vec![],
-                change: MetricChange::Set(1.0)
+                change: MetricChange::Set(1.0),
             })
-            .is_err()
+            .unwrap_err();
+        assert_eq!(err, "unknown metric nope");
+        let err = m
+            .apply(&MetricUpdate {
+                name: "alfred_leader_status".into(),
+                labels: vec![("node".into(), "a".into())],
+                change: MetricChange::Set(1.0),
+            })
+            .unwrap_err();
+        assert!(err.contains("takes labels"), "{err}");
+        // the setters ignore an id of the other kind rather than create a stray series
+        m.set(MetricId::PolicyReload, &[("outcome", "success")], 1.0);
+        m.touch(MetricId::LeaderStatus, &[("pod", "p")]);
+        assert_eq!(
+            m.counter_value(MetricId::PolicyReload, &[("outcome", "success")]),
+            None
         );
+        assert_eq!(m.gauge_value(MetricId::LeaderStatus, &[("pod", "p")]), None);
     }
 
     /// The plan metrics take the core's effects as the core names them.
@@ -390,18 +304,18 @@ mod tests {
     fn cluster_gauges_reset_drops_departed_series() {
         let m = Metrics::new();
         m.set(
-            "alfred_gpu_capacity",
+            MetricId::GpuCapacity,
             &[("node", "a"), ("status", "free")],
             3.0,
         );
-        m.set("alfred_leader_status", &[("pod", "p")], 1.0);
+        m.set(MetricId::LeaderStatus, &[("pod", "p")], 1.0);
         m.reset_cluster_gauges();
         assert_eq!(
-            m.gauge_value("alfred_gpu_capacity", &[("node", "a"), ("status", "free")]),
+            m.gauge_value(MetricId::GpuCapacity, &[("node", "a"), ("status", "free")]),
             None
         );
         assert_eq!(
-            m.gauge_value("alfred_leader_status", &[("pod", "p")]),
+            m.gauge_value(MetricId::LeaderStatus, &[("pod", "p")]),
             Some(1.0)
         );
     }

@@ -39,6 +39,7 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 
 use alfred_model::config::{RuntimeFlags, RuntimeOptions};
+use alfred_model::metric::MetricId;
 use futures::StreamExt;
 use k8s_openapi::api::core::v1::{ConfigMap, ObjectReference};
 use kube::Client;
@@ -248,12 +249,12 @@ async fn run(args: RunArgs, options: RuntimeOptions, harness: Harness) -> Result
     let pod = harness.pod.clone().unwrap_or_else(pod_name);
     let metrics = Arc::new(Metrics::new());
     for outcome in ["success", "failure"] {
-        metrics.touch("alfred_policy_reload_total", &[("outcome", outcome)]);
+        metrics.touch(MetricId::PolicyReload, &[("outcome", outcome)]);
     }
-    metrics.set("alfred_leader_status", &[("pod", &pod)], 0.0);
-    metrics.set("alfred_circuit_breaker_state", &[], 0.0);
+    metrics.set(MetricId::LeaderStatus, &[("pod", &pod)], 0.0);
+    metrics.set(MetricId::CircuitBreakerState, &[], 0.0);
     metrics.set(
-        "alfred_omenative_unavailable",
+        MetricId::OmenativeUnavailable,
         &[],
         if options.executor_available() {
             0.0
@@ -310,7 +311,7 @@ async fn run(args: RunArgs, options: RuntimeOptions, harness: Harness) -> Result
     let gate = if options.leader_elect {
         LeaderGate::new()
     } else {
-        metrics.set("alfred_leader_status", &[("pod", &pod)], 1.0);
+        metrics.set(MetricId::LeaderStatus, &[("pod", &pod)], 1.0);
         LeaderGate::always_leader()
     };
     let applier = Arc::new(
@@ -382,7 +383,7 @@ async fn run(args: RunArgs, options: RuntimeOptions, harness: Harness) -> Result
         let p = pod.clone();
         gate.run(client.clone(), &namespace, &identity, move |held| {
             m.set(
-                "alfred_leader_status",
+                MetricId::LeaderStatus,
                 &[("pod", &p)],
                 if held { 1.0 } else { 0.0 },
             );
@@ -449,11 +450,11 @@ async fn watch_config(
                     Reload::Loaded(c) => {
                         let mode = format!("{:?}", c.mode);
                         store.swap(*c);
-                        metrics.inc("alfred_policy_reload_total", &[("outcome", "success")], 1);
+                        metrics.inc(MetricId::PolicyReload, &[("outcome", "success")], 1);
                         tracing::info!(mode = %mode, "config reloaded");
                     }
                     Reload::Failed(message) => {
-                        metrics.inc("alfred_policy_reload_total", &[("outcome", "failure")], 1);
+                        metrics.inc(MetricId::PolicyReload, &[("outcome", "failure")], 1);
                         tracing::warn!(error = %message, "config reload failed; keeping last-known-good");
                         let involved = ObjectReference {
                             api_version: Some("v1".to_owned()),

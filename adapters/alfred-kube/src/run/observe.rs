@@ -10,6 +10,7 @@ use std::time::Instant;
 
 use alfred_model::config::{Config, RuntimeOptions};
 use alfred_model::effect::Effect;
+use alfred_model::metric::MetricId;
 use alfred_model::{ClusterSnapshot, Timestamp};
 use alfred_observe::ObserveSettings;
 use tokio::sync::{Mutex, Notify};
@@ -125,7 +126,7 @@ impl Observer {
         let (config, _) = self.config.current();
         let executor = self.runtime.executor_available();
         self.metrics.set(
-            "alfred_omenative_unavailable",
+            MetricId::OmenativeUnavailable,
             &[],
             if executor { 0.0 } else { 1.0 },
         );

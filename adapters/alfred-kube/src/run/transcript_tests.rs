@@ -6,6 +6,7 @@ use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex};
 
 use alfred_model::effect::{Effect, Event, EventType, MetricChange, MetricUpdate, ObjectRef};
+use alfred_model::metric::MetricId;
 use http::{Request, Response};
 use kube::Client;
 use kube::client::Body;
@@ -140,7 +141,7 @@ async fn recommendations_are_read_modified_and_written_with_the_read_version() {
     );
     assert_eq!(
         m.counter_value(
-            "alfred_effect_writes_total",
+            MetricId::EffectWrites,
             &[("effect", "update_recommendations"), ("outcome", "applied")]
         ),
         Some(1)
@@ -183,7 +184,7 @@ async fn a_forbidden_write_is_reported_and_not_retried() {
     assert_eq!(written(&t).len(), 2);
     assert_eq!(
         m.counter_value(
-            "alfred_effect_writes_total",
+            MetricId::EffectWrites,
             &[
                 ("effect", "update_recommendations"),
                 ("outcome", "forbidden")
@@ -486,10 +487,7 @@ async fn a_process_without_the_lease_writes_nothing() {
         .await;
     assert!(report.writes.iter().all(|(_, o)| *o == Outcome::Skipped));
     assert_eq!(written(&t).len(), 0);
-    assert_eq!(
-        m.gauge_value("alfred_circuit_breaker_state", &[]),
-        Some(1.0)
-    );
+    assert_eq!(m.gauge_value(MetricId::CircuitBreakerState, &[]), Some(1.0));
 }
 
 #[tokio::test]
