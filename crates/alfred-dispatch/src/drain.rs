@@ -241,7 +241,9 @@ impl PlanBook {
                 .filter(|p| p.active() && p.pool == *pool)
                 .count();
             out.push(Effect::Metric(MetricUpdate {
-                name: "alfred_drain_plans_active".into(),
+                name: alfred_model::metric::MetricId::DrainPlansActive
+                    .name()
+                    .into(),
                 labels: vec![("pool".into(), pool.clone().into())],
                 change: MetricChange::Set(n as f64),
             }));
@@ -647,7 +649,7 @@ fn node_event(
 
 fn plan_counter(pool: &str, outcome: &'static str, reason: &'static str) -> Effect {
     Effect::Metric(MetricUpdate {
-        name: "alfred_drain_plans_total".into(),
+        name: alfred_model::metric::MetricId::DrainPlans.name().into(),
         labels: vec![
             ("pool".into(), pool.to_owned().into()),
             ("outcome".into(), outcome.into()),

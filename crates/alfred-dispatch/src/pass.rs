@@ -423,7 +423,9 @@ pub fn run_pass(
     let tail = |decisions: &[Decision], fx: &mut Vec<Effect>| {
         fx.reserve(decisions.len() * 3 + snap.nodes.len() * 4 + node_fx.len() + 64);
         fx.push(Effect::Metric(alfred_model::effect::MetricUpdate {
-            name: "alfred_circuit_breaker_state".into(),
+            name: alfred_model::metric::MetricId::CircuitBreakerState
+                .name()
+                .into(),
             labels: vec![],
             change: alfred_model::effect::MetricChange::Set(
                 if session.breaker.is_open(input.now) {
@@ -434,7 +436,9 @@ pub fn run_pass(
             ),
         }));
         fx.push(Effect::Metric(alfred_model::effect::MetricUpdate {
-            name: "alfred_omenative_unavailable".into(),
+            name: alfred_model::metric::MetricId::OmenativeUnavailable
+                .name()
+                .into(),
             labels: vec![],
             change: alfred_model::effect::MetricChange::Set(if dispatcher { 0.0 } else { 1.0 }),
         }));

@@ -6,6 +6,7 @@ use std::fmt::Write as _;
 
 use alfred_model::config::Mode as ConfigMode;
 use alfred_model::effect::{Effect, Event, EventType, MetricChange, MetricUpdate, ObjectRef, Text};
+use alfred_model::metric::MetricId;
 use alfred_model::reason::AdvisoryReason;
 use alfred_model::record::{
     Candidate, DispatchStatus, LastCycle, Mode, NodeRecord, NodeRecordMaintenance, Outcome, Policy,
@@ -58,17 +59,31 @@ fn built(name: &'static str, value: String) -> (Text, Text) {
     (Text::Borrowed(name), Text::Owned(value))
 }
 
-fn counter(name: &'static str, labels: Vec<(Text, Text)>) -> Effect {
+/// A counter effect (`labels` in the metric's label order, which debug builds check).
+fn counter(id: MetricId, labels: Vec<(Text, Text)>) -> Effect {
+    debug_assert!(
+        labels
+            .iter()
+            .map(|(k, _)| &**k)
+            .eq(id.labels().iter().copied())
+    );
     Effect::Metric(MetricUpdate {
-        name: Text::Borrowed(name),
+        name: Text::Borrowed(id.name()),
         labels,
         change: MetricChange::Inc(1),
     })
 }
 
-fn gauge(name: &'static str, labels: Vec<(Text, Text)>, v: f64) -> Effect {
+/// A gauge effect (`labels` in the metric's label order, which debug builds check).
+fn gauge(id: MetricId, labels: Vec<(Text, Text)>, v: f64) -> Effect {
+    debug_assert!(
+        labels
+            .iter()
+            .map(|(k, _)| &**k)
+            .eq(id.labels().iter().copied())
+    );
     Effect::Metric(MetricUpdate {
-        name: Text::Borrowed(name),
+        name: Text::Borrowed(id.name()),
         labels,
         change: MetricChange::Set(v),
     })
@@ -248,7 +263,7 @@ pub fn rows_into(decisions: &[Decision], mode: ConfigMode, fx: &mut Vec<Effect>)
         let comp = c.component.as_str();
         let exec = if c.executable { "true" } else { "false" };
         fx.push(counter(
-            "alfred_recommendations_produced_total",
+            MetricId::RecommendationsProduced,
             vec![
                 fixed("policy", c.policy.as_str()),
                 copied("workload", &c.workload),
@@ -259,7 +274,7 @@ pub fn rows_into(decisions: &[Decision], mode: ConfigMode, fx: &mut Vec<Effect>)
         ));
         let accepted = || {
             counter(
-                "alfred_recommendations_accepted_total",
+                MetricId::RecommendationsAccepted,
                 vec![
                     fixed("policy", c.policy.as_str()),
                     copied("workload", &c.workload),
@@ -295,7 +310,7 @@ pub fn rows_into(decisions: &[Decision], mode: ConfigMode, fx: &mut Vec<Effect>)
                     fx.push(accepted());
                     if v.cooldown_overridden {
                         fx.push(counter(
-                            "alfred_cooldown_overrides_total",
+                            MetricId::CooldownOverrides,
                             vec![fixed("policy", c.policy.as_str())],
                         ));
                         fx.push(event(
@@ -322,7 +337,7 @@ pub fn rows_into(decisions: &[Decision], mode: ConfigMode, fx: &mut Vec<Effect>)
                 };
                 if c.advisory_reason == Some(AdvisoryReason::LWSMigrationUnsupported) {
                     fx.push(counter(
-                        "alfred_lws_recommendations_total",
+                        MetricId::LwsRecommendations,
                         vec![
                             copied("isvc", &c.workload),
                             fixed("action", "MigrateToOMENative"),
@@ -356,7 +371,7 @@ pub fn rows_into(decisions: &[Decision], mode: ConfigMode, fx: &mut Vec<Effect>)
                 r.reject_reason = v.reject_reason;
                 let reason = v.reject_reason.map(|x| x.as_str()).unwrap_or("");
                 fx.push(counter(
-                    "alfred_recommendations_rejected_total",
+                    MetricId::RecommendationsRejected,
                     vec![
                         fixed("policy", c.policy.as_str()),
                         copied("workload", &c.workload),
@@ -466,7 +481,7 @@ pub fn node_records(
                 ),
             ));
             fx.push(counter(
-                "alfred_nodehealth_signals_total",
+                MetricId::NodehealthSignals,
                 vec![copied("node", &m.node), fixed("reason", "NodeRepairNeeded")],
             ));
         } else if let Some(s) = rec.signaled_at
@@ -483,7 +498,7 @@ pub fn node_records(
                 drained_message(&m.node),
             ));
             fx.push(counter(
-                "alfred_nodehealth_signals_total",
+                MetricId::NodehealthSignals,
                 vec![
                     copied("node", &m.node),
                     fixed("reason", "NodeDrainedForRepair"),
@@ -510,7 +525,7 @@ pub fn node_records(
                         ),
                     ));
                     fx.push(counter(
-                        "alfred_nodemaintenance_signals_total",
+                        MetricId::NodemaintenanceSignals,
                         vec![
                             copied("node", &m.node),
                             fixed("reason", "NodeMaintenanceRequested"),
@@ -526,7 +541,7 @@ pub fn node_records(
                         drained_message(&m.node),
                     ));
                     fx.push(counter(
-                        "alfred_nodemaintenance_signals_total",
+                        MetricId::NodemaintenanceSignals,
                         vec![
                             copied("node", &m.node),
                             fixed("reason", "NodeDrainedForMaintenance"),
@@ -591,26 +606,22 @@ pub fn cluster_gauges(snap: &ClusterSnapshot, pools: &[PoolGauge]) -> Vec<Effect
     // Four per GPU node, a few per pool and pending size.
     let mut fx = Vec::with_capacity(snap.nodes.len() * 4 + pools.len() * 8 + 32);
     let best = pools.iter().map(|p| p.score).fold(0.0f64, f64::max);
-    fx.push(gauge(
-        "alfred_cluster_fragmentation_score",
-        Vec::new(),
-        best,
-    ));
+    fx.push(gauge(MetricId::ClusterFragmentationScore, Vec::new(), best));
     for p in pools {
         for (size, v) in &p.observed {
             fx.push(gauge(
-                "alfred_fragmentation_observed",
+                MetricId::FragmentationObserved,
                 vec![copied("pool", &p.pool), built("size", size.to_string())],
                 *v,
             ));
         }
         fx.push(gauge(
-            "alfred_fragmentation_reclaimable",
+            MetricId::FragmentationReclaimable,
             vec![copied("pool", &p.pool)],
             p.reclaimable,
         ));
         fx.push(gauge(
-            "alfred_pending_pressure",
+            MetricId::PendingPressure,
             vec![copied("pool", &p.pool)],
             p.pending_pressure,
         ));
@@ -624,7 +635,7 @@ pub fn cluster_gauges(snap: &ClusterSnapshot, pools: &[PoolGauge]) -> Vec<Effect
             ("contiguous_max", n.free_gpus),
         ] {
             fx.push(gauge(
-                "alfred_gpu_capacity",
+                MetricId::GpuCapacity,
                 vec![copied("node", &n.name), fixed("status", status)],
                 f64::from(v),
             ));
@@ -638,14 +649,14 @@ pub fn cluster_gauges(snap: &ClusterSnapshot, pools: &[PoolGauge]) -> Vec<Effect
     }
     for (pool, v) in headroom {
         fx.push(gauge(
-            "alfred_surge_headroom_gpus",
+            MetricId::SurgeHeadroomGpus,
             vec![copied("pool", pool)],
             f64::from(v),
         ));
     }
     let pending: Vec<_> = snap.pending_pods.iter().collect();
     fx.push(gauge(
-        "alfred_pending_pod_count",
+        MetricId::PendingPodCount,
         Vec::new(),
         pending.len() as f64,
     ));
@@ -655,7 +666,7 @@ pub fn cluster_gauges(snap: &ClusterSnapshot, pools: &[PoolGauge]) -> Vec<Effect
     }
     for (size, n) in by_size {
         fx.push(gauge(
-            "alfred_pending_pod_gpu_requirements",
+            MetricId::PendingPodGpuRequirements,
             vec![built("size", size.to_string())],
             f64::from(n),
         ));
@@ -749,9 +760,9 @@ mod tests {
                 })
                 .collect();
             for mode in [ConfigMode::RecommendOnly, ConfigMode::Execute] {
-                let mut one_fx = vec![counter("x", Vec::new())];
+                let mut one_fx = vec![counter(MetricId::PendingPodCount, Vec::new())];
                 let one = rows_into(&decisions, mode, &mut one_fx);
-                let mut halves_fx = vec![counter("x", Vec::new())];
+                let mut halves_fx = vec![counter(MetricId::PendingPodCount, Vec::new())];
                 let halves = rows_into_halves(&decisions, mode, &mut halves_fx, 0);
                 proptest::prop_assert_eq!(&halves, &one);
                 proptest::prop_assert_eq!(&halves_fx, &one_fx);
