@@ -522,12 +522,14 @@ pub(crate) mod tests {
         let text = EXAMPLE.replacen("\"component\"", &format!("\"{long}\""), 1);
         let e = err(&text);
         assert!(e.starts_with("state.json: entries[0].componentnnn"), "{e}");
-        assert!(e.chars().count() <= 300, "{} characters: {e}", e.chars().count());
+        assert!(
+            e.chars().count() <= 300,
+            "{} characters: {e}",
+            e.chars().count()
+        );
         assert!(!e.contains('\n'));
-        let state = crate::DurableState::from_text(&format!(
-            "{{\"version\":\"{}\"}}",
-            "v".repeat(1000)
-        ));
+        let state =
+            crate::DurableState::from_text(&format!("{{\"version\":\"{}\"}}", "v".repeat(1000)));
         let crate::JournalSlot::Unreadable { error, .. } = &state.journal else {
             panic!("a state file of an unknown version is unreadable");
         };

@@ -288,8 +288,13 @@ fn plugin_merge_rules() {
 /// target: a 9-line message with the document quoted).
 #[test]
 fn a_syntax_error_is_one_line() {
-    let e = refused("apiVersion: kubescheduler.config.k8s.io/v1\nkind: KubeSchedulerConfiguration\nprofiles:\n  - schedulerName: \"unclosed\n    plugins: {}\n");
-    assert!(e.starts_with("scheduler configuration is not valid YAML: "), "{e}");
+    let e = refused(
+        "apiVersion: kubescheduler.config.k8s.io/v1\nkind: KubeSchedulerConfiguration\nprofiles:\n  - schedulerName: \"unclosed\n    plugins: {}\n",
+    );
+    assert!(
+        e.starts_with("scheduler configuration is not valid YAML: "),
+        "{e}"
+    );
     assert!(!e.contains('\n'), "{e}");
     assert!(e.chars().count() <= 300, "{e}");
 }

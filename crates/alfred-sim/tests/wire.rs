@@ -376,5 +376,9 @@ fn a_long_unknown_field_makes_one_short_line() {
     let text = format!(r#"{{"schemaVersion":"v1","{field}":1}}"#);
     let e = decode_result(text.as_bytes()).unwrap_err().to_string();
     assert!(e.starts_with("request fff"), "{e}");
-    assert!(e.chars().count() <= 300, "{} characters: {e}", e.chars().count());
+    assert!(
+        e.chars().count() <= 300,
+        "{} characters: {e}",
+        e.chars().count()
+    );
 }

@@ -166,14 +166,22 @@ fn go_durations() {
 fn errors_with_long_names_or_values_stay_one_short_line() {
     let long = format!("iden{}tity", "y".repeat(400));
     let unknown = GOOD.replacen("\"identity\"", &format!("\"{long}\""), 1);
-    let bad_path = GOOD.replacen("\"/alfred-simulator\"", &format!("\"{}\"", "\\u0010".repeat(300)), 1);
+    let bad_path = GOOD.replacen(
+        "\"/alfred-simulator\"",
+        &format!("\"{}\"", "\\u0010".repeat(300)),
+        1,
+    );
     for (text, starts) in [
         (unknown, "workers.json: workers[0].idenyyy"),
         (bad_path, "workers.json: workers[0].binaryPath: \"\\u{10}"),
     ] {
         let e = err(&text).to_string();
         assert!(e.starts_with(starts), "{e}");
-        assert!(e.chars().count() <= 300, "{} characters: {e}", e.chars().count());
+        assert!(
+            e.chars().count() <= 300,
+            "{} characters: {e}",
+            e.chars().count()
+        );
         assert!(!e.contains('\n'), "{e}");
     }
 }

@@ -1590,3 +1590,28 @@ fn an_annotation_diagnostic_clips_the_value() {
         "{line}"
     );
 }
+
+/// A path through several long keys is cut in its middle and the whole line stays short
+/// (found by the `config_yaml` fuzz target: 310 characters).
+#[test]
+fn a_path_through_long_keys_stays_one_short_line() {
+    let name = "\\\\".repeat(150);
+    let e = reject(&format!(
+        "scheduling:\n  profiles:\n    \"{name}\":\n      \"{name}\": 1\n"
+    ));
+    assert!(
+        e.starts_with("parse config.yaml: scheduling.profiles[\""),
+        "{e}"
+    );
+    assert!(e.ends_with("(150 bytes)]: unknown key"), "{e}");
+    assert!(
+        e.chars().count() <= MAX_LINE_CHARS,
+        "{} characters: {e}",
+        e.chars().count()
+    );
+    let in_file = ConfigError::UnknownKey {
+        path: "x".repeat(1000),
+    }
+    .in_file("/etc/alfred/config.yaml");
+    assert!(in_file.chars().count() <= 300, "{in_file}");
+}
