@@ -10,8 +10,11 @@ use alfred_kube::run::proto_list::ProtoListSplitter;
 use alfred_kube::run::slim::{FromProtobuf, SlimNode, SlimPod};
 use libfuzzer_sys::fuzz_target;
 
+/// The items of a body, and its outcome: the list's metadata bytes, or the error line.
+type Split = (Vec<Vec<u8>>, Result<Option<Vec<u8>>, String>);
+
 /// The items and the final outcome of splitting `body` fed `chunk` bytes at a time.
-fn split(body: &[u8], chunk: usize) -> (Vec<Vec<u8>>, Result<Option<Vec<u8>>, String>) {
+fn split(body: &[u8], chunk: usize) -> Split {
     let mut splitter = ProtoListSplitter::new();
     let mut items = Vec::new();
     for piece in body.chunks(chunk) {
