@@ -8,8 +8,10 @@
 //! - `tidy`: the repository rules of `tidy.rs`, also run as a test by the normal test command.
 //! - `apiserver build|start|stop|status`: a real kube-apiserver v1.20.2 for integration tests.
 //! - `bench-smoke`: every benchmark once, as a test (criterion's test mode).
+//! - `fuzz [TARGET...] [--seconds N]`, `fuzz --list`: the libFuzzer targets of `fuzz/` (`fuzz.rs`).
 
 mod apiserver;
+mod fuzz;
 mod tidy;
 
 use std::path::{Path, PathBuf};
@@ -29,6 +31,9 @@ tasks:
   apiserver stop      stop them
   apiserver status    print whether they run and where the kubeconfigs are
   bench-smoke         run every benchmark once (criterion test mode)
+  fuzz [TARGET...] [--seconds N] [--minimize]
+                      build the libFuzzer targets of fuzz/ (stable toolchain) and run each for N s
+                      (default 20); fails on a crash; `fuzz --list` names the targets
   bench-live          alfred run's cold start and peak RSS at 5,000 nodes / 25,000 pods against a
                       private API server (adapters/alfred-kube/BENCH-LIVE.md); on demand only
 ";
@@ -54,6 +59,7 @@ fn main_inner() -> Result<()> {
         "apiserver" => apiserver::main(rest),
         "bench-smoke" => bench_smoke(),
         "bench-live" => bench_live(rest),
+        "fuzz" => fuzz::main(rest),
         "help" | "-h" | "--help" => {
             print!("{USAGE}");
             Ok(())

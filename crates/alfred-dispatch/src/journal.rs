@@ -293,10 +293,10 @@ pub enum JournalError {
     #[error("state.json is {0} bytes, more than 512 KiB")]
     TooLarge(usize),
     /// Not strict JSON (syntax, duplicate member, trailing data).
-    #[error("state.json is not strict JSON: {0}")]
+    #[error("state.json is not strict JSON: {}", clip(.0, 240))]
     Syntax(String),
     /// A member is unknown, missing, null or of the wrong type.
-    #[error("state.json: {field}: {message}")]
+    #[error("state.json: {}: {}", clip(.field, 100), clip(.message, 170))]
     Schema {
         /// Path of the member, e.g. `entries[0].instance`.
         field: String,
@@ -304,13 +304,35 @@ pub enum JournalError {
         message: String,
     },
     /// A rule is broken.
-    #[error("state.json: {field}: {message}")]
+    #[error("state.json: {}: {}", clip(.field, 100), clip(.message, 170))]
     Invalid {
         /// Path of the member.
         field: String,
         /// What is wrong.
         message: String,
     },
+}
+
+/// `text` on one line cut to at most `max` characters (marked `…`): a serde message echoes
+/// unknown member names and values, and every error line must stay under 300 characters with
+/// its field named first (issue #17).
+pub fn clip(text: &str, max: usize) -> String {
+    let mut line = String::with_capacity(text.len().min(max * 4));
+    for c in text.trim().chars() {
+        let c = if c.is_whitespace() || c.is_control() {
+            ' '
+        } else {
+            c
+        };
+        if c == ' ' && line.ends_with(' ') {
+            continue;
+        }
+        line.push(c);
+    }
+    match line.char_indices().nth(max.saturating_sub(1)) {
+        Some((end, _)) if line[end..].chars().count() > 1 => format!("{}…", &line[..end]),
+        _ => line,
+    }
 }
 
 /// Whether `s` is a DNS-1123 label.
@@ -490,6 +512,36 @@ pub(crate) mod tests {
 
     fn err(text: &str) -> String {
         Journal::parse(text).unwrap_err().to_string()
+    }
+
+    /// A long unknown member name is clipped: the line stays one short line that still
+    /// names the entry (found by the `journal` fuzz target: 305 and 483 characters).
+    #[test]
+    fn an_unknown_member_makes_one_short_line_naming_the_entry() {
+        let long = "component".to_owned() + &"n".repeat(400);
+        let text = EXAMPLE.replacen("\"component\"", &format!("\"{long}\""), 1);
+        let e = err(&text);
+        assert!(e.starts_with("state.json: entries[0].componentnnn"), "{e}");
+        assert!(
+            e.chars().count() <= 300,
+            "{} characters: {e}",
+            e.chars().count()
+        );
+        assert!(!e.contains('\n'));
+        let state =
+            crate::DurableState::from_text(&format!("{{\"version\":\"{}\"}}", "v".repeat(1000)));
+        let crate::JournalSlot::Unreadable { error, .. } = &state.journal else {
+            panic!("a state file of an unknown version is unreadable");
+        };
+        assert!(error.starts_with("state file version \"vvv"), "{error}");
+        assert!(error.chars().count() <= 280, "{error}");
+    }
+
+    #[test]
+    fn clip_keeps_short_text_and_cuts_long_text_on_one_line() {
+        assert_eq!(clip("a\n  b", 10), "a b");
+        assert_eq!(clip(&"x".repeat(12), 10), format!("{}…", "x".repeat(9)));
+        assert_eq!(clip(&"x".repeat(10), 10), "x".repeat(10));
     }
 
     #[test]

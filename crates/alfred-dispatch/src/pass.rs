@@ -80,7 +80,7 @@ impl DurableState {
         let unreadable = |error: String| DurableState {
             journal: JournalSlot::Unreadable {
                 text: text.to_owned(),
-                error,
+                error: crate::journal::clip(&error, 280),
             },
             node_records: BTreeMap::new(),
             verbatim: Some(text.to_owned()),

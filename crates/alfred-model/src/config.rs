@@ -25,7 +25,7 @@ mod runtime;
 mod tree;
 
 pub use duration::{DurationError, format_go_duration, parse_go_duration};
-pub use error::ConfigError;
+pub use error::{ConfigError, MAX_LINE_CHARS};
 pub use model::{
     Aggressiveness, ConditionStatus, ConditionTrigger, Config, DefragmentationConfig,
     DrainPlansConfig, DrainProtection, EarlyTickTrigger, LabelTrigger, MaintenanceConfig,

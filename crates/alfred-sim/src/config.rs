@@ -19,11 +19,20 @@ use crate::plugins::{
 /// Why a scheduler configuration was refused. Every variant names the field and value.
 #[derive(Debug, Clone, PartialEq, Eq, Error)]
 pub enum ConfigError {
-    #[error("scheduler configuration is not valid YAML: {0}")]
+    #[error("scheduler configuration is not valid YAML: {}", crate::clip::clip(.0, 240))]
     Syntax(String),
-    #[error("scheduler configuration: {context}: {message}")]
+    #[error(
+        "scheduler configuration: {}: {}",
+        crate::clip::clip(.context, 100),
+        crate::clip::clip(.message, 160)
+    )]
     Decode { context: String, message: String },
-    #[error("scheduler configuration: {field}: {value:?} is not allowed: {why}")]
+    #[error(
+        "scheduler configuration: {}: {} is not allowed: {}",
+        crate::clip::clip(.field, 100),
+        crate::clip::clip(&format!("{:?}", .value), 80),
+        crate::clip::clip(.why, 70)
+    )]
     Invalid {
         field: String,
         value: String,
@@ -588,8 +597,11 @@ fn to_value<T: Serialize>(t: &T) -> Value {
 
 /// Parses, validates and defaults a KubeSchedulerConfiguration (YAML 1.2 or JSON).
 pub fn load_config(text: &str) -> Result<Profile, ConfigError> {
-    let value: Value =
-        serde_saphyr::from_str(text).map_err(|e| ConfigError::Syntax(e.to_string()))?;
+    // No source snippet: the message must stay one line.
+    let mut options = serde_saphyr::Options::default();
+    options.with_snippet = false;
+    let value: Value = serde_saphyr::from_str_with_options(text, options)
+        .map_err(|e| ConfigError::Syntax(e.to_string()))?;
     if !value.is_object() {
         return Err(invalid(
             "(document)",

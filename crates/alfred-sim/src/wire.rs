@@ -89,13 +89,18 @@ pub struct SimulationResult {
 pub enum RequestError {
     /// `is not valid JSON: …` for a syntax error, `<field path>: …` for valid JSON that does not
     /// fit the schema.
-    #[error("request {0}")]
+    #[error("request {}", crate::clip::clip(.0, 280))]
     Decode(String),
     #[error("request is larger than {MAX_REQUEST_BYTES} bytes")]
     TooLarge,
     #[error("request must be a JSON object starting with '{{'")]
     NotAnObject,
-    #[error("request {field}: {value:?}: {why}")]
+    #[error(
+        "request {}: {}: {}",
+        crate::clip::clip(.field, 100),
+        crate::clip::clip(&format!("{:?}", .value), 80),
+        crate::clip::clip(.why, 100)
+    )]
     Invalid {
         field: String,
         value: String,

@@ -41,18 +41,22 @@ fn non_null_bool<'de, D: Deserializer<'de>>(d: D) -> Result<bool, D::Error> {
 pub enum WorkersError {
     #[error("workers.json is larger than {MAX_FILE_BYTES} bytes")]
     TooLarge,
-    #[error("workers.json: {0}")]
+    #[error("workers.json: {}", crate::clip::clip(.0, 240))]
     Decode(String),
     #[error("workers.json: {count} workers, at most {MAX_WORKERS} are allowed")]
     TooMany { count: usize },
-    #[error("workers.json: workers[{index}].{field}: {value:?} must be an absolute path")]
+    #[error(
+        "workers.json: workers[{index}].{field}: {} must be an absolute path",
+        crate::clip::clip(&format!("{:?}", .value), 120)
+    )]
     NotAbsolute {
         index: usize,
         field: &'static str,
         value: String,
     },
     #[error(
-        "workers.json: workers[{index}].identity.{field}: {value:?} must be non-empty and unpadded"
+        "workers.json: workers[{index}].identity.{field}: {} must be non-empty and unpadded",
+        crate::clip::clip(&format!("{:?}", .value), 120)
     )]
     BadIdentityField {
         index: usize,
@@ -60,7 +64,8 @@ pub enum WorkersError {
         value: String,
     },
     #[error(
-        "workers.json: workers[{index}].identity repeats the identity of workers[{first}]: {identity:?}"
+        "workers.json: workers[{index}].identity repeats the identity of workers[{first}]: {}",
+        crate::clip::clip(&format!("{:?}", .identity), 150)
     )]
     DuplicateIdentity {
         index: usize,

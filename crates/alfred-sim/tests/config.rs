@@ -283,3 +283,18 @@ fn plugin_merge_rules() {
     assert!(!p.has_filter("TaintToleration"));
     assert_eq!(p.score_weight("TaintToleration"), None);
 }
+
+/// A YAML syntax error is one line without a source snippet (found by the `sim_config` fuzz
+/// target: a 9-line message with the document quoted).
+#[test]
+fn a_syntax_error_is_one_line() {
+    let e = refused(
+        "apiVersion: kubescheduler.config.k8s.io/v1\nkind: KubeSchedulerConfiguration\nprofiles:\n  - schedulerName: \"unclosed\n    plugins: {}\n",
+    );
+    assert!(
+        e.starts_with("scheduler configuration is not valid YAML: "),
+        "{e}"
+    );
+    assert!(!e.contains('\n'), "{e}");
+    assert!(e.chars().count() <= 300, "{e}");
+}

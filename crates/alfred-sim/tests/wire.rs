@@ -367,3 +367,18 @@ fn schema_errors_name_the_field_and_are_not_called_invalid_json() {
         .to_string();
     assert!(text.starts_with("request is not valid JSON: EOF"), "{text}");
 }
+
+/// A long unknown field of a result is clipped: one line of at most 300 characters (found
+/// by the `sim_result` fuzz target: 322 characters).
+#[test]
+fn a_long_unknown_field_makes_one_short_line() {
+    let field = "f".repeat(400);
+    let text = format!(r#"{{"schemaVersion":"v1","{field}":1}}"#);
+    let e = decode_result(text.as_bytes()).unwrap_err().to_string();
+    assert!(e.starts_with("request fff"), "{e}");
+    assert!(
+        e.chars().count() <= 300,
+        "{} characters: {e}",
+        e.chars().count()
+    );
+}

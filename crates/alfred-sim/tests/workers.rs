@@ -159,3 +159,29 @@ fn go_durations() {
     assert_eq!(go_duration_ms(7999), "7.999s");
     assert_eq!(parse_timeout(&go_duration_ms(7999)), Ok(7_999_000_000));
 }
+
+/// A long unknown field or value is clipped: one line of at most 300 characters that still
+/// names the worker and field (found by the `workers` fuzz target: 351 characters).
+#[test]
+fn errors_with_long_names_or_values_stay_one_short_line() {
+    let long = format!("iden{}tity", "y".repeat(400));
+    let unknown = GOOD.replacen("\"identity\"", &format!("\"{long}\""), 1);
+    let bad_path = GOOD.replacen(
+        "\"/alfred-simulator\"",
+        &format!("\"{}\"", "\\u0010".repeat(300)),
+        1,
+    );
+    for (text, starts) in [
+        (unknown, "workers.json: workers[0].idenyyy"),
+        (bad_path, "workers.json: workers[0].binaryPath: \"\\u{10}"),
+    ] {
+        let e = err(&text).to_string();
+        assert!(e.starts_with(starts), "{e}");
+        assert!(
+            e.chars().count() <= 300,
+            "{} characters: {e}",
+            e.chars().count()
+        );
+        assert!(!e.contains('\n'), "{e}");
+    }
+}

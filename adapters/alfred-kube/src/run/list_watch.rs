@@ -113,13 +113,16 @@ enum Splitter {
 
 /// Why an item or a body did not decode (serde_json's error, the protobuf reader's, the
 /// splitters').
-type DecodeError = Box<dyn std::error::Error + Send + Sync>;
+pub type DecodeError = Box<dyn std::error::Error + Send + Sync>;
 
 /// An item of a list that does not decode as its kind, named by its position in the list.
+/// Public so the fuzz targets check the very line a decoding failure is reported in.
 #[derive(Debug)]
-struct ItemError {
-    index: usize,
-    source: DecodeError,
+pub struct ItemError {
+    /// Position of the item in the list (0-based).
+    pub index: usize,
+    /// Why it does not decode.
+    pub source: DecodeError,
 }
 
 impl std::fmt::Display for ItemError {

@@ -37,10 +37,14 @@ pub struct AnnotationDiagnostic {
 
 impl fmt::Display for AnnotationDiagnostic {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        // The value is clipped: an annotation may hold 256 KiB, the line must stay short.
         write!(
             f,
-            "{}: {:?} {}; using {}",
-            self.annotation, self.value, self.problem, self.used
+            "{}: {} {}; using {}",
+            self.annotation,
+            super::error::quoted(&self.value),
+            self.problem,
+            self.used
         )
     }
 }

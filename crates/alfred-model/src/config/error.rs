@@ -1,5 +1,8 @@
 //! The one error type of configuration loading.
 
+use std::borrow::Cow;
+use std::fmt;
+
 /// Why an `alfredConfig` document was rejected.
 ///
 /// Every variant but [`ConfigError::Syntax`] names the key path (`policies.nodeHealth.enabled`,
@@ -8,28 +11,24 @@
 /// duplicate key, wrong type) carry the `parse config.yaml: ` prefix of spec §3.1 whichever syntax
 /// (YAML or JSON) the document used; validation problems read `<path>: <value> <problem>`, e.g.
 /// `policies.defragmentation.fragmentationThreshold: 1.5 is outside [0, 1]`.
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub enum ConfigError {
     /// Not well-formed YAML or JSON (the parser's message, on one line).
-    #[error("parse config.yaml: {message}")]
     Syntax {
         /// The parser's message.
         message: String,
     },
     /// A key the schema does not have.
-    #[error("parse config.yaml: {}: unknown key", shown_path(path))]
     UnknownKey {
         /// Path of the unknown key itself.
         path: String,
     },
     /// A key that appears twice in the same mapping.
-    #[error("parse config.yaml: {}: duplicate key", shown_path(path))]
     DuplicateKey {
         /// Path of the repeated key.
         path: String,
     },
     /// A value of the wrong type (`"yes"` for a boolean, `5` for a string, a list for a map).
-    #[error("parse config.yaml: {}: {value} is not {expected}", shown_path(path))]
     WrongType {
         /// Path of the value.
         path: String,
@@ -39,13 +38,11 @@ pub enum ConfigError {
         expected: String,
     },
     /// A required key is absent (`schemaVersion`, a window's `start`, …).
-    #[error("{}: required key is missing", shown_path(path))]
     Missing {
         /// Path of the missing key.
         path: String,
     },
     /// A well-typed value that breaks a rule.
-    #[error("{}: {}", shown_path(path), invalid_text(value, problem))]
     Invalid {
         /// Path of the value.
         path: String,
@@ -56,13 +53,67 @@ pub enum ConfigError {
     },
 }
 
-/// The document root has the empty path; messages call it `(document root)`.
-fn shown_path(path: &str) -> &str {
-    if path.is_empty() {
-        "(document root)"
-    } else {
-        path
+impl fmt::Display for ConfigError {
+    /// One line of at most [`MAX_LINE_CHARS`] characters: the parts that echo the input
+    /// (keys, values, the parser's message) are clipped each, and the whole line once more
+    /// (found by the fuzz targets: paths through several long keys made 310 characters).
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let text = match self {
+            ConfigError::Syntax { message } => format!("parse config.yaml: {message}"),
+            ConfigError::UnknownKey { path } => {
+                format!("parse config.yaml: {}: unknown key", shown_path(path))
+            }
+            ConfigError::DuplicateKey { path } => {
+                format!("parse config.yaml: {}: duplicate key", shown_path(path))
+            }
+            ConfigError::WrongType {
+                path,
+                value,
+                expected,
+            } => format!(
+                "parse config.yaml: {}: {value} is not {expected}",
+                shown_path(path)
+            ),
+            ConfigError::Missing { path } => {
+                format!("{}: required key is missing", shown_path(path))
+            }
+            ConfigError::Invalid {
+                path,
+                value,
+                problem,
+            } => format!("{}: {}", shown_path(path), invalid_text(value, problem)),
+        };
+        match text.char_indices().nth(MAX_LINE_CHARS - 1) {
+            Some((end, _)) if text[end..].chars().count() > 1 => {
+                write!(f, "{}…", &text[..end])
+            }
+            _ => f.write_str(&text),
+        }
     }
+}
+
+impl std::error::Error for ConfigError {}
+
+/// The longest message a [`ConfigError`] displays, leaving room in a 300-character line for
+/// the file name [`ConfigError::in_file`] puts in front.
+pub const MAX_LINE_CHARS: usize = 240;
+
+/// The document root has the empty path; messages call it `(document root)`. A path through
+/// several long keys (each already clipped) is cut in its middle, keeping its start and the
+/// key at fault, so the whole line stays under 300 characters.
+fn shown_path(path: &str) -> Cow<'_, str> {
+    const HEAD: usize = 50;
+    const TAIL: usize = 110;
+    if path.is_empty() {
+        return Cow::Borrowed("(document root)");
+    }
+    let chars = path.chars().count();
+    if chars <= HEAD + TAIL {
+        return Cow::Borrowed(path);
+    }
+    let head: String = path.chars().take(HEAD).collect();
+    let tail: String = path.chars().skip(chars - TAIL).collect();
+    Cow::Owned(format!("{head}…{tail}"))
 }
 
 fn invalid_text(value: &str, problem: &str) -> String {
@@ -150,11 +201,22 @@ pub(crate) fn index_path(parent: &str, index: usize) -> String {
 pub(crate) const MAX_SHOWN_CHARS: usize = 100;
 
 /// A string value as error messages show it: quoted, escaped, and clipped to
-/// [`MAX_SHOWN_CHARS`] characters (then followed by its length) so a huge value never makes a
-/// huge error line.
+/// [`MAX_SHOWN_CHARS`] characters of escaped text (then followed by its length) so a huge
+/// value never makes a huge error line. The clip counts the escapes (a control character
+/// shows as up to 10 characters, `\u{10ffff}`): a value of control characters clipped
+/// before escaping made lines of 600 characters (found by the fuzz targets).
 pub(crate) fn quoted(s: &str) -> String {
-    match s.char_indices().nth(MAX_SHOWN_CHARS) {
-        None => format!("{s:?}"),
-        Some((end, _)) => format!("{:?}… ({} bytes)", &s[..end], s.len()),
+    let mut shown = String::with_capacity(s.len().min(MAX_SHOWN_CHARS) + 2);
+    let mut count = 0;
+    for (i, c) in s.char_indices() {
+        let one = format!("{:?}", &s[i..i + c.len_utf8()]);
+        let escaped = &one[1..one.len() - 1];
+        let width = escaped.chars().count();
+        if count + width > MAX_SHOWN_CHARS {
+            return format!("\"{shown}\"… ({} bytes)", s.len());
+        }
+        count += width;
+        shown.push_str(escaped);
     }
+    format!("\"{shown}\"")
 }

@@ -878,6 +878,18 @@ fn prior_keys(entries: Vec<(String, f64)>) -> Result<BTreeMap<u32, f64>, ConfigE
     Ok(prior)
 }
 
+/// The ladder as an error message shows it: `[1, 2, 4, 8]`, or its first sizes and its length
+/// when long (a ladder may have any number of sizes; the error line must stay short).
+fn shown_ladder(ladder: &[u32]) -> String {
+    const SHOWN: usize = 8;
+    let head: Vec<String> = ladder.iter().take(SHOWN).map(u32::to_string).collect();
+    if ladder.len() <= SHOWN {
+        format!("[{}]", head.join(", "))
+    } else {
+        format!("[{}, …] ({} sizes)", head.join(", "), ladder.len())
+    }
+}
+
 fn check_prior(
     prior: &BTreeMap<u32, f64>,
     ladder: &[u32],
@@ -889,12 +901,7 @@ fn check_prior(
     for (&size, &weight) in prior {
         // The ladder was checked strictly ascending before, so it is sorted.
         if ladder.binary_search(&size).is_err() {
-            let ladder_text = ladder
-                .iter()
-                .map(u32::to_string)
-                .collect::<Vec<_>>()
-                .join(", ");
-            let mut problem = format!("is not in sizeLadder [{ladder_text}]");
+            let mut problem = format!("is not in sizeLadder {}", shown_ladder(ladder));
             if is_default {
                 problem.push_str(" (sizePrior is not set, so its default {\"1\":0.1,\"2\":0.1,\"4\":0.2,\"8\":0.6} applies)");
             }

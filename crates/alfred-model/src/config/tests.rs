@@ -1543,3 +1543,75 @@ fn errors_are_short_and_name_the_file_given() {
         "a.yaml: policies.defragmentation.fragmentationThreshold: 2 is outside [0, 1]"
     );
 }
+
+/// A long sizeLadder is not echoed whole: the error stays one short line (found by the
+/// `config_yaml` fuzz target).
+#[test]
+fn a_prior_key_outside_a_long_ladder_names_the_first_sizes_only() {
+    let ladder: Vec<String> = (1..=5000).map(|i| i.to_string()).collect();
+    let e = reject(&format!(
+        "policies:\n  defragmentation:\n    scoring:\n      sizeLadder: [{}]\n      sizePrior: {{\"9999\": 1}}\n",
+        ladder.join(", ")
+    ));
+    assert_eq!(
+        e,
+        "policies.defragmentation.scoring.sizePrior: key \"9999\" is not in sizeLadder [1, 2, 3, 4, 5, 6, 7, 8, …] (5000 sizes)"
+    );
+}
+
+/// Control characters count at their escaped width: a key of 100 of them is clipped well
+/// before 300 characters (found by the fuzz targets: clipping before escaping made 600).
+#[test]
+fn a_key_of_control_characters_is_clipped_after_escaping() {
+    let key = "\\x10".repeat(100);
+    let e = reject(&format!("\"{key}\": 1\n"));
+    let shown = "\\u{10}".repeat(16);
+    assert_eq!(
+        e,
+        format!("parse config.yaml: [\"{shown}\"… (100 bytes)]: unknown key")
+    );
+}
+
+/// An annotation value of any size shows clipped in its diagnostic line.
+#[test]
+fn an_annotation_diagnostic_clips_the_value() {
+    let value = "\u{1d}".repeat(60);
+    let parsed = annotations::parse_movable(Some(&value), false);
+    let line = parsed.diagnostic.expect("not a boolean").to_string();
+    assert!(line.chars().count() <= 300, "{line}");
+    assert!(
+        line.starts_with("alfred.ome.io/movable: \"\\u{1d}"),
+        "{line}"
+    );
+    assert!(
+        line.ends_with(
+            "(60 bytes) is not a boolean (want true or false); using defaultMovable (false)"
+        ),
+        "{line}"
+    );
+}
+
+/// A path through several long keys is cut in its middle and the whole line stays short
+/// (found by the `config_yaml` fuzz target: 310 characters).
+#[test]
+fn a_path_through_long_keys_stays_one_short_line() {
+    let name = "\\\\".repeat(150);
+    let e = reject(&format!(
+        "scheduling:\n  profiles:\n    \"{name}\":\n      \"{name}\": 1\n"
+    ));
+    assert!(
+        e.starts_with("parse config.yaml: scheduling.profiles[\""),
+        "{e}"
+    );
+    assert!(e.ends_with("(150 bytes)]: unknown key"), "{e}");
+    assert!(
+        e.chars().count() <= MAX_LINE_CHARS,
+        "{} characters: {e}",
+        e.chars().count()
+    );
+    let in_file = ConfigError::UnknownKey {
+        path: "x".repeat(1000),
+    }
+    .in_file("/etc/alfred/config.yaml");
+    assert!(in_file.chars().count() <= 300, "{in_file}");
+}
