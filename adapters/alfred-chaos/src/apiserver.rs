@@ -113,6 +113,8 @@ pub struct LandedRequest {
     pub uuid: String,
     /// The InferenceService.
     pub isvc: String,
+    /// The annotation's value.
+    pub payload: String,
     /// Other unresolved requests on the same Instance (annotations, running migrations).
     pub same_instance: Vec<String>,
     /// Other requests waiting or running anywhere (annotations, running migrations).
@@ -406,7 +408,7 @@ impl ApiModel {
         let others = self.request_annotations();
         let ctx = self.context.clone();
         let mut request = None;
-        for (key, _) in &added {
+        for (key, payload) in &added {
             if let Some(uuid) = key.strip_prefix(REQUEST_PREFIX) {
                 let mut same: Vec<String> = others
                     .iter()
@@ -430,6 +432,7 @@ impl ApiModel {
                 request = Some(LandedRequest {
                     uuid: uuid.to_owned(),
                     isvc: name.to_owned(),
+                    payload: payload.clone(),
                     same_instance: same,
                     in_flight_others: in_flight.into_iter().collect(),
                     hourly: hourly.len(),

@@ -660,6 +660,7 @@ impl Chaos {
         let gate_open = lock(&self.model).gates[leader].is_leader();
         if gate_open {
             {
+                let hourly = self.hourly(sim, now);
                 let mut m = lock(&self.model);
                 m.context = PassContext {
                     now: Some(t_now),
@@ -675,7 +676,7 @@ impl Chaos {
                         .filter(|x| x.ended.is_none())
                         .map(|x| (x.uuid.clone(), sim.tasks[x.task].name.clone()))
                         .collect(),
-                    hourly: self.hourly(sim, now),
+                    hourly,
                 };
             }
             let replica = &self.replicas[leader];
@@ -706,20 +707,46 @@ impl Chaos {
         actions
     }
 
-    /// Every request started in the last hour: alfred's landed requests and every migration
-    /// the twin ran (others' too).
+    /// Every request started in the last hour, as far as the cluster and the stored
+    /// journal still hold it (§9.7): the journal's entries by `createdAt`, the request
+    /// annotations by `requested_at`, and every migration OMENative started (anyone's) on an
+    /// InferenceService that still exists (a deleted one takes its status rows with it; a
+    /// deleted journal takes alfred's history with it).
     fn hourly(&self, sim: &Sim, now: i64) -> BTreeSet<String> {
-        let hour = 60 * MINUTE;
-        let mut out: BTreeSet<String> = self
-            .alfred_requests
-            .iter()
-            .filter(|(_, at)| now - **at < hour)
-            .map(|(u, _)| u.clone())
-            .collect();
+        let hour = Duration::from_secs(3600);
+        let t_now = ts(now);
+        let inside = |t: alfred_model::Timestamp| t <= t_now && t_now.since(t) < hour;
+        let m = lock(&self.model);
+        let mut out: BTreeSet<String> = m
+            .journal_text()
+            .and_then(|t| Journal::parse(t).ok())
+            .map(|j| {
+                j.entries
+                    .iter()
+                    .filter(|e| inside(e.created_at))
+                    .map(|e| e.uuid.clone())
+                    .collect()
+            })
+            .unwrap_or_default();
+        for isvc in m.isvcs.values() {
+            for (k, v) in &isvc.annotations {
+                let (Some(uuid), Ok(p)) =
+                    (k.strip_prefix(REQUEST_PREFIX), RequestPayload::decode(v))
+                else {
+                    continue;
+                };
+                if inside(p.requested_at) {
+                    out.insert(uuid.to_owned());
+                }
+            }
+        }
         out.extend(
             sim.migrations
                 .iter()
-                .filter(|m| now - m.started.unwrap_or(m.requested) < hour)
+                .filter(|m| {
+                    m.started.is_some_and(|s| inside(ts(s)))
+                        && sim.tasks[m.task].state == engine::TaskState::Running
+                })
                 .map(|m| m.uuid.clone()),
         );
         out
@@ -834,6 +861,9 @@ impl Caretaker for Chaos {
 }
 
 fn scaled(rng: &mut Rng, max: f64) -> f64 {
+    if max == 0.0 {
+        return 0.0;
+    }
     // A quarter of the runs leave each fault out; the others draw its rate up to `max`.
     if rng.uniform() < 0.25 {
         0.0
@@ -842,29 +872,31 @@ fn scaled(rng: &mut Rng, max: f64) -> f64 {
     }
 }
 
-/// Runs one campaign run of `passes` decision passes from `seed`.
-pub fn run(seed: u64, passes: u32) -> RunReport {
+/// Runs one campaign run of `passes` decision passes from `seed`; `calm`: no faults at all
+/// (the baseline of how much the same runs dispatch).
+pub fn run(seed: u64, passes: u32, calm: bool) -> RunReport {
     let mut rng = Rng::new(seed);
+    let k = if calm { 0.0 } else { 1.0 };
     let request_faults = RequestFaults {
-        conflict: scaled(&mut rng, 0.15),
-        server_error: scaled(&mut rng, 0.08),
-        timeout_landed: scaled(&mut rng, 0.05),
-        timeout_lost: scaled(&mut rng, 0.05),
-        lease_loss: scaled(&mut rng, 0.03),
+        conflict: scaled(&mut rng, k * 0.15),
+        server_error: scaled(&mut rng, k * 0.08),
+        timeout_landed: scaled(&mut rng, k * 0.05),
+        timeout_lost: scaled(&mut rng, k * 0.05),
+        lease_loss: scaled(&mut rng, k * 0.03),
     };
     let faults = PassFaults {
-        stale_snapshot: scaled(&mut rng, 0.4),
-        fresh_look_fails: scaled(&mut rng, 0.15),
-        slow_look: scaled(&mut rng, 0.1),
-        term_change: scaled(&mut rng, 0.1),
-        lease_lost_in_pass: scaled(&mut rng, 0.05),
-        journal_deleted: scaled(&mut rng, 0.02),
-        journal_corrupted: scaled(&mut rng, 0.02),
-        never_ack: scaled(&mut rng, 0.15),
-        late_ack: scaled(&mut rng, 0.4),
-        migration_fails: scaled(&mut rng, 0.15),
-        node_fails: scaled(&mut rng, 0.03),
-        foreign_migration: scaled(&mut rng, 0.05),
+        stale_snapshot: scaled(&mut rng, k * 0.4),
+        fresh_look_fails: scaled(&mut rng, k * 0.15),
+        slow_look: scaled(&mut rng, k * 0.1),
+        term_change: scaled(&mut rng, k * 0.1),
+        lease_lost_in_pass: scaled(&mut rng, k * 0.05),
+        journal_deleted: scaled(&mut rng, k * 0.02),
+        journal_corrupted: scaled(&mut rng, k * 0.02),
+        never_ack: scaled(&mut rng, k * 0.15),
+        late_ack: scaled(&mut rng, k * 0.4),
+        migration_fails: scaled(&mut rng, k * 0.15),
+        node_fails: scaled(&mut rng, k * 0.03),
+        foreign_migration: scaled(&mut rng, k * 0.05),
     };
     let node_count = 4 + rng.index(5);
     let nodes: Vec<TraceNode> = (0..node_count)
@@ -926,7 +958,12 @@ pub fn run(seed: u64, passes: u32) -> RunReport {
     config.recommendations_config_map_name = RECOMMENDATIONS.into();
     config.decision_loop_interval = Duration::from_millis(interval_ms as u64);
     config.max_in_flight_migrations = 1 + rng.index(3) as u32;
-    config.max_migrations_per_hour = 1 + rng.index(6) as u32;
+    config.max_migrations_per_hour = 1 + rng.index(8) as u32;
+    // Short cooldowns, so that a run of a few hours dispatches often enough to matter.
+    config.recent_placement_cooldown_minutes = 1 + rng.index(10) as u32;
+    config.per_workload_cooldown_minutes = 1 + rng.index(30) as u32;
+    config.per_node_cooldown_minutes = 1 + rng.index(30) as u32;
+    config.emergency_pending_age_minutes = 1 + rng.index(10) as u32;
     let runtime = RuntimeOptions {
         migration_api_version: Some(MigrationApiVersion::V1),
         migration_service_account: SERVICE_ACCOUNT.into(),

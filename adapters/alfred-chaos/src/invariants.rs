@@ -256,6 +256,7 @@ mod tests {
         LandedRequest {
             uuid: "u1".into(),
             isvc: "t000001".into(),
+            payload: String::new(),
             same_instance: vec![],
             in_flight_others: vec![],
             hourly: 1,

@@ -19,6 +19,9 @@ struct Args {
     /// Decision passes per run.
     #[arg(long, default_value_t = 200)]
     passes: u32,
+    /// No faults (the baseline: how much the same runs dispatch undisturbed).
+    #[arg(long)]
+    calm: bool,
     /// Print one line per run.
     #[arg(long)]
     verbose: bool,
@@ -30,7 +33,7 @@ fn main() -> ExitCode {
     let mut totals = alfred_chaos::campaign::RunReport::default();
     for i in 0..args.runs {
         let seed = args.seed.wrapping_add(i);
-        let r = alfred_chaos::campaign::run(seed, args.passes);
+        let r = alfred_chaos::campaign::run(seed, args.passes, args.calm);
         if args.verbose {
             println!(
                 "seed {seed}: {} passes, {} requests, {} completed, {} failed, {} API requests, faults {:?}",

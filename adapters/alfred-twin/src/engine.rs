@@ -818,6 +818,8 @@ pub fn run(
                             }
                             sim.migrations[m].target = None;
                             sim.migrations[m].worker_target = None;
+                            // OMENative picked it up to fail it: its status row exists.
+                            sim.migrations[m].started.get_or_insert(now);
                             sim.end_migration(m, MigPhase::Failed, now);
                         }
                         Action::Evict { task } => {
