@@ -9,6 +9,8 @@
 //! - `apiserver build|start|stop|status`: a real kube-apiserver v1.20.2 for integration tests.
 //! - `bench-smoke`: every benchmark once, as a test (criterion's test mode).
 //! - `fuzz [TARGET...] [--seconds N]`, `fuzz --list`: the libFuzzer targets of `fuzz/` (`fuzz.rs`).
+//! - `chaos [--runs N] [--seed S] [--passes P] [--release]`: the randomized fault campaign
+//!   (`adapters/alfred-chaos`).
 
 mod apiserver;
 mod fuzz;
@@ -34,6 +36,9 @@ tasks:
   fuzz [TARGET...] [--seconds N] [--minimize]
                       build the libFuzzer targets of fuzz/ (stable toolchain) and run each for N s
                       (default 20); fails on a crash; `fuzz --list` names the targets
+  chaos [--runs N] [--seed S] [--passes P] [--release] [--verbose]
+                      randomized fault campaign of the decision loop (adapters/alfred-chaos);
+                      a failing run prints its seed: `--seed S --runs 1` reproduces it
   bench-live          alfred run's cold start and peak RSS at 5,000 nodes / 25,000 pods against a
                       private API server (adapters/alfred-kube/BENCH-LIVE.md); on demand only
 ";
@@ -60,6 +65,7 @@ fn main_inner() -> Result<()> {
         "bench-smoke" => bench_smoke(),
         "bench-live" => bench_live(rest),
         "fuzz" => fuzz::main(rest),
+        "chaos" => chaos(rest),
         "help" | "-h" | "--help" => {
             print!("{USAGE}");
             Ok(())
@@ -141,6 +147,22 @@ pub(crate) fn display(cmd: &Command) -> String {
         }
     }
     s
+}
+
+/// `cargo xtask chaos`: builds and runs `alfred-chaos` with the given arguments (`--release`
+/// builds it optimized, for long campaigns; CI runs a short one in the test profile it
+/// already built).
+fn chaos(rest: &[String]) -> Result<()> {
+    let release = rest.iter().any(|a| a == "--release");
+    let mut cmd = Command::new(cargo());
+    cmd.args(["run", "--locked", "-q", "-p", "alfred-chaos"]);
+    if release {
+        cmd.arg("--release");
+    }
+    cmd.arg("--")
+        .args(rest.iter().filter(|a| *a != "--release"))
+        .current_dir(workspace_root());
+    run(&mut cmd)
 }
 
 /// `cargo xtask bench-live [--nodes N] [--pods-per-node K] [--concurrency C]`: a private API

@@ -223,6 +223,13 @@ pub enum Action {
         /// Node.
         node: usize,
     },
+    /// OMENative gives up the task's running migration (`Failed`): a fault the chaos
+    /// campaign injects (a node failing under the move, the executor erring). Nothing when
+    /// the task has no migration running.
+    FailMigration {
+        /// Task.
+        task: usize,
+    },
     /// Add or remove alfred's drain-plan `NoSchedule` taint.
     Taint {
         /// Node.
@@ -793,6 +800,28 @@ pub fn run(
                                 sim.retry(Some(node), now);
                             }
                         }
+                        Action::FailMigration { task } => {
+                            let Some(m) = sim.tasks[task].migration else {
+                                continue;
+                            };
+                            // The surge pods already placed go with the failed move.
+                            let req = sim.tasks[task].req;
+                            let placed: Vec<usize> = sim.migrations[m]
+                                .target
+                                .into_iter()
+                                .chain(sim.migrations[m].worker_target)
+                                .collect();
+                            for n in placed {
+                                sim.surge_on_node[n].retain(|&x| x != m);
+                                sim.world.release(n, &req);
+                                sim.retry(Some(n), now);
+                            }
+                            sim.migrations[m].target = None;
+                            sim.migrations[m].worker_target = None;
+                            // OMENative picked it up to fail it: its status row exists.
+                            sim.migrations[m].started.get_or_insert(now);
+                            sim.end_migration(m, MigPhase::Failed, now);
+                        }
                         Action::Evict { task } => {
                             let t = &sim.tasks[task];
                             if t.state != TaskState::Running || t.migration.is_some() || t.gang {
@@ -827,6 +856,8 @@ pub fn run(
                 push(&mut heap, now + interval, Ev::Pass);
             }
             Ev::Wake => caretaker.wake(&sim, now),
+            // A migration ended early (FailMigration) has no acknowledgement or readiness.
+            Ev::MigAck(m) | Ev::MigReady(m) if sim.migrations[m].ended.is_some() => {}
             Ev::MigAck(m) => {
                 let mig = &sim.migrations[m];
                 let task = mig.task;

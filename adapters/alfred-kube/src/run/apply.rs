@@ -1,8 +1,9 @@
 //! Applies a pass's effects to the cluster (decisions E1, E2, E21; alfred-engine.md §9.3,
 //! §9.9, §11.2, §11.3; ome-objects.md §7).
 //!
-//! * Every write is checked against the [`LeaderGate`] just before it is sent: a lost lease
-//!   stops writes at once (decision 15.6); the remaining effects are skipped.
+//! * Every write is checked against the [`LeaderGate`] just before it is sent (again before
+//!   each request of a read-modify-write and of each conflict retry): a lost lease stops
+//!   writes at once (decision 15.6); the remaining effects are skipped.
 //! * `UpdateRecommendations`: GET (uncached), set/delete the keys, PUT with the read
 //!   `resourceVersion`; a 409 re-reads and retries (at most [`CONFLICT_RETRIES`] times); other
 //!   keys are preserved. A missing ConfigMap is logged once and skipped. Never server-side apply.
@@ -313,6 +314,13 @@ impl Applier {
         self
     }
 
+    /// `Some(Skipped)` once the lease is gone: checked again right before every request that
+    /// writes, since a write's own reads and conflict retries take time in which the lease
+    /// can be lost (the chaos campaign caught a recommendations retry sent without it).
+    fn lease_lost(&self) -> Option<Outcome> {
+        (!self.gate.is_leader()).then_some(Outcome::Skipped)
+    }
+
     fn count(&self, effect: &'static str, outcome: &Outcome) {
         self.metrics.inc(
             MetricId::EffectWrites,
@@ -545,6 +553,9 @@ impl Applier {
                 data.insert(k.clone(), v.clone());
             }
             cm.metadata.managed_fields = None;
+            if let Some(o) = self.lease_lost() {
+                return o;
+            }
             match bounded(api.replace(name, &PostParams::default(), &cm)).await {
                 Ok(_) => return Outcome::Applied,
                 Err(Outcome::Conflict) if attempt < CONFLICT_RETRIES => {
@@ -647,6 +658,9 @@ impl Applier {
             Ok(p) => p,
             Err(e) => return Outcome::Error(format!("cannot build the JSON Patch: {e}")),
         };
+        if let Some(o) = self.lease_lost() {
+            return o;
+        }
         match bounded(api.patch(name, &PatchParams::default(), &Patch::<()>::Json(patch))).await {
             Ok(_) => Outcome::Applied,
             Err(o) => o,
@@ -676,6 +690,9 @@ impl Applier {
                 Ok(p) => p,
                 Err(e) => return Outcome::Error(format!("cannot build the JSON Patch: {e}")),
             };
+            if let Some(o) = self.lease_lost() {
+                return o;
+            }
             match bounded(api.patch_status(
                 name,
                 &PatchParams::default(),
@@ -786,6 +803,9 @@ impl Applier {
                 Ok(p) => p,
                 Err(e) => return Outcome::Error(format!("cannot build the JSON Patch: {e}")),
             };
+            if let Some(o) = self.lease_lost() {
+                return o;
+            }
             match bounded(api.patch(name, &PatchParams::default(), &Patch::<()>::Json(patch))).await
             {
                 Ok(_) => return Outcome::Applied,
@@ -807,6 +827,9 @@ impl Applier {
             .insert(JOURNAL_KEY.to_owned(), state_json.to_owned());
         cm.metadata.managed_fields = None;
         let api: Api<ConfigMap> = Api::namespaced(self.client.clone(), &self.namespace);
+        if let Some(o) = self.lease_lost() {
+            return o;
+        }
         match bounded(api.replace(JOURNAL_CONFIG_MAP, &PostParams::default(), &cm)).await {
             Ok(written) => {
                 *lock(&self.journal) = Some(written);

@@ -580,3 +580,62 @@ async fn a_missing_changed_or_unchecked_guard_fails_the_check() {
     );
     assert_eq!(check(vec![ok(checked), ok(binding)]).await, Ok(()));
 }
+
+/// A mock that answers every request with `reply` and closes `gate` right after answering
+/// (the lease lost between a write's read and its write); returns the methods received.
+fn losing_lease_after_each_reply(
+    gate: LeaderGate,
+    reply: Value,
+) -> (Client, Arc<Mutex<Vec<String>>>) {
+    let (service, mut handle) = tower_test::mock::pair::<Request<Body>, Response<Body>>();
+    let methods: Arc<Mutex<Vec<String>>> = Arc::default();
+    let m = methods.clone();
+    tokio::spawn(async move {
+        while let Some((req, send)) = handle.next_request().await {
+            m.lock().unwrap().push(req.method().to_string());
+            send.send_response(
+                Response::builder()
+                    .status(200)
+                    .header("content-type", "application/json")
+                    .body(Body::from(serde_json::to_vec(&reply).unwrap()))
+                    .unwrap(),
+            );
+            gate.set(false);
+        }
+    });
+    (Client::new(service, "default"), methods)
+}
+
+/// Found by the chaos campaign (`cargo xtask chaos`, seed 1): the recommendations write read
+/// the ConfigMap with the lease held, the lease went, and the PUT was still sent. Every
+/// request that writes checks the gate itself now.
+#[tokio::test]
+async fn a_lease_lost_between_a_writes_read_and_its_write_stops_the_write() {
+    let gate = LeaderGate::new();
+    gate.set(true);
+    let (client, methods) = losing_lease_after_each_reply(gate.clone(), recommendations_cm("100"));
+    let a = Applier::new(client, "ome", gate, Arc::new(Metrics::new()));
+    let report = a.apply_all(&[update_recommendations()]).await;
+    assert_eq!(
+        report.writes,
+        vec![("update_recommendations", Outcome::Skipped)]
+    );
+    assert_eq!(*methods.lock().unwrap(), ["GET"]);
+
+    // The journal: read (remembering its version) with the lease, written without it.
+    let gate = LeaderGate::new();
+    gate.set(true);
+    let journal = json!({"apiVersion": "v1", "kind": "ConfigMap",
+        "metadata": {"name": "alfred-dispatch-state", "namespace": "ome", "resourceVersion": "7"},
+        "data": {"state.json": "{\"version\":\"v1\",\"entries\":[]}"}});
+    let (client, methods) = losing_lease_after_each_reply(gate.clone(), journal);
+    let a = Applier::new(client, "ome", gate, Arc::new(Metrics::new()));
+    assert!(a.read_journal().await.is_ok());
+    let report = a
+        .apply_all(&[Effect::WriteJournal {
+            state_json: "{\"version\":\"v1\",\"entries\":[]}".into(),
+        }])
+        .await;
+    assert_eq!(report.writes, vec![("write_journal", Outcome::Skipped)]);
+    assert_eq!(*methods.lock().unwrap(), ["GET"]);
+}

@@ -1,0 +1,538 @@
+//! The in-memory API server the real `alfred run` applier talks to, through the real kube
+//! client (tower-test's mock service in place of the HTTP connection).
+//!
+//! It holds what the applier reads and writes: alfred's ConfigMaps (the journal
+//! `alfred-dispatch-state`, the recommendations), the InferenceServices of the twin's
+//! running tasks (uid, resourceVersion, annotations), Events (accepted and dropped), and the
+//! Lease holder. Every request can be hit by a fault drawn from the run's RNG: a 409 on a
+//! write, a 500, a timeout after the write landed or before it did, a failed read, and the
+//! lease moving away right after the request. Every write that lands is logged with what the
+//! invariants need to judge it at that instant (who held the lease, what was in flight).
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::sync::{Arc, Mutex};
+
+use alfred_kube::run::apply::{JOURNAL_CONFIG_MAP, JOURNAL_KEY};
+use alfred_kube::run::leader::LeaderGate;
+use alfred_model::Timestamp;
+use alfred_twin::rng::Rng;
+use http::{Request, Response};
+use kube::Client;
+use kube::client::Body;
+use serde_json::{Value, json};
+
+/// alfred's namespace in the campaign.
+pub const ALFRED_NAMESPACE: &str = "alfred";
+/// The recommendations ConfigMap.
+pub const RECOMMENDATIONS: &str = "alfred-recommendations";
+/// The prefix of a migration request annotation.
+pub const REQUEST_PREFIX: &str = "ome.io/migration-request-v1-";
+
+/// Per-request fault probabilities (drawn once per run from its seed).
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct RequestFaults {
+    /// A write answered 409 without landing.
+    pub conflict: f64,
+    /// A request answered 500 without landing (reads too).
+    pub server_error: f64,
+    /// A write that lands but is never answered (the client's timeout fires).
+    pub timeout_landed: f64,
+    /// A request never answered and not applied.
+    pub timeout_lost: f64,
+    /// The lease moves away right after a request (a leader change at that step).
+    pub lease_loss: f64,
+}
+
+/// A ConfigMap as stored.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct StoredConfigMap {
+    /// Its resourceVersion.
+    pub rv: u64,
+    /// Its data.
+    pub data: BTreeMap<String, String>,
+}
+
+/// An InferenceService as stored.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct StoredIsvc {
+    /// The resourceVersion the twin's snapshot gives it (changes with its migrations).
+    pub twin_rv: String,
+    /// Writes to it since (annotations).
+    pub bumps: u64,
+    /// Annotations.
+    pub annotations: BTreeMap<String, String>,
+}
+
+impl StoredIsvc {
+    /// The resourceVersion served (and overlaid on the snapshot alfred reads).
+    pub fn rv(&self) -> String {
+        format!("{}.{}", self.twin_rv, self.bumps)
+    }
+}
+
+/// What the pass that is applying its effects was built on (set by the campaign before
+/// applying; recorded with each request that lands).
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct PassContext {
+    /// The pass's time.
+    pub now: Option<Timestamp>,
+    /// When the cached snapshot the pass decided on was observed.
+    pub snapshot_observed_at: Option<Timestamp>,
+    /// UUIDs of the journal as the pass read it (a request for one of them is a retry).
+    pub journal_uuids: BTreeSet<String>,
+    /// The breaker was open at the pass's time (by the reference model).
+    pub breaker_open: bool,
+    /// Migrations the twin's OMENative runs (not ended): UUID → InferenceService name.
+    pub running: BTreeMap<String, String>,
+    /// Every migration request UUID known to have started within the last hour (alfred's
+    /// landed requests and everyone's migrations).
+    pub hourly: BTreeSet<String>,
+}
+
+/// One write that reached the server (landed or not) — what the invariants judge.
+#[derive(Debug, Clone, PartialEq)]
+pub struct WriteRecord {
+    /// Replica that sent it.
+    pub replica: usize,
+    /// The replica held the lease when the server received it.
+    pub lease_held: bool,
+    /// `PUT configmaps/<name>`, `PATCH inferenceservices/<name>`, ...
+    pub what: String,
+    /// It changed the stored state.
+    pub landed: bool,
+    /// A request annotation it added: (UUID, InferenceService), with the state around it.
+    pub request: Option<LandedRequest>,
+    /// The journal text it stored.
+    pub journal: Option<String>,
+}
+
+/// A migration request annotation that landed, with the state at that instant.
+#[derive(Debug, Clone, PartialEq)]
+pub struct LandedRequest {
+    /// Its UUID.
+    pub uuid: String,
+    /// The InferenceService.
+    pub isvc: String,
+    /// The annotation's value.
+    pub payload: String,
+    /// Other unresolved requests on the same Instance (annotations, running migrations).
+    pub same_instance: Vec<String>,
+    /// Other requests waiting or running anywhere (annotations, running migrations).
+    pub in_flight_others: Vec<String>,
+    /// Requests started in the last hour, this one included.
+    pub hourly: usize,
+    /// The pass context it was written under.
+    pub context: PassContext,
+}
+
+/// A reply the mock service sends.
+enum Reply {
+    Json(u16, Value),
+    Hang,
+}
+
+/// The API server's state.
+pub struct ApiModel {
+    /// alfred's ConfigMaps by name.
+    pub config_maps: BTreeMap<String, StoredConfigMap>,
+    /// InferenceServices of namespace `twin` by name.
+    pub isvcs: BTreeMap<String, StoredIsvc>,
+    /// The replica holding the Lease.
+    pub lease: Option<usize>,
+    /// Each replica's leader gate (closed when its lease is lost).
+    pub gates: Vec<LeaderGate>,
+    /// Fault rates.
+    pub faults: RequestFaults,
+    /// The pass applying now.
+    pub context: PassContext,
+    /// Every write received, in order (drained by the campaign after each pass).
+    pub writes: Vec<WriteRecord>,
+    /// Requests received.
+    pub requests: u64,
+    /// Faults injected, by kind.
+    pub injected: BTreeMap<&'static str, u64>,
+    rng: Rng,
+    next_rv: u64,
+    events: u64,
+}
+
+impl ApiModel {
+    /// An empty server for `replicas` replicas, faults drawn from `seed`.
+    pub fn new(replicas: usize, faults: RequestFaults, seed: u64) -> ApiModel {
+        ApiModel {
+            config_maps: BTreeMap::new(),
+            isvcs: BTreeMap::new(),
+            lease: None,
+            gates: (0..replicas).map(|_| LeaderGate::new()).collect(),
+            faults,
+            context: PassContext::default(),
+            writes: Vec::new(),
+            requests: 0,
+            injected: BTreeMap::new(),
+            rng: Rng::new(seed),
+            next_rv: 100,
+            events: 0,
+        }
+    }
+
+    /// A new resourceVersion.
+    pub fn bump(&mut self) -> u64 {
+        self.next_rv += 1;
+        self.next_rv
+    }
+
+    /// The journal text stored, if the ConfigMap and the key exist.
+    pub fn journal_text(&self) -> Option<&str> {
+        self.config_maps
+            .get(JOURNAL_CONFIG_MAP)
+            .and_then(|c| c.data.get(JOURNAL_KEY))
+            .map(String::as_str)
+    }
+
+    /// An administrator's write of the journal (creates the ConfigMap when missing).
+    pub fn admin_write_journal(&mut self, text: &str) {
+        let rv = self.bump();
+        let cm = self
+            .config_maps
+            .entry(JOURNAL_CONFIG_MAP.to_owned())
+            .or_default();
+        cm.rv = rv;
+        cm.data.insert(JOURNAL_KEY.to_owned(), text.to_owned());
+    }
+
+    /// Moves the lease to `holder` (closing every other gate, opening the holder's).
+    pub fn set_lease(&mut self, holder: Option<usize>) {
+        self.lease = holder;
+        for (i, g) in self.gates.iter().enumerate() {
+            g.set(Some(i) == holder);
+        }
+    }
+
+    fn count(&mut self, kind: &'static str) {
+        *self.injected.entry(kind).or_insert(0) += 1;
+    }
+
+    /// Every request annotation stored: UUID → InferenceService.
+    pub fn request_annotations(&self) -> BTreeMap<String, String> {
+        let mut out = BTreeMap::new();
+        for (name, isvc) in &self.isvcs {
+            for k in isvc.annotations.keys() {
+                if let Some(uuid) = k.strip_prefix(REQUEST_PREFIX) {
+                    out.insert(uuid.to_owned(), name.clone());
+                }
+            }
+        }
+        out
+    }
+
+    /// Serves one request from `replica`.
+    fn serve(&mut self, replica: usize, method: &str, path: &str, body: &Value) -> Reply {
+        self.requests += 1;
+        let write = method != "GET";
+        let roll = self.rng.uniform();
+        let f = self.faults.clone();
+        let recorded = self.writes.len();
+        // Faults that stop the request before it is applied.
+        let mut cut = 0.0;
+        let mut before = |p: f64| {
+            cut += p;
+            roll < cut
+        };
+        let reply = if before(f.server_error) {
+            self.count("server_error");
+            status(500, "InternalError")
+        } else if before(f.timeout_lost) {
+            self.count("timeout_lost");
+            Reply::Hang
+        } else if write && before(f.conflict) {
+            self.count("conflict");
+            status(409, "Conflict")
+        } else {
+            let landed_then_hang = write && before(f.timeout_landed);
+            let reply = self.apply(replica, method, path, body);
+            if landed_then_hang {
+                self.count("timeout_landed");
+                Reply::Hang
+            } else {
+                reply
+            }
+        };
+        if write && self.writes.len() == recorded {
+            // A write that did not land is recorded too (the lease check covers every write sent).
+            self.writes.push(WriteRecord {
+                replica,
+                lease_held: self.lease == Some(replica),
+                what: what(method, path),
+                landed: false,
+                request: None,
+                journal: None,
+            });
+        }
+        if self.lease == Some(replica) && self.rng.uniform() < f.lease_loss {
+            self.count("lease_lost_mid_pass");
+            self.set_lease(None);
+        }
+        reply
+    }
+
+    /// Applies a request that no fault stopped.
+    fn apply(&mut self, replica: usize, method: &str, path: &str, body: &Value) -> Reply {
+        let parts: Vec<&str> = path.trim_start_matches('/').split('/').collect();
+        match (method, parts.as_slice()) {
+            ("GET", ["api", "v1", "namespaces", _, "configmaps", name]) => {
+                match self.config_maps.get(*name) {
+                    Some(cm) => Reply::Json(200, config_map_json(name, cm)),
+                    None => status(404, "NotFound"),
+                }
+            }
+            ("PUT", ["api", "v1", "namespaces", _, "configmaps", name]) => {
+                let sent_rv = body
+                    .pointer("/metadata/resourceVersion")
+                    .and_then(Value::as_str)
+                    .unwrap_or_default()
+                    .to_owned();
+                let Some(current) = self.config_maps.get(*name) else {
+                    return status(404, "NotFound");
+                };
+                if sent_rv != current.rv.to_string() {
+                    return status(409, "Conflict");
+                }
+                let data: BTreeMap<String, String> = body
+                    .get("data")
+                    .and_then(|d| serde_json::from_value(d.clone()).ok())
+                    .unwrap_or_default();
+                let rv = self.bump();
+                let journal = (*name == JOURNAL_CONFIG_MAP)
+                    .then(|| data.get(JOURNAL_KEY).cloned())
+                    .flatten();
+                let cm = StoredConfigMap { rv, data };
+                let reply = config_map_json(name, &cm);
+                self.config_maps.insert((*name).to_owned(), cm);
+                self.writes.push(WriteRecord {
+                    replica,
+                    lease_held: self.lease == Some(replica),
+                    what: what(method, path),
+                    landed: true,
+                    request: None,
+                    journal,
+                });
+                Reply::Json(200, reply)
+            }
+            (
+                "GET",
+                [
+                    "apis",
+                    "ome.io",
+                    "v1beta1",
+                    "namespaces",
+                    ns,
+                    "inferenceservices",
+                    name,
+                ],
+            ) => match self.isvcs.get(*name) {
+                Some(i) => Reply::Json(200, isvc_json(ns, name, i)),
+                None => status(404, "NotFound"),
+            },
+            (
+                "PATCH",
+                [
+                    "apis",
+                    "ome.io",
+                    "v1beta1",
+                    "namespaces",
+                    ns,
+                    "inferenceservices",
+                    name,
+                ],
+            ) => self.patch_isvc(replica, ns, name, body, &what(method, path)),
+            ("POST", ["api", "v1", "namespaces", _, "events"])
+            | ("PATCH", ["api", "v1", "namespaces", _, "events", _]) => {
+                self.events += 1;
+                self.writes.push(WriteRecord {
+                    replica,
+                    lease_held: self.lease == Some(replica),
+                    what: what(method, path),
+                    landed: true,
+                    request: None,
+                    journal: None,
+                });
+                let mut ev = body.clone();
+                if ev.is_object() {
+                    ev["metadata"]["name"] = json!(format!("ev-{}", self.events));
+                    ev["metadata"]["resourceVersion"] = json!("1");
+                }
+                Reply::Json(201, ev)
+            }
+            // Pods and Nodes (drain-plan protection writes) are not modelled: not found.
+            _ => status(404, "NotFound"),
+        }
+    }
+
+    fn patch_isvc(
+        &mut self,
+        replica: usize,
+        ns: &str,
+        name: &str,
+        body: &Value,
+        what: &str,
+    ) -> Reply {
+        let Some(isvc) = self.isvcs.get(name) else {
+            return status(404, "NotFound");
+        };
+        let mut added = Vec::new();
+        for op in body.as_array().into_iter().flatten() {
+            let path = op.get("path").and_then(Value::as_str).unwrap_or_default();
+            let value = op.get("value");
+            match op.get("op").and_then(Value::as_str) {
+                Some("test") => {
+                    let have = match path {
+                        "/metadata/uid" => json!(isvc_uid(name)),
+                        "/metadata/resourceVersion" => json!(isvc.rv()),
+                        _ => Value::Null,
+                    };
+                    if value != Some(&have) {
+                        return status(422, "Invalid");
+                    }
+                }
+                Some("add") if path == "/metadata/annotations" => {}
+                Some("add") => match path.strip_prefix("/metadata/annotations/") {
+                    Some(key) => added.push((
+                        key.replace("~1", "/").replace("~0", "~"),
+                        value.and_then(Value::as_str).unwrap_or_default().to_owned(),
+                    )),
+                    None => return status(422, "Invalid"),
+                },
+                _ => return status(422, "Invalid"),
+            }
+        }
+        let others = self.request_annotations();
+        let ctx = self.context.clone();
+        let mut request = None;
+        for (key, payload) in &added {
+            if let Some(uuid) = key.strip_prefix(REQUEST_PREFIX) {
+                let mut same: Vec<String> = others
+                    .iter()
+                    .filter(|(u, n)| *n == name && *u != uuid)
+                    .map(|(u, _)| u.clone())
+                    .collect();
+                same.extend(
+                    ctx.running
+                        .iter()
+                        .filter(|(u, n)| *n == name && *u != uuid)
+                        .map(|(u, _)| u.clone()),
+                );
+                let in_flight: BTreeSet<String> = others
+                    .keys()
+                    .chain(ctx.running.keys())
+                    .filter(|u| *u != uuid)
+                    .cloned()
+                    .collect();
+                let mut hourly = ctx.hourly.clone();
+                hourly.insert(uuid.to_owned());
+                request = Some(LandedRequest {
+                    uuid: uuid.to_owned(),
+                    isvc: name.to_owned(),
+                    payload: payload.clone(),
+                    same_instance: same,
+                    in_flight_others: in_flight.into_iter().collect(),
+                    hourly: hourly.len(),
+                    context: ctx.clone(),
+                });
+            }
+        }
+        let isvc = self.isvcs.get_mut(name).expect("checked above");
+        for (k, v) in added {
+            isvc.annotations.insert(k, v);
+        }
+        isvc.bumps += 1;
+        let reply = isvc_json(ns, name, isvc);
+        self.writes.push(WriteRecord {
+            replica,
+            lease_held: self.lease == Some(replica),
+            what: what.to_owned(),
+            landed: true,
+            request,
+            journal: None,
+        });
+        Reply::Json(200, reply)
+    }
+}
+
+fn what(method: &str, path: &str) -> String {
+    let parts: Vec<&str> = path.split('/').collect();
+    let n = parts.len();
+    let tail = if n >= 2 {
+        format!("{}/{}", parts[n - 2], parts[n - 1])
+    } else {
+        path.to_owned()
+    };
+    format!("{method} {tail}")
+}
+
+/// The uid of a twin InferenceService (as the twin's snapshot names it).
+pub fn isvc_uid(name: &str) -> String {
+    format!("uid-isvc-{name}")
+}
+
+fn status(code: u16, reason: &str) -> Reply {
+    Reply::Json(
+        code,
+        json!({"kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Failure",
+               "message": format!("chaos {code}"), "reason": reason, "code": code}),
+    )
+}
+
+fn config_map_json(name: &str, cm: &StoredConfigMap) -> Value {
+    json!({
+        "apiVersion": "v1", "kind": "ConfigMap",
+        "metadata": {"name": name, "namespace": ALFRED_NAMESPACE, "uid": format!("uid-cm-{name}"),
+                     "resourceVersion": cm.rv.to_string()},
+        "data": cm.data,
+    })
+}
+
+fn isvc_json(ns: &str, name: &str, i: &StoredIsvc) -> Value {
+    let mut meta = json!({"name": name, "namespace": ns, "uid": isvc_uid(name),
+                          "resourceVersion": i.rv(), "generation": 1});
+    if !i.annotations.is_empty() {
+        meta["annotations"] = json!(i.annotations);
+    }
+    json!({"apiVersion": "ome.io/v1beta1", "kind": "InferenceService", "metadata": meta})
+}
+
+/// Requests left unanswered (their client times out); dropped at the end of the pass.
+pub type Hung = Arc<Mutex<Vec<tower_test::mock::SendResponse<Response<Body>>>>>;
+
+/// A kube client for `replica` whose requests `model` serves. Call inside the campaign's
+/// tokio runtime.
+pub fn client(model: Arc<Mutex<ApiModel>>, replica: usize, hung: Hung) -> Client {
+    let (service, mut handle) = tower_test::mock::pair::<Request<Body>, Response<Body>>();
+    tokio::spawn(async move {
+        while let Some((req, send)) = handle.next_request().await {
+            let (parts, body) = req.into_parts();
+            let bytes = body.collect_bytes().await.unwrap_or_default();
+            let body: Value = serde_json::from_slice(&bytes).unwrap_or(Value::Null);
+            let reply = lock(&model).serve(replica, parts.method.as_str(), parts.uri.path(), &body);
+            match reply {
+                Reply::Json(code, v) => {
+                    let mut response =
+                        Response::new(Body::from(serde_json::to_vec(&v).unwrap_or_default()));
+                    *response.status_mut() =
+                        http::StatusCode::from_u16(code).unwrap_or(http::StatusCode::OK);
+                    response.headers_mut().insert(
+                        http::header::CONTENT_TYPE,
+                        http::HeaderValue::from_static("application/json"),
+                    );
+                    send.send_response(response);
+                }
+                Reply::Hang => lock(&hung).push(send),
+            }
+        }
+    });
+    Client::new(service, "default")
+}
+
+/// Locks a mutex, poisoned or not.
+pub fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
+}

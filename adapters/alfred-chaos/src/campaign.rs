@@ -1,0 +1,1054 @@
+//! One run of the campaign: the twin's cluster and OMENative, two alfred replicas taking
+//! turns at the lease, each running alfred's pass and applying its effects with the real
+//! applier against the in-memory API server, faults everywhere, invariants after every step.
+//!
+//! What runs for real: `alfred_dispatch::run_pass` with the core stages (what `alfred run`'s
+//! `AlfredPass` calls; the seam is mirrored in [`AlfredTerm`] because `AlfredPass` stamps
+//! simulation answers with the wall clock and the twin's clock is simulated), the
+//! `alfred-kube` applier (`Applier::read_journal`, `read_node_records`, `apply_pass`, its
+//! leader gate and its request timeouts) over the real kube client, the twin's scheduler
+//! model for the pre-submit simulation, and the twin's engine for placement and OMENative's
+//! surge migrations.
+
+use std::cell::RefCell;
+use std::collections::{BTreeMap, BTreeSet, VecDeque};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use alfred_dispatch::guard::{guard_username, healthy_guard};
+use alfred_dispatch::{
+    CoreStages, DurableState, FreshObserver, Journal, JournalSlot, RequestPayload, Session,
+    run_pass,
+};
+use alfred_kube::run::apply::{Applier, JOURNAL_CONFIG_MAP, Outcome};
+use alfred_kube::run::metrics::Metrics;
+use alfred_kube::run::pass::node_records;
+use alfred_model::ClusterSnapshot;
+use alfred_model::config::{Config, MigrationApiVersion, RuntimeOptions};
+use alfred_model::effect::Effect;
+use alfred_model::reason::RowReason;
+use alfred_model::record::NodeRecord;
+use alfred_model::snapshot::{ComponentKind, MigrationRequestObserved};
+use alfred_twin::alfred::{AlfredCaretaker, TwinSimulator};
+use alfred_twin::arrivals::{Arrival, Mode};
+use alfred_twin::engine::{self, Action, Caretaker, MINUTE, MigPhase, Sim, SimOptions, ts};
+use alfred_twin::rng::Rng;
+use alfred_twin::snapshot;
+use alfred_twin::trace::{TraceNode, TraceTask};
+use alfred_twin::world::{Placement, World};
+
+use crate::apiserver::{
+    self, ALFRED_NAMESPACE, ApiModel, Hung, PassContext, RECOMMENDATIONS, REQUEST_PREFIX,
+    RequestFaults, StoredConfigMap, StoredIsvc, lock,
+};
+use crate::invariants::{self, ReferenceBreaker, Violation};
+
+const SERVICE_ACCOUNT: &str = "alfred-migrator";
+const REPLICAS: usize = 2;
+/// An operator removes a stalled entry (and its annotation) this long after it stalled,
+/// once nothing runs under it (seed 001's "A request is stalled").
+const OPERATOR_AFTER_MS: i64 = 60 * MINUTE;
+/// An operator repairs a deleted or corrupted journal after this many passes.
+const REPAIR_AFTER_PASSES: u32 = 3;
+
+/// Pass-level fault probabilities (drawn once per run).
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct PassFaults {
+    /// The cached snapshot is stale (watch events delayed or dropped): one from 1–3 passes
+    /// earlier, or the current one observed up to 45 s before the pass.
+    pub stale_snapshot: f64,
+    /// A fresh look (uncached reads) fails.
+    pub fresh_look_fails: f64,
+    /// A fresh look is slow: it completes 20–40 s after the pass started.
+    pub slow_look: f64,
+    /// The lease changes hands between passes.
+    pub term_change: f64,
+    /// The lease is lost while the pass computes (its effects are dropped).
+    pub lease_lost_in_pass: f64,
+    /// The journal ConfigMap is deleted.
+    pub journal_deleted: f64,
+    /// The journal is corrupted.
+    pub journal_corrupted: f64,
+    /// OMENative never acknowledges a request.
+    pub never_ack: f64,
+    /// OMENative picks a request up 1–8 passes late.
+    pub late_ack: f64,
+    /// OMENative fails a running migration (per pass).
+    pub migration_fails: f64,
+    /// A node fails (NotReady, cordoned, its migrations fail) — preferably one a migration
+    /// runs from or to.
+    pub node_fails: f64,
+    /// Someone else (an operator) requests a migration.
+    pub foreign_migration: f64,
+}
+
+/// Everything one run counted.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct RunReport {
+    /// The run's seed.
+    pub seed: u64,
+    /// Passes run.
+    pub passes: u32,
+    /// alfred's request annotations that landed.
+    pub requests: u64,
+    /// Migrations OMENative completed / failed (everyone's).
+    pub completed: u64,
+    /// Failed.
+    pub failed: u64,
+    /// Requests the API server received.
+    pub api_requests: u64,
+    /// Writes checked.
+    pub writes: u64,
+    /// Faults injected, by kind.
+    pub faults: BTreeMap<&'static str, u64>,
+    /// Violations, with the pass they were seen in (the run stops at the first).
+    pub violations: Vec<(u32, Violation)>,
+}
+
+/// The seam of `alfred run`'s `AlfredPass`, one per leadership term: the session (breaker,
+/// report flags) and the last node records.
+#[derive(Default)]
+struct AlfredTerm {
+    session: Session,
+    previous: Option<BTreeMap<String, NodeRecord>>,
+    breaker: ReferenceBreaker,
+}
+
+struct Replica {
+    applier: Applier,
+    term: Option<AlfredTerm>,
+}
+
+/// A fresh look (§9.6 steps 1 and 12): the cluster as it is now (the pass's world is frozen
+/// while it runs), failing or slow as drawn.
+struct Looks<'a> {
+    snapshot: &'a ClusterSnapshot,
+    plan: RefCell<VecDeque<Look>>,
+}
+
+#[derive(Clone, Copy)]
+enum Look {
+    Good,
+    Fails,
+    Slow(u64),
+}
+
+impl FreshObserver for Looks<'_> {
+    fn observe_again(&self, now: alfred_model::Timestamp) -> Option<Arc<ClusterSnapshot>> {
+        let look = self.plan.borrow_mut().pop_front().unwrap_or(Look::Good);
+        match look {
+            Look::Fails => None,
+            Look::Good => Some(Arc::new(self.snapshot.clone())),
+            Look::Slow(secs) => {
+                let mut s = self.snapshot.clone();
+                s.observed_at = now.plus(Duration::from_secs(secs));
+                Some(Arc::new(s))
+            }
+        }
+    }
+}
+
+/// The campaign's caretaker in the twin's loop.
+struct Chaos {
+    rng: Rng,
+    faults: PassFaults,
+    config: Config,
+    runtime: RuntimeOptions,
+    rt: tokio::runtime::Runtime,
+    model: Arc<Mutex<ApiModel>>,
+    hung: Hung,
+    replicas: Vec<Replica>,
+    history: VecDeque<ClusterSnapshot>,
+    /// alfred's landed requests: UUID → when (ms).
+    alfred_requests: BTreeMap<String, i64>,
+    /// Requests OMENative will pick up at the given pass (`None`: never).
+    held: BTreeMap<String, Option<u32>>,
+    /// Requests handed to the twin's OMENative.
+    forwarded: BTreeSet<String>,
+    /// Requests someone else made.
+    foreign: BTreeSet<String>,
+    /// Failed nodes: index → (name, recovers at (ms)).
+    failed_nodes: BTreeMap<usize, (String, i64)>,
+    /// Stalled journal entries: UUID → first seen stalled (ms).
+    stalled_since: BTreeMap<String, i64>,
+    /// The journal has been broken (deleted or corrupted) since this pass.
+    journal_broken_at: Option<u32>,
+    /// The last journal alfred wrote.
+    last_good_journal: Option<String>,
+    report: RunReport,
+}
+
+impl Chaos {
+    fn pass_faults_count(&mut self, kind: &'static str) {
+        *self.report.faults.entry(kind).or_insert(0) += 1;
+    }
+
+    fn violate(&mut self, v: Violation) {
+        if self.report.violations.is_empty() {
+            self.report.violations.push((self.report.passes, v));
+        }
+    }
+
+    fn check(&mut self, r: Result<(), Violation>) {
+        if let Err(v) = r {
+            self.violate(v);
+        }
+    }
+
+    /// The API server's InferenceServices follow the twin's running tasks; a request
+    /// annotation goes when its migration ends (OMENative's clean-up) or its
+    /// InferenceService does.
+    fn sync_isvcs(&mut self, sim: &Sim) {
+        let mut m = lock(&self.model);
+        let running: BTreeMap<&str, usize> = sim
+            .tasks
+            .iter()
+            .enumerate()
+            .filter(|(_, t)| t.state == engine::TaskState::Running)
+            .map(|(i, t)| (t.name.as_str(), i))
+            .collect();
+        m.isvcs
+            .retain(|name, _| running.contains_key(name.as_str()));
+        for (name, &i) in &running {
+            let e = m.isvcs.entry((*name).to_owned()).or_default();
+            e.twin_rv = (sim.tasks[i].migrations.len() + 1).to_string();
+        }
+        let ended: BTreeSet<&str> = sim
+            .migrations
+            .iter()
+            .filter(|mig| mig.ended.is_some())
+            .map(|mig| mig.uuid.as_str())
+            .collect();
+        for isvc in m.isvcs.values_mut() {
+            let before = isvc.annotations.len();
+            isvc.annotations.retain(|k, _| {
+                k.strip_prefix(REQUEST_PREFIX)
+                    .is_none_or(|u| !ended.contains(u))
+            });
+            if isvc.annotations.len() != before {
+                isvc.bumps += 1;
+            }
+        }
+    }
+
+    /// The snapshot alfred would observe of the cluster: the twin's, with the API server's
+    /// annotations and resourceVersions and the failed nodes' readiness.
+    fn overlay(&self, mut snap: ClusterSnapshot) -> ClusterSnapshot {
+        let m = lock(&self.model);
+        for w in &mut snap.workloads {
+            let Some(isvc) = m.isvcs.get(&w.name) else {
+                continue;
+            };
+            w.resource_version = isvc.rv();
+            w.migration.requests = isvc
+                .annotations
+                .iter()
+                .filter_map(|(k, v)| {
+                    let uuid = k.strip_prefix(REQUEST_PREFIX)?;
+                    let p = RequestPayload::decode(v).ok()?;
+                    Some(MigrationRequestObserved {
+                        uuid: uuid.to_owned(),
+                        component: p.component.as_str().into(),
+                        instance: p.instance,
+                        from_node: p.from_node.clone(),
+                        hint_target_nodes: p.hint_target_nodes.clone(),
+                        reason: p.reason.as_str().into(),
+                        requested_at: Some(p.requested_at),
+                        requested_by: "alfred".into(),
+                        raw: v.clone(),
+                    })
+                })
+                .collect();
+        }
+        for n in &mut snap.nodes {
+            if self.failed_nodes.values().any(|(name, _)| *name == n.name) {
+                n.ready = false;
+            }
+        }
+        snap.normalize();
+        snap
+    }
+
+    /// The on-call operator: removes stalled entries nothing acts on (and their
+    /// annotation) after [`OPERATOR_AFTER_MS`], and repairs a broken journal.
+    fn operator(&mut self, sim: &Sim, now: i64) {
+        let mut m = lock(&self.model);
+        let text = m.journal_text().map(str::to_owned);
+        let journal = text.as_deref().and_then(|t| Journal::parse(t).ok());
+        let broken = journal.is_none();
+        match (broken, self.journal_broken_at) {
+            (true, None) => self.journal_broken_at = Some(self.report.passes),
+            (false, _) => self.journal_broken_at = None,
+            (true, Some(at)) if self.report.passes >= at + REPAIR_AFTER_PASSES => {
+                let restored = self
+                    .last_good_journal
+                    .clone()
+                    .filter(|_| self.rng.uniform() < 0.5)
+                    .unwrap_or_else(|| r#"{"version":"v1","entries":[]}"#.to_owned());
+                m.admin_write_journal(&restored);
+                self.journal_broken_at = None;
+            }
+            _ => {}
+        }
+        let Some(mut journal) = journal else { return };
+        let stalled: Vec<String> = journal
+            .entries
+            .iter()
+            .filter(|e| e.phase == alfred_dispatch::Phase::Stalled)
+            .map(|e| e.uuid.clone())
+            .collect();
+        self.stalled_since.retain(|u, _| stalled.contains(u));
+        for u in &stalled {
+            self.stalled_since.entry(u.clone()).or_insert(now);
+        }
+        let running = |u: &str| {
+            sim.migrations
+                .iter()
+                .any(|x| x.uuid == u && x.ended.is_none())
+        };
+        let due: Vec<String> = self
+            .stalled_since
+            .iter()
+            .filter(|(u, since)| now - **since >= OPERATOR_AFTER_MS && !running(u))
+            .map(|(u, _)| u.clone())
+            .collect();
+        if due.is_empty() {
+            return;
+        }
+        journal.entries.retain(|e| !due.contains(&e.uuid));
+        if let Ok(text) = journal.to_state_json() {
+            m.admin_write_journal(&text);
+        }
+        for isvc in m.isvcs.values_mut() {
+            for u in &due {
+                if isvc
+                    .annotations
+                    .remove(&format!("{REQUEST_PREFIX}{u}"))
+                    .is_some()
+                {
+                    isvc.bumps += 1;
+                }
+            }
+        }
+        for u in &due {
+            self.stalled_since.remove(u);
+            self.held.remove(u);
+        }
+    }
+
+    fn journal_faults(&mut self) {
+        let delete = self.rng.uniform() < self.faults.journal_deleted;
+        let corrupt = self.rng.uniform() < self.faults.journal_corrupted;
+        let mut m = lock(&self.model);
+        if delete && m.config_maps.remove(JOURNAL_CONFIG_MAP).is_some() {
+            drop(m);
+            self.pass_faults_count("journal_deleted");
+            return;
+        }
+        if corrupt && let Some(text) = m.journal_text().map(str::to_owned) {
+            let cut = text.len() / 2;
+            let garbage = if text.is_char_boundary(cut) {
+                text[..cut].to_owned()
+            } else {
+                "{\"version\":\"v1\"".to_owned()
+            };
+            m.admin_write_journal(&garbage);
+            drop(m);
+            self.pass_faults_count("journal_corrupted");
+        }
+    }
+
+    /// Node failures, OMENative failures, late pick-ups and others' requests.
+    fn world_faults(&mut self, sim: &Sim, now: i64, actions: &mut Vec<Action>) {
+        let recovered: Vec<usize> = self
+            .failed_nodes
+            .iter()
+            .filter(|(_, (_, at))| *at <= now)
+            .map(|(n, _)| *n)
+            .collect();
+        for n in recovered {
+            self.failed_nodes.remove(&n);
+            actions.push(Action::Cordon {
+                node: n,
+                cordoned: false,
+            });
+        }
+        let running: Vec<&engine::Migration> = sim
+            .migrations
+            .iter()
+            .filter(|m| m.ended.is_none())
+            .collect();
+        if self.rng.uniform() < self.faults.node_fails && !sim.world.nodes.is_empty() {
+            let node = match running.first() {
+                Some(m) => m
+                    .target
+                    .filter(|_| self.rng.uniform() < 0.5)
+                    .unwrap_or(m.from),
+                None => self.rng.index(sim.world.nodes.len()),
+            };
+            self.pass_faults_count("node_failed");
+            let until = now + (10 + self.rng.index(60) as i64) * MINUTE;
+            self.failed_nodes
+                .insert(node, (sim.world.nodes[node].name.clone(), until));
+            actions.push(Action::Cordon {
+                node,
+                cordoned: true,
+            });
+            for m in &running {
+                if m.from == node || m.target == Some(node) || m.worker_target == Some(node) {
+                    actions.push(Action::FailMigration { task: m.task });
+                }
+            }
+        }
+        for m in &running {
+            if self.rng.uniform() < self.faults.migration_fails {
+                self.pass_faults_count("omenative_failed");
+                actions.push(Action::FailMigration { task: m.task });
+            }
+        }
+        // Held requests whose time has come.
+        let due: Vec<String> = self
+            .held
+            .iter()
+            .filter(|(_, at)| at.is_some_and(|p| p <= self.report.passes))
+            .map(|(u, _)| u.clone())
+            .collect();
+        for u in due {
+            self.held.remove(&u);
+            self.forward(sim, &u, actions);
+        }
+        if self.rng.uniform() < self.faults.foreign_migration {
+            self.foreign_request(sim, now, actions);
+        }
+    }
+
+    /// Hands a landed request to the twin's OMENative (when its annotation is still there).
+    fn forward(&mut self, sim: &Sim, uuid: &str, actions: &mut Vec<Action>) {
+        let m = lock(&self.model);
+        let key = format!("{REQUEST_PREFIX}{uuid}");
+        let Some((name, payload)) = m
+            .isvcs
+            .iter()
+            .find_map(|(n, i)| i.annotations.get(&key).map(|p| (n.clone(), p.clone())))
+        else {
+            return;
+        };
+        drop(m);
+        let Some(task) = sim.task_index(&name) else {
+            return;
+        };
+        let hints = RequestPayload::decode(&payload)
+            .map(|p| {
+                p.hint_target_nodes
+                    .iter()
+                    .filter_map(|h| sim.world.node_index(h))
+                    .collect()
+            })
+            .unwrap_or_default();
+        self.forwarded.insert(uuid.to_owned());
+        actions.push(Action::Migrate {
+            task,
+            uuid: uuid.to_owned(),
+            payload,
+            hints,
+        });
+    }
+
+    /// An operator's own migration request (the same annotation, a UUID alfred never
+    /// journalled), which OMENative runs at once.
+    fn foreign_request(&mut self, sim: &Sim, now: i64, actions: &mut Vec<Action>) {
+        let candidates: Vec<usize> = (0..sim.tasks.len())
+            .filter(|&i| {
+                let t = &sim.tasks[i];
+                t.state == engine::TaskState::Running && t.migration.is_none() && !t.gang
+            })
+            .collect();
+        if candidates.is_empty() {
+            return;
+        }
+        let task = candidates[self.rng.index(candidates.len())];
+        let Some(node) = sim.tasks[task].node else {
+            return;
+        };
+        let payload = RequestPayload {
+            component: ComponentKind::Engine,
+            instance: 0,
+            from_node: sim.world.nodes[node].name.clone(),
+            hint_target_nodes: Vec::new(),
+            reason: RowReason::Fragmentation,
+            requested_at: ts(now),
+        }
+        .encode();
+        let Ok(payload) = payload else { return };
+        let uuid = self.rng.uuid();
+        let name = sim.tasks[task].name.clone();
+        {
+            let mut m = lock(&self.model);
+            let Some(isvc) = m.isvcs.get_mut(&name) else {
+                return;
+            };
+            isvc.annotations
+                .insert(format!("{REQUEST_PREFIX}{uuid}"), payload.clone());
+            isvc.bumps += 1;
+        }
+        self.pass_faults_count("foreign_migration");
+        self.foreign.insert(uuid.clone());
+        self.forwarded.insert(uuid.clone());
+        actions.push(Action::Migrate {
+            task,
+            uuid,
+            payload,
+            hints: Vec::new(),
+        });
+    }
+
+    /// Who holds the lease for this pass (a new term when it changes hands).
+    fn leader(&mut self) -> usize {
+        let mut m = lock(&self.model);
+        let change = m.lease.is_none() || self.rng.uniform() < self.faults.term_change;
+        if change {
+            let next = self.rng.index(REPLICAS);
+            if m.lease.is_some() {
+                *self.report.faults.entry("term_change").or_insert(0) += 1;
+            }
+            for (i, r) in self.replicas.iter_mut().enumerate() {
+                if i != next || m.lease != Some(next) {
+                    r.term = None;
+                }
+            }
+            m.set_lease(Some(next));
+            next
+        } else {
+            let holder = m.lease.unwrap_or(0);
+            m.gates[holder].confirm();
+            holder
+        }
+    }
+
+    fn cached_snapshot(
+        &mut self,
+        sim: &Sim,
+        now: i64,
+        current: &ClusterSnapshot,
+    ) -> ClusterSnapshot {
+        if self.rng.uniform() >= self.faults.stale_snapshot {
+            return current.clone();
+        }
+        self.pass_faults_count("stale_snapshot");
+        if self.rng.uniform() < 0.5 && !self.history.is_empty() {
+            let k = self.rng.index(self.history.len());
+            return self.history[k].clone();
+        }
+        let lag = self.rng.index(46) as i64 * 1000;
+        self.overlay(snapshot::build(sim, (now - lag).max(0), true))
+    }
+
+    fn run_pass(&mut self, sim: &Sim, now: i64) -> Vec<Action> {
+        self.report.passes += 1;
+        let mut actions = Vec::new();
+        self.sync_isvcs(sim);
+        self.operator(sim, now);
+        self.journal_faults();
+        self.world_faults(sim, now, &mut actions);
+        self.sync_isvcs(sim);
+        let current = self.overlay(snapshot::build(sim, now, true));
+        let cached = self.cached_snapshot(sim, now, &current);
+        self.history.push_front(current.clone());
+        self.history.truncate(3);
+        let leader = self.leader();
+        let t_now = ts(now);
+
+        // Reads, as `alfred run`'s decider does them (journal, then the node records).
+        let replica = &self.replicas[leader];
+        let (journal_text, journal_error, stored) = self.rt.block_on(async {
+            let (text, error) = match replica.applier.read_journal().await {
+                Ok(t) => (t, None),
+                Err(o) => (
+                    None,
+                    Some(format!("read {JOURNAL_CONFIG_MAP}: {}", o.label())),
+                ),
+            };
+            let stored = replica.applier.read_node_records(RECOMMENDATIONS).await;
+            (text, error, stored)
+        });
+        self.drop_hung();
+        let journal = match (&journal_text, &journal_error) {
+            (_, Some(error)) => JournalSlot::Unreadable {
+                text: String::new(),
+                error: error.clone(),
+            },
+            (text, None) => JournalSlot::from_state_json(text.as_deref()),
+        };
+        let before = match &journal {
+            JournalSlot::Readable(j) => Some(j.clone()),
+            _ => None,
+        };
+        let state = DurableState {
+            journal,
+            node_records: node_records(&stored),
+            verbatim: None,
+        };
+        let plan: VecDeque<Look> = (0..4)
+            .map(|_| {
+                let r = self.rng.uniform();
+                if r < self.faults.fresh_look_fails {
+                    Look::Fails
+                } else if r < self.faults.fresh_look_fails + self.faults.slow_look {
+                    Look::Slow(20 + self.rng.index(21) as u64)
+                } else {
+                    Look::Good
+                }
+            })
+            .collect();
+        let looks = Looks {
+            snapshot: &current,
+            plan: RefCell::new(plan),
+        };
+        let uuids: Vec<String> = (0..4).map(|_| self.rng.uuid()).collect();
+        let guard = healthy_guard(&guard_username(ALFRED_NAMESPACE, SERVICE_ACCOUNT));
+        let term = self.replicas[leader]
+            .term
+            .get_or_insert_with(AlfredTerm::default);
+        let previous = term
+            .previous
+            .clone()
+            .unwrap_or_else(|| state.node_records.clone());
+        let mut simulator = TwinSimulator::new(sim);
+        let out = run_pass(
+            &alfred_dispatch::PassInput {
+                snapshot: &cached,
+                fresh: alfred_dispatch::FreshLooks::Observe(&looks),
+                config: &self.config,
+                runtime: &self.runtime,
+                namespace: ALFRED_NAMESPACE,
+                config_map_name: "alfred-config",
+                state: &state,
+                previous_node_records: &previous,
+                guard: &guard,
+                uuids: &uuids,
+                config_changed: false,
+                deadline: Some(t_now.plus(alfred_kube::run::pass::DISPATCH_DEADLINE)),
+                now: t_now,
+            },
+            &CoreStages,
+            &term.session,
+            &mut simulator,
+        );
+        term.session = out.session.clone();
+        term.previous = Some(out.node_records.clone());
+        // The breaker against the specification: the outcomes this pass recorded are the
+        // entries it moved to a terminal phase.
+        let breaker_open_before = term.breaker.is_open(t_now);
+        if let (Some(b), JournalSlot::Readable(a)) = (&before, &out.new_state.journal) {
+            for e in &a.entries {
+                let was_open = b.entry(&e.uuid).is_some_and(|x| !x.phase.is_terminal());
+                if was_open && e.phase.is_terminal() {
+                    term.breaker
+                        .record(e.phase == alfred_dispatch::Phase::Completed, t_now);
+                }
+            }
+        }
+        let breaker = term.breaker.clone();
+        let actual = term.session.breaker.clone();
+        self.check(invariants::breaker_as_specified(&breaker, &actual, t_now));
+
+        // The lease can go while the pass computes: `alfred run` then drops its effects.
+        if self.rng.uniform() < self.faults.lease_lost_in_pass {
+            self.pass_faults_count("lease_lost_in_pass");
+            lock(&self.model).set_lease(None);
+        }
+        let gate_open = lock(&self.model).gates[leader].is_leader();
+        if gate_open {
+            {
+                let hourly = self.hourly(sim, now);
+                let mut m = lock(&self.model);
+                m.context = PassContext {
+                    now: Some(t_now),
+                    snapshot_observed_at: Some(cached.observed_at),
+                    journal_uuids: before
+                        .as_ref()
+                        .map(|j| j.entries.iter().map(|e| e.uuid.clone()).collect())
+                        .unwrap_or_default(),
+                    breaker_open: breaker_open_before || breaker.is_open(t_now),
+                    running: sim
+                        .migrations
+                        .iter()
+                        .filter(|x| x.ended.is_none())
+                        .map(|x| (x.uuid.clone(), sim.tasks[x.task].name.clone()))
+                        .collect(),
+                    hourly,
+                };
+            }
+            let replica = &self.replicas[leader];
+            let report = self.rt.block_on(
+                replica
+                    .applier
+                    .apply_pass(&out.effects, out.if_final_save_fails.as_ref()),
+            );
+            self.drop_hung();
+            let failed: Vec<String> = out
+                .effects
+                .iter()
+                .filter(|e| e.is_write())
+                .zip(&report.writes)
+                .filter_map(|(e, (_, o))| match e {
+                    Effect::RequestMigration { uuid, .. } if *o != Outcome::Applied => {
+                        Some(uuid.clone())
+                    }
+                    _ => None,
+                })
+                .collect();
+            if let Some(term) = self.replicas[leader].term.as_mut() {
+                term.session.failed_requests = failed;
+            }
+        }
+        self.after_writes(sim, now);
+        self.check_state(sim);
+        actions
+    }
+
+    /// Every request started in the last hour, as far as the cluster and the stored
+    /// journal still hold it (§9.7): the journal's entries by `createdAt`, the request
+    /// annotations by `requested_at`, and every migration OMENative started (anyone's) on an
+    /// InferenceService that still exists (a deleted one takes its status rows with it; a
+    /// deleted journal takes alfred's history with it).
+    fn hourly(&self, sim: &Sim, now: i64) -> BTreeSet<String> {
+        let hour = Duration::from_secs(3600);
+        let t_now = ts(now);
+        let inside = |t: alfred_model::Timestamp| t <= t_now && t_now.since(t) < hour;
+        let m = lock(&self.model);
+        let mut out: BTreeSet<String> = m
+            .journal_text()
+            .and_then(|t| Journal::parse(t).ok())
+            .map(|j| {
+                j.entries
+                    .iter()
+                    .filter(|e| inside(e.created_at))
+                    .map(|e| e.uuid.clone())
+                    .collect()
+            })
+            .unwrap_or_default();
+        for isvc in m.isvcs.values() {
+            for (k, v) in &isvc.annotations {
+                let (Some(uuid), Ok(p)) =
+                    (k.strip_prefix(REQUEST_PREFIX), RequestPayload::decode(v))
+                else {
+                    continue;
+                };
+                if inside(p.requested_at) {
+                    out.insert(uuid.to_owned());
+                }
+            }
+        }
+        out.extend(
+            sim.migrations
+                .iter()
+                .filter(|m| {
+                    m.started.is_some_and(|s| inside(ts(s)))
+                        && sim.tasks[m.task].state == engine::TaskState::Running
+                })
+                .map(|m| m.uuid.clone()),
+        );
+        out
+    }
+
+    fn drop_hung(&self) {
+        lock(&self.hung).clear();
+    }
+
+    /// Judges every write the pass sent, and hands landed requests to OMENative's fate.
+    fn after_writes(&mut self, sim: &Sim, now: i64) {
+        let writes = std::mem::take(&mut lock(&self.model).writes);
+        let (max_in_flight, per_hour) = (
+            self.config.max_in_flight_migrations,
+            self.config.max_migrations_per_hour,
+        );
+        for w in writes {
+            self.report.writes += 1;
+            self.check(invariants::no_write_without_lease(&w));
+            if let Some(text) = &w.journal {
+                self.check(invariants::journal_reads_back(text));
+                self.last_good_journal = Some(text.clone());
+            }
+            let Some(r) = w.request else { continue };
+            self.report.requests += 1;
+            self.check(invariants::no_second_request_for_an_instance(&r));
+            self.check(invariants::within_caps(&r, max_in_flight, per_hour));
+            self.check(invariants::built_on_a_fresh_snapshot(&r));
+            self.check(invariants::no_request_while_the_breaker_is_open(&r));
+            self.alfred_requests.insert(r.uuid.clone(), now);
+            let roll = self.rng.uniform();
+            if roll < self.faults.never_ack {
+                self.pass_faults_count("never_ack");
+                self.held.insert(r.uuid, None);
+            } else if roll < self.faults.never_ack + self.faults.late_ack {
+                self.pass_faults_count("late_ack");
+                let at = self.report.passes + 1 + self.rng.index(8) as u32;
+                self.held.insert(r.uuid, Some(at));
+            } else {
+                self.held.insert(r.uuid, Some(self.report.passes + 1));
+            }
+        }
+        let _ = sim;
+    }
+
+    /// The state invariants after the pass.
+    fn check_state(&mut self, sim: &Sim) {
+        let m = lock(&self.model);
+        let mut unresolved: BTreeSet<String> = m
+            .request_annotations()
+            .into_keys()
+            .filter(|u| !self.foreign.contains(u))
+            .collect();
+        unresolved.extend(
+            sim.migrations
+                .iter()
+                .filter(|x| x.ended.is_none() && self.alfred_requests.contains_key(&x.uuid))
+                .map(|x| x.uuid.clone()),
+        );
+        let journal = m.journal_text().and_then(|t| Journal::parse(t).ok());
+        drop(m);
+        self.check(invariants::at_most_one_unresolved(
+            &unresolved,
+            journal.as_ref(),
+        ));
+    }
+}
+
+impl Caretaker for Chaos {
+    fn name(&self) -> String {
+        "alfred-chaos".into()
+    }
+
+    fn interval_ms(&self) -> i64 {
+        i64::try_from(self.config.decision_loop_interval.as_millis()).unwrap_or(60_000)
+    }
+
+    fn pass(&mut self, sim: &Sim, now: i64) -> Vec<Action> {
+        if !self.report.violations.is_empty() {
+            return Vec::new();
+        }
+        let mut actions = self.run_pass(sim, now);
+        // Requests OMENative picks up in the next pass are handed over with this pass's
+        // actions when due now.
+        let due: Vec<String> = self
+            .held
+            .iter()
+            .filter(|(u, at)| *at == &Some(self.report.passes + 1) && !self.forwarded.contains(*u))
+            .map(|(u, _)| u.clone())
+            .collect();
+        for u in due {
+            if self.rng.uniform() < 0.5 {
+                self.held.remove(&u);
+                self.forward(sim, &u, &mut actions);
+            }
+        }
+        actions
+    }
+
+    fn finish(&mut self, sim: &Sim, _now: i64) {
+        self.report.completed = sim
+            .migrations
+            .iter()
+            .filter(|m| m.phase == MigPhase::Completed)
+            .count() as u64;
+        self.report.failed = sim
+            .migrations
+            .iter()
+            .filter(|m| m.phase == MigPhase::Failed)
+            .count() as u64;
+    }
+}
+
+fn scaled(rng: &mut Rng, max: f64) -> f64 {
+    if max == 0.0 {
+        return 0.0;
+    }
+    // A quarter of the runs leave each fault out; the others draw its rate up to `max`.
+    if rng.uniform() < 0.25 {
+        0.0
+    } else {
+        rng.uniform() * max
+    }
+}
+
+/// Runs one campaign run of `passes` decision passes from `seed`; `calm`: no faults at all
+/// (the baseline of how much the same runs dispatch).
+pub fn run(seed: u64, passes: u32, calm: bool) -> RunReport {
+    let mut rng = Rng::new(seed);
+    let k = if calm { 0.0 } else { 1.0 };
+    let request_faults = RequestFaults {
+        conflict: scaled(&mut rng, k * 0.15),
+        server_error: scaled(&mut rng, k * 0.08),
+        timeout_landed: scaled(&mut rng, k * 0.05),
+        timeout_lost: scaled(&mut rng, k * 0.05),
+        lease_loss: scaled(&mut rng, k * 0.03),
+    };
+    let faults = PassFaults {
+        stale_snapshot: scaled(&mut rng, k * 0.4),
+        fresh_look_fails: scaled(&mut rng, k * 0.15),
+        slow_look: scaled(&mut rng, k * 0.1),
+        term_change: scaled(&mut rng, k * 0.1),
+        lease_lost_in_pass: scaled(&mut rng, k * 0.05),
+        journal_deleted: scaled(&mut rng, k * 0.02),
+        journal_corrupted: scaled(&mut rng, k * 0.02),
+        never_ack: scaled(&mut rng, k * 0.15),
+        late_ack: scaled(&mut rng, k * 0.4),
+        migration_fails: scaled(&mut rng, k * 0.15),
+        node_fails: scaled(&mut rng, k * 0.03),
+        foreign_migration: scaled(&mut rng, k * 0.05),
+    };
+    let node_count = 4 + rng.index(5);
+    let nodes: Vec<TraceNode> = (0..node_count)
+        .map(|i| TraceNode {
+            name: format!("n{i:02}"),
+            cpu_milli: 64_000,
+            memory_mib: 262_144,
+            gpus: 8,
+            model: "G".into(),
+        })
+        .collect();
+    let trace: Vec<TraceTask> = [1, 2, 4, 8]
+        .into_iter()
+        .map(|gpus| TraceTask {
+            name: format!("g{gpus}"),
+            cpu_milli: 1000,
+            memory_mib: 1024,
+            gpus,
+            gpu_spec: vec![],
+            creation: None,
+            deletion: None,
+        })
+        .collect();
+    let interval_ms = (30 + rng.index(91) as i64) * 1000;
+    let horizon = i64::from(passes) * interval_ms + interval_ms / 2;
+    let mut arrivals = Vec::new();
+    let mut at = 0i64;
+    let mean_gap = (1.0 + rng.uniform() * 4.0) * MINUTE as f64;
+    while at < horizon {
+        let r = rng.uniform();
+        let task = if r < 0.4 {
+            0
+        } else if r < 0.65 {
+            1
+        } else if r < 0.85 {
+            2
+        } else {
+            3
+        };
+        let lifetime =
+            (rng.uniform() < 0.8).then(|| (rng.exp(90.0) * MINUTE as f64) as i64 + MINUTE);
+        arrivals.push(Arrival {
+            at,
+            task,
+            lifetime,
+            gang: false,
+        });
+        at += (rng.exp(mean_gap)) as i64 + 1;
+    }
+    let placement = if rng.uniform() < 0.7 {
+        Placement::Spread
+    } else {
+        Placement::parse("binpack").unwrap_or(Placement::Spread)
+    };
+    let mut config = AlfredCaretaker::new(Config::default(), seed, placement)
+        .config()
+        .clone();
+    config.recommendations_config_map_enabled = true;
+    config.recommendations_config_map_name = RECOMMENDATIONS.into();
+    config.decision_loop_interval = Duration::from_millis(interval_ms as u64);
+    config.max_in_flight_migrations = 1 + rng.index(3) as u32;
+    config.max_migrations_per_hour = 1 + rng.index(8) as u32;
+    // Short cooldowns, so that a run of a few hours dispatches often enough to matter.
+    config.recent_placement_cooldown_minutes = 1 + rng.index(10) as u32;
+    config.per_workload_cooldown_minutes = 1 + rng.index(30) as u32;
+    config.per_node_cooldown_minutes = 1 + rng.index(30) as u32;
+    config.emergency_pending_age_minutes = 1 + rng.index(10) as u32;
+    let runtime = RuntimeOptions {
+        migration_api_version: Some(MigrationApiVersion::V1),
+        migration_service_account: SERVICE_ACCOUNT.into(),
+        simulation_configured: true,
+        ..RuntimeOptions::default()
+    };
+    let opts = SimOptions {
+        horizon_ms: horizon,
+        mode: Mode::Churn,
+        warmup_ms: 0,
+        sample_every_ms: 60 * MINUTE,
+        score_every_ms: 0,
+        ack_delay_ms: (2 + rng.index(60) as i64) * 1000,
+        ready_ms: (1 + rng.index(20) as i64) * MINUTE,
+        cpu_mem: true,
+    };
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_time()
+        .start_paused(true)
+        .build()
+        .expect("a current-thread tokio runtime");
+    let mut model = ApiModel::new(REPLICAS, request_faults, seed ^ 0x5EED_0A91);
+    let journal = r#"{"version":"v1","entries":[]}"#;
+    model.admin_write_journal(journal);
+    let rv = model.bump();
+    model.config_maps.insert(
+        RECOMMENDATIONS.into(),
+        StoredConfigMap {
+            rv,
+            data: BTreeMap::new(),
+        },
+    );
+    let gates = model.gates.clone();
+    let model = Arc::new(Mutex::new(model));
+    let hung: Hung = Arc::default();
+    let replicas = {
+        let _guard = rt.enter();
+        (0..REPLICAS)
+            .map(|i| Replica {
+                applier: Applier::new(
+                    apiserver::client(model.clone(), i, hung.clone()),
+                    ALFRED_NAMESPACE,
+                    gates[i].clone(),
+                    Arc::new(Metrics::new()),
+                ),
+                term: None,
+            })
+            .collect()
+    };
+    let _ = StoredIsvc::default();
+    let mut chaos = Chaos {
+        rng,
+        faults,
+        config,
+        runtime,
+        rt,
+        model: model.clone(),
+        hung,
+        replicas,
+        history: VecDeque::new(),
+        alfred_requests: BTreeMap::new(),
+        held: BTreeMap::new(),
+        forwarded: BTreeSet::new(),
+        foreign: BTreeSet::new(),
+        failed_nodes: BTreeMap::new(),
+        stalled_since: BTreeMap::new(),
+        journal_broken_at: None,
+        last_good_journal: None,
+        report: RunReport {
+            seed,
+            ..RunReport::default()
+        },
+    };
+    engine::run(
+        &arrivals,
+        &trace,
+        World::new(&nodes, placement),
+        &opts,
+        &mut chaos,
+        &mut |_| {},
+    );
+    let m = lock(&model);
+    chaos.report.api_requests = m.requests;
+    for (k, v) in &m.injected {
+        *chaos.report.faults.entry(k).or_insert(0) += v;
+    }
+    chaos.report.clone()
+}

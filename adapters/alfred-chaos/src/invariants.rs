@@ -1,0 +1,418 @@
+//! The invariants checked after every step of a run, each a pure function of what the
+//! campaign recorded, so a test can plant a violation and see it caught.
+//!
+//! Write-level checks judge each write at the instant the API server received it
+//! ([`WriteRecord`], [`LandedRequest`]); state-level checks judge the cluster and the
+//! stored journal after each pass.
+
+use std::collections::{BTreeSet, VecDeque};
+use std::time::Duration;
+
+use alfred_dispatch::{Breaker, Journal};
+use alfred_model::Timestamp;
+
+use crate::apiserver::{LandedRequest, WriteRecord};
+
+/// The observed snapshot a new request may be built on is at most this old (alfred-engine.md
+/// §9.9: `ObservationStale`).
+pub const STALENESS_BOUND: Duration = Duration::from_secs(30);
+
+/// A broken invariant.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Violation {
+    /// Which invariant.
+    pub invariant: &'static str,
+    /// What happened.
+    pub detail: String,
+}
+
+fn fail(invariant: &'static str, detail: String) -> Result<(), Violation> {
+    Err(Violation { invariant, detail })
+}
+
+/// No write reaches the server from a replica that does not hold the lease.
+pub fn no_write_without_lease(w: &WriteRecord) -> Result<(), Violation> {
+    if w.lease_held {
+        return Ok(());
+    }
+    fail(
+        "no-write-without-lease",
+        format!("replica {} sent `{}` without the lease", w.replica, w.what),
+    )
+}
+
+/// Never two unresolved alfred requests: in the cluster (alfred's request annotations and
+/// the migrations running under alfred's UUIDs) and in the stored journal (non-terminal
+/// entries).
+pub fn at_most_one_unresolved(
+    cluster: &BTreeSet<String>,
+    journal: Option<&Journal>,
+) -> Result<(), Violation> {
+    if cluster.len() > 1 {
+        return fail(
+            "one-unresolved-request",
+            format!(
+                "{} unresolved requests in the cluster: {cluster:?}",
+                cluster.len()
+            ),
+        );
+    }
+    if let Some(j) = journal {
+        let open: Vec<&str> = j
+            .entries
+            .iter()
+            .filter(|e| !e.phase.is_terminal())
+            .map(|e| e.uuid.as_str())
+            .collect();
+        if open.len() > 1 {
+            return fail(
+                "one-unresolved-request",
+                format!("{} non-terminal journal entries: {open:?}", open.len()),
+            );
+        }
+    }
+    Ok(())
+}
+
+/// Never a request for an Instance that already has one unresolved.
+pub fn no_second_request_for_an_instance(r: &LandedRequest) -> Result<(), Violation> {
+    if r.same_instance.is_empty() {
+        return Ok(());
+    }
+    fail(
+        "one-request-per-instance",
+        format!(
+            "request {} for {} while {:?} unresolved on it",
+            r.uuid, r.isvc, r.same_instance
+        ),
+    )
+}
+
+/// The in-flight and hourly caps, counting everyone's migrations: a request is written only
+/// while no other request waits or runs anywhere (alfred-engine.md §9.7 step 7, whatever
+/// `maxInFlightMigrations` allows) and never beyond `maxMigrationsPerHour`.
+pub fn within_caps(
+    r: &LandedRequest,
+    max_in_flight: u32,
+    max_per_hour: u32,
+) -> Result<(), Violation> {
+    let in_flight = r.in_flight_others.len() + 1;
+    if !r.in_flight_others.is_empty() || in_flight > max_in_flight as usize {
+        return fail(
+            "in-flight-cap",
+            format!(
+                "request {} written while {:?} in flight (cap {max_in_flight})",
+                r.uuid, r.in_flight_others
+            ),
+        );
+    }
+    if r.hourly > max_per_hour as usize {
+        return fail(
+            "hourly-cap",
+            format!(
+                "request {} is the {}th started within an hour (cap {max_per_hour})",
+                r.uuid, r.hourly
+            ),
+        );
+    }
+    Ok(())
+}
+
+/// No new request built on an observed snapshot older than [`STALENESS_BOUND`] (or from
+/// the future). A retry of a journal entry is built on fresh looks only.
+pub fn built_on_a_fresh_snapshot(r: &LandedRequest) -> Result<(), Violation> {
+    if r.context.journal_uuids.contains(&r.uuid) {
+        return Ok(());
+    }
+    let (Some(now), Some(observed)) = (r.context.now, r.context.snapshot_observed_at) else {
+        return fail(
+            "staleness-bound",
+            format!("request {} written by a pass with no snapshot", r.uuid),
+        );
+    };
+    if observed > now || now.since(observed) > STALENESS_BOUND {
+        return fail(
+            "staleness-bound",
+            format!(
+                "request {} built on a snapshot observed at {observed} by a pass at {now}",
+                r.uuid
+            ),
+        );
+    }
+    Ok(())
+}
+
+/// No request while the breaker is open.
+pub fn no_request_while_the_breaker_is_open(r: &LandedRequest) -> Result<(), Violation> {
+    if !r.context.breaker_open {
+        return Ok(());
+    }
+    fail(
+        "breaker",
+        format!("request {} written while the breaker was open", r.uuid),
+    )
+}
+
+/// The circuit breaker as alfred-engine.md §8.5 states it, written independently of the
+/// arbiter's: the last 10 terminal outcomes; after an outcome, with at least 4 held and
+/// more than half failed, open for 60 minutes (a later trip only extends it) and forget the
+/// outcomes. A new leader starts closed and empty.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct ReferenceBreaker {
+    outcomes: VecDeque<bool>,
+    open_until: Option<Timestamp>,
+}
+
+impl ReferenceBreaker {
+    /// Records a terminal outcome at `now`.
+    pub fn record(&mut self, success: bool, now: Timestamp) {
+        self.outcomes.push_back(success);
+        if self.outcomes.len() > 10 {
+            self.outcomes.pop_front();
+        }
+        let failed = self.outcomes.iter().filter(|s| !**s).count();
+        if self.outcomes.len() >= 4 && 2 * failed > self.outcomes.len() {
+            let until = now.plus(Duration::from_secs(3600));
+            self.open_until = Some(self.open_until.map_or(until, |u| u.max(until)));
+            self.outcomes.clear();
+        }
+    }
+
+    /// Open at `now`.
+    pub fn is_open(&self, now: Timestamp) -> bool {
+        self.open_until.is_some_and(|u| now < u)
+    }
+}
+
+/// alfred's breaker opens and closes as the reference does.
+pub fn breaker_as_specified(
+    reference: &ReferenceBreaker,
+    actual: &Breaker,
+    now: Timestamp,
+) -> Result<(), Violation> {
+    if reference.is_open(now) == actual.is_open(now) && reference.open_until == actual.open_until()
+    {
+        return Ok(());
+    }
+    fail(
+        "breaker",
+        format!(
+            "at {now} the breaker is {} until {:?}; the specification says {} until {:?}",
+            if actual.is_open(now) {
+                "open"
+            } else {
+                "closed"
+            },
+            actual.open_until(),
+            if reference.is_open(now) {
+                "open"
+            } else {
+                "closed"
+            },
+            reference.open_until
+        ),
+    )
+}
+
+/// Every journal alfred wrote reads back: it parses, and what it parses to is what its
+/// re-encoding parses to.
+pub fn journal_reads_back(text: &str) -> Result<(), Violation> {
+    let j = match Journal::parse(text) {
+        Ok(j) => j,
+        Err(e) => {
+            return fail(
+                "journal-reads-back",
+                format!("written journal unreadable: {e}"),
+            );
+        }
+    };
+    let again = j
+        .to_state_json()
+        .map_err(|e| e.to_string())
+        .and_then(|t| Journal::parse(&t).map_err(|e| e.to_string()));
+    match again {
+        Ok(k) if k == j => Ok(()),
+        Ok(_) => fail(
+            "journal-reads-back",
+            "written journal changes when re-encoded".into(),
+        ),
+        Err(e) => fail(
+            "journal-reads-back",
+            format!("written journal does not re-encode: {e}"),
+        ),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::apiserver::PassContext;
+
+    fn t(secs: i64) -> Timestamp {
+        Timestamp::from_unix_secs(1_795_996_800 + secs)
+    }
+
+    fn landed() -> LandedRequest {
+        LandedRequest {
+            uuid: "u1".into(),
+            isvc: "t000001".into(),
+            payload: String::new(),
+            same_instance: vec![],
+            in_flight_others: vec![],
+            hourly: 1,
+            context: PassContext {
+                now: Some(t(100)),
+                snapshot_observed_at: Some(t(95)),
+                ..PassContext::default()
+            },
+        }
+    }
+
+    #[test]
+    fn a_write_without_the_lease_is_caught() {
+        let mut w = WriteRecord {
+            replica: 1,
+            lease_held: true,
+            what: "PUT configmaps/alfred-dispatch-state".into(),
+            landed: true,
+            request: None,
+            journal: None,
+        };
+        assert!(no_write_without_lease(&w).is_ok());
+        w.lease_held = false;
+        let v = no_write_without_lease(&w).unwrap_err();
+        assert_eq!(v.invariant, "no-write-without-lease");
+        assert!(v.detail.contains("replica 1"), "{}", v.detail);
+    }
+
+    fn journal(phases: &[&str]) -> Journal {
+        let entries: Vec<serde_json::Value> = phases
+            .iter()
+            .enumerate()
+            .map(|(i, phase)| {
+                let mut e = serde_json::json!({
+                    "uuid": format!("6f1c2d3e-8a4b-4c5d-9e6f-0a1b2c3d4e5{i}"),
+                    "workload": {"Namespace": "twin", "Name": format!("t{i}")},
+                    "workloadUID": "u", "irName": "ir", "irUID": "iu", "component": "engine",
+                    "instance": 0, "fromNode": "n0", "payload": "{}",
+                    "sourceFingerprint": "f", "createdAt": "2026-11-30T00:00:00Z",
+                    "phase": phase,
+                });
+                if *phase == "completed" {
+                    e["completedAt"] = "2026-11-30T00:05:00Z".into();
+                }
+                e
+            })
+            .collect();
+        let text = serde_json::json!({"version": "v1", "entries": entries}).to_string();
+        Journal::parse(&text).expect("a valid journal")
+    }
+
+    #[test]
+    fn two_unresolved_requests_are_caught_in_the_cluster_and_in_the_journal() {
+        let one: BTreeSet<String> = ["a".to_owned()].into();
+        let two: BTreeSet<String> = ["a".to_owned(), "b".to_owned()].into();
+        let fine = journal(&["completed", "stalled"]);
+        assert!(at_most_one_unresolved(&one, Some(&fine)).is_ok());
+        assert!(at_most_one_unresolved(&two, None).is_err());
+        let bad = journal(&["submitted", "stalled"]);
+        let v = at_most_one_unresolved(&one, Some(&bad)).unwrap_err();
+        assert!(v.detail.contains("2 non-terminal"), "{}", v.detail);
+    }
+
+    #[test]
+    fn a_second_request_for_an_instance_is_caught() {
+        let mut r = landed();
+        assert!(no_second_request_for_an_instance(&r).is_ok());
+        r.same_instance = vec!["u0".into()];
+        assert_eq!(
+            no_second_request_for_an_instance(&r).unwrap_err().invariant,
+            "one-request-per-instance"
+        );
+    }
+
+    #[test]
+    fn a_request_beyond_either_cap_is_caught() {
+        let mut r = landed();
+        assert!(within_caps(&r, 1, 2).is_ok());
+        r.in_flight_others = vec!["someone-else".into()];
+        assert_eq!(
+            within_caps(&r, 3, 2).unwrap_err().invariant,
+            "in-flight-cap"
+        );
+        let mut r = landed();
+        r.hourly = 3;
+        assert_eq!(within_caps(&r, 1, 2).unwrap_err().invariant, "hourly-cap");
+        assert!(within_caps(&r, 1, 3).is_ok());
+    }
+
+    #[test]
+    fn a_request_on_a_stale_snapshot_is_caught_unless_it_is_a_retry() {
+        let mut r = landed();
+        assert!(built_on_a_fresh_snapshot(&r).is_ok());
+        r.context.snapshot_observed_at = Some(t(60));
+        assert_eq!(
+            built_on_a_fresh_snapshot(&r).unwrap_err().invariant,
+            "staleness-bound"
+        );
+        r.context.snapshot_observed_at = Some(t(130));
+        assert!(built_on_a_fresh_snapshot(&r).is_err(), "from the future");
+        r.context.journal_uuids.insert("u1".into());
+        assert!(built_on_a_fresh_snapshot(&r).is_ok());
+    }
+
+    #[test]
+    fn a_request_while_the_breaker_is_open_is_caught() {
+        let mut r = landed();
+        assert!(no_request_while_the_breaker_is_open(&r).is_ok());
+        r.context.breaker_open = true;
+        assert!(no_request_while_the_breaker_is_open(&r).is_err());
+    }
+
+    #[test]
+    fn the_reference_breaker_follows_the_specification() {
+        let mut b = ReferenceBreaker::default();
+        for ok in [true, false, false] {
+            b.record(ok, t(0));
+        }
+        assert!(!b.is_open(t(0)), "three outcomes are too few");
+        b.record(false, t(10));
+        assert!(b.is_open(t(10)));
+        assert!(b.is_open(t(10 + 3599)));
+        assert!(!b.is_open(t(10 + 3600)), "closes after 60 minutes");
+        // The window was cleared: four more are needed to trip again.
+        for _ in 0..3 {
+            b.record(false, t(20));
+        }
+        assert_eq!(b.open_until, Some(t(3610)));
+    }
+
+    #[test]
+    fn a_breaker_that_differs_from_the_specification_is_caught() {
+        let mut reference = ReferenceBreaker::default();
+        let mut actual = Breaker::default();
+        for ok in [false, false, true, false] {
+            reference.record(ok, t(0));
+            actual.record_outcome(ok, t(0));
+        }
+        assert!(breaker_as_specified(&reference, &actual, t(5)).is_ok());
+        // A breaker that opened on three outcomes (or never) is caught.
+        let mut early = Breaker::default();
+        for _ in 0..3 {
+            early.record_outcome(false, t(0));
+        }
+        let closed = ReferenceBreaker::default();
+        assert!(breaker_as_specified(&closed, &early, t(5)).is_ok());
+        assert!(breaker_as_specified(&reference, &Breaker::default(), t(5)).is_err());
+        assert!(breaker_as_specified(&closed, &actual, t(5)).is_err());
+    }
+
+    #[test]
+    fn a_journal_that_does_not_read_back_is_caught() {
+        let good = journal(&["completed"]).to_state_json().unwrap();
+        assert!(journal_reads_back(&good).is_ok());
+        let v = journal_reads_back(&good[..good.len() / 2]).unwrap_err();
+        assert_eq!(v.invariant, "journal-reads-back");
+        assert!(journal_reads_back("{\"version\":\"v2\",\"entries\":[]}").is_err());
+    }
+}
