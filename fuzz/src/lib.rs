@@ -1,4 +1,4 @@
-//! What every fuzz target checks besides "no panic": the error-line rule of issue #17 (one
+//! What every fuzz target checks besides "no panic": the error-line rule (one
 //! line, at most 300 characters, on every surface), and small input splitters so one byte
 //! string can drive a parser that takes several inputs.
 

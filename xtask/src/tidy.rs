@@ -127,6 +127,7 @@ pub(crate) fn run_all(root: &Path) -> Result<()> {
         ("core sources", core_source_violations(root)?),
         ("module docs", module_doc_violations(root)?),
         ("trailing whitespace", trailing_whitespace_violations(root)?),
+        ("history wording", history_wording_violations(root)?),
         ("workspace lints", workspace_lints_violations(&metadata)?),
         (
             "core dependency direction",
@@ -539,6 +540,46 @@ pub(crate) fn trailing_whitespace_violations(root: &Path) -> Result<Vec<String>>
         }
     }
     Ok(violations)
+}
+
+/// Comments (in Rust files and in `.ci/run`) say what the code is and why, not which issue
+/// asked for it or whose it was: that history lives in git and EVALUATION.md, where it stays
+/// true, while a comment naming an issue number means nothing to a reader of a fresh clone.
+pub(crate) fn history_wording_violations(root: &Path) -> Result<Vec<String>> {
+    let mut files = rust_files(root)?;
+    files.push(root.join(".ci/run"));
+    let mut violations = Vec::new();
+    for file in files {
+        let text = read(&file)?;
+        let shell = !file.extension().is_some_and(|e| e == "rs");
+        for (n, line) in text.lines().enumerate() {
+            if let Some(what) = history_wording(line, shell) {
+                violations.push(format!(
+                    "{}:{}: {what} in a comment",
+                    relative(root, &file),
+                    n + 1
+                ));
+            }
+        }
+    }
+    Ok(violations)
+}
+
+/// What a line's comment narrates, if anything: an issue number or a role.
+fn history_wording(line: &str, shell: bool) -> Option<&'static str> {
+    let marker = if shell { "#" } else { "//" };
+    let comment = line.find(marker).map(|i| line[i..].to_lowercase())?;
+    let issue = comment.match_indices("issue").any(|(i, _)| {
+        let rest = comment[i + "issue".len()..].trim_start_matches([' ', '#']);
+        rest.starts_with(|c: char| c.is_ascii_digit())
+    });
+    if issue {
+        return Some("an issue number (say what the code does; the issue is in git)");
+    }
+    if comment.contains("engineer's") || comment.contains("engineers'") {
+        return Some("a role (name the component, not whose it was)");
+    }
+    None
 }
 
 fn trailing_whitespace_lines(text: &str) -> Vec<usize> {
@@ -1108,6 +1149,31 @@ mod tests {
         assert!(module_doc_problem("/// item doc\nfn f() {}\n").is_some());
         assert!(module_doc_problem("use x;\n//! late\n").is_some());
         assert!(module_doc_problem("").is_some());
+    }
+
+    #[test]
+    fn no_comment_names_an_issue_or_a_role() {
+        fail_on(
+            "history wording",
+            history_wording_violations(&workspace_root()).unwrap(),
+        );
+    }
+
+    #[test]
+    fn history_wording_rule() {
+        // Split with `concat!` so that this file does not break its own rule.
+        let flagged = [
+            (concat!("let x = 1; // the API of iss", "ue 3"), false),
+            (concat!("//! errors (iss", "ue #17), named"), false),
+            (concat!("# a short campaign (iss", "ue 17 item 4)"), true),
+            (concat!("//! the simulation engin", "eer's model"), false),
+        ];
+        for (line, shell) in flagged {
+            assert!(history_wording(line, shell).is_some(), "{line}");
+        }
+        assert!(history_wording("// an issue with the lease", false).is_none());
+        assert!(history_wording("let issue = 3; // counts", false).is_none());
+        assert!(history_wording(concat!("let s = \"iss", "ue 3\";"), false).is_none());
     }
 
     #[test]

@@ -1,4 +1,4 @@
-//! alfred-chaos: the randomized fault campaign of `cargo xtask chaos` (issue 17, item 4).
+//! alfred-chaos: the randomized fault campaign of `cargo xtask chaos`.
 //!
 //! Modules: [`apiserver`] (the in-memory API server the real applier talks to, with its
 //! faults), [`campaign`] (one run: the twin's cluster and OMENative, two replicas, faults at

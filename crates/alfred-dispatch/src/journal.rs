@@ -315,7 +315,7 @@ pub enum JournalError {
 
 /// `text` on one line cut to at most `max` characters (marked `…`): a serde message echoes
 /// unknown member names and values, and every error line must stay under 300 characters with
-/// its field named first (issue #17).
+/// its field named first.
 pub fn clip(text: &str, max: usize) -> String {
     let mut line = String::with_capacity(text.len().min(max * 4));
     for c in text.trim().chars() {

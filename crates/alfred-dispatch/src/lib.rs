@@ -42,7 +42,7 @@
 //!     (replay: write out.new_state.to_text() to the state file, atomically)
 //! ```
 //!
-//! # Reasons that cross the pass boundary (issue 5)
+//! # Reasons that cross the pass boundary
 //!
 //! Every rejection and dispatch reason has a scenario in `tests/` (`scenarios.rs`:
 //! pass-wide, re-check and write reasons; `follow_reasons.rs`: every stall reason of

@@ -1,7 +1,7 @@
 //! The scheduler simulation port (alfred-engine.md §7.2, §9.6 step 10; seed 002).
 //!
 //! The pass asks a [`Simulator`] where the replacement pods of one move would land. The
-//! simulation engineer's `alfred-sim` model implements it (`crate::ModelSimulator`);
+//! `alfred-sim` scheduler model implements it (`crate::ModelSimulator`);
 //! `ScriptedSimulator` is the test double (tests and the `testkit` feature only). A simulation is a claim about a copy of the cluster: it reserves nothing.
 
 #[cfg(any(test, feature = "testkit"))]

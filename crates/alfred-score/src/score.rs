@@ -188,7 +188,7 @@ impl Analysis<'_> {
     }
 }
 
-/// Scores every pool (§B) with the configuration's scoring settings — the API of issue 3.
+/// Scores every pool (§B) with the configuration's scoring settings: the scorer's entry point.
 /// Equivalent to `score_with(snapshot, &ScoreSettings::from_config(config))`; computed
 /// whether or not defragmentation is enabled (decision G.9).
 pub fn score(snapshot: &ClusterSnapshot, config: &Config) -> ClusterScore {

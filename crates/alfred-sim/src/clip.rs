@@ -1,6 +1,6 @@
 //! Error text as one short line: a message may echo an input's key or value (an unknown
 //! field, a YAML snippet), and every error alfred prints must stay one line of at most 300
-//! characters (issue #17), naming its field first.
+//! characters, naming its field first.
 
 /// `text` on one line (control characters and runs of whitespace as one space), cut to at
 /// most `max` characters, the cut marked with `…`.

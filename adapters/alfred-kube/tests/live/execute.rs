@@ -1,4 +1,4 @@
-//! Execute mode end to end against the real API server (issue 7): alfred in process through
+//! Execute mode end to end against the real API server: alfred in process through
 //! `alfred_kube::run::run_with` (the 1.20 server has no ValidatingAdmissionPolicy API, so the
 //! harness supplies the shipped guard as the API would show it), the in-process simulator,
 //! `--migration-api-version v1`, and a test-side OMENative emulator that acknowledges and

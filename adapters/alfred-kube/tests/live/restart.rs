@@ -1,4 +1,4 @@
-//! Restarting the API server (issue 7): a private server instance (`cargo xtask apiserver start
+//! Restarting the API server: a private server instance (`cargo xtask apiserver start
 //! --dir DIR --port PORT`, then `restart`: kube-apiserver only, etcd and the objects stay), so
 //! the shared server the other live tests use is never touched.
 
