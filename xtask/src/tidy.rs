@@ -551,7 +551,7 @@ pub(crate) fn history_wording_violations(root: &Path) -> Result<Vec<String>> {
     let mut violations = Vec::new();
     for file in files {
         let text = read(&file)?;
-        let shell = !file.extension().is_some_and(|e| e == "rs");
+        let shell = file.extension().is_none_or(|e| e != "rs");
         for (n, line) in text.lines().enumerate() {
             if let Some(what) = history_wording(line, shell) {
                 violations.push(format!(
