@@ -313,27 +313,8 @@ pub enum JournalError {
     },
 }
 
-/// `text` on one line cut to at most `max` characters (marked `…`): a serde message echoes
-/// unknown member names and values, and every error line must stay under 300 characters with
-/// its field named first.
-pub fn clip(text: &str, max: usize) -> String {
-    let mut line = String::with_capacity(text.len().min(max * 4));
-    for c in text.trim().chars() {
-        let c = if c.is_whitespace() || c.is_control() {
-            ' '
-        } else {
-            c
-        };
-        if c == ' ' && line.ends_with(' ') {
-            continue;
-        }
-        line.push(c);
-    }
-    match line.char_indices().nth(max.saturating_sub(1)) {
-        Some((end, _)) if line[end..].chars().count() > 1 => format!("{}…", &line[..end]),
-        _ => line,
-    }
-}
+/// One short error line (alfred-sim's rule, shared by every error alfred prints).
+pub use alfred_sim::clip::clip;
 
 /// Whether `s` is a DNS-1123 label.
 pub fn is_dns1123_label(s: &str) -> bool {

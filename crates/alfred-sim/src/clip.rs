@@ -4,7 +4,7 @@
 
 /// `text` on one line (control characters and runs of whitespace as one space), cut to at
 /// most `max` characters, the cut marked with `…`.
-pub(crate) fn clip(text: &str, max: usize) -> String {
+pub fn clip(text: &str, max: usize) -> String {
     let mut line = String::with_capacity(text.len().min(max * 4));
     for c in text.trim().chars() {
         let c = if c.is_whitespace() || c.is_control() {

@@ -11,7 +11,7 @@
 //! * [`parse_workers`] / [`check_probe`]: `workers.json` and the startup probe;
 //! * [`select_profile`]: which profile simulates an Instance, or the reason none does.
 
-mod clip;
+pub mod clip;
 pub mod config;
 pub mod engine;
 mod gang;
