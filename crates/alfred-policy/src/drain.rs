@@ -6,9 +6,17 @@
 //! 2. while the pool has fewer than `maxActivePlans` active plans and is not backing off
 //!    after abandoned plans, the waiting pods (older than `emergencyPendingAgeMinutes`, fitting
 //!    on no node now at their real size, not nominated elsewhere) are taken largest first, then
-//!    oldest, and each gets the best plan over the pool's nodes it could land on, if one pays:
-//!    the best one the hourly budget left covers, else the best of all (which the arbiter
-//!    then holds back with `PlanBudgetInsufficient`).
+//!    **youngest**, and each gets the best plan over the pool's nodes it could land on, if one
+//!    pays: the best one the hourly budget left covers, else the best of all (which the
+//!    arbiter then holds back with `PlanBudgetInsufficient`).
+//!
+//! Why the youngest: the scheduler's queue gives a node that churn frees to the oldest pod
+//! that fits it. A plan made for that pod races the queue for the whole of its drain, and
+//! when a node frees elsewhere first the pod binds there, the nomination goes, and the
+//! half-emptied node refills with small pods before the next pass: the plan's moves are
+//! lost. A plan for the youngest waiting pod of the size leaves the free nodes churn brings
+//! to the older pods ahead of it in the queue, so both are served. On the trace twin this
+//! halved the plans lost that way (`EVALUATION.md`, tenth evaluation).
 //!
 //! A plan for (node, pod) moves the fewest movable single-node OMENative Instances off the
 //! node (the eligibility ladder of any move; other occupants stay) whose GPUs raise the node's
@@ -212,10 +220,11 @@ fn run_with(
                 waits_for_a_node(ctx, pool.as_str(), &roomy, p) && !busy_pods.contains(&p.key())
             })
             .collect();
+        // Largest first, then youngest (the module's doc says why).
         waiting.sort_by(|a, b| {
             b.gpus_needed
                 .cmp(&a.gpus_needed)
-                .then(a.pending_since.cmp(&b.pending_since))
+                .then(b.pending_since.cmp(&a.pending_since))
                 .then_with(|| (&a.namespace, &a.name).cmp(&(&b.namespace, &b.name)))
         });
         // Pods asking the same GPUs with the same scheduling spec find the same plans: one

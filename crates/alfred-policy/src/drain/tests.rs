@@ -155,6 +155,24 @@ fn a_pod_that_waited_less_than_the_emergency_age_or_fits_somewhere_gets_no_plan(
 }
 
 #[test]
+fn the_largest_then_the_youngest_waiting_pod_gets_the_plan() {
+    // Three pods wait longer than the emergency age: two of 8 GPUs (47 and 20 minutes) and
+    // one of 4 GPUs (90 minutes). The queue serves the older 8-GPU pod first from any node
+    // churn frees, so the plan is made for the younger one.
+    let snap = ten_nodes()
+        .pending("prod", "older-big", 8, 70)
+        .pending("prod", "younger-big", 8, 20)
+        .pending("prod", "small", 4, 90)
+        .build();
+    let s = PolicySettings::default();
+    let plan = only(&plans(&snap, &s, &[])).clone();
+    assert_eq!(plan.pod, "prod/younger-big");
+    // A pod younger than the emergency age is not a candidate, however young.
+    let fresh = ten_nodes().pending("prod", "fresh-big", 8, 5).build();
+    assert_eq!(only(&plans(&fresh, &s, &[])).pod, "prod/big");
+}
+
+#[test]
 fn the_fewest_moves_then_the_fewest_gpus_moved() {
     // n1: 4+2+1 (7 used, 1 free); n2: 2+2+2+1 (7 used); the 4-GPU pod needs 3 more GPUs:
     // on n1 one move of 4 does it, on n2 two moves.
@@ -270,8 +288,8 @@ fn shuffled_input_gives_the_same_plans() {
     let b = propose_with_plans(&shuffled, &s, snap.observed_at, &[]);
     assert_eq!(a.drain, b.drain);
     assert_eq!(a.candidates, b.candidates);
-    // The older of two equal pods gets the one plan the pool may have.
-    assert_eq!(only(&a.drain).pod, "prod/big2");
+    // The younger of two equal pods gets the one plan the pool may have.
+    assert_eq!(only(&a.drain).pod, "prod/big");
 }
 
 fn record(plan: &DrainPlan, phase: PlanPhase, at: alfred_model::Timestamp) -> PlanRecord {
@@ -324,7 +342,7 @@ fn an_active_plan_goes_on_with_its_own_node_and_the_pool_takes_no_second_one() {
     let p = plans(&snap, &two, std::slice::from_ref(&active));
     assert_eq!(p.plans.len(), 2);
     assert_ne!(p.plans[1].node, first.node);
-    assert_eq!(p.plans[1].pod, "prod/big");
+    assert_eq!(p.plans[1].pod, "prod/big2");
     for t in &p.plans[1].steps[0].targets {
         assert_ne!(*t, first.node, "a target is another plan's node");
     }
