@@ -10,13 +10,18 @@
 //!    pays: the best one the hourly budget left covers, else the best of all (which the
 //!    arbiter then holds back with `PlanBudgetInsufficient`).
 //!
+//!    A pod that waits alone for its size (no other pod of its size waited past the
+//!    emergency age in the pool) gets a plan only after `lonePodWaitMinutes`: see below.
+//!
 //! Why the youngest: the scheduler's queue gives a node that churn frees to the oldest pod
 //! that fits it. A plan made for that pod races the queue for the whole of its drain, and
 //! when a node frees elsewhere first the pod binds there, the nomination goes, and the
 //! half-emptied node refills with small pods before the next pass: the plan's moves are
 //! lost. A plan for the youngest waiting pod of the size leaves the free nodes churn brings
-//! to the older pods ahead of it in the queue, so both are served. On the trace twin this
-//! halved the plans lost that way (`EVALUATION.md`, tenth evaluation).
+//! to the older pods ahead of it in the queue, so both are served. A pod alone in the queue
+//! has nobody ahead of it to take those nodes, so it is given `lonePodWaitMinutes` to get one
+//! before a plan starts: on the trace twin, five in six plans for such pods were lost. Both
+//! rules are measured in `adapters/alfred-twin/EVALUATION.md`, tenth evaluation.
 //!
 //! A plan for (node, pod) moves the fewest movable single-node OMENative Instances off the
 //! node (the eligibility ladder of any move; other occupants stay) whose GPUs raise the node's
@@ -240,6 +245,12 @@ fn run_with(
             {
                 continue;
             }
+            if waits_alone(ctx, pool.as_str(), pod)
+                && ctx.now.minutes_since(pod.pending_since)
+                    < f64::from(cfg.drain_lone_pod_wait_minutes)
+            {
+                continue;
+            }
             let best = best_new_plan(
                 ctx,
                 &idx,
@@ -311,6 +322,20 @@ fn waits_for_a_node(ctx: &Ctx<'_>, pool: &str, roomy: &[&Node], p: &PendingPod) 
             .iter()
             .take_while(|n| n.free_gpus >= p.gpus_needed)
             .any(|n| usable_for(n, &p.scheduling))
+}
+
+/// Whether `p` is the only pod of its size in `pool` waiting past `emergencyPendingAgeMinutes`
+/// (nominated or not). Such a pod heads the scheduler's queue for its size: the first node of
+/// its size that churn frees is its, and a plan made for it loses that race more often than
+/// not (`lonePodWaitMinutes`).
+fn waits_alone(ctx: &Ctx<'_>, pool: &str, p: &PendingPod) -> bool {
+    let age = f64::from(ctx.cfg.emergency_pending_age_minutes);
+    !ctx.snap.pending_pods.iter().any(|q| {
+        q.gpus_needed == p.gpus_needed
+            && (q.namespace != p.namespace || q.name != p.name)
+            && q.counts_in(pool)
+            && ctx.now.minutes_since(q.pending_since) > age
+    })
 }
 
 /// Whether the pod could run on `n` once its GPUs are free: GPUs, available, ready, big

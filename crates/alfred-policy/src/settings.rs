@@ -81,6 +81,8 @@ pub struct PolicySettings {
     pub drain_max_active_plans: u32,
     /// `policies.defragmentation.drainPlans.abandonBackoffMinutes`.
     pub drain_abandon_backoff_minutes: u32,
+    /// `policies.defragmentation.drainPlans.lonePodWaitMinutes`.
+    pub drain_lone_pod_wait_minutes: u32,
     /// `maxMigrationsPerHour`: a new drain plan is sized to the hourly budget left.
     pub max_migrations_per_hour: u32,
     /// `decisionLoopInterval`: a plan makes one step a pass (its later steps meet the
@@ -118,6 +120,7 @@ impl Default for PolicySettings {
             drain_max_steps_per_plan: alfred_model::config::defaults::DRAIN_MAX_STEPS_PER_PLAN,
             drain_max_active_plans: 1,
             drain_abandon_backoff_minutes: 30,
+            drain_lone_pod_wait_minutes: 30,
             max_migrations_per_hour: 10,
             decision_loop_interval: std::time::Duration::from_secs(300),
         }
@@ -169,6 +172,7 @@ impl PolicySettings {
             drain_max_steps_per_plan: d.drain_plans.max_steps_per_plan,
             drain_max_active_plans: d.drain_plans.max_active_plans,
             drain_abandon_backoff_minutes: d.drain_plans.abandon_backoff_minutes,
+            drain_lone_pod_wait_minutes: d.drain_plans.lone_pod_wait_minutes,
             max_migrations_per_hour: config.max_migrations_per_hour,
             decision_loop_interval: config.decision_loop_interval,
         }

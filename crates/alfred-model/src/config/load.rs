@@ -264,17 +264,19 @@ struct RawDefrag {
 struct RawDrainPlans {
     enabled: Option<bool>,
     protection: Option<String>,
-    /// `maxStepsPerPlan`, `maxActivePlans`, `planDeadlineMinutes`, `abandonBackoffMinutes`.
-    positive: [Option<i128>; 4],
+    /// `maxStepsPerPlan`, `maxActivePlans`, `planDeadlineMinutes`, `abandonBackoffMinutes`,
+    /// `lonePodWaitMinutes`.
+    positive: [Option<i128>; 5],
 }
 
 const DRAIN_PLANS: &str = "policies.defragmentation.drainPlans";
 /// The positive integer keys of `drainPlans`, in the order they are checked.
-const DRAIN_POSITIVE: [&str; 4] = [
+const DRAIN_POSITIVE: [&str; 5] = [
     "maxStepsPerPlan",
     "maxActivePlans",
     "planDeadlineMinutes",
     "abandonBackoffMinutes",
+    "lonePodWaitMinutes",
 ];
 
 #[derive(Default)]
@@ -606,6 +608,7 @@ impl RawConfig {
             &mut drain.max_active_plans,
             &mut drain.plan_deadline_minutes,
             &mut drain.abandon_backoff_minutes,
+            &mut drain.lone_pod_wait_minutes,
         ];
         for ((key, raw), slot) in DRAIN_POSITIVE
             .iter()

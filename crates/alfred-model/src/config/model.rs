@@ -43,6 +43,9 @@ pub mod defaults {
     pub const DRAIN_PLAN_DEADLINE_MINUTES: u32 = 60;
     /// `policies.defragmentation.drainPlans.abandonBackoffMinutes`.
     pub const DRAIN_ABANDON_BACKOFF_MINUTES: u32 = 30;
+    /// `policies.defragmentation.drainPlans.lonePodWaitMinutes`: three times the default
+    /// `emergencyPendingAgeMinutes` (README, "Drain plans").
+    pub const DRAIN_LONE_POD_WAIT_MINUTES: u32 = 30;
     /// `policies.nodeHealth.triggerConditions`.
     pub const TRIGGER_CONDITIONS: [&str; 1] = ["GpuUnhealthy"];
     /// `policies.nodeHealth.healthCooldownFloorMinutes`.
@@ -205,6 +208,11 @@ pub struct DrainPlansConfig {
     /// plan starts there for this long, doubled for each further abandon in a row (at most
     /// eight times).
     pub abandon_backoff_minutes: u32,
+    /// `lonePodWaitMinutes` (> 0, default 30): a pod that is the only one of its size waiting
+    /// past `emergencyPendingAgeMinutes` in its pool gets a plan only once it has waited this
+    /// long. Until then it heads the scheduler's queue and takes the first node churn frees,
+    /// so a plan made for it would most often lose the race and its half-emptied node.
+    pub lone_pod_wait_minutes: u32,
 }
 
 /// `policies.defragmentation.scoring`.
@@ -605,6 +613,7 @@ impl Config {
                         max_active_plans: defaults::DRAIN_MAX_ACTIVE_PLANS,
                         plan_deadline_minutes: defaults::DRAIN_PLAN_DEADLINE_MINUTES,
                         abandon_backoff_minutes: defaults::DRAIN_ABANDON_BACKOFF_MINUTES,
+                        lone_pod_wait_minutes: defaults::DRAIN_LONE_POD_WAIT_MINUTES,
                     },
                 },
                 node_health: NodeHealthConfig {

@@ -1359,7 +1359,8 @@ fn effective_json_prints_every_key() {
                     "maxStepsPerPlan": 8,
                     "maxActivePlans": 1,
                     "planDeadlineMinutes": 60,
-                    "abandonBackoffMinutes": 30
+                    "abandonBackoffMinutes": 30,
+                    "lonePodWaitMinutes": 30
                 }
             },
             "nodeHealth": {
@@ -1427,7 +1428,7 @@ fn seed_examples_parse() {
 fn drain_plan_keys_are_validated_naming_their_path() {
     let base = "schemaVersion: 1\npolicies:\n  defragmentation:\n    drainPlans:\n";
     let c = Config::from_yaml(&format!(
-        "{base}      enabled: false\n      protection: taint\n      maxStepsPerPlan: 2\n      maxActivePlans: 3\n      planDeadlineMinutes: 90\n      abandonBackoffMinutes: 15\n"
+        "{base}      enabled: false\n      protection: taint\n      maxStepsPerPlan: 2\n      maxActivePlans: 3\n      planDeadlineMinutes: 90\n      abandonBackoffMinutes: 15\n      lonePodWaitMinutes: 45\n"
     ))
     .unwrap();
     let d = &c.policies.defragmentation.drain_plans;
@@ -1438,9 +1439,10 @@ fn drain_plan_keys_are_validated_naming_their_path() {
             d.max_steps_per_plan,
             d.max_active_plans,
             d.plan_deadline_minutes,
-            d.abandon_backoff_minutes
+            d.abandon_backoff_minutes,
+            d.lone_pod_wait_minutes
         ),
-        (2, 3, 90, 15)
+        (2, 3, 90, 15, 45)
     );
     let e = Config::from_yaml(&format!("{base}      protection: cordon\n")).unwrap_err();
     assert_eq!(
@@ -1452,6 +1454,7 @@ fn drain_plan_keys_are_validated_naming_their_path() {
         "maxActivePlans",
         "planDeadlineMinutes",
         "abandonBackoffMinutes",
+        "lonePodWaitMinutes",
     ] {
         let e = Config::from_yaml(&format!("{base}      {key}: 0\n")).unwrap_err();
         assert_eq!(

@@ -173,6 +173,52 @@ fn the_largest_then_the_youngest_waiting_pod_gets_the_plan() {
 }
 
 #[test]
+fn a_pod_waiting_alone_for_its_size_gets_a_plan_only_after_the_lone_wait() {
+    let s = PolicySettings::default();
+    let at = |minutes: i64| {
+        ten_nodes()
+            .with_pending("prod/big", |p| {
+                p.pending_since = p.pending_since.plus_minutes(47 - minutes);
+            })
+            .build()
+    };
+    // Alone, 20 minutes: the queue gives it the next free node; no plan yet.
+    assert!(plans(&at(20), &s, &[]).plans.is_empty());
+    // Alone, 31 minutes (past the default 30): a plan.
+    assert_eq!(only(&plans(&at(31), &s, &[])).pod, "prod/big");
+    // A shorter lone wait is honoured.
+    let eager = PolicySettings {
+        drain_lone_pod_wait_minutes: 15,
+        ..PolicySettings::default()
+    };
+    assert_eq!(only(&plans(&at(20), &eager, &[])).pod, "prod/big");
+    // With an older pod of its size waiting ahead of it, 20 minutes are enough; a pod of
+    // another size, or one younger than the emergency age, does not count as company.
+    let snap = ten_nodes()
+        .with_pending("prod/big", |p| {
+            p.pending_since = p.pending_since.plus_minutes(27);
+        })
+        .pending("prod", "ahead", 8, 60)
+        .build();
+    let p = plans(&snap, &s, &[]);
+    assert_eq!(only(&p).pod, "prod/big");
+    let lone = ten_nodes()
+        .with_pending("prod/big", |p| {
+            p.pending_since = p.pending_since.plus_minutes(27);
+        })
+        .pending("prod", "small", 4, 60)
+        .pending("prod", "fresh", 8, 5)
+        .build();
+    assert!(
+        plans(&lone, &s, &[])
+            .plans
+            .iter()
+            .all(|p| p.pod != "prod/big"),
+        "a lone 8-GPU pod of 20 minutes got a plan"
+    );
+}
+
+#[test]
 fn the_fewest_moves_then_the_fewest_gpus_moved() {
     // n1: 4+2+1 (7 used, 1 free); n2: 2+2+2+1 (7 used); the 4-GPU pod needs 3 more GPUs:
     // on n1 one move of 4 does it, on n2 two moves.
