@@ -103,9 +103,10 @@ pub fn propose_with_plans(
 /// propose_with(snapshot, settings, now))`; a decision pass scores every pool and proposes
 /// on the same snapshot, and one analysis was ~10% of a pass.
 ///
-/// On a large snapshot (at least [`CONCURRENT_MIN_PODS`] bound pods) the analysis runs on
-/// another thread while this one builds the policies' context (checks the snapshot's order,
-/// indexes its names); the two read the snapshot only, so the result is the same.
+/// On a large snapshot (at least [`CONCURRENT_MIN_PODS`] bound pods), when
+/// `settings.helper_threads` allows it, the analysis runs on another thread while this one
+/// builds the policies' context (checks the snapshot's order, indexes its names); the two
+/// read the snapshot only, so the result is the same.
 pub fn analyze_and_propose<'s>(
     snapshot: &'s ClusterSnapshot,
     scoring: &ScoreSettings,
@@ -129,7 +130,7 @@ pub fn analyze_and_propose_with_plans<'s>(
         scoring,
         settings,
         now,
-        snapshot.pods.len() >= CONCURRENT_MIN_PODS,
+        settings.helper_threads && snapshot.pods.len() >= CONCURRENT_MIN_PODS,
         plans,
     )
 }
