@@ -34,6 +34,39 @@
 //!   the output is a total order even for rows the spec's keys leave tied.
 //! * `NodeMarker` carries what the reporter needs; record lifecycle and Node events are the
 //!   reporter's (alfred-engine.md §11.2–§11.3).
+//!
+//! # Example
+//!
+//! A node whose GPUs failed: the node-health policy marks it (the reporter's node record
+//! and Node event come from the marker).
+//!
+//! ```
+//! use alfred_model::config::Config;
+//! use alfred_model::snapshot::{HealthState, Node, NodeCondition};
+//! use alfred_model::{ClusterSnapshot, Timestamp};
+//!
+//! let now = Timestamp::from_unix_secs(1_790_000_000);
+//! let mut node = Node {
+//!     name: "gpu-a".into(),
+//!     pool: Some("H100".into()),
+//!     gpu_resource: "nvidia.com/gpu".into(),
+//!     total_gpus: 8,
+//!     free_gpus: 8,
+//!     ready: true,
+//!     ..Node::default()
+//! };
+//! node.health.state = HealthState::Unhealthy;
+//! node.health.conditions = vec![NodeCondition {
+//!     kind: "GpuUnhealthy".into(),
+//!     status: "True".into(),
+//!     last_transition_time: Some(now.plus_minutes(-60)),
+//! }];
+//! let mut snapshot = ClusterSnapshot { observed_at: now, nodes: vec![node], ..ClusterSnapshot::default() };
+//! snapshot.normalize();
+//! let proposal = alfred_policy::propose(&snapshot, &Config::builtin(), now);
+//! assert_eq!(proposal.node_markers[0].node, "gpu-a");
+//! assert!(proposal.candidates.is_empty(), "nothing runs there to move");
+//! ```
 
 mod common;
 pub mod defragmentation;
