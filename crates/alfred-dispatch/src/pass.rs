@@ -158,8 +158,8 @@ pub struct Session {
     pub omenative_unavailable_reported: bool,
     /// UUIDs whose [`Effect::RequestMigration`] the adapter's applier reported **not**
     /// applied in the previous pass (an error, a conflict, a timeout: the write may or
-    /// may not have landed). The adapter fills it from its applier results before the
-    /// next pass; empty (the default) changes nothing.
+    /// may not have landed). [`crate::Caretaker::write_done`] fills it from the
+    /// applier's results before the next pass; empty (the default) changes nothing.
     ///
     /// It completes alfred-engine.md §9.9 `attempt()` step 5–6 across the pass boundary
     /// (the pure pass cannot observe its own write): if the next pass's follow-up
