@@ -293,6 +293,14 @@ mod tests {
         assert_eq!(deletes(true), ["node.gpu-1"]);
     }
 
+    /// `alfred run` keeps the speed of the second core: it allows the pass's helper
+    /// threads, which a library user gets only on request.
+    #[test]
+    fn alfred_run_allows_the_helper_threads() {
+        assert!(term().caretaker.runtime().helper_threads);
+        assert!(!RuntimeOptions::default().helper_threads);
+    }
+
     #[test]
     fn a_recommend_only_pass_on_an_empty_cluster_writes_the_record() {
         let mut pass = term();
