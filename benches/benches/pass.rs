@@ -1,5 +1,5 @@
 //! One decision pass on `generate_cluster` snapshots: the policies alone
-//! (`alfred_policy::propose`) and a whole `alfred_dispatch::run_pass` with the real stages
+//! (`alfred_policy::propose_with`) and a whole pass through `alfred_dispatch::Caretaker` with the real stages
 //! (`CoreStages`), in recommend-only mode and in execute mode, with no simulator (recommend-only:
 //! `simulation_configured: false`; execute: a simulator that answers `Unavailable`, so no move
 //! passes the pre-submit re-check and the pass writes no journal entry).
@@ -14,8 +14,8 @@ use std::time::Duration;
 
 use alfred_benches::generate_cluster;
 use alfred_dispatch::{
-    CoreStages, DurableState, GuardObservation, Journal, JournalSlot, MoveSimulation, PassInput,
-    Session, SimulationOutcome, Simulator, run_pass,
+    Caretaker, DerivedUuids, DurableState, GuardObservation, Journal, JournalSlot, MoveSimulation,
+    Reading, SimulationOutcome, Simulator,
 };
 use alfred_model::config::{Config, Mode, RuntimeOptions};
 use alfred_model::reason::SchedulingReason;
@@ -52,6 +52,8 @@ impl Fixture {
             migration_api_version: Some(alfred_model::config::MigrationApiVersion::V1),
             migration_service_account: "alfred".into(),
             simulation_configured: false,
+            // What `alfred run` allows: the bench times the pass it runs.
+            helper_threads: true,
             ..RuntimeOptions::default()
         };
         Fixture {
@@ -68,24 +70,15 @@ impl Fixture {
         }
     }
 
+    /// One pass of a new term over the fixture's state (the same inputs every time).
     fn pass(&self, config: &Config) -> alfred_dispatch::PassOutput {
-        let previous = self.state.node_records.clone();
-        let input = PassInput {
-            snapshot: &self.snap,
-            fresh: alfred_dispatch::FreshLooks::Frozen(Some(&self.snap)),
-            config,
-            runtime: &self.runtime,
-            namespace: "alfred-system",
-            config_map_name: "alfred-config",
-            state: &self.state,
-            previous_node_records: &previous,
-            guard: &self.guard,
-            uuids: &self.uuids,
-            config_changed: false,
-            deadline: None,
-            now: self.snap.observed_at,
-        };
-        run_pass(&input, &CoreStages, &Session::default(), &mut NoSimulator)
+        let mut caretaker = Caretaker::new(self.runtime.clone(), DerivedUuids::new([0; 32]))
+            .with_identity("alfred-system", "alfred-config");
+        let reading = Reading::new(&self.snap, config, self.snap.observed_at)
+            .state(self.state.clone())
+            .guard(&self.guard)
+            .uuids(&self.uuids);
+        caretaker.pass(reading, &mut NoSimulator)
     }
 }
 
@@ -107,12 +100,17 @@ fn bench_pass(c: &mut Criterion) {
         }
         let fx = Fixture::new(generate_cluster(nodes, pods, 0xA1F2_ED00 + nodes as u64));
         let now: Timestamp = fx.snap.observed_at;
+        // The policies as the pass runs them (helper threads allowed, as in `alfred run`).
+        let policies = alfred_policy::PolicySettings {
+            helper_threads: true,
+            ..alfred_policy::PolicySettings::from_config(&recommend)
+        };
         let mut group = c.benchmark_group(format!("pass/{name}"));
         group.sample_size(10);
         group.warm_up_time(Duration::from_millis(300));
         group.measurement_time(Duration::from_secs(secs));
         group.bench_function("propose", |b| {
-            b.iter(|| alfred_policy::propose(black_box(&fx.snap), &recommend, now))
+            b.iter(|| alfred_policy::propose_with(black_box(&fx.snap), &policies, now))
         });
         group.bench_function("run_pass recommend-only", |b| {
             b.iter(|| fx.pass(black_box(&recommend)))
@@ -124,7 +122,11 @@ fn bench_pass(c: &mut Criterion) {
 
         let runs = 7;
         let propose_t = alfred_benches::median(runs, || {
-            black_box(alfred_policy::propose(black_box(&fx.snap), &recommend, now));
+            black_box(alfred_policy::propose_with(
+                black_box(&fx.snap),
+                &policies,
+                now,
+            ));
         });
         let rec_t = alfred_benches::median(runs, || {
             black_box(fx.pass(&recommend));

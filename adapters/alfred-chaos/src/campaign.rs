@@ -2,9 +2,9 @@
 //! turns at the lease, each running alfred's pass and applying its effects with the real
 //! applier against the in-memory API server, faults everywhere, invariants after every step.
 //!
-//! What runs for real: `alfred_dispatch::run_pass` with the core stages (what `alfred run`'s
-//! `AlfredPass` calls; the seam is mirrored in [`AlfredTerm`] because `AlfredPass` stamps
-//! simulation answers with the wall clock and the twin's clock is simulated), the
+//! What runs for real: `alfred_dispatch::Caretaker` with the core stages (what `alfred run`'s
+//! `Term` drives; the seam is mirrored in [`AlfredTerm`] because `Term` stamps simulation
+//! answers with the wall clock and the twin's clock is simulated), the
 //! `alfred-kube` applier (`Applier::read_journal`, `read_node_records`, `apply_pass`, its
 //! leader gate and its request timeouts) over the real kube client, the twin's scheduler
 //! model for the pre-submit simulation, and the twin's engine for placement and OMENative's
@@ -17,17 +17,13 @@ use std::time::Duration;
 
 use alfred_dispatch::guard::{guard_username, healthy_guard};
 use alfred_dispatch::{
-    CoreStages, DurableState, FreshObserver, Journal, JournalSlot, RequestPayload, Session,
-    run_pass,
+    DerivedUuids, DurableState, FreshObserver, Journal, JournalSlot, Reading, RequestPayload,
 };
 use alfred_kube::run::apply::{Applier, JOURNAL_CONFIG_MAP, Outcome};
 use alfred_kube::run::metrics::Metrics;
-use alfred_kube::run::pass::node_records;
 use alfred_model::ClusterSnapshot;
 use alfred_model::config::{Config, MigrationApiVersion, RuntimeOptions};
-use alfred_model::effect::Effect;
 use alfred_model::reason::RowReason;
-use alfred_model::record::NodeRecord;
 use alfred_model::snapshot::{ComponentKind, MigrationRequestObserved};
 use alfred_twin::alfred::{AlfredCaretaker, TwinSimulator};
 use alfred_twin::arrivals::{Arrival, Mode};
@@ -105,12 +101,11 @@ pub struct RunReport {
     pub violations: Vec<(u32, Violation)>,
 }
 
-/// The seam of `alfred run`'s `AlfredPass`, one per leadership term: the session (breaker,
-/// report flags) and the last node records.
-#[derive(Default)]
+/// The seam of `alfred run`'s `Term`, one per leadership term: the core's caretaker
+/// (session, last node records, failed requests) and the specification's breaker to hold
+/// it to.
 struct AlfredTerm {
-    session: Session,
-    previous: Option<BTreeMap<String, NodeRecord>>,
+    caretaker: alfred_dispatch::Caretaker,
     breaker: ReferenceBreaker,
 }
 
@@ -572,21 +567,16 @@ impl Chaos {
             (text, error, stored)
         });
         self.drop_hung();
-        let journal = match (&journal_text, &journal_error) {
-            (_, Some(error)) => JournalSlot::Unreadable {
-                text: String::new(),
-                error: error.clone(),
+        let state = DurableState::from_config_maps(
+            match journal_error {
+                Some(error) => Err(error),
+                None => Ok(journal_text.as_deref()),
             },
-            (text, None) => JournalSlot::from_state_json(text.as_deref()),
-        };
-        let before = match &journal {
+            &stored,
+        );
+        let before = match &state.journal {
             JournalSlot::Readable(j) => Some(j.clone()),
             _ => None,
-        };
-        let state = DurableState {
-            journal,
-            node_records: node_records(&stored),
-            verbatim: None,
         };
         let plan: VecDeque<Look> = (0..4)
             .map(|_| {
@@ -606,36 +596,26 @@ impl Chaos {
         };
         let uuids: Vec<String> = (0..4).map(|_| self.rng.uuid()).collect();
         let guard = healthy_guard(&guard_username(ALFRED_NAMESPACE, SERVICE_ACCOUNT));
+        let runtime = &self.runtime;
         let term = self.replicas[leader]
             .term
-            .get_or_insert_with(AlfredTerm::default);
-        let previous = term
-            .previous
-            .clone()
-            .unwrap_or_else(|| state.node_records.clone());
+            .get_or_insert_with(|| AlfredTerm {
+                // Unused: every pass's UUIDs come from the campaign's generator.
+                caretaker: alfred_dispatch::Caretaker::new(
+                    runtime.clone(),
+                    DerivedUuids::new([0; 32]),
+                )
+                .with_identity(ALFRED_NAMESPACE, "alfred-config")
+                .with_dispatch_deadline(Some(alfred_kube::run::pass::DISPATCH_DEADLINE)),
+                breaker: ReferenceBreaker::default(),
+            });
         let mut simulator = TwinSimulator::new(sim);
-        let out = run_pass(
-            &alfred_dispatch::PassInput {
-                snapshot: &cached,
-                fresh: alfred_dispatch::FreshLooks::Observe(&looks),
-                config: &self.config,
-                runtime: &self.runtime,
-                namespace: ALFRED_NAMESPACE,
-                config_map_name: "alfred-config",
-                state: &state,
-                previous_node_records: &previous,
-                guard: &guard,
-                uuids: &uuids,
-                config_changed: false,
-                deadline: Some(t_now.plus(alfred_kube::run::pass::DISPATCH_DEADLINE)),
-                now: t_now,
-            },
-            &CoreStages,
-            &term.session,
-            &mut simulator,
-        );
-        term.session = out.session.clone();
-        term.previous = Some(out.node_records.clone());
+        let reading = Reading::new(&cached, &self.config, t_now)
+            .state(state)
+            .guard(&guard)
+            .fresh_looks(&looks)
+            .uuids(&uuids);
+        let out = term.caretaker.pass(reading, &mut simulator);
         // The breaker against the specification: the outcomes this pass recorded are the
         // entries it moved to a terminal phase.
         let breaker_open_before = term.breaker.is_open(t_now);
@@ -649,7 +629,7 @@ impl Chaos {
             }
         }
         let breaker = term.breaker.clone();
-        let actual = term.session.breaker.clone();
+        let actual = term.caretaker.session().breaker.clone();
         self.check(invariants::breaker_as_specified(&breaker, &actual, t_now));
 
         // The lease can go while the pass computes: `alfred run` then drops its effects.
@@ -686,20 +666,11 @@ impl Chaos {
                     .apply_pass(&out.effects, out.if_final_save_fails.as_ref()),
             );
             self.drop_hung();
-            let failed: Vec<String> = out
-                .effects
-                .iter()
-                .filter(|e| e.is_write())
-                .zip(&report.writes)
-                .filter_map(|(e, (_, o))| match e {
-                    Effect::RequestMigration { uuid, .. } if *o != Outcome::Applied => {
-                        Some(uuid.clone())
-                    }
-                    _ => None,
-                })
-                .collect();
             if let Some(term) = self.replicas[leader].term.as_mut() {
-                term.session.failed_requests = failed;
+                let written = out.effects.iter().filter(|e| e.is_write());
+                for (e, (_, o)) in written.zip(&report.writes) {
+                    term.caretaker.write_done(e, *o == Outcome::Applied);
+                }
             }
         }
         self.after_writes(sim, now);

@@ -12,7 +12,9 @@
 use std::path::PathBuf;
 use std::process::ExitCode;
 
-use alfred_dispatch::{DurableState, GuardObservation, PassInput, PassOutput, Session};
+use alfred_dispatch::{
+    Caretaker, DerivedUuids, DurableState, GuardObservation, PassOutput, Reading,
+};
 use alfred_model::config::{Config, RuntimeFlags, RuntimeOptions};
 use alfred_model::{ClusterSnapshot, Timestamp};
 use alfred_observe::ObserveSettings;
@@ -168,7 +170,6 @@ fn run(args: &ReplayArgs) -> Result<String, Failure> {
     };
 
     let input_digest = digest(&snapshot, &config, now);
-    let uuids = replay_uuids(&input_digest, 4);
     let guard =
         GuardObservation::assumed_installed(&args.namespace, &args.migration_service_account);
     let mut simulator = crate::simulation::for_replay(
@@ -178,25 +179,13 @@ fn run(args: &ReplayArgs) -> Result<String, Failure> {
         runtime.simulation_timeout,
     )
     .map_err(Failure::BadInput)?;
-    let stages = alfred_dispatch::CoreStages;
-    let previous = state.node_records.clone();
-    let input = PassInput {
-        snapshot: &snapshot,
-        fresh: alfred_dispatch::FreshLooks::Frozen(Some(&snapshot)),
-        config: &config,
-        runtime: &runtime,
-        namespace: &args.namespace,
-        config_map_name: &args.config_name,
-        state: &state,
-        previous_node_records: &previous,
-        guard: &guard,
-        uuids: &uuids,
-        config_changed: false,
-        deadline: None,
-        now,
-    };
-    let output =
-        alfred_dispatch::run_pass(&input, &stages, &Session::default(), simulator.as_mut());
+    // One pass of a new term: the durable state as read, the UUIDs derived from the inputs.
+    let mut caretaker = Caretaker::new(runtime, DerivedUuids::new(input_digest))
+        .with_identity(&args.namespace, &args.config_name);
+    let reading = Reading::new(&snapshot, &config, now)
+        .state(state)
+        .guard(&guard);
+    let output = caretaker.pass(reading, simulator.as_mut());
 
     if let Some(path) = &args.state {
         inputs::write_atomically(path, output.new_state.to_text().as_bytes())
@@ -240,19 +229,13 @@ fn digest(snapshot: &ClusterSnapshot, config: &Config, now: Timestamp) -> [u8; 3
     h.finalize().into()
 }
 
-/// `count` RFC 4122 version-4-shaped UUIDs derived from the input digest, so a replay is
-/// reproducible (a live `alfred run` draws them at random instead).
+/// The first `count` UUIDs a replay derives from its input digest
+/// ([`DerivedUuids`]), so a replay is reproducible (a live `alfred run` draws them at
+/// random instead).
 pub fn replay_uuids(seed: &[u8; 32], count: usize) -> Vec<String> {
+    let mut supply = DerivedUuids::new(*seed);
     (0..count)
-        .map(|i| {
-            let mut h = Sha256::new();
-            h.update(seed);
-            h.update((i as u64).to_be_bytes());
-            let d: [u8; 32] = h.finalize().into();
-            let mut b = [0u8; 16];
-            b.copy_from_slice(&d[..16]);
-            crate::run::ids::format_v4(b)
-        })
+        .map(|_| alfred_dispatch::UuidSupply::next_uuid(&mut supply))
         .collect()
 }
 

@@ -10,8 +10,8 @@ use std::collections::BTreeMap;
 
 use alfred_dispatch::guard::{guard_username, healthy_guard};
 use alfred_dispatch::{
-    CoreStages, DurableState, Journal, JournalSlot, MoveSimulation, PassInput, PoolGauge,
-    RequestPayload, Session, SimulationOutcome, Simulator, Stages, run_pass,
+    CoreStages, DurableState, Journal, JournalSlot, MoveSimulation, PoolGauge, Reading,
+    RequestPayload, SimulationOutcome, Simulator, Stages,
 };
 use alfred_model::ClusterSnapshot;
 use alfred_model::config::{Config, MigrationApiVersion, Mode, RuntimeOptions, SchedulingProfile};
@@ -169,10 +169,9 @@ impl OutcomeFacts for TwinFacts<'_> {
 /// The alfred caretaker.
 pub struct AlfredCaretaker {
     config: Config,
-    runtime: RuntimeOptions,
-    state: DurableState,
-    session: Session,
-    rng: Rng,
+    /// The core's term: session, journal and node records carried, request UUIDs from
+    /// the seeded generator.
+    core: alfred_dispatch::Caretaker,
     decisions: u64,
     tracker: OutcomeTracker,
     pod_tasks: BTreeMap<String, usize>,
@@ -366,17 +365,19 @@ impl AlfredCaretaker {
             migration_api_version: Some(MigrationApiVersion::V1),
             migration_service_account: SERVICE_ACCOUNT.into(),
             simulation_configured: true,
+            helper_threads: true,
             ..RuntimeOptions::default()
         };
-        AlfredCaretaker {
-            config,
-            runtime,
-            state: DurableState {
+        let mut rng = Rng::new(seed ^ 0xA1F4_ED00);
+        let core = alfred_dispatch::Caretaker::new(runtime, move || rng.uuid())
+            .with_identity(ALFRED_NAMESPACE, "alfred-config")
+            .with_state(DurableState {
                 journal: JournalSlot::Readable(Journal::empty()),
                 ..DurableState::default()
-            },
-            session: Session::default(),
-            rng: Rng::new(seed ^ 0xA1F4_ED00),
+            });
+        AlfredCaretaker {
+            config,
+            core,
             decisions: 0,
             tracker: OutcomeTracker::new(),
             pod_tasks: BTreeMap::new(),
@@ -406,7 +407,7 @@ impl AlfredCaretaker {
 impl AlfredCaretaker {
     /// The drain plans of the dispatch state (none while the journal is unreadable).
     fn plan_records(&self) -> Vec<alfred_model::plan::PlanRecord> {
-        match &self.state.journal {
+        match &self.core.state().journal {
             JournalSlot::Readable(j) => j.plans.clone(),
             _ => Vec::new(),
         }
@@ -418,7 +419,7 @@ impl AlfredCaretaker {
     /// migration: the InferenceService went with the status row alfred needed
     /// (`OwnerUnavailable`), which seed 001 says blocks alfred until someone clears it.
     fn operator_round(&mut self, sim: &Sim, now: i64) {
-        let JournalSlot::Readable(journal) = &mut self.state.journal else {
+        let JournalSlot::Readable(journal) = &mut self.core.state_mut().journal else {
             return;
         };
         let stalled: Vec<String> = journal
@@ -472,28 +473,13 @@ impl Caretaker for AlfredCaretaker {
         let plans_before = self.plan_records();
         let started = std::time::Instant::now();
         let snap = self.snapshot.update(sim, now);
-        let uuids: Vec<String> = (0..4).map(|_| self.rng.uuid()).collect();
         let guard = healthy_guard(&guard_username(ALFRED_NAMESPACE, SERVICE_ACCOUNT));
-        let input = PassInput {
-            snapshot: snap,
-            fresh: alfred_dispatch::FreshLooks::Frozen(Some(snap)),
-            config: &self.config,
-            runtime: &self.runtime,
-            namespace: ALFRED_NAMESPACE,
-            config_map_name: "alfred-config",
-            state: &self.state,
-            previous_node_records: &self.state.node_records,
-            guard: &guard,
-            uuids: &uuids,
-            config_changed: false,
-            deadline: None,
-            now: ts(now),
-        };
         let mut simulator = TwinSimulator {
             sim,
             records: RefCell::new(Vec::new()),
         };
-        let out = run_pass(&input, &CoreStages, &self.session, &mut simulator);
+        let reading = Reading::new(snap, &self.config, ts(now)).guard(&guard);
+        let out = self.core.pass(reading, &mut simulator);
         self.core_seconds += started.elapsed().as_secs_f64();
         if self.outcomes_due_at_pass.take() == Some(now) {
             let lines = self.tracker.lines_due(ts(now), || out.pools.clone());
@@ -501,10 +487,7 @@ impl Caretaker for AlfredCaretaker {
             let tracker = &self.tracker;
             self.pod_tasks.retain(|pod, _| tracker.follows_pod(pod));
         }
-        // Moved out, not copied: the rest of the pass reads only the effects, the
-        // explanations and the pools.
-        self.state = out.new_state;
-        self.session = out.session;
+        // Every write lands in the twin: the core carries the journal as the pass left it.
         self.operator_round(sim, now);
         let mut actions = Vec::new();
         let mut dispatched = Vec::new();
@@ -611,7 +594,7 @@ impl Caretaker for AlfredCaretaker {
         }
         if self.logging && decision_log::decided_something(&out.explain, &out.effects) {
             self.decisions += 1;
-            let id = format!("{:06}-{}", self.decisions, &uuids[0][..8]);
+            let id = format!("{:06}-{}", self.decisions, &out.uuids_offered[0][..8]);
             // Pending pods of the pools the moves touched, oldest first (at most 10).
             let mut pending: Vec<usize> = sim
                 .pending
@@ -684,7 +667,7 @@ impl Caretaker for AlfredCaretaker {
         }
         let facts = TwinFacts {
             sim,
-            journal: match &self.state.journal {
+            journal: match &self.core.state().journal {
                 JournalSlot::Readable(j) => Some(j),
                 _ => None,
             },

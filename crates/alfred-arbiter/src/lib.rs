@@ -38,6 +38,25 @@
 //! * Hourly count: an annotation without `requested_at`, a malformed annotation and a
 //!   status row without `startedAt` count (fail closed); future instants count.
 //! * `cooldownOverridden` is set only on admitted verdicts.
+//!
+//! # Example
+//!
+//! With nothing proposed there is nothing to admit; a candidate would get a verdict,
+//! admitted or rejected with one of the gates' reasons.
+//!
+//! ```
+//! use alfred_arbiter::{ArbiterSettings, Breaker, Ledger, arbitrate};
+//! use alfred_model::config::Config;
+//! use alfred_model::{ClusterSnapshot, Timestamp};
+//!
+//! let now = Timestamp::from_unix_secs(1_790_000_000);
+//! let snapshot = ClusterSnapshot { observed_at: now, ..ClusterSnapshot::default() };
+//! let settings = ArbiterSettings::from_config(&Config::builtin());
+//! let breaker = Breaker::new();
+//! assert!(!breaker.is_open(now));
+//! let arbitration = arbitrate(&[], &snapshot, &settings, &Ledger::new(), &breaker, now);
+//! assert!(arbitration.order.is_empty());
+//! ```
 
 pub mod arbiter;
 pub mod breaker;

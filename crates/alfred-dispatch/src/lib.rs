@@ -6,41 +6,41 @@
 //! Pure: no IO, no clock, no randomness, no hash collections. Time, UUIDs, the guard
 //! objects, the journal text and both snapshots are inputs; writes are [`Effect`]s.
 //!
-//! # Driving loop (what the adapter does)
+//! # Driving loop
 //!
-//! ```text
-//! session = Session::default()                      // new leadership term: breaker closed
-//! loop on each decision tick (leader only, never overlapping):
-//!     snapshot  = observation loop's latest snapshot (or a fresh one on an early tick)
-//!     config    = the config store's current object (one for the whole pass)
-//!     state     = DurableState { journal: JournalSlot::from_state_json(
-//!                      uncached GET alfred-dispatch-state .data["state.json"]),   // only with
-//!                                                                                   // --migration-api-version=v1
-//!                    node_records: parsed node.* keys of the recommendations ConfigMap }
-//!     guard     = GuardObservation from uncached GETs of the two admission objects
-//!     fresh     = FreshLooks::Observe(observer) in execute mode: the re-check asks it for
-//!                 a snapshot from uncached reads when the first move reaches it, and again
-//!                 after each feasible simulation (FreshLooks::Frozen(Some(&snapshot)) for a
-//!                 recorded cluster)
-//!     uuids     = a few freshly generated lower-case v4 UUIDs
-//!     out = run_pass(&PassInput { snapshot, fresh, config, runtime,
-//!                                 namespace, config_map_name, state, previous_node_records, guard,
-//!                                 uuids, config_changed, deadline, now }, &stages,
-//!                    &session, &mut simulator)
-//!     apply out.effects IN ORDER while holding the lease:
-//!         WriteJournal        → PUT state.json conditioned on the resourceVersion read
-//!         RequestMigration    → JSON Patch: test uid, test resourceVersion, (add
-//!                               annotations {} if absent), add the annotation
-//!         UpdateRecommendations, RecordEvent, Metric
-//!       stop at the first failed write (WriteJournal / RequestMigration): the next pass
-//!       re-reads the journal and the cluster and learns what landed — except when the
-//!       failed write is out.if_final_save_fails.save_index (the save after the request):
-//!       then apply its `then` effects instead of the rest.
-//!     session = out.session          // breaker and report flags; NOT durable
-//!     if the RequestMigration write was not applied (error, conflict, timeout):
-//!         session.failed_requests = [its uuid]     // → SubmissionUncertain next pass
-//!     (replay: write out.new_state.to_text() to the state file, atomically)
+//! One [`Caretaker`] per leadership term carries what lives between passes (the breaker,
+//! the node records, failed requests, UUIDs, the deadline policy, the durable state). The
+//! driver reads, hands over, applies the effects in order and reports each write:
+//!
 //! ```
+//! use alfred_dispatch::{Caretaker, DerivedUuids, ModelSimulator, Reading};
+//! use alfred_model::config::{Config, RuntimeOptions};
+//! use alfred_model::{ClusterSnapshot, Timestamp};
+//!
+//! let config = Config::builtin();                  // or Config::from_yaml(text)
+//! let runtime = RuntimeOptions::recommend_only();  // no executor, no flags to parse
+//! let mut caretaker = Caretaker::new(runtime, DerivedUuids::new([7; 32]));
+//! let mut simulator = ModelSimulator::new(&config);
+//! let start = Timestamp::from_unix_secs(1_790_000_000);
+//! for pass in 0..2 {
+//!     let now = start.plus_minutes(5 * pass);
+//!     let snapshot = ClusterSnapshot { observed_at: now, ..ClusterSnapshot::default() };
+//!     let out = caretaker.pass(Reading::new(&snapshot, &config, now), &mut simulator);
+//!     for effect in &out.effects {
+//!         let applied = true; // the driver's write (ConfigMap, annotation, Event, metric)
+//!         caretaker.write_done(effect, applied);
+//!     }
+//!     assert_eq!(out.record.timestamp, now);
+//! }
+//! ```
+//!
+//! In execute mode the driver also hands over the journal and guard it read
+//! ([`Reading::state`], [`Reading::guard`]) and, on a live cluster, a [`FreshObserver`]
+//! for the re-check's fresh looks ([`Reading::fresh_looks`]); when a write fails it stops
+//! there — except when the failed write is the journal save after the request
+//! ([`Contingency::save_index`]): then it applies [`Contingency::then`] instead of the
+//! rest. `alfred-kube`'s `examples/embed.rs` drives two passes over a recorded cluster
+//! with a request followed to completion.
 //!
 //! # Reasons that cross the pass boundary
 //!
@@ -52,7 +52,7 @@
 //!
 //! * `SchedulingStateChanged` and `SafetyStateChanged` (§9.6 step 12): after a feasible
 //!   simulation the re-check looks at the cluster a second time through
-//!   [`PassInput::fresh`] ([`FreshLooks::Observe`] with the adapter's
+//!   [`Reading::fresh_looks`] ([`FreshLooks::Observe`] with the adapter's
 //!   [`FreshObserver`]; `alfred run` runs a new observation pass there). The capture of
 //!   scheduling inputs is the snapshot's nodes, pods, PodGroups and workloads
 //!   ([`preflight::same_scheduling_inputs`]); what lies outside it (the models' storage
@@ -76,6 +76,7 @@
 //! [`Effect`]: alfred_model::effect::Effect
 
 pub mod budget;
+pub mod caretaker;
 pub mod decision_log;
 pub mod dispatch;
 pub mod drain;
@@ -94,6 +95,7 @@ pub mod stages;
 mod strict_json;
 pub mod wire_sim;
 
+pub use caretaker::{Caretaker, DerivedUuids, Reading, UUIDS_PER_PASS, UuidSupply};
 pub use dispatch::{Breaker, JournalSlot};
 pub use guard::GuardObservation;
 pub use journal::{Entry, Journal, JournalError, Phase};

@@ -158,8 +158,8 @@ pub struct Session {
     pub omenative_unavailable_reported: bool,
     /// UUIDs whose [`Effect::RequestMigration`] the adapter's applier reported **not**
     /// applied in the previous pass (an error, a conflict, a timeout: the write may or
-    /// may not have landed). The adapter fills it from its applier results before the
-    /// next pass; empty (the default) changes nothing.
+    /// may not have landed). [`crate::Caretaker::write_done`] fills it from the
+    /// applier's results before the next pass; empty (the default) changes nothing.
     ///
     /// It completes alfred-engine.md §9.9 `attempt()` step 5–6 across the pass boundary
     /// (the pure pass cannot observe its own write): if the next pass's follow-up
@@ -234,8 +234,12 @@ pub struct PassOutput {
     pub explain: Vec<Explained>,
     /// Why the journal could not be used, for the log.
     pub journal_error: Option<String>,
+    /// The UUIDs the pass was offered (the first `uuids_used` of them used).
+    pub uuids_offered: Vec<String>,
     /// UUIDs consumed from `uuids`.
     pub uuids_used: usize,
+    /// Every simulation the pass asked for, as answered, in order (the decision log's).
+    pub simulations: Vec<crate::decision_log::SimulationRecord>,
     /// What to write instead when the journal save after the request fails.
     pub if_final_save_fails: Option<Contingency>,
 }
@@ -265,6 +269,8 @@ pub fn run_pass(
 ) -> PassOutput {
     let snap = input.snapshot;
     let cfg = input.config;
+    let mut recording = crate::decision_log::RecordingSimulator::new(sim);
+    let sim: &mut dyn Simulator = &mut recording;
     let mut session = session.clone();
     // Consumed by this pass (see [`Session::failed_requests`]).
     let failed_requests = std::mem::take(&mut session.failed_requests);
@@ -443,7 +449,12 @@ pub fn run_pass(
             change: alfred_model::effect::MetricChange::Set(if dispatcher { 0.0 } else { 1.0 }),
         }));
         let at = fx.len();
-        let rows = report::rows_into_halves(decisions, cfg.mode, fx, report::SPLIT_MIN_DECISIONS);
+        let split_min = if input.runtime.helper_threads {
+            report::SPLIT_MIN_DECISIONS
+        } else {
+            usize::MAX
+        };
+        let rows = report::rows_into_halves(decisions, cfg.mode, fx, split_min);
         let mut record = LastCycle::new(input.now, report::record_mode(cfg.mode), rows);
         record.plans = plan_views.clone();
         if cfg.recommendations_config_map_enabled {
@@ -491,7 +502,9 @@ pub fn run_pass(
         pools,
         explain,
         journal_error,
+        uuids_offered: input.uuids.to_vec(),
         uuids_used,
+        simulations: recording.records,
         if_final_save_fails,
     }
 }

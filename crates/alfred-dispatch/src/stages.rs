@@ -176,6 +176,15 @@ fn gauges(score: alfred_score::ClusterScore) -> Vec<PoolGauge> {
         .collect()
 }
 
+/// The policies' settings: the configuration's, with the helper threads the embedder
+/// allows.
+fn policy_settings(config: &Config, runtime: &RuntimeOptions) -> PolicySettings {
+    PolicySettings {
+        helper_threads: runtime.helper_threads,
+        ..PolicySettings::from_config(config)
+    }
+}
+
 impl Stages for CoreStages {
     fn score(&self, snapshot: &ClusterSnapshot, config: &Config) -> Vec<PoolGauge> {
         gauges(alfred_score::score_with(
@@ -190,14 +199,14 @@ impl Stages for CoreStages {
         &self,
         snapshot: &ClusterSnapshot,
         config: &Config,
-        _runtime: &RuntimeOptions,
+        runtime: &RuntimeOptions,
         plans: &[PlanRecord],
         now: Timestamp,
     ) -> (Vec<PoolGauge>, Proposal) {
         let (analysis, proposal) = alfred_policy::analyze_and_propose_with_plans(
             snapshot,
             &ScoreSettings::from_config(config),
-            &PolicySettings::from_config(config),
+            &policy_settings(config, runtime),
             now,
             plans,
         );
@@ -208,18 +217,13 @@ impl Stages for CoreStages {
         &self,
         snapshot: &ClusterSnapshot,
         config: &Config,
-        _runtime: &RuntimeOptions,
+        runtime: &RuntimeOptions,
         plans: &[PlanRecord],
         now: Timestamp,
     ) -> Proposal {
         // The executor's availability reaches the policies through
         // `snapshot.executor` (the observer sets it from the same flag).
-        alfred_policy::propose_with_plans(
-            snapshot,
-            &PolicySettings::from_config(config),
-            now,
-            plans,
-        )
+        alfred_policy::propose_with_plans(snapshot, &policy_settings(config, runtime), now, plans)
     }
 
     fn arbitrate(&self, input: &ArbiterInput<'_>) -> Vec<(usize, Verdict)> {

@@ -9,6 +9,28 @@
 //! ```text
 //! ClusterObjects::from_documents(text)?  ──►  observe(&objects, &settings, now)  ──►  Observation { snapshot }
 //! ```
+//!
+//! # Example
+//!
+//! ```
+//! use alfred_model::Timestamp;
+//! use alfred_model::config::Config;
+//! use alfred_observe::{ClusterObjects, ObserveSettings, observe};
+//!
+//! let list = r#"{"apiVersion": "v1", "kind": "List", "items": [{"apiVersion": "v1",
+//!   "kind": "Node", "metadata": {"name": "gpu-a", "uid": "u-a",
+//!     "labels": {"nvidia.com/gpu.product": "NVIDIA-H100-80GB-HBM3"}},
+//!   "status": {"allocatable": {"nvidia.com/gpu": "8"}, "capacity": {"nvidia.com/gpu": "8"},
+//!     "conditions": [{"type": "Ready", "status": "True"}]}}]}"#;
+//! let objects = ClusterObjects::from_list_json(list)?;
+//! let now = Timestamp::parse_rfc3339("2026-11-29T08:00:00Z")?;
+//! // Without the migration executor (`migration.apiVersion: v1`) moves stay advice.
+//! let settings = ObserveSettings::from_config(&Config::builtin(), false);
+//! let snapshot = observe(&objects, &settings, now).snapshot;
+//! assert_eq!((snapshot.nodes[0].name.as_str(), snapshot.nodes[0].free_gpus), ("gpu-a", 8));
+//! assert!(snapshot.problems.is_empty());
+//! # Ok::<(), Box<dyn std::error::Error>>(())
+//! ```
 
 mod dynamic;
 pub mod irstatus;

@@ -59,8 +59,14 @@ pub fn pool_scores(
         .collect()
 }
 
+/// The walk, in two halves on two threads when the settings allow a helper thread.
 pub(crate) fn run(ctx: &Ctx<'_>) -> Vec<Candidate> {
-    run_split(ctx, SPLIT_MIN_VISITS)
+    let split_min = if ctx.cfg.helper_threads {
+        SPLIT_MIN_VISITS
+    } else {
+        usize::MAX
+    };
+    run_split(ctx, split_min)
 }
 
 /// The fewest component visits (summed over the pools the walk visits) for which

@@ -34,6 +34,39 @@
 //!   the output is a total order even for rows the spec's keys leave tied.
 //! * `NodeMarker` carries what the reporter needs; record lifecycle and Node events are the
 //!   reporter's (alfred-engine.md §11.2–§11.3).
+//!
+//! # Example
+//!
+//! A node whose GPUs failed: the node-health policy marks it (the reporter's node record
+//! and Node event come from the marker).
+//!
+//! ```
+//! use alfred_model::config::Config;
+//! use alfred_model::snapshot::{HealthState, Node, NodeCondition};
+//! use alfred_model::{ClusterSnapshot, Timestamp};
+//!
+//! let now = Timestamp::from_unix_secs(1_790_000_000);
+//! let mut node = Node {
+//!     name: "gpu-a".into(),
+//!     pool: Some("H100".into()),
+//!     gpu_resource: "nvidia.com/gpu".into(),
+//!     total_gpus: 8,
+//!     free_gpus: 8,
+//!     ready: true,
+//!     ..Node::default()
+//! };
+//! node.health.state = HealthState::Unhealthy;
+//! node.health.conditions = vec![NodeCondition {
+//!     kind: "GpuUnhealthy".into(),
+//!     status: "True".into(),
+//!     last_transition_time: Some(now.plus_minutes(-60)),
+//! }];
+//! let mut snapshot = ClusterSnapshot { observed_at: now, nodes: vec![node], ..ClusterSnapshot::default() };
+//! snapshot.normalize();
+//! let proposal = alfred_policy::propose(&snapshot, &Config::builtin(), now);
+//! assert_eq!(proposal.node_markers[0].node, "gpu-a");
+//! assert!(proposal.candidates.is_empty(), "nothing runs there to move");
+//! ```
 
 mod common;
 pub mod defragmentation;
@@ -103,9 +136,10 @@ pub fn propose_with_plans(
 /// propose_with(snapshot, settings, now))`; a decision pass scores every pool and proposes
 /// on the same snapshot, and one analysis was ~10% of a pass.
 ///
-/// On a large snapshot (at least [`CONCURRENT_MIN_PODS`] bound pods) the analysis runs on
-/// another thread while this one builds the policies' context (checks the snapshot's order,
-/// indexes its names); the two read the snapshot only, so the result is the same.
+/// On a large snapshot (at least [`CONCURRENT_MIN_PODS`] bound pods), when
+/// `settings.helper_threads` allows it, the analysis runs on another thread while this one
+/// builds the policies' context (checks the snapshot's order, indexes its names); the two
+/// read the snapshot only, so the result is the same.
 pub fn analyze_and_propose<'s>(
     snapshot: &'s ClusterSnapshot,
     scoring: &ScoreSettings,
@@ -129,7 +163,7 @@ pub fn analyze_and_propose_with_plans<'s>(
         scoring,
         settings,
         now,
-        snapshot.pods.len() >= CONCURRENT_MIN_PODS,
+        settings.helper_threads && snapshot.pods.len() >= CONCURRENT_MIN_PODS,
         plans,
     )
 }

@@ -88,6 +88,11 @@ pub struct PolicySettings {
     /// `decisionLoopInterval`: a plan makes one step a pass (its later steps meet the
     /// hourly budget later).
     pub decision_loop_interval: std::time::Duration,
+    /// Whether the policies may use one helper thread on a large cluster (the analysis
+    /// beside the context, the second half of the defragmentation walk). Not a
+    /// configuration key: the embedder decides how many threads alfred may start, and a
+    /// library user gets one (`false`) unless it asks. The output is the same either way.
+    pub helper_threads: bool,
 }
 
 impl Default for PolicySettings {
@@ -123,6 +128,7 @@ impl Default for PolicySettings {
             drain_lone_pod_wait_minutes: 30,
             max_migrations_per_hour: 10,
             decision_loop_interval: std::time::Duration::from_secs(300),
+            helper_threads: false,
         }
     }
 }
@@ -175,6 +181,7 @@ impl PolicySettings {
             drain_lone_pod_wait_minutes: d.drain_plans.lone_pod_wait_minutes,
             max_migrations_per_hour: config.max_migrations_per_hour,
             decision_loop_interval: config.decision_loop_interval,
+            helper_threads: false,
         }
     }
 

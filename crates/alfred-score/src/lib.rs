@@ -30,6 +30,38 @@
 //! the snapshot's flat index ([`alfred_model::index::SnapshotIndex`], `u32` indices and bit
 //! flags built once per snapshot by [`ClusterSnapshot::index`](alfred_model::ClusterSnapshot::index)),
 //! never hashed or compared per call.
+//!
+//! # Example
+//!
+//! Two 8-GPU nodes with four GPUs free each: 8 free GPUs, but no slot for an 8-GPU pod.
+//!
+//! ```
+//! use alfred_model::config::Config;
+//! use alfred_model::snapshot::Node;
+//! use alfred_model::{ClusterSnapshot, Timestamp};
+//!
+//! let half_free = |name: &str| Node {
+//!     name: name.into(),
+//!     pool: Some("H100".into()),
+//!     gpu_resource: "nvidia.com/gpu".into(),
+//!     total_gpus: 8,
+//!     allocated_gpus: 4,
+//!     free_gpus: 4,
+//!     ready: true,
+//!     ..Node::default()
+//! };
+//! let mut snapshot = ClusterSnapshot {
+//!     observed_at: Timestamp::from_unix_secs(1_790_000_000),
+//!     nodes: vec![half_free("gpu-a"), half_free("gpu-b")],
+//!     ..ClusterSnapshot::default()
+//! };
+//! snapshot.normalize();
+//! let score = alfred_score::score(&snapshot, &Config::builtin());
+//! let pool = &score.pools[0];
+//! assert_eq!(pool.pool, "H100");
+//! let eight = pool.per_size.iter().find(|s| s.size == 8).expect("the 8-GPU size");
+//! assert_eq!(eight.frag, 1.0, "every free GPU is unusable for an 8-GPU pod");
+//! ```
 
 mod bins;
 mod movable;

@@ -10,6 +10,43 @@
 //! * [`evaluate`]: the wire protocol (`SimulationRequest` → `SimulationResult`);
 //! * [`parse_workers`] / [`check_probe`]: `workers.json` and the startup probe;
 //! * [`select_profile`]: which profile simulates an Instance, or the reason none does.
+//!
+//! # Example
+//!
+//! Where would a 1-GPU replacement pod land if its node `gpu-a` is excluded?
+//!
+//! ```
+//! use std::collections::BTreeSet;
+//!
+//! use alfred_sim::objects::{Cluster, Node, Pod};
+//! use alfred_sim::{Decision, MoveInput, Profile, simulate};
+//! use serde_json::json;
+//!
+//! let node = |name: &str| -> Node {
+//!     serde_json::from_value(json!({
+//!         "metadata": {"name": name, "labels": {"kubernetes.io/hostname": name}},
+//!         "status": {"allocatable": {"cpu": "64", "memory": "512Gi", "pods": "110",
+//!                                    "nvidia.com/gpu": "8"}}
+//!     }))
+//!     .unwrap()
+//! };
+//! let replacement: Pod = serde_json::from_value(json!({
+//!     "metadata": {"namespace": "default", "name": "chat-0", "uid": "u-chat-0"},
+//!     "spec": {"containers": [{"name": "engine", "image": "engine:1", "resources":
+//!         {"requests": {"cpu": "4", "memory": "16Gi", "nvidia.com/gpu": "1"}}}]}
+//! }))?;
+//! let cluster = Cluster { nodes: vec![node("gpu-a"), node("gpu-b")], ..Cluster::default() };
+//! let excluded: BTreeSet<String> = ["gpu-a".to_owned()].into();
+//! let input = MoveInput {
+//!     replacement_pods: std::slice::from_ref(&replacement),
+//!     excluded_nodes: &excluded,
+//!     require_gang: false,
+//! };
+//! let outcome = simulate(&Profile::default_scheduler(), &cluster, &input)?;
+//! assert_eq!(outcome.decision, Decision::Feasible);
+//! assert_eq!(outcome.placements[0].node_name, "gpu-b");
+//! # Ok::<(), Box<dyn std::error::Error>>(())
+//! ```
 
 pub mod clip;
 pub mod config;

@@ -15,11 +15,10 @@ use tokio::sync::mpsc;
 
 use super::apply::{Applier, ApplyReport};
 use super::config::ConfigStore;
-use super::ids::uuid_v4;
 use super::leader::LeaderGate;
 use super::metrics::Metrics;
 use super::observe::{Observer, now};
-use super::pass::{DecisionPass, PassInput, Simulation, UUIDS_PER_PASS, new_term};
+use super::pass::{Reads, Simulation, Term};
 
 /// The guard's name (policy and binding).
 pub const GUARD_NAME: &str = "ome-alfred-migration-writes";
@@ -88,9 +87,14 @@ impl Decider {
             if !*leader_rx.borrow() {
                 continue;
             }
-            let mut pass = new_term(self.simulation.clone());
+            let mut pass = Term::new(
+                self.runtime.clone(),
+                &self.namespace,
+                &self.config_name,
+                self.simulation.clone(),
+            );
             let mut last_apply = ApplyReport::default();
-            self.one_pass(&mut *pass, false, &mut last_apply).await;
+            self.one_pass(&mut pass, false, &mut last_apply).await;
             let (cfg, _) = self.config.current();
             let mut deadline = tokio::time::Instant::now() + cfg.decision_loop_interval;
             loop {
@@ -109,13 +113,13 @@ impl Decider {
                     }
                     Wake::Timer => {
                         let fresh = early.try_recv().is_ok();
-                        self.one_pass(&mut *pass, fresh, &mut last_apply).await;
+                        self.one_pass(&mut pass, fresh, &mut last_apply).await;
                         let (cfg, _) = self.config.current();
                         deadline = tokio::time::Instant::now() + cfg.decision_loop_interval;
                     }
                     Wake::Early => {
                         let regular_due = tokio::time::Instant::now() >= deadline;
-                        self.one_pass(&mut *pass, true, &mut last_apply).await;
+                        self.one_pass(&mut pass, true, &mut last_apply).await;
                         if regular_due || tokio::time::Instant::now() >= deadline {
                             let (cfg, _) = self.config.current();
                             deadline = tokio::time::Instant::now() + cfg.decision_loop_interval;
@@ -126,12 +130,7 @@ impl Decider {
         }
     }
 
-    async fn one_pass(
-        &self,
-        pass: &mut dyn DecisionPass,
-        fresh: bool,
-        last_apply: &mut ApplyReport,
-    ) {
+    async fn one_pass(&self, pass: &mut Term, fresh: bool, last_apply: &mut ApplyReport) {
         let started = Instant::now();
         let (config, generation) = self.config.current();
         let snapshot = if fresh {
@@ -162,23 +161,20 @@ impl Decider {
             return;
         }
         // A new leader reads the journal before it writes anything (every pass does).
-        let (journal, journal_error) = if self.runtime.executor_available() {
+        let journal = if self.runtime.executor_available() {
             match self.applier.read_journal().await {
-                Ok(j) => (j, None),
+                Ok(j) => Ok(j),
                 Err(o) => {
                     tracing::warn!(outcome = o.label(), "cannot read the dispatch journal");
-                    (
-                        None,
-                        Some(format!(
-                            "read {}: {}",
-                            super::apply::JOURNAL_CONFIG_MAP,
-                            o.label()
-                        )),
-                    )
+                    Err(format!(
+                        "read {}: {}",
+                        super::apply::JOURNAL_CONFIG_MAP,
+                        o.label()
+                    ))
                 }
             }
         } else {
-            (None, None)
+            Ok(None)
         };
         let (guard_policy, guard_binding) = if self.runtime.executor_available() {
             self.guard.read().await
@@ -199,24 +195,19 @@ impl Decider {
                 runtime: tokio::runtime::Handle::current(),
             }) as Arc<dyn alfred_dispatch::FreshObserver + Send + Sync>
         });
-        let input = PassInput {
+        let reads = Reads {
             snapshot,
             fresh,
             config_changed: self.config.generation() != generation,
             config,
-            runtime: self.runtime.clone(),
-            namespace: self.namespace.clone(),
-            config_map_name: self.config_name.clone(),
             journal,
-            journal_error,
             stored_records,
             guard_policy,
             guard_binding,
             now: now(),
-            uuids: (0..UUIDS_PER_PASS).map(|_| uuid_v4()).collect(),
         };
         let pass_started = Instant::now();
-        let output = tokio::task::block_in_place(|| pass.run(&input));
+        let output = tokio::task::block_in_place(|| pass.run(&reads));
         let pass_ms = pass_started.elapsed().as_millis();
         if !self.gate.is_leader() {
             tracing::warn!("lease lost during the pass; its effects are dropped");
@@ -229,15 +220,19 @@ impl Decider {
             .applier
             .apply_pass(&output.effects, output.if_final_save_fails.as_ref())
             .await;
-        pass.requests_failed(failed_requests(&output.effects, &last_apply.writes));
+        // One outcome per write effect, in order (the contingency's after the saved prefix).
+        let written = output.effects.iter().filter(|e| e.is_write());
+        for (e, (_, outcome)) in written.zip(&last_apply.writes) {
+            pass.write_done(e, *outcome == super::apply::Outcome::Applied);
+        }
         if let Some(log) = &self.decision_log {
-            log.after_pass(&input, &output);
+            log.after_pass(&reads, &output);
         }
         self.metrics
             .decision_duration
             .observe(started.elapsed().as_secs_f64());
         tracing::info!(
-            rows = output.rows,
+            rows = output.record.recommendations.as_ref().map_or(0, Vec::len),
             effects = output.effects.len(),
             writes = last_apply.writes.len(),
             pass_ms,
@@ -312,62 +307,4 @@ pub async fn read_guard(client: &Client) -> (Option<Value>, Option<Value>) {
     )
     .await;
     (policy, binding)
-}
-
-/// The journal UUIDs of the migration requests among `effects` whose write did not apply
-/// (`writes` holds one outcome per write effect, in order).
-fn failed_requests(
-    effects: &[alfred_model::effect::Effect],
-    writes: &[(&'static str, super::apply::Outcome)],
-) -> Vec<String> {
-    use alfred_model::effect::Effect;
-    effects
-        .iter()
-        .filter(|e| e.is_write())
-        .zip(writes)
-        .filter_map(|(e, (_, outcome))| match e {
-            Effect::RequestMigration { uuid, .. } if *outcome != super::apply::Outcome::Applied => {
-                Some(uuid.clone())
-            }
-            _ => None,
-        })
-        .collect()
-}
-
-#[cfg(test)]
-mod failed_request_tests {
-    use super::*;
-    use alfred_model::effect::{Effect, MetricChange, MetricUpdate};
-
-    #[test]
-    fn only_unapplied_request_writes_are_reported() {
-        let request = |uuid: &str| Effect::RequestMigration {
-            namespace: "ns".into(),
-            name: "isvc".into(),
-            uid: "u".into(),
-            resource_version: "1".into(),
-            annotation: format!("ome.io/migration-request-v1-{uuid}"),
-            payload: "{}".into(),
-            uuid: uuid.into(),
-        };
-        let metric = Effect::Metric(MetricUpdate {
-            name: "m".into(),
-            labels: vec![],
-            change: MetricChange::Inc(1),
-        });
-        let effects = vec![
-            Effect::WriteJournal {
-                state_json: "{}".into(),
-            },
-            metric,
-            request("a"),
-            request("b"),
-        ];
-        let writes = vec![
-            ("write_journal", super::super::apply::Outcome::Applied),
-            ("request_migration", super::super::apply::Outcome::Applied),
-            ("request_migration", super::super::apply::Outcome::Skipped),
-        ];
-        assert_eq!(failed_requests(&effects, &writes), vec!["b".to_owned()]);
-    }
 }

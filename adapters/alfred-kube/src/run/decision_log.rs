@@ -13,32 +13,16 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use alfred_dispatch::decision_log::{
-    self, OutcomeTracker, PENDING_PER_DECISION, SimulationRecord, SnapshotFacts, TrackedDecision,
+    self, OutcomeTracker, PENDING_PER_DECISION, SnapshotFacts, TrackedDecision,
 };
-use alfred_dispatch::{Explained, Journal, PoolGauge};
+use alfred_dispatch::{Journal, JournalSlot, PassOutput};
 use alfred_model::ClusterSnapshot;
 use alfred_model::config::Config;
-use alfred_model::plan::PlanView;
 use serde_json::Value;
 
 use super::config::ConfigStore;
 use super::observe::Observer;
-use super::pass::{PassInput, PassOutput};
-
-/// What a pass produced for the decision log (filled by the real pass; empty otherwise).
-#[derive(Debug, Clone, Default, PartialEq)]
-pub struct PassDecision {
-    /// Pool scores before the pass.
-    pub pools: Vec<PoolGauge>,
-    /// Every candidate with its verdict.
-    pub explain: Vec<Explained>,
-    /// Every simulation the pass asked for, as answered.
-    pub simulations: Vec<SimulationRecord>,
-    /// The journal as the pass left it (execute mode with `v1`).
-    pub journal: Option<Journal>,
-    /// The record's drain plans (for the plan lines).
-    pub plans: Vec<PlanView>,
-}
+use super::pass::Reads;
 
 /// Appends JSON lines to a file (created if missing) or stdout.
 pub struct LineWriter {
@@ -118,43 +102,43 @@ impl DecisionLog {
     /// After a pass whose effects were applied (the leader, still holding the lease): the
     /// decision line when the pass decided something, and its follow-up when it wrote a
     /// request (or, in recommend-only mode, planned a move).
-    pub fn after_pass(&self, input: &PassInput, output: &PassOutput) {
-        let d = &output.decision;
+    pub fn after_pass(&self, input: &Reads, output: &PassOutput) {
         let mut inner = self.lock();
-        if let Some(after) = &d.journal {
+        if let JournalSlot::Readable(after) = &output.new_state.journal {
             // A plan that started or ended: its `plan` / `planOutcome` line (B.1 reporting).
             let before = inner
                 .journal
                 .as_ref()
                 .map_or(&[][..], |j| j.plans.as_slice());
-            let lines = decision_log::plan_lines(input.now, before, &after.plans, &d.plans);
+            let lines =
+                decision_log::plan_lines(input.now, before, &after.plans, &output.record.plans);
             for line in &lines {
                 if let Err(e) = inner.writer.write(line) {
                     tracing::warn!(error = %e, "cannot write the decision log");
                 }
             }
-            inner.journal = d.journal.clone();
+            inner.journal = Some(after.clone());
         }
-        if !decision_log::decided_something(&d.explain, &output.effects) {
+        if !decision_log::decided_something(&output.explain, &output.effects) {
             return;
         }
         inner.sequence += 1;
-        let prefix: String = input
-            .uuids
+        let prefix: String = output
+            .uuids_offered
             .first()
             .map(|u| u.chars().take(8).collect())
             .unwrap_or_default();
         let id = format!("{:06}-{prefix}", inner.sequence);
         let snapshot = &input.snapshot;
-        let pools = decision_log::touched_pools(snapshot, &d.explain, &output.effects);
+        let pools = decision_log::touched_pools(snapshot, &output.explain, &output.effects);
         let pending = decision_log::pending_for(snapshot, &pools, PENDING_PER_DECISION);
         let line = decision_log::decision_line(
             &id,
             input.now,
             input.config.mode.as_str(),
-            &d.pools,
-            &d.explain,
-            &d.simulations,
+            &output.pools,
+            &output.explain,
+            &output.simulations,
             &output.effects,
             &pending,
             false,
@@ -162,7 +146,7 @@ impl DecisionLog {
         if let Err(e) = inner.writer.write(&line) {
             tracing::warn!(error = %e, "cannot write the decision log");
         }
-        if decision_log::should_follow(input.config.mode, &d.explain, &output.effects) {
+        if decision_log::should_follow(input.config.mode, &output.explain, &output.effects) {
             let requests = decision_log::dispatched(&output.effects);
             inner.tracker.record(TrackedDecision {
                 decision_id: id,
@@ -220,13 +204,41 @@ pub async fn follow(log: Arc<DecisionLog>, observer: Arc<Observer>, config: Arc<
 #[cfg(test)]
 mod tests {
 
+    use alfred_dispatch::{DurableState, Explained, Session};
     use alfred_model::Timestamp;
     use alfred_model::effect::Effect;
     use alfred_model::reason::RowReason;
-    use alfred_model::record::{Candidate, Policy, Verdict};
+    use alfred_model::record::{Candidate, LastCycle, Policy, Verdict};
     use alfred_model::snapshot::{ComponentKind, DeploymentMode, Node, PendingPod, Pod};
 
     use super::*;
+
+    /// A pass's output with these effects, candidates and journal (`None`: not read), the
+    /// rest empty.
+    fn output(
+        effects: Vec<Effect>,
+        explain: Vec<Explained>,
+        journal: Option<Journal>,
+    ) -> PassOutput {
+        let t0 = Timestamp::from_unix_secs(1_790_000_000);
+        PassOutput {
+            record: LastCycle::new(t0, alfred_model::record::Mode::RecommendOnly, vec![]),
+            node_records: Default::default(),
+            effects,
+            new_state: DurableState {
+                journal: journal.map_or(JournalSlot::Missing, JournalSlot::Readable),
+                ..DurableState::default()
+            },
+            session: Session::default(),
+            pools: vec![],
+            explain,
+            journal_error: None,
+            uuids_offered: vec!["6f1c2d3e-8a4b-4c5d-9e6f-0a1b2c3d4e5f".into()],
+            uuids_used: 0,
+            simulations: vec![],
+            if_final_save_fails: None,
+        }
+    }
 
     /// A writer into a shared buffer.
     #[derive(Clone, Default)]
@@ -326,7 +338,7 @@ mod tests {
             LineWriter::new(Box::new(buffer.clone())),
             Duration::from_secs(120),
         );
-        let input = PassInput::for_test(snapshot(t0, true), Config::builtin(), t0);
+        let input = Reads::for_test(snapshot(t0, true), Config::builtin(), t0);
         let record = |phase: PlanPhase, reason: Option<PlanEndReason>| PlanRecord {
             id: "dp-1".into(),
             pool: "H100".into(),
@@ -344,15 +356,12 @@ mod tests {
             ended_at: reason.map(|_| t0),
             pending_since: t0,
         };
-        let pass = |plans: Vec<PlanRecord>| PassOutput {
-            decision: PassDecision {
-                journal: Some(Journal {
-                    plans,
-                    ..Journal::empty()
-                }),
-                ..PassDecision::default()
-            },
-            ..PassOutput::default()
+        let pass = |plans: Vec<PlanRecord>| {
+            let journal = Journal {
+                plans,
+                ..Journal::empty()
+            };
+            output(vec![], vec![], Some(journal))
         };
         // A pass that started a plan and decided nothing else: the plan line alone.
         log.after_pass(&input, &pass(vec![record(PlanPhase::Protecting, None)]));
@@ -380,12 +389,12 @@ mod tests {
         );
         let mut config = Config::builtin();
         config.mode = alfred_model::config::Mode::Execute;
-        let input = PassInput::for_test(snapshot(t0, true), config.clone(), t0);
+        let input = Reads::for_test(snapshot(t0, true), config.clone(), t0);
         // A pass that decided nothing writes nothing.
-        log.after_pass(&input, &PassOutput::default());
+        log.after_pass(&input, &output(vec![], vec![], None));
         assert!(buffer.lines().is_empty());
-        let output = PassOutput {
-            effects: vec![Effect::RequestMigration {
+        let output = output(
+            vec![Effect::RequestMigration {
                 namespace: "ns".into(),
                 name: "a".into(),
                 uid: "uid-a".into(),
@@ -394,40 +403,37 @@ mod tests {
                 payload: "{}".into(),
                 uuid: "6f1c2d3e-8a4b-4c5d-9e6f-0a1b2c3d4e5f".into(),
             }],
-            decision: PassDecision {
-                explain: vec![Explained {
-                    candidate: Candidate {
-                        policy: Policy::Defragmentation,
-                        workload: "ns/a".into(),
-                        component: ComponentKind::Engine,
-                        instance: 0,
-                        mode: DeploymentMode::OMENative,
-                        reason: RowReason::Fragmentation,
-                        from_node: "n1".into(),
-                        hint_target_nodes: vec!["n2".into()],
-                        placement_target_nodes: vec![],
-                        executable: true,
-                        advisory_reason: None,
-                        surge_shaped: true,
-                        footprint_gpus: 1,
-                        benefit: 0.5,
-                        cost: 0.15,
-                        score: 0.35,
-                        emergency: false,
-                        pod_gpus: vec![1],
-                        scheduling: None,
-                        plan: None,
-                    },
-                    verdict: Some(Verdict {
-                        admitted: true,
-                        request_uuid: "6f1c2d3e-8a4b-4c5d-9e6f-0a1b2c3d4e5f".into(),
-                        ..Verdict::default()
-                    }),
-                }],
-                ..PassDecision::default()
-            },
-            ..PassOutput::default()
-        };
+            vec![Explained {
+                candidate: Candidate {
+                    policy: Policy::Defragmentation,
+                    workload: "ns/a".into(),
+                    component: ComponentKind::Engine,
+                    instance: 0,
+                    mode: DeploymentMode::OMENative,
+                    reason: RowReason::Fragmentation,
+                    from_node: "n1".into(),
+                    hint_target_nodes: vec!["n2".into()],
+                    placement_target_nodes: vec![],
+                    executable: true,
+                    advisory_reason: None,
+                    surge_shaped: true,
+                    footprint_gpus: 1,
+                    benefit: 0.5,
+                    cost: 0.15,
+                    score: 0.35,
+                    emergency: false,
+                    pod_gpus: vec![1],
+                    scheduling: None,
+                    plan: None,
+                },
+                verdict: Some(Verdict {
+                    admitted: true,
+                    request_uuid: "6f1c2d3e-8a4b-4c5d-9e6f-0a1b2c3d4e5f".into(),
+                    ..Verdict::default()
+                }),
+            }],
+            None,
+        );
         log.after_pass(&input, &output);
         let lines = buffer.lines();
         assert_eq!(lines.len(), 1);

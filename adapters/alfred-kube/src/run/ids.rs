@@ -10,20 +10,7 @@ pub fn uuid_v4() -> String {
     format_v4(b)
 }
 
-/// Formats 16 random bytes as a version 4, variant RFC 4122 UUID.
-pub fn format_v4(mut b: [u8; 16]) -> String {
-    b[6] = (b[6] & 0x0f) | 0x40;
-    b[8] = (b[8] & 0x3f) | 0x80;
-    let hex: String = b.iter().map(|x| format!("{x:02x}")).collect();
-    format!(
-        "{}-{}-{}-{}-{}",
-        &hex[0..8],
-        &hex[8..12],
-        &hex[12..16],
-        &hex[16..20],
-        &hex[20..32]
-    )
-}
+pub use alfred_dispatch::caretaker::format_v4;
 
 #[cfg(test)]
 mod tests {

@@ -1,16 +1,17 @@
-//! The seam to the pure decision pass (`alfred_dispatch::run_pass`).
+//! The seam to the pure decision pass (`alfred_dispatch::Caretaker`).
 //!
-//! The adapter gathers the inputs (snapshot, configuration, flags, the journal text, the
-//! stored node records, the guard objects, `now`, fresh UUIDs), calls [`DecisionPass::run`]
-//! on a blocking-capable thread, and applies the effects it returns. Nothing here decides
-//! anything: this module only converts what was read into the pass's input types.
+//! The decider gathers what it read (snapshot, configuration, the journal text, the stored
+//! node records, the guard objects, `now`) into [`Reads`], runs the term's [`Term::run`] on
+//! a blocking-capable thread, applies the effects it returns and reports each write back.
+//! Nothing here decides anything: this module only converts what was read into the
+//! caretaker's reading and picks the simulator.
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
 use std::time::Duration;
 
 use alfred_dispatch::guard::{GuardBindingObservation, GuardPolicyObservation};
-use alfred_dispatch::{CoreStages, DurableState, GuardObservation, JournalSlot, Session};
+use alfred_dispatch::{Caretaker, DurableState, GuardObservation, PassOutput, Reading};
 use alfred_model::config::{Config, RuntimeOptions};
 use alfred_model::effect::Effect;
 use alfred_model::record::NodeRecord;
@@ -19,13 +20,11 @@ use serde_json::Value;
 
 use crate::simulation::{NoSimulator, WorkerPool};
 
-/// UUIDs handed to every pass (a pass writes at most one request).
-pub const UUIDS_PER_PASS: usize = 4;
 /// The dispatch deadline after a pass begins (alfred-engine.md §9).
 pub const DISPATCH_DEADLINE: Duration = Duration::from_secs(30);
 
-/// Everything one pass reads.
-pub struct PassInput {
+/// What the decider read for one pass, as Kubernetes gave it.
+pub struct Reads {
     /// The snapshot the pass decides on (latest cached, or freshly built for early passes).
     pub snapshot: Arc<ClusterSnapshot>,
     /// Where the execute-mode re-check's fresh snapshots come from (alfred-engine.md §9.6
@@ -36,16 +35,9 @@ pub struct PassInput {
     pub config: Arc<Config>,
     /// A newer configuration arrived while the inputs were gathered.
     pub config_changed: bool,
-    /// The validated flags.
-    pub runtime: RuntimeOptions,
-    /// alfred's namespace.
-    pub namespace: String,
-    /// `--config-name`.
-    pub config_map_name: String,
-    /// `state.json` of `alfred-dispatch-state` as just read (`None`: not there / not read).
-    pub journal: Option<String>,
-    /// Why reading the journal failed (as opposed to it being absent).
-    pub journal_error: Option<String>,
+    /// `state.json` of `alfred-dispatch-state` as just read (`Ok(None)`: not there / not
+    /// read; `Err`: why reading it failed, as opposed to it being absent).
+    pub journal: Result<Option<String>, String>,
     /// The `node.*` keys of the recommendations ConfigMap as read (key → value).
     pub stored_records: BTreeMap<String, String>,
     /// The ValidatingAdmissionPolicy `ome-alfred-migration-writes` as read (`None`: missing).
@@ -54,58 +46,25 @@ pub struct PassInput {
     pub guard_binding: Option<Value>,
     /// Now.
     pub now: Timestamp,
-    /// Fresh version 4 UUIDs.
-    pub uuids: Vec<String>,
 }
 
 #[cfg(test)]
-impl PassInput {
-    /// A pass over `snapshot` with no journal, guard or stored records, flags at their
-    /// defaults, namespace `ome` and one UUID (the adapter's unit tests).
-    pub(crate) fn for_test(snapshot: ClusterSnapshot, config: Config, now: Timestamp) -> PassInput {
-        PassInput {
+impl Reads {
+    /// A pass over `snapshot` with no journal, guard or stored records (the adapter's
+    /// unit tests).
+    pub(crate) fn for_test(snapshot: ClusterSnapshot, config: Config, now: Timestamp) -> Reads {
+        Reads {
             snapshot: Arc::new(snapshot),
             fresh: None,
             config: Arc::new(config),
             config_changed: false,
-            runtime: RuntimeOptions::default(),
-            namespace: "ome".into(),
-            config_map_name: "alfred-config".into(),
-            journal: None,
-            journal_error: None,
+            journal: Ok(None),
             stored_records: BTreeMap::new(),
             guard_policy: None,
             guard_binding: None,
             now,
-            uuids: vec!["6f1c2d3e-8a4b-4c5d-9e6f-0a1b2c3d4e5f".into()],
         }
     }
-}
-
-/// What one pass returns.
-#[derive(Debug, Clone, Default, PartialEq)]
-pub struct PassOutput {
-    /// Effects to apply, in order.
-    pub effects: Vec<Effect>,
-    /// Rows in the record (for the log).
-    pub rows: usize,
-    /// Why the journal could not be used (for the log).
-    pub journal_error: Option<String>,
-    /// What `--decision-log` records of the pass.
-    pub decision: super::decision_log::PassDecision,
-    /// The pass's other ending, should the journal save after its request fail.
-    pub if_final_save_fails: Option<alfred_dispatch::Contingency>,
-}
-
-/// A decision pass with its in-memory state (breaker, report flags, last node records); one
-/// per leadership term.
-pub trait DecisionPass: Send {
-    /// Runs one pass.
-    fn run(&mut self, input: &PassInput) -> PassOutput;
-
-    /// Tells the next pass which migration requests (journal UUIDs) the applier could not
-    /// write, so it reports them as `SubmissionUncertain` (alfred-engine.md §9.9 attempt()).
-    fn requests_failed(&mut self, _uuids: Vec<String>) {}
 }
 
 /// The guard objects as the pass reads them (§9.8).
@@ -144,14 +103,7 @@ pub fn guard_observation(policy: Option<&Value>, binding: Option<&Value>) -> Gua
 /// The stored node records (`node.<name>` keys; hashed keys cannot name their node and are
 /// left to the pass's stale-key cleanup).
 pub fn node_records(stored: &BTreeMap<String, String>) -> BTreeMap<String, NodeRecord> {
-    stored
-        .iter()
-        .filter_map(|(k, v)| {
-            let name = k.strip_prefix("node.")?;
-            let record: NodeRecord = serde_json::from_str(v).ok()?;
-            Some((name.to_owned(), record))
-        })
-        .collect()
+    alfred_dispatch::caretaker::node_records_of_keys(stored)
 }
 
 /// While node health is disabled (decision B.4) the recommendations write deletes every node
@@ -182,48 +134,41 @@ pub enum Simulation {
     InProcess,
 }
 
-/// The real pass: `alfred_dispatch::run_pass` with the core stages and the simulator of
-/// [`Simulation`].
-#[derive(Default)]
-pub struct AlfredPass {
-    session: Session,
-    previous: Option<BTreeMap<String, NodeRecord>>,
+/// One leadership term of `alfred run`: the core's [`Caretaker`] (random UUIDs, the
+/// dispatch deadline, helper threads allowed) and the simulator of [`Simulation`].
+pub struct Term {
+    caretaker: Caretaker,
     simulation: Simulation,
 }
 
-impl AlfredPass {
-    /// A pass for a new leadership term.
-    pub fn new(simulation: Simulation) -> AlfredPass {
-        AlfredPass {
+impl Term {
+    /// A new term (a fresh session: alfred-engine.md §12).
+    pub fn new(
+        runtime: RuntimeOptions,
+        namespace: &str,
+        config_map_name: &str,
+        simulation: Simulation,
+    ) -> Term {
+        let caretaker = Caretaker::new(runtime.with_helper_threads(true), super::ids::uuid_v4)
+            .with_identity(namespace, config_map_name)
+            .with_dispatch_deadline(Some(DISPATCH_DEADLINE));
+        Term {
+            caretaker,
             simulation,
-            ..AlfredPass::default()
         }
     }
-}
 
-impl DecisionPass for AlfredPass {
-    fn requests_failed(&mut self, uuids: Vec<String>) {
-        self.session.failed_requests = uuids;
-    }
-
-    fn run(&mut self, input: &PassInput) -> PassOutput {
-        let journal = match (&input.journal, &input.journal_error) {
-            (_, Some(error)) => JournalSlot::Unreadable {
-                text: String::new(),
-                error: error.clone(),
-            },
-            (text, None) => JournalSlot::from_state_json(text.as_deref()),
-        };
-        let state = DurableState {
-            journal,
-            node_records: node_records(&input.stored_records),
-            verbatim: None,
-        };
-        let previous = self
-            .previous
-            .clone()
-            .unwrap_or_else(|| state.node_records.clone());
-        let guard = guard_observation(input.guard_policy.as_ref(), input.guard_binding.as_ref());
+    /// Runs one pass on what was read.
+    pub fn run(&mut self, reads: &Reads) -> PassOutput {
+        let state = DurableState::from_config_maps(
+            reads
+                .journal
+                .as_ref()
+                .map(Option::as_deref)
+                .map_err(Clone::clone),
+            &reads.stored_records,
+        );
+        let guard = guard_observation(reads.guard_policy.as_ref(), reads.guard_binding.as_ref());
         let mut no_workers = NoSimulator;
         let mut model;
         let sim: &mut dyn alfred_dispatch::Simulator = match &mut self.simulation {
@@ -232,63 +177,31 @@ impl DecisionPass for AlfredPass {
                 pool
             }
             Simulation::InProcess => {
-                model = alfred_dispatch::ModelSimulator::new(&*input.config);
+                model = alfred_dispatch::ModelSimulator::new(&*reads.config);
                 &mut model
             }
             Simulation::None => &mut no_workers,
         };
-        let mut clocked = Clocked(sim);
-        let mut recording = alfred_dispatch::decision_log::RecordingSimulator::new(&mut clocked);
-        let out = alfred_dispatch::run_pass(
-            &alfred_dispatch::PassInput {
-                snapshot: &input.snapshot,
-                fresh: match &input.fresh {
-                    Some(look) => alfred_dispatch::FreshLooks::Observe(&**look),
-                    None => alfred_dispatch::FreshLooks::Frozen(Some(&input.snapshot)),
-                },
-                config: &input.config,
-                runtime: &input.runtime,
-                namespace: &input.namespace,
-                config_map_name: &input.config_map_name,
-                state: &state,
-                previous_node_records: &previous,
-                guard: &guard,
-                uuids: &input.uuids,
-                config_changed: input.config_changed,
-                deadline: Some(input.now.plus(DISPATCH_DEADLINE)),
-                now: input.now,
-            },
-            &CoreStages,
-            &self.session,
-            &mut recording,
-        );
-        let simulations = recording.records;
-        self.session = out.session;
-        self.previous = Some(out.node_records);
-        let mut effects = out.effects;
-        let mut if_final_save_fails = out.if_final_save_fails;
-        if !input.config.policies.node_health.enabled {
-            delete_stored_node_keys(&mut effects, &input.stored_records);
-            if let Some(c) = &mut if_final_save_fails {
-                delete_stored_node_keys(&mut c.then, &input.stored_records);
+        let mut reading = Reading::new(&reads.snapshot, &reads.config, reads.now)
+            .state(state)
+            .guard(&guard)
+            .config_changed(reads.config_changed);
+        if let Some(look) = &reads.fresh {
+            reading = reading.fresh_looks(&**look);
+        }
+        let mut out = self.caretaker.pass(reading, &mut Clocked(sim));
+        if !reads.config.policies.node_health.enabled {
+            delete_stored_node_keys(&mut out.effects, &reads.stored_records);
+            if let Some(c) = &mut out.if_final_save_fails {
+                delete_stored_node_keys(&mut c.then, &reads.stored_records);
             }
         }
-        PassOutput {
-            effects,
-            rows: out.record.recommendations.as_ref().map_or(0, Vec::len),
-            journal_error: out.journal_error,
-            if_final_save_fails,
-            decision: super::decision_log::PassDecision {
-                pools: out.pools,
-                explain: out.explain,
-                simulations,
-                journal: match out.new_state.journal {
-                    JournalSlot::Readable(j) => Some(j),
-                    _ => None,
-                },
-                plans: out.record.plans,
-            },
-        }
+        out
+    }
+
+    /// Reports the outcome of one write of the last pass (see [`Caretaker::write_done`]).
+    pub fn write_done(&mut self, effect: &Effect, applied: bool) {
+        self.caretaker.write_done(effect, applied);
     }
 }
 
@@ -308,14 +221,18 @@ impl alfred_dispatch::Simulator for Clocked<'_> {
     }
 }
 
-/// The pass a new leader starts with (a fresh session: alfred-engine.md §12).
-pub fn new_term(simulation: Simulation) -> Box<dyn DecisionPass> {
-    Box::new(AlfredPass::new(simulation))
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    fn term() -> Term {
+        Term::new(
+            RuntimeOptions::default(),
+            "ome",
+            "alfred-config",
+            Simulation::None,
+        )
+    }
 
     #[test]
     fn guard_objects_are_read_field_by_field() {
@@ -358,9 +275,9 @@ mod tests {
                 observed_at: now,
                 ..ClusterSnapshot::default()
             };
-            let mut input = PassInput::for_test(snapshot, config, now);
-            input.stored_records = stored.clone();
-            let out = AlfredPass::default().run(&input);
+            let mut reads = Reads::for_test(snapshot, config, now);
+            reads.stored_records = stored.clone();
+            let out = term().run(&reads);
             out.effects
                 .into_iter()
                 .find_map(|e| match e {
@@ -376,10 +293,18 @@ mod tests {
         assert_eq!(deletes(true), ["node.gpu-1"]);
     }
 
+    /// `alfred run` keeps the speed of the second core: it allows the pass's helper
+    /// threads, which a library user gets only on request.
+    #[test]
+    fn alfred_run_allows_the_helper_threads() {
+        assert!(term().caretaker.runtime().helper_threads);
+        assert!(!RuntimeOptions::default().helper_threads);
+    }
+
     #[test]
     fn a_recommend_only_pass_on_an_empty_cluster_writes_the_record() {
-        let mut pass = AlfredPass::default();
-        let out = pass.run(&PassInput::for_test(
+        let mut pass = term();
+        let out = pass.run(&Reads::for_test(
             ClusterSnapshot::default(),
             Config::builtin(),
             Timestamp::from_unix_secs(1_790_000_000),

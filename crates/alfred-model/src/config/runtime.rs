@@ -77,6 +77,12 @@ pub struct RuntimeOptions {
     pub simulation_timeout: Duration,
     /// Whether `--simulation-workers` is set (loading the workers is the adapter's business).
     pub simulation_configured: bool,
+    /// Whether a pass may start helper threads (at most one more than the caller's at a
+    /// time) on a large cluster: the policies' analysis and walk, the report's rows. Not a
+    /// flag: the embedder's choice, `false` (one thread) by default; `alfred run` and the
+    /// twin set it. Decisions and effects are the same either way.
+    #[serde(skip)]
+    pub helper_threads: bool,
 }
 
 fn ser_duration<S: serde::Serializer>(d: &Duration, s: S) -> Result<S::Ok, S::Error> {
@@ -106,6 +112,7 @@ impl Default for RuntimeOptions {
             migration_failure_backoff: Duration::from_secs(300),
             simulation_timeout: Duration::from_secs(10),
             simulation_configured: false,
+            helper_threads: false,
         }
     }
 }
@@ -148,6 +155,7 @@ impl RuntimeOptions {
                 ONE_MINUTE,
             )?,
             simulation_configured: !flags.simulation_workers.is_empty(),
+            helper_threads: false,
         };
         options.validate()?;
         Ok(options)
@@ -192,6 +200,35 @@ impl RuntimeOptions {
             }
         }
         Ok(())
+    }
+
+    /// Options for an embedder that only recommends: no executor, no simulation workers,
+    /// the documented defaults otherwise (ack timeout 2m, failure backoff 5m, simulation
+    /// timeout 10s, leader election on, one thread). The same as [`RuntimeOptions::default`],
+    /// named for what it means.
+    pub fn recommend_only() -> RuntimeOptions {
+        RuntimeOptions::default()
+    }
+
+    /// Options for an embedder that executes moves through OMENative's migration API `v1`,
+    /// writing as `service_account` (the migration guard's username), with a simulator
+    /// (the pre-submit simulation refuses every move without one); the other options at
+    /// [`RuntimeOptions::recommend_only`]'s defaults. [`RuntimeOptions::validate`] checks
+    /// the account's name.
+    pub fn execute(service_account: &str) -> RuntimeOptions {
+        RuntimeOptions {
+            migration_api_version: Some(MigrationApiVersion::V1),
+            migration_service_account: service_account.into(),
+            simulation_configured: true,
+            ..RuntimeOptions::default()
+        }
+    }
+
+    /// These options with helper threads allowed or not (see
+    /// [`RuntimeOptions::helper_threads`]).
+    pub fn with_helper_threads(mut self, allowed: bool) -> RuntimeOptions {
+        self.helper_threads = allowed;
+        self
     }
 
     /// Whether the migration executor is configured (`--migration-api-version=v1`), the only
