@@ -75,7 +75,7 @@ fn a_draining_replica_whose_inferenceservice_is_gone_blocks_the_request() {
     let out = pass(
         &[Path::new(FIXTURE), &extra],
         &d.join("state.json"),
-        "2026-11-29T08:00:00Z",
+        "2026-11-29T08:15:00Z",
     );
     assert_eq!(requests(&out), 0);
     assert_eq!(alpha_row(&out)["dispatchReason"], "InFlightCap");
@@ -98,7 +98,7 @@ fn entries(state: &mut Value) -> &mut Vec<Value> {
 fn retry_after(name: &str, change: impl FnOnce(&mut Value)) -> Value {
     let d = dir(name);
     let state = d.join("state.json");
-    let first = pass(&[Path::new(FIXTURE)], &state, "2026-11-29T08:00:00Z");
+    let first = pass(&[Path::new(FIXTURE)], &state, "2026-11-29T08:15:00Z");
     assert_eq!(requests(&first), 1);
     let mut s: Value = serde_json::from_str(&std::fs::read_to_string(&state).unwrap()).unwrap();
     let e = &mut entries(&mut s)[0];
@@ -110,7 +110,7 @@ fn retry_after(name: &str, change: impl FnOnce(&mut Value)) -> Value {
     change(&mut cluster);
     let file = d.join("cluster.json");
     std::fs::write(&file, serde_json::to_string(&cluster).unwrap()).unwrap();
-    pass(&[&file], &state, "2026-11-29T08:01:00Z")
+    pass(&[&file], &state, "2026-11-29T08:16:00Z")
 }
 
 fn item<'a>(cluster: &'a mut Value, kind: &str, name: &str) -> &'a mut Value {

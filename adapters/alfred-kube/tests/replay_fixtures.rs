@@ -259,7 +259,7 @@ fn execute_mode_story_across_replays_submits_once_then_stalls() {
             .filter(|e| e["kind"] == "requestMigration")
             .count()
     };
-    let first = pass("2026-11-29T08:00:00Z");
+    let first = pass("2026-11-29T08:15:00Z");
     let rows = first["record"]["recommendations"].as_array().unwrap();
     assert_eq!(
         rows.iter().filter(|r| r["outcome"] == "submitted").count(),
@@ -297,7 +297,7 @@ fn execute_mode_story_across_replays_submits_once_then_stalls() {
     assert_eq!(requests(&first), 1);
     // Five minutes later nothing acknowledged the request (the recorded cluster never
     // changes): the entry stalls, it still blocks, and no second request is written.
-    let second = pass("2026-11-29T08:05:00Z");
+    let second = pass("2026-11-29T08:20:00Z");
     let rows = second["record"]["recommendations"].as_array().unwrap();
     assert!(
         rows.iter()

@@ -130,7 +130,7 @@ fn ten_node_spread() {
         (
             8,
             Some("inference/qwen-batch"),
-            "2026-11-29T07:40:00Z".to_owned()
+            "2026-11-29T07:13:00Z".to_owned()
         )
     );
     assert_eq!(
