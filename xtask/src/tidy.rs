@@ -17,7 +17,8 @@
 //! - Every `docs/<page>.md#<anchor>` a source file names exists (the page, and a heading with
 //!   that anchor), and so does every relative link of the Markdown pages (README, ARCHITECTURE,
 //!   `docs/`); the crates listed in `SELF_CONTAINED` name no document outside the
-//!   repository (`§` sections, spec files, seeds, lettered decisions).
+//!   repository (`§` sections, spec files, seeds, lettered decisions), and every other `*.md`
+//!   file their comments name exists.
 //! - Every `"alfred_…"` metric name written in non-test code of `crates/*/src` and
 //!   `adapters/*/src` is one that `alfred_model::metric::MetricId` declares.
 //! - `cargo xtask tidy` also runs the tests that hold `docs/` to the code (`docs_reference` in
@@ -93,7 +94,7 @@ const DOCS_REFERENCE_PACKAGES: [&str; 2] = ["alfred-model", "alfred-kube"];
 
 /// Crates whose sources (and tests) point only into `docs/`, never at documents a clone does
 /// not have. A crate joins the list once its references are replaced.
-const SELF_CONTAINED: [&str; 1] = ["crates/alfred-arbiter"];
+const SELF_CONTAINED: [&str; 2] = ["crates/alfred-arbiter", "crates/alfred-model"];
 
 /// Text that must not appear in core sources outside comments and string literals.
 const BANNED_TOKENS: [(&str, &str); 10] = [
@@ -138,6 +139,10 @@ pub(crate) fn run_all(root: &Path) -> Result<()> {
         ("markdown links", markdown_link_violations(root)?),
         ("metric names", metric_name_violations(root)?),
         ("self-contained crates", outside_reference_violations(root)?),
+        (
+            "markdown names in comments",
+            markdown_name_violations(root)?,
+        ),
         ("docs reference", docs_reference_violations(root)?),
     ] {
         if violations.is_empty() {
@@ -844,15 +849,19 @@ pub(crate) fn docs_link_violations(root: &Path) -> Result<Vec<String>> {
 }
 
 /// Whether a line points at a document outside the repository: a `§` section, a spec file, a
-/// seed, or a lettered decision (`E4`, `G.10`, `B.1`, `decision 15.3`).
+/// seed, or a lettered decision (`E4`, `G.10`, `B.1`, `decision 15.3`). The trace data under
+/// `../shared/data` is an input the twin reads, not a document, and is not one of them.
 fn outside_reference(line: &str) -> Option<&'static str> {
-    const FILES: [&str; 6] = [
+    const FILES: [&str; 9] = [
         "alfred-engine.md",
         "alfred-policies.md",
         "decisions.md",
         "ome-objects.md",
         "scheduler-simulation.md",
-        "../shared",
+        "rust-engineering.md",
+        "drain-plans-anchors.md",
+        "shared/spec",
+        "shared/seeds",
     ];
     if line.contains('§') {
         return Some("a § section");
@@ -861,12 +870,7 @@ fn outside_reference(line: &str) -> Option<&'static str> {
         return Some("a specification file");
     }
     let lower = line.to_lowercase();
-    if lower.contains("decision ")
-        && lower
-            .split("decision ")
-            .skip(1)
-            .any(|t| t.starts_with(|c: char| c.is_ascii_digit() || c == 'e'))
-    {
+    if lower.split("decision ").skip(1).any(numbered_decision) {
         return Some("a numbered decision");
     }
     let words: Vec<&str> = line
@@ -880,35 +884,112 @@ fn outside_reference(line: &str) -> Option<&'static str> {
             return Some("a seed");
         }
     }
-    for w in words {
-        let w = w.trim_end_matches('.');
-        let mut chars = w.chars();
-        let (Some(letter), rest) = (chars.next(), chars.as_str()) else {
-            continue;
-        };
-        let number = rest.strip_prefix('.').unwrap_or(rest);
-        if matches!(letter, 'B' | 'E' | 'G')
-            && !number.is_empty()
-            && number.len() <= 2
-            && number.bytes().all(|b| b.is_ascii_digit())
-        {
-            return Some("a lettered decision");
-        }
-    }
-    None
+    words
+        .iter()
+        .any(|w| lettered_decision(w.trim_end_matches('.')))
+        .then_some("a lettered decision")
 }
 
-/// Lines of the [`SELF_CONTAINED`] crates that point outside the repository.
+/// `15.3`, `e4`, `g.10` at the start of the text after "decision " (lower case).
+fn numbered_decision(text: &str) -> bool {
+    let token: String = text
+        .chars()
+        .take_while(|c| c.is_alphanumeric() || *c == '.')
+        .collect();
+    let token = token.trim_end_matches('.');
+    match token.split_once('.') {
+        Some((major, minor)) if !major.is_empty() && major.bytes().all(|b| b.is_ascii_digit()) => {
+            !minor.is_empty() && minor.bytes().all(|b| b.is_ascii_digit())
+        }
+        _ => lettered_decision(&token.to_uppercase()),
+    }
+}
+
+/// `E4`, `E16`, `G.10`, `B.1`: the letters and forms the decisions are numbered with.
+fn lettered_decision(word: &str) -> bool {
+    let digits = |s: &str| !s.is_empty() && s.len() <= 2 && s.bytes().all(|b| b.is_ascii_digit());
+    match word.split_at_checked(1) {
+        Some(("E", rest)) => digits(rest),
+        Some(("G" | "B", rest)) => rest.strip_prefix('.').is_some_and(digits),
+        _ => false,
+    }
+}
+
+/// Lines of the [`SELF_CONTAINED`] crates that point outside the repository. This file is
+/// left out: it names the forms it looks for.
 pub(crate) fn outside_reference_violations(root: &Path) -> Result<Vec<String>> {
     let mut violations = Vec::new();
     for krate in SELF_CONTAINED {
         for file in rust_files(&root.join(krate))? {
+            if file.ends_with("xtask/src/tidy.rs") {
+                continue;
+            }
             for (n, line) in read(&file)?.lines().enumerate() {
                 if let Some(what) = outside_reference(line) {
                     violations.push(format!(
                         "{}:{}: names {what} outside the repository: point into docs/ instead",
                         relative(root, &file),
                         n + 1
+                    ));
+                }
+            }
+        }
+    }
+    Ok(violations)
+}
+
+/// The `*.md` names a Rust file's comments mention (outside `docs/` links, which
+/// [`docs_link_violations`] checks with their anchors), with their line.
+fn markdown_names(text: &str) -> Vec<(usize, &str)> {
+    let mut out = Vec::new();
+    for (n, line) in text.lines().enumerate() {
+        let Some(at) = line.find("//") else { continue };
+        let comment = &line[at..];
+        for word in comment.split(|c: char| !(c.is_alphanumeric() || "-_./".contains(c))) {
+            let word = word.trim_end_matches('.');
+            if word.ends_with(".md") && word.len() > 3 && !word.contains("docs/") {
+                out.push((n + 1, word));
+            }
+        }
+    }
+    out
+}
+
+/// Markdown files named in comments that the repository does not have: a name with a path
+/// resolves from the root or the crate; a bare name must be some file of the repository.
+pub(crate) fn markdown_name_violations(root: &Path) -> Result<Vec<String>> {
+    let mut everywhere = BTreeSet::new();
+    let mut stack = vec![root.to_path_buf()];
+    while let Some(dir) = stack.pop() {
+        for entry in fs::read_dir(&dir)?.filter_map(|e| e.ok()) {
+            let name = entry.file_name().to_string_lossy().into_owned();
+            let path = entry.path();
+            if path.is_dir() {
+                if !name.starts_with('.') && !["target", "tmp", "corpus"].contains(&name.as_str()) {
+                    stack.push(path);
+                }
+            } else if name.ends_with(".md") {
+                everywhere.insert(name);
+            }
+        }
+    }
+    let mut violations = Vec::new();
+    for krate in SELF_CONTAINED {
+        let base = root.join(krate);
+        for file in rust_files(&base)? {
+            if file.ends_with("xtask/src/tidy.rs") {
+                continue;
+            }
+            for (line, name) in markdown_names(&read(&file)?) {
+                let found = if name.contains('/') {
+                    root.join(name).exists() || base.join(name).exists()
+                } else {
+                    everywhere.contains(name)
+                };
+                if !found {
+                    violations.push(format!(
+                        "{}:{line}: {name} is not a file of the repository",
+                        relative(root, &file)
                     ));
                 }
             }
@@ -1359,6 +1440,8 @@ mod tests {
             "// (B.1: a plan)",
             "// decision G.10",
             "// E16 applies",
+            "// Decision e4: one function",
+            "// as rust-engineering.md says",
         ] {
             assert!(outside_reference(line).is_some(), "{line}");
         }
@@ -1368,9 +1451,34 @@ mod tests {
             "// the seed of the generator",
             "// E is a letter, Bx2 is a name, G.x too",
             "// SECTION_2",
+            "// GPU models G2 and B1, E.1",
+            "// 0 s: decision 1 moves ns/a",
+            "// the trace under ../shared/data/alibaba-gpu-v2023",
         ] {
             assert_eq!(outside_reference(line), None, "{line}");
         }
+    }
+
+    #[test]
+    fn markdown_files_named_in_comments_exist() {
+        fail_on(
+            "markdown names in comments",
+            markdown_name_violations(&workspace_root()).unwrap(),
+        );
+    }
+
+    #[test]
+    fn markdown_names_are_read_from_comments_only() {
+        let text = "let s = \"A.md\"; // see BENCH.md and adapters/x/README.md.\n\
+                    /// docs/design.md#gates is checked elsewhere\n//! (STATE.md)\n";
+        assert_eq!(
+            markdown_names(text),
+            vec![
+                (1, "BENCH.md"),
+                (1, "adapters/x/README.md"),
+                (3, "STATE.md")
+            ]
+        );
     }
 
     #[test]
