@@ -94,7 +94,11 @@ const DOCS_REFERENCE_PACKAGES: [&str; 2] = ["alfred-model", "alfred-kube"];
 
 /// Crates whose sources (and tests) point only into `docs/`, never at documents a clone does
 /// not have. A crate joins the list once its references are replaced.
-const SELF_CONTAINED: [&str; 2] = ["crates/alfred-arbiter", "crates/alfred-model"];
+const SELF_CONTAINED: [&str; 3] = [
+    "crates/alfred-arbiter",
+    "crates/alfred-model",
+    "crates/alfred-observe",
+];
 
 /// Text that must not appear in core sources outside comments and string literals.
 const BANNED_TOKENS: [(&str, &str); 10] = [
