@@ -94,10 +94,11 @@ const DOCS_REFERENCE_PACKAGES: [&str; 2] = ["alfred-model", "alfred-kube"];
 
 /// Crates whose sources (and tests) point only into `docs/`, never at documents a clone does
 /// not have. A crate joins the list once its references are replaced.
-const SELF_CONTAINED: [&str; 3] = [
+const SELF_CONTAINED: [&str; 4] = [
     "crates/alfred-arbiter",
     "crates/alfred-model",
     "crates/alfred-observe",
+    "crates/alfred-score",
 ];
 
 /// Text that must not appear in core sources outside comments and string literals.
