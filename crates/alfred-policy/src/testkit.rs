@@ -3,8 +3,8 @@
 //!
 //! [`ClusterBuilder`] makes consistent snapshots: node GPU accounting is recomputed from
 //! the pods at [`ClusterBuilder::build`], OMENative workloads come out steady (every
-//! eligibility check of §C.3 passes) unless a test breaks them on purpose, and the
-//! executor is available (`migration.apiVersion: v1`) unless switched off.
+//! eligibility check of docs/design-policies.md#omenative-eligibility passes) unless a test breaks
+//! them on purpose, and the executor is available (`migration.apiVersion: v1`) unless switched off.
 //!
 //! ```ignore
 //! let snap = ClusterBuilder::new()
