@@ -94,13 +94,14 @@ const DOCS_REFERENCE_PACKAGES: [&str; 2] = ["alfred-model", "alfred-kube"];
 
 /// Crates whose sources (and tests) point only into `docs/`, never at documents a clone does
 /// not have. A crate joins the list once its references are replaced.
-const SELF_CONTAINED: [&str; 6] = [
+const SELF_CONTAINED: [&str; 7] = [
     "crates/alfred-arbiter",
     "crates/alfred-model",
     "crates/alfred-observe",
     "crates/alfred-score",
     "crates/alfred-policy",
     "crates/alfred-sim",
+    "crates/alfred-dispatch",
 ];
 
 /// Text that must not appear in core sources outside comments and string literals.

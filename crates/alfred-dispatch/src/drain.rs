@@ -1,5 +1,5 @@
-//! Drain plans across passes (decisions.md B.1–B.3): the durable plan records beside the
-//! journal's entries, their phases, their protection and their end.
+//! Drain plans across passes (docs/design-policies.md#drain-plans): the durable plan records beside
+//! the journal's entries, their phases, their protection and their end.
 //!
 //! Each pass:
 //! 1. [`PlanBook::review`] (before the policies): an active plan ends when its pod bound (to

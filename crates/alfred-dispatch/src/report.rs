@@ -1,5 +1,5 @@
-//! The reporter (alfred-engine.md §11): rows, `last-cycle.json`, node records with their
-//! lifecycle, Events with the documented message shapes, and metric effects.
+//! The reporter (docs/design-pass.md#rows-and-events): rows, `last-cycle.json`, node records with
+//! their lifecycle, Events with the documented message shapes, and metric effects.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::fmt::Write as _;
@@ -91,7 +91,7 @@ fn gauge(id: MetricId, labels: Vec<(Text, Text)>, v: f64) -> Effect {
 
 /// The advice message: `<policy> advisory for <ns>/<name>/<component>: <advisoryReason>
 /// (from <fromNode>, footprint <n> GPUs)`; the footprint is 0 except for
-/// `NoSurgeHeadroom` (decision G.4).
+/// `NoSurgeHeadroom` (docs/design-policies.md#node-health-findings).
 pub fn advisory_message(c: &Candidate) -> String {
     let reason = c.advisory_reason.map(|r| r.as_str()).unwrap_or("");
     let footprint = if c.advisory_reason == Some(AdvisoryReason::NoSurgeHeadroom) {
@@ -213,7 +213,7 @@ fn base_row(c: &Candidate, outcome: Outcome) -> Row {
     }
 }
 
-/// Builds the rows and their events and decision metrics (§11.1).
+/// Builds the rows and their events and decision metrics (docs/design-pass.md#rows-and-events).
 pub fn rows(decisions: &[Decision], mode: ConfigMode) -> (Vec<Row>, Vec<Effect>) {
     let mut fx = Vec::new();
     let rows = rows_into(decisions, mode, &mut fx);
@@ -392,7 +392,7 @@ pub fn rows_into(decisions: &[Decision], mode: ConfigMode, fx: &mut Vec<Effect>)
     out
 }
 
-/// The ConfigMap key of a node's record (§11.2).
+/// The ConfigMap key of a node's record (docs/design-pass.md#the-record).
 pub fn node_key(node: &str) -> String {
     match alfred_model::record::node_record_key(node) {
         Some(k) => k,
@@ -415,10 +415,10 @@ fn node_ref(name: &str, uid: &str) -> ObjectRef {
     }
 }
 
-/// Node records and their events (§11.2 lifecycle) from the node-health policy's markers
-/// (alfred-policies.md §D.7), the one source of records: a node without a marker has no
-/// record. `observed_at` is the pass's snapshot time `T`. Returns the new records, the
-/// Node events and signal counters, and the keys of records to delete.
+/// Node records and their events, with their lifecycle (docs/design-pass.md#node-records), from
+/// the node-health policy's markers, the one source of records: a node without a marker has no
+/// record. `observed_at` is the pass's snapshot time `T`. Returns the new records,
+/// the Node events and signal counters, and the keys of records to delete.
 pub fn node_records(
     markers: &[NodeMarker],
     observed_at: Timestamp,
@@ -561,8 +561,8 @@ pub fn node_records(
     (out, fx, deleted)
 }
 
-/// The keys to delete while the node-health policy is disabled (decision B.4): there are
-/// no records then, so every stored one goes, whatever its time (`stored`: the records
+/// The keys to delete while the node-health policy is disabled (docs/design-pass.md#node-records):
+/// there are no records then, so every stored one goes, whatever its time (`stored`: the records
 /// read this pass; `previous`: the ones the last pass left, which a failed write may
 /// have kept out of `stored`).
 pub fn node_keys_without_node_health(
@@ -601,7 +601,7 @@ pub fn recommendations_effect(
     }
 }
 
-/// Cluster gauges (§11.4) from the snapshot and the pool scores.
+/// Cluster gauges (docs/metrics-and-events.md#metrics) from the snapshot and the pool scores.
 pub fn cluster_gauges(snap: &ClusterSnapshot, pools: &[PoolGauge]) -> Vec<Effect> {
     // Four per GPU node, a few per pool and pending size.
     let mut fx = Vec::with_capacity(snap.nodes.len() * 4 + pools.len() * 8 + 32);
