@@ -16,9 +16,9 @@
 //!   fails when `CI` is set.
 //! - Every `docs/<page>.md#<anchor>` a source file names exists (the page, and a heading with
 //!   that anchor), and so does every relative link of the Markdown pages (README, ARCHITECTURE,
-//!   `docs/`); the crates listed in `SELF_CONTAINED` name no document outside the
-//!   repository (`§` sections, spec files, seeds, lettered decisions), and every other `*.md`
-//!   file their comments name exists.
+//!   `docs/`); no crate, adapter or tool names a document outside the repository (`§`
+//!   sections, spec files, seeds, lettered decisions), and every other `*.md` file their
+//!   comments name exists.
 //! - Every `"alfred_…"` metric name written in non-test code of `crates/*/src` and
 //!   `adapters/*/src` is one that `alfred_model::metric::MetricId` declares.
 //! - `cargo xtask tidy` also runs the tests that hold `docs/` to the code (`docs_reference` in
@@ -92,17 +92,9 @@ const CORE_DIRECTION: [(&str, &[&str]); 7] = [
 /// The packages whose `docs_reference` tests hold `docs/` to the code.
 const DOCS_REFERENCE_PACKAGES: [&str; 2] = ["alfred-model", "alfred-kube"];
 
-/// Crates whose sources (and tests) point only into `docs/`, never at documents a clone does
-/// not have. A crate joins the list once its references are replaced.
-const SELF_CONTAINED: [&str; 7] = [
-    "crates/alfred-arbiter",
-    "crates/alfred-model",
-    "crates/alfred-observe",
-    "crates/alfred-score",
-    "crates/alfred-policy",
-    "crates/alfred-sim",
-    "crates/alfred-dispatch",
-];
+/// The folders besides `crates/*` and `adapters/*` whose Rust files, tests included, must point
+/// only into the repository (every crate and adapter does, so a new one is held to it at once).
+const SELF_CONTAINED_TOOLS: [&str; 3] = ["benches", "fuzz", "xtask"];
 
 /// Text that must not appear in core sources outside comments and string literals.
 const BANNED_TOKENS: [(&str, &str); 10] = [
@@ -923,12 +915,33 @@ fn lettered_decision(word: &str) -> bool {
     }
 }
 
-/// Lines of the [`SELF_CONTAINED`] crates that point outside the repository. This file is
+/// Every crate, adapter and tool folder, each of which must point only into the repository.
+fn self_contained_dirs(root: &Path) -> Result<Vec<PathBuf>> {
+    let mut dirs = Vec::new();
+    for group in ["crates", "adapters"] {
+        let Ok(entries) = fs::read_dir(root.join(group)) else {
+            continue;
+        };
+        dirs.extend(
+            entries
+                .filter_map(|e| e.ok().map(|e| e.path()))
+                .filter(|p| p.is_dir()),
+        );
+    }
+    dirs.extend(SELF_CONTAINED_TOOLS.iter().map(|t| root.join(t)));
+    dirs.sort();
+    if dirs.len() <= SELF_CONTAINED_TOOLS.len() {
+        bail!("no crate or adapter found under {}", root.display());
+    }
+    Ok(dirs)
+}
+
+/// Lines of every crate, adapter and tool that point outside the repository. This file is
 /// left out: it names the forms it looks for.
 pub(crate) fn outside_reference_violations(root: &Path) -> Result<Vec<String>> {
     let mut violations = Vec::new();
-    for krate in SELF_CONTAINED {
-        for file in rust_files(&root.join(krate))? {
+    for krate in self_contained_dirs(root)? {
+        for file in rust_files(&krate)? {
             if file.ends_with("xtask/src/tidy.rs") {
                 continue;
             }
@@ -982,8 +995,7 @@ pub(crate) fn markdown_name_violations(root: &Path) -> Result<Vec<String>> {
         }
     }
     let mut violations = Vec::new();
-    for krate in SELF_CONTAINED {
-        let base = root.join(krate);
+    for base in self_contained_dirs(root)? {
         for file in rust_files(&base)? {
             if file.ends_with("xtask/src/tidy.rs") {
                 continue;
@@ -1404,7 +1416,7 @@ mod tests {
     }
 
     #[test]
-    fn self_contained_crates_point_only_into_the_repository() {
+    fn every_crate_points_only_into_the_repository() {
         fail_on(
             "self-contained crates",
             outside_reference_violations(&workspace_root()).unwrap(),
