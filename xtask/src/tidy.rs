@@ -18,7 +18,8 @@
 //!   that anchor), and so does every relative link of the Markdown pages (README, ARCHITECTURE,
 //!   `docs/`); no crate, adapter or tool names a document outside the repository (`§`
 //!   sections, spec files, seeds, lettered decisions), and every other `*.md` file their
-//!   comments name exists.
+//!   comments name exists; nor does any Markdown page, manifest, deploy or fixture file or script
+//!   (`EVALUATION.md`, a record of the past, aside), and every page's relative links resolve.
 //! - Every `"alfred_…"` metric name written in non-test code of `crates/*/src` and
 //!   `adapters/*/src` is one that `alfred_model::metric::MetricId` declares.
 //! - `cargo xtask tidy` also runs the tests that hold `docs/` to the code (`docs_reference` in
@@ -139,6 +140,10 @@ pub(crate) fn run_all(root: &Path) -> Result<()> {
         ("markdown links", markdown_link_violations(root)?),
         ("metric names", metric_name_violations(root)?),
         ("self-contained crates", outside_reference_violations(root)?),
+        (
+            "self-contained text files",
+            outside_reference_text_violations(root)?,
+        ),
         (
             "markdown names in comments",
             markdown_name_violations(root)?,
@@ -877,8 +882,10 @@ fn outside_reference(line: &str) -> Option<&'static str> {
         .split(|c: char| !(c.is_alphanumeric() || c == '.'))
         .collect();
     for pair in words.windows(2) {
+        // The seed documents are numbered 000, 001, …; a random seed (`seed 501`) is not one.
         if pair[0].eq_ignore_ascii_case("seed")
             && pair[1].len() == 3
+            && pair[1].starts_with("00")
             && pair[1].bytes().all(|b| b.is_ascii_digit())
         {
             return Some("a seed");
@@ -1018,6 +1025,59 @@ pub(crate) fn markdown_name_violations(root: &Path) -> Result<Vec<String>> {
     Ok(violations)
 }
 
+/// The files below `root` whose extension is one of `extensions` (and `.ci/run` when `sh` is
+/// asked for), sorted; build output, fuzz corpora and hidden folders left out.
+fn text_files(root: &Path, extensions: &[&str]) -> Result<Vec<PathBuf>> {
+    let mut files = Vec::new();
+    let mut stack = vec![root.to_path_buf()];
+    while let Some(dir) = stack.pop() {
+        for entry in fs::read_dir(&dir)?.filter_map(|e| e.ok()) {
+            let name = entry.file_name().to_string_lossy().into_owned();
+            let path = entry.path();
+            if path.is_dir() {
+                if !name.starts_with('.') && !["target", "tmp", "corpus"].contains(&name.as_str()) {
+                    stack.push(path);
+                }
+            } else if path
+                .extension()
+                .is_some_and(|e| extensions.iter().any(|x| e == *x))
+            {
+                files.push(path);
+            }
+        }
+    }
+    if extensions.contains(&"sh") {
+        files.push(root.join(".ci/run"));
+    }
+    files.sort();
+    Ok(files)
+}
+
+/// Files other than Rust sources that must point only into the repository too: Markdown pages,
+/// manifests, deploy and fixture files, scripts. `EVALUATION.md` records what happened when,
+/// in the words of the time, and is left as it was written.
+const TEXT_EXTENSIONS: [&str; 6] = ["md", "toml", "yaml", "yml", "py", "sh"];
+
+/// Lines of the repository's other text files (see [`TEXT_EXTENSIONS`]) that point outside it.
+pub(crate) fn outside_reference_text_violations(root: &Path) -> Result<Vec<String>> {
+    let mut violations = Vec::new();
+    for file in text_files(root, &TEXT_EXTENSIONS)? {
+        if file.ends_with("EVALUATION.md") || file.ends_with("Cargo.lock") {
+            continue;
+        }
+        for (n, line) in read(&file)?.lines().enumerate() {
+            if let Some(what) = outside_reference(line) {
+                violations.push(format!(
+                    "{}:{}: names {what} outside the repository: point into docs/ instead",
+                    relative(root, &file),
+                    n + 1
+                ));
+            }
+        }
+    }
+    Ok(violations)
+}
+
 /// The relative link targets of a Markdown text (`](target)`), with their line; web and mail
 /// links are left out.
 fn markdown_links(text: &str) -> Vec<(usize, String)> {
@@ -1039,15 +1099,7 @@ fn markdown_links(text: &str) -> Vec<(usize, String)> {
 
 /// Relative links of the repository's Markdown pages that name a missing file or heading.
 pub(crate) fn markdown_link_violations(root: &Path) -> Result<Vec<String>> {
-    let mut pages = vec![root.join("README.md"), root.join("ARCHITECTURE.md")];
-    if let Ok(entries) = fs::read_dir(root.join("docs")) {
-        let mut docs: Vec<PathBuf> = entries
-            .filter_map(|e| e.ok().map(|e| e.path()))
-            .filter(|p| p.extension().is_some_and(|e| e == "md"))
-            .collect();
-        docs.sort();
-        pages.extend(docs);
-    }
+    let pages = text_files(root, &["md"])?;
     let mut violations = Vec::new();
     for page in pages.into_iter().filter(|p| p.exists()) {
         let text = read(&page)?;
@@ -1474,9 +1526,18 @@ mod tests {
             "// GPU models G2 and B1, E.1",
             "// 0 s: decision 1 moves ns/a",
             "// the trace under ../shared/data/alibaba-gpu-v2023",
+            "the same from seed 501, two processes",
         ] {
             assert_eq!(outside_reference(line), None, "{line}");
         }
+    }
+
+    #[test]
+    fn pages_manifests_and_scripts_point_only_into_the_repository() {
+        fail_on(
+            "self-contained text files",
+            outside_reference_text_violations(&workspace_root()).unwrap(),
+        );
     }
 
     #[test]
