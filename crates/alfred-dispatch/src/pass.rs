@@ -5,7 +5,8 @@
 use std::collections::BTreeMap;
 
 use alfred_model::config::{Config, Mode, RuntimeOptions};
-use alfred_model::effect::{Effect, EventType, ObjectRef};
+use alfred_model::effect::{Effect, ObjectRef};
+use alfred_model::event::EventReason;
 use alfred_model::reason::DispatchReason;
 use alfred_model::record::{Candidate, LastCycle, NodeRecord, Verdict};
 use alfred_model::{ClusterSnapshot, Timestamp};
@@ -283,8 +284,8 @@ pub fn run_pass(
                     name: input.config_map_name.into(),
                     uid: String::new(),
                 },
-                event_type: EventType::Warning,
-                reason: "OMENativeUnavailable".into(),
+                event_type: EventReason::OMENativeUnavailable.event_type(),
+                reason: EventReason::OMENativeUnavailable.as_str().into(),
                 message: report::OMENATIVE_UNAVAILABLE_MESSAGE.into(),
             }));
         }

@@ -5,7 +5,8 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::fmt::Write as _;
 
 use alfred_model::config::Mode as ConfigMode;
-use alfred_model::effect::{Effect, Event, EventType, MetricChange, MetricUpdate, ObjectRef, Text};
+use alfred_model::effect::{Effect, Event, MetricChange, MetricUpdate, ObjectRef, Text};
+use alfred_model::event::EventReason;
 use alfred_model::metric::MetricId;
 use alfred_model::reason::AdvisoryReason;
 use alfred_model::record::{
@@ -35,11 +36,12 @@ fn isvc_ref(workload: &str) -> ObjectRef {
     }
 }
 
-fn event(regarding: ObjectRef, t: EventType, reason: &'static str, message: String) -> Effect {
+/// An Event effect; its type is the reason's (`EventReason::event_type`).
+fn event(regarding: ObjectRef, reason: EventReason, message: String) -> Effect {
     Effect::RecordEvent(Event {
         regarding,
-        event_type: t,
-        reason: Text::Borrowed(reason),
+        event_type: reason.event_type(),
+        reason: Text::Borrowed(reason.as_str()),
         message,
     })
 }
@@ -292,17 +294,16 @@ pub fn rows_into(decisions: &[Decision], mode: ConfigMode, fx: &mut Vec<Effect>)
                 r.dispatch_reason = v.dispatch_reason;
                 r.target = v.target.clone();
                 r.cooldown_overridden = v.cooldown_overridden;
-                let (reason, t) = match status {
-                    DispatchStatus::Withheld => ("RecommendationWithheld", EventType::Normal),
-                    DispatchStatus::Submitted => ("MigrationSubmitted", EventType::Normal),
-                    DispatchStatus::Acknowledged => ("MigrationAcknowledged", EventType::Normal),
-                    DispatchStatus::Completed => ("MigrationCompleted", EventType::Normal),
-                    DispatchStatus::Failed => ("MigrationFailed", EventType::Warning),
-                    DispatchStatus::Stalled => ("MigrationStalled", EventType::Warning),
+                let reason = match status {
+                    DispatchStatus::Withheld => EventReason::RecommendationWithheld,
+                    DispatchStatus::Submitted => EventReason::MigrationSubmitted,
+                    DispatchStatus::Acknowledged => EventReason::MigrationAcknowledged,
+                    DispatchStatus::Completed => EventReason::MigrationCompleted,
+                    DispatchStatus::Failed => EventReason::MigrationFailed,
+                    DispatchStatus::Stalled => EventReason::MigrationStalled,
                 };
                 fx.push(event(
                     isvc_ref(&c.workload),
-                    t,
                     reason,
                     dispatch_message(c, v, status),
                 ));
@@ -315,8 +316,7 @@ pub fn rows_into(decisions: &[Decision], mode: ConfigMode, fx: &mut Vec<Effect>)
                         ));
                         fx.push(event(
                             isvc_ref(&c.workload),
-                            EventType::Normal,
-                            "CooldownOverriddenForEvacuation",
+                            EventReason::CooldownOverriddenForEvacuation,
                             cooldown_override_message(c),
                         ));
                     }
@@ -329,11 +329,11 @@ pub fn rows_into(decisions: &[Decision], mode: ConfigMode, fx: &mut Vec<Effect>)
                 let reason = if c.advisory_reason
                     == Some(AdvisoryReason::RawDeploymentMigrationUnsupported)
                 {
-                    "RawDeploymentMigrationUnsupported"
+                    EventReason::RawDeploymentMigrationUnsupported
                 } else if c.policy == Policy::Defragmentation {
-                    "FragmentationRecommendationProduced"
+                    EventReason::FragmentationRecommendationProduced
                 } else {
-                    "EvacuationRecommendationProduced"
+                    EventReason::EvacuationRecommendationProduced
                 };
                 if c.advisory_reason == Some(AdvisoryReason::LWSMigrationUnsupported) {
                     fx.push(counter(
@@ -344,12 +344,7 @@ pub fn rows_into(decisions: &[Decision], mode: ConfigMode, fx: &mut Vec<Effect>)
                         ],
                     ));
                 }
-                fx.push(event(
-                    isvc_ref(&c.workload),
-                    EventType::Normal,
-                    reason,
-                    advisory_message(c),
-                ));
+                fx.push(event(isvc_ref(&c.workload), reason, advisory_message(c)));
                 out.push(r);
             }
             None => {} // executable without a decision: dropped (the adapter logs it).
@@ -359,8 +354,7 @@ pub fn rows_into(decisions: &[Decision], mode: ConfigMode, fx: &mut Vec<Effect>)
                 r.cooldown_overridden = v.cooldown_overridden;
                 fx.push(event(
                     isvc_ref(&c.workload),
-                    EventType::Normal,
-                    "RecommendationWithheld",
+                    EventReason::RecommendationWithheld,
                     withheld_message(c, v, mode == ConfigMode::RecommendOnly),
                 ));
                 fx.push(accepted());
@@ -381,8 +375,7 @@ pub fn rows_into(decisions: &[Decision], mode: ConfigMode, fx: &mut Vec<Effect>)
                 ));
                 fx.push(event(
                     isvc_ref(&c.workload),
-                    EventType::Normal,
-                    "RecommendationRejected",
+                    EventReason::RecommendationRejected,
                     rejected_message(c, v),
                 ));
                 out.push(r);
@@ -473,8 +466,7 @@ pub fn node_records(
             rec.signaled_at = Some(t);
             fx.push(event(
                 node_ref(&m.node, &m.uid),
-                EventType::Warning,
-                "NodeRepairNeeded",
+                EventReason::NodeRepairNeeded,
                 format!(
                     "node {} has an observed health concern; repair investigation requested",
                     m.node
@@ -482,7 +474,10 @@ pub fn node_records(
             ));
             fx.push(counter(
                 MetricId::NodehealthSignals,
-                vec![copied("node", &m.node), fixed("reason", "NodeRepairNeeded")],
+                vec![
+                    copied("node", &m.node),
+                    fixed("reason", EventReason::NodeRepairNeeded.as_str()),
+                ],
             ));
         } else if let Some(s) = rec.signaled_at
             && rec.state != HealthState::Unknown
@@ -493,15 +488,14 @@ pub fn node_records(
             rec.drained_at = Some(t);
             fx.push(event(
                 node_ref(&m.node, &m.uid),
-                EventType::Normal,
-                "NodeDrainedForRepair",
+                EventReason::NodeDrainedForRepair,
                 drained_message(&m.node),
             ));
             fx.push(counter(
                 MetricId::NodehealthSignals,
                 vec![
                     copied("node", &m.node),
-                    fixed("reason", "NodeDrainedForRepair"),
+                    fixed("reason", EventReason::NodeDrainedForRepair.as_str()),
                 ],
             ));
         }
@@ -517,8 +511,7 @@ pub fn node_records(
                     rec.maintenance_requested_at = Some(t);
                     fx.push(event(
                         node_ref(&m.node, &m.uid),
-                        EventType::Normal,
-                        "NodeMaintenanceRequested",
+                        EventReason::NodeMaintenanceRequested,
                         format!(
                             "node {} has planned maintenance requested; no hardware damage is implied",
                             m.node
@@ -528,7 +521,7 @@ pub fn node_records(
                         MetricId::NodemaintenanceSignals,
                         vec![
                             copied("node", &m.node),
-                            fixed("reason", "NodeMaintenanceRequested"),
+                            fixed("reason", EventReason::NodeMaintenanceRequested.as_str()),
                         ],
                     ));
                 }
@@ -536,15 +529,14 @@ pub fn node_records(
                     rec.maintenance_drained_at = Some(t);
                     fx.push(event(
                         node_ref(&m.node, &m.uid),
-                        EventType::Normal,
-                        "NodeDrainedForMaintenance",
+                        EventReason::NodeDrainedForMaintenance,
                         drained_message(&m.node),
                     ));
                     fx.push(counter(
                         MetricId::NodemaintenanceSignals,
                         vec![
                             copied("node", &m.node),
-                            fixed("reason", "NodeDrainedForMaintenance"),
+                            fixed("reason", EventReason::NodeDrainedForMaintenance.as_str()),
                         ],
                     ));
                 }

@@ -469,8 +469,10 @@ async fn watch_config(
                             resource_version: cm.metadata.resource_version.clone(),
                             ..ObjectReference::default()
                         };
+                        let reason = alfred_model::event::EventReason::PolicyReloadFailed;
+                        let event_type = events::type_str(reason.event_type());
                         let outcome = applier
-                            .record_event(&involved, "Warning", "PolicyReloadFailed", &message)
+                            .record_event(&involved, event_type, reason.as_str(), &message)
                             .await;
                         if outcome != apply::Outcome::Applied {
                             tracing::warn!(
