@@ -71,8 +71,9 @@ const ALLOWED: [(&str, &str); 1] = [("alfred-observe", "k8s-openapi")];
 /// The workspace crates each core crate may depend on (normal and build dependencies), as
 /// ARCHITECTURE.md draws them: adapters → dispatch → (policy → score, arbiter, sim) → model,
 /// observe → model. Any other edge between workspace crates fails.
-const CORE_DIRECTION: [(&str, &[&str]); 7] = [
+const CORE_DIRECTION: [(&str, &[&str]); 8] = [
     ("alfred-model", &[]),
+    ("alfred-testkit", &["alfred-model"]),
     ("alfred-observe", &["alfred-model"]),
     ("alfred-score", &["alfred-model"]),
     ("alfred-sim", &["alfred-model"]),
