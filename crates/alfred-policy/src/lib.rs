@@ -42,8 +42,8 @@ pub mod drain;
 pub mod early_tick;
 pub mod nodehealth;
 pub mod settings;
-#[cfg(any(test, feature = "testkit"))]
-pub mod testkit;
+#[cfg(test)]
+use alfred_testkit as testkit;
 
 use alfred_model::Timestamp;
 use alfred_model::config::Config;

@@ -1,6 +1,7 @@
 //! Test and benchmark support: core crates take it as a dev-dependency only (their libraries
-//! never use it), the benchmarks as a dependency. It holds the one random cluster generator the
-//! benchmarks and tests share.
+//! never use it), the benchmarks as a dependency. It holds the cluster builder the tests share
+//! ([`ClusterBuilder`], in [`builder`]) and the one random cluster generator of the benchmarks
+//! and tests.
 //!
 //! [`generate_cluster`]`(nodes, pods, seed)` builds a normalized [`ClusterSnapshot`] with a
 //! realistic shape, the same for the same arguments on every machine (a [`SplitMix64`]
@@ -20,6 +21,10 @@
 //! * executor available (`migration.apiVersion: v1`), `observedAt` fixed.
 //!
 //! The exact pod count is `pods` (GPU pods are capped at 80 % of it).
+
+pub mod builder;
+
+pub use builder::*;
 
 use std::collections::BTreeMap;
 

@@ -1,12 +1,14 @@
-//! Small cluster builders for tests (this crate's, and other crates' through the
-//! `testkit` feature).
+//! The cluster builder the tests share: small, hand-written clusters, one call per node, pod,
+//! workload or pending pod.
 //!
 //! [`ClusterBuilder`] makes consistent snapshots: node GPU accounting is recomputed from
 //! the pods at [`ClusterBuilder::build`], OMENative workloads come out steady (every
 //! eligibility check of docs/design-policies.md#omenative-eligibility passes) unless a test breaks
 //! them on purpose, and the executor is available (`migration.apiVersion: v1`) unless switched off.
 //!
-//! ```ignore
+//! ```
+//! use alfred_testkit::ClusterBuilder;
+//!
 //! let snap = ClusterBuilder::new()
 //!     .node("n1", "H100", 8)
 //!     .node("n2", "H100", 8)
@@ -140,7 +142,8 @@ impl ClusterBuilder {
         })
     }
 
-    pub(crate) fn pod(ns: &str, name: &str, node: &str, gpus: u32, isvc: Option<&str>) -> Pod {
+    /// A running, ready pod on `node` (`isvc`: its InferenceService label, component `engine`).
+    pub fn pod(ns: &str, name: &str, node: &str, gpus: u32, isvc: Option<&str>) -> Pod {
         let mut labels = BTreeMap::new();
         if let Some(isvc) = isvc {
             labels.insert("ome.io/inferenceservice".to_string(), isvc.to_string());
