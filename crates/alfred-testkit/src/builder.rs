@@ -22,8 +22,8 @@ use std::collections::BTreeMap;
 use alfred_model::Timestamp;
 use alfred_model::snapshot::{
     ClusterSnapshot, Component, ComponentKind, DeploymentMode, ExecutorState, HealthState,
-    Instance, InstanceStatus, MigrationState, ModelInfo, ModelRef, Node, NodeCondition, PendingPod,
-    Pod, PodPhase, PoolAttribution, ReplicaState, Runner, Workload,
+    Instance, MigrationState, ModelInfo, ModelRef, Node, NodeCondition, PendingPod, Pod, PodPhase,
+    PoolAttribution, ReplicaState, Runner, Workload,
 };
 
 /// The default snapshot time: Saturday 2026-11-28 12:00:00 UTC.
@@ -90,14 +90,8 @@ impl ClusterBuilder {
     /// A ready GPU node of `pool` with `total` GPUs.
     pub fn node(mut self, name: &str, pool: &str, total: u32) -> Self {
         self.snap.nodes.push(Node {
-            name: name.into(),
             uid: format!("uid-{name}"),
-            pool: Some(pool.into()),
-            gpu_resource: "nvidia.com/gpu".into(),
-            total_gpus: total,
-            free_gpus: total,
-            ready: true,
-            ..Node::default()
+            ..crate::parts::gpu_node(name, pool, total)
         });
         self
     }
@@ -192,19 +186,7 @@ impl ClusterBuilder {
             inst.pods.sort();
             if mode == DeploymentMode::OMENative {
                 let n = i64::try_from(pods.len()).unwrap_or(i64::MAX);
-                inst.status = Some(InstanceStatus {
-                    incarnation: 1,
-                    phase: "Ready".into(),
-                    running_revision: "rev-1".into(),
-                    admitted: true,
-                    status_pods: n,
-                    observed_pods: n,
-                    serving_pods: n,
-                    available_pods: n,
-                    ready_pods: n,
-                    desired_pods: n,
-                    ..InstanceStatus::default()
-                });
+                inst.status = Some(crate::parts::steady_status(n, "rev-1"));
             }
             instances.push(inst);
         }
@@ -233,20 +215,9 @@ impl ClusterBuilder {
                 ]
             };
             ReplicaState {
-                name: format!("{name}-engine"),
                 uid: format!("uid-ir-{ns}-{name}"),
-                status_fresh: true,
-                desired_replicas: n,
-                replicas: n,
-                ready_replicas: n,
-                serving_replicas: n,
-                available_replicas: n,
-                updated_replicas: n,
-                updated_ready_replicas: n,
-                current_revision: "rev-1".into(),
-                update_revision: "rev-1".into(),
                 runners,
-                ..ReplicaState::default()
+                ..crate::parts::steady_replica(&format!("{name}-engine"), n, "rev-1")
             }
         });
         self.snap.workloads.push(Workload {

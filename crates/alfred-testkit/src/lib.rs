@@ -23,6 +23,7 @@
 //! The exact pod count is `pods` (GPU pods are capped at 80 % of it).
 
 pub mod builder;
+pub mod parts;
 
 pub use builder::*;
 
@@ -85,36 +86,11 @@ const NODE_SIZES: [(u32, u64); 4] = [(8, 75), (4, 12), (2, 8), (1, 5)];
 const POD_SIZES: [(u32, u64); 4] = [(1, 45), (2, 25), (4, 18), (8, 12)];
 
 fn steady_status(pods: i64) -> InstanceStatus {
-    InstanceStatus {
-        incarnation: 1,
-        phase: "Ready".into(),
-        running_revision: "rev-1".into(),
-        admitted: true,
-        status_pods: pods,
-        observed_pods: pods,
-        serving_pods: pods,
-        available_pods: pods,
-        ready_pods: pods,
-        desired_pods: pods,
-        ..InstanceStatus::default()
-    }
+    parts::steady_status(pods, "rev-1")
 }
 
 fn steady_replica(name: String, replicas: i64) -> ReplicaState {
-    ReplicaState {
-        name,
-        status_fresh: true,
-        desired_replicas: replicas,
-        replicas,
-        ready_replicas: replicas,
-        serving_replicas: replicas,
-        available_replicas: replicas,
-        updated_replicas: replicas,
-        updated_ready_replicas: replicas,
-        current_revision: "rev-1".into(),
-        update_revision: "rev-1".into(),
-        ..ReplicaState::default()
-    }
+    parts::steady_replica(&name, replicas, "rev-1")
 }
 
 struct Builder {
