@@ -20,6 +20,8 @@
 //!   sections, spec files, seeds, lettered decisions), and every other `*.md` file their
 //!   comments name exists; nor does any Markdown page, manifest, deploy or fixture file or script
 //!   (`EVALUATION.md`, a record of the past, aside), and every page's relative links resolve.
+//! - README.md, ARCHITECTURE.md, `docs/` and `.ci/run` do not narrate history ("now that …",
+//!   "before this change", "in the first evaluation"); that lives in git and `EVALUATION.md`.
 //! - Every `"alfred_…"` metric name written in non-test code of `crates/*/src` and
 //!   `adapters/*/src` is one that `alfred_model::metric::MetricId` declares.
 //! - `cargo xtask tidy` also runs the tests that hold `docs/` to the code (`docs_reference` in
@@ -131,6 +133,7 @@ pub(crate) fn run_all(root: &Path) -> Result<()> {
         ("module docs", module_doc_violations(root)?),
         ("trailing whitespace", trailing_whitespace_violations(root)?),
         ("history wording", history_wording_violations(root)?),
+        ("history narration", history_narration_violations(root)?),
         ("workspace lints", workspace_lints_violations(&metadata)?),
         (
             "core dependency direction",
@@ -591,6 +594,59 @@ fn history_wording(line: &str, shell: bool) -> Option<&'static str> {
         return Some("a role (name the component, not whose it was)");
     }
     None
+}
+
+/// The pages that say what alfred is and does, where history does not belong: it lives in git
+/// and `EVALUATION.md` (a line pointing there may name an evaluation).
+const PRESENT_TENSE_PAGES: [&str; 3] = ["README.md", "ARCHITECTURE.md", ".ci/run"];
+
+/// Lines of the README, ARCHITECTURE.md, `docs/` and `.ci/run` that narrate history ("now
+/// that …", "before this change", "it was … in the first evaluation").
+pub(crate) fn history_narration_violations(root: &Path) -> Result<Vec<String>> {
+    let mut files: Vec<PathBuf> = PRESENT_TENSE_PAGES.iter().map(|p| root.join(p)).collect();
+    files.extend(text_files(&root.join("docs"), &["md"])?);
+    let mut violations = Vec::new();
+    for file in files.into_iter().filter(|f| f.exists()) {
+        for (n, line) in read(&file)?.lines().enumerate() {
+            if let Some(what) = history_narration(line) {
+                violations.push(format!(
+                    "{}:{}: {what}: say what is, and leave the history to git and EVALUATION.md",
+                    relative(root, &file),
+                    n + 1
+                ));
+            }
+        }
+    }
+    Ok(violations)
+}
+
+/// What a line narrates, if anything.
+fn history_narration(line: &str) -> Option<&'static str> {
+    const PHRASES: [&str; 4] = [
+        "now that",
+        "before this change",
+        "after this change",
+        "until now",
+    ];
+    const WHEN: [&str; 12] = [
+        "first", "second", "third", "fourth", "fifth", "sixth", "seventh", "eighth", "ninth",
+        "tenth", "earlier", "previous",
+    ];
+    let lower = line.to_lowercase();
+    if PHRASES.iter().any(|p| lower.contains(p)) {
+        return Some("a change narrated");
+    }
+    if lower.contains("evaluation.md") {
+        return None;
+    }
+    let words: Vec<&str> = lower
+        .split(|c: char| !c.is_alphanumeric())
+        .filter(|w| !w.is_empty())
+        .collect();
+    words
+        .windows(2)
+        .any(|w| WHEN.contains(&w[0]) && w[1].starts_with("evaluation"))
+        .then_some("an earlier evaluation narrated")
 }
 
 fn trailing_whitespace_lines(text: &str) -> Vec<usize> {
@@ -1328,6 +1384,33 @@ mod tests {
         assert!(history_wording("// an issue with the lease", false).is_none());
         assert!(history_wording("let issue = 3; // counts", false).is_none());
         assert!(history_wording(concat!("let s = \"iss", "ue 3\";"), false).is_none());
+    }
+
+    #[test]
+    fn readme_architecture_docs_and_ci_say_what_is() {
+        fail_on(
+            "history narration",
+            history_narration_violations(&workspace_root()).unwrap(),
+        );
+    }
+
+    #[test]
+    fn history_narration_rule() {
+        for line in [
+            "# on by default now that the campaign is short",
+            "(it was 90 ms in the first evaluation, 40 ms in the third)",
+            "Measured at load 4 (before this change, at load 7: S 0.035 ms)",
+            "the same as in earlier evaluations",
+        ] {
+            assert!(history_narration(line).is_some(), "{line}");
+        }
+        for line in [
+            "Details: `adapters/alfred-twin/EVALUATION.md`, eighth evaluation.",
+            "the evaluation twin runs 14 days",
+            "a node that is no longer due for maintenance",
+        ] {
+            assert_eq!(history_narration(line), None, "{line}");
+        }
     }
 
     #[test]
