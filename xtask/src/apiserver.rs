@@ -2,8 +2,7 @@
 //!
 //! No registry this project can reach ships a kube-apiserver binary, so this builds one from Debian
 //! bookworm's own `kubernetes` source package (its orig tarball is the full upstream v1.20.2 tree
-//! with `vendor/`), with Debian's `golang-1.19` and runs it beside Debian's `etcd-server`. The recipe
-//! is `../shared/spec/rust-engineering.md` §2.2:
+//! with `vendor/`), with Debian's `golang-1.19` and runs it beside Debian's `etcd-server`. The recipe:
 //!
 //! 1. `apt-get source --download-only kubernetes` through a temporary deb-src list passed with apt
 //!    options (the system's apt configuration is never touched), `apt-get download` of the Go

@@ -16,8 +16,12 @@
 //!   fails when `CI` is set.
 //! - Every `docs/<page>.md#<anchor>` a source file names exists (the page, and a heading with
 //!   that anchor), and so does every relative link of the Markdown pages (README, ARCHITECTURE,
-//!   `docs/`); the crates listed in `SELF_CONTAINED` name no document outside the
-//!   repository (`§` sections, spec files, seeds, lettered decisions).
+//!   `docs/`); no crate, adapter or tool names a document outside the repository (`§`
+//!   sections, spec files, seeds, lettered decisions), and every other `*.md` file their
+//!   comments name exists; nor does any Markdown page, manifest, deploy or fixture file or script
+//!   (`EVALUATION.md`, a record of the past, aside), and every page's relative links resolve.
+//! - README.md, ARCHITECTURE.md, `docs/` and `.ci/run` do not narrate history ("now that …",
+//!   "before this change", "in the first evaluation"); that lives in git and `EVALUATION.md`.
 //! - Every `"alfred_…"` metric name written in non-test code of `crates/*/src` and
 //!   `adapters/*/src` is one that `alfred_model::metric::MetricId` declares.
 //! - `cargo xtask tidy` also runs the tests that hold `docs/` to the code (`docs_reference` in
@@ -69,8 +73,9 @@ const ALLOWED: [(&str, &str); 1] = [("alfred-observe", "k8s-openapi")];
 /// The workspace crates each core crate may depend on (normal and build dependencies), as
 /// ARCHITECTURE.md draws them: adapters → dispatch → (policy → score, arbiter, sim) → model,
 /// observe → model. Any other edge between workspace crates fails.
-const CORE_DIRECTION: [(&str, &[&str]); 7] = [
+const CORE_DIRECTION: [(&str, &[&str]); 8] = [
     ("alfred-model", &[]),
+    ("alfred-testkit", &["alfred-model"]),
     ("alfred-observe", &["alfred-model"]),
     ("alfred-score", &["alfred-model"]),
     ("alfred-sim", &["alfred-model"]),
@@ -91,9 +96,9 @@ const CORE_DIRECTION: [(&str, &[&str]); 7] = [
 /// The packages whose `docs_reference` tests hold `docs/` to the code.
 const DOCS_REFERENCE_PACKAGES: [&str; 2] = ["alfred-model", "alfred-kube"];
 
-/// Crates whose sources (and tests) point only into `docs/`, never at documents a clone does
-/// not have. A crate joins the list once its references are replaced.
-const SELF_CONTAINED: [&str; 1] = ["crates/alfred-arbiter"];
+/// The folders besides `crates/*` and `adapters/*` whose Rust files, tests included, must point
+/// only into the repository (every crate and adapter does, so a new one is held to it at once).
+const SELF_CONTAINED_TOOLS: [&str; 3] = ["benches", "fuzz", "xtask"];
 
 /// Text that must not appear in core sources outside comments and string literals.
 const BANNED_TOKENS: [(&str, &str); 10] = [
@@ -128,6 +133,7 @@ pub(crate) fn run_all(root: &Path) -> Result<()> {
         ("module docs", module_doc_violations(root)?),
         ("trailing whitespace", trailing_whitespace_violations(root)?),
         ("history wording", history_wording_violations(root)?),
+        ("history narration", history_narration_violations(root)?),
         ("workspace lints", workspace_lints_violations(&metadata)?),
         (
             "core dependency direction",
@@ -138,6 +144,14 @@ pub(crate) fn run_all(root: &Path) -> Result<()> {
         ("markdown links", markdown_link_violations(root)?),
         ("metric names", metric_name_violations(root)?),
         ("self-contained crates", outside_reference_violations(root)?),
+        (
+            "self-contained text files",
+            outside_reference_text_violations(root)?,
+        ),
+        (
+            "markdown names in comments",
+            markdown_name_violations(root)?,
+        ),
         ("docs reference", docs_reference_violations(root)?),
     ] {
         if violations.is_empty() {
@@ -582,6 +596,59 @@ fn history_wording(line: &str, shell: bool) -> Option<&'static str> {
     None
 }
 
+/// The pages that say what alfred is and does, where history does not belong: it lives in git
+/// and `EVALUATION.md` (a line pointing there may name an evaluation).
+const PRESENT_TENSE_PAGES: [&str; 3] = ["README.md", "ARCHITECTURE.md", ".ci/run"];
+
+/// Lines of the README, ARCHITECTURE.md, `docs/` and `.ci/run` that narrate history ("now
+/// that …", "before this change", "it was … in the first evaluation").
+pub(crate) fn history_narration_violations(root: &Path) -> Result<Vec<String>> {
+    let mut files: Vec<PathBuf> = PRESENT_TENSE_PAGES.iter().map(|p| root.join(p)).collect();
+    files.extend(text_files(&root.join("docs"), &["md"])?);
+    let mut violations = Vec::new();
+    for file in files.into_iter().filter(|f| f.exists()) {
+        for (n, line) in read(&file)?.lines().enumerate() {
+            if let Some(what) = history_narration(line) {
+                violations.push(format!(
+                    "{}:{}: {what}: say what is, and leave the history to git and EVALUATION.md",
+                    relative(root, &file),
+                    n + 1
+                ));
+            }
+        }
+    }
+    Ok(violations)
+}
+
+/// What a line narrates, if anything.
+fn history_narration(line: &str) -> Option<&'static str> {
+    const PHRASES: [&str; 4] = [
+        "now that",
+        "before this change",
+        "after this change",
+        "until now",
+    ];
+    const WHEN: [&str; 12] = [
+        "first", "second", "third", "fourth", "fifth", "sixth", "seventh", "eighth", "ninth",
+        "tenth", "earlier", "previous",
+    ];
+    let lower = line.to_lowercase();
+    if PHRASES.iter().any(|p| lower.contains(p)) {
+        return Some("a change narrated");
+    }
+    if lower.contains("evaluation.md") {
+        return None;
+    }
+    let words: Vec<&str> = lower
+        .split(|c: char| !c.is_alphanumeric())
+        .filter(|w| !w.is_empty())
+        .collect();
+    words
+        .windows(2)
+        .any(|w| WHEN.contains(&w[0]) && w[1].starts_with("evaluation"))
+        .then_some("an earlier evaluation narrated")
+}
+
 fn trailing_whitespace_lines(text: &str) -> Vec<usize> {
     text.lines()
         .enumerate()
@@ -844,15 +911,19 @@ pub(crate) fn docs_link_violations(root: &Path) -> Result<Vec<String>> {
 }
 
 /// Whether a line points at a document outside the repository: a `§` section, a spec file, a
-/// seed, or a lettered decision (`E4`, `G.10`, `B.1`, `decision 15.3`).
+/// seed, or a lettered decision (`E4`, `G.10`, `B.1`, `decision 15.3`). The trace data under
+/// `../shared/data` is an input the twin reads, not a document, and is not one of them.
 fn outside_reference(line: &str) -> Option<&'static str> {
-    const FILES: [&str; 6] = [
+    const FILES: [&str; 9] = [
         "alfred-engine.md",
         "alfred-policies.md",
         "decisions.md",
         "ome-objects.md",
         "scheduler-simulation.md",
-        "../shared",
+        "rust-engineering.md",
+        "drain-plans-anchors.md",
+        "shared/spec",
+        "shared/seeds",
     ];
     if line.contains('§') {
         return Some("a § section");
@@ -861,48 +932,83 @@ fn outside_reference(line: &str) -> Option<&'static str> {
         return Some("a specification file");
     }
     let lower = line.to_lowercase();
-    if lower.contains("decision ")
-        && lower
-            .split("decision ")
-            .skip(1)
-            .any(|t| t.starts_with(|c: char| c.is_ascii_digit() || c == 'e'))
-    {
+    if lower.split("decision ").skip(1).any(numbered_decision) {
         return Some("a numbered decision");
     }
     let words: Vec<&str> = line
         .split(|c: char| !(c.is_alphanumeric() || c == '.'))
         .collect();
     for pair in words.windows(2) {
+        // The seed documents are numbered 000, 001, …; a random seed (`seed 501`) is not one.
         if pair[0].eq_ignore_ascii_case("seed")
             && pair[1].len() == 3
+            && pair[1].starts_with("00")
             && pair[1].bytes().all(|b| b.is_ascii_digit())
         {
             return Some("a seed");
         }
     }
-    for w in words {
-        let w = w.trim_end_matches('.');
-        let mut chars = w.chars();
-        let (Some(letter), rest) = (chars.next(), chars.as_str()) else {
-            continue;
-        };
-        let number = rest.strip_prefix('.').unwrap_or(rest);
-        if matches!(letter, 'B' | 'E' | 'G')
-            && !number.is_empty()
-            && number.len() <= 2
-            && number.bytes().all(|b| b.is_ascii_digit())
-        {
-            return Some("a lettered decision");
-        }
-    }
-    None
+    words
+        .iter()
+        .any(|w| lettered_decision(w.trim_end_matches('.')))
+        .then_some("a lettered decision")
 }
 
-/// Lines of the [`SELF_CONTAINED`] crates that point outside the repository.
+/// `15.3`, `e4`, `g.10` at the start of the text after "decision " (lower case).
+fn numbered_decision(text: &str) -> bool {
+    let token: String = text
+        .chars()
+        .take_while(|c| c.is_alphanumeric() || *c == '.')
+        .collect();
+    let token = token.trim_end_matches('.');
+    match token.split_once('.') {
+        Some((major, minor)) if !major.is_empty() && major.bytes().all(|b| b.is_ascii_digit()) => {
+            !minor.is_empty() && minor.bytes().all(|b| b.is_ascii_digit())
+        }
+        _ => lettered_decision(&token.to_uppercase()),
+    }
+}
+
+/// `E4`, `E16`, `G.10`, `B.1`: the letters and forms the decisions are numbered with.
+fn lettered_decision(word: &str) -> bool {
+    let digits = |s: &str| !s.is_empty() && s.len() <= 2 && s.bytes().all(|b| b.is_ascii_digit());
+    match word.split_at_checked(1) {
+        Some(("E", rest)) => digits(rest),
+        Some(("G" | "B", rest)) => rest.strip_prefix('.').is_some_and(digits),
+        _ => false,
+    }
+}
+
+/// Every crate, adapter and tool folder, each of which must point only into the repository.
+fn self_contained_dirs(root: &Path) -> Result<Vec<PathBuf>> {
+    let mut dirs = Vec::new();
+    for group in ["crates", "adapters"] {
+        let Ok(entries) = fs::read_dir(root.join(group)) else {
+            continue;
+        };
+        dirs.extend(
+            entries
+                .filter_map(|e| e.ok().map(|e| e.path()))
+                .filter(|p| p.is_dir()),
+        );
+    }
+    dirs.extend(SELF_CONTAINED_TOOLS.iter().map(|t| root.join(t)));
+    dirs.sort();
+    if dirs.len() <= SELF_CONTAINED_TOOLS.len() {
+        bail!("no crate or adapter found under {}", root.display());
+    }
+    Ok(dirs)
+}
+
+/// Lines of every crate, adapter and tool that point outside the repository. This file is
+/// left out: it names the forms it looks for.
 pub(crate) fn outside_reference_violations(root: &Path) -> Result<Vec<String>> {
     let mut violations = Vec::new();
-    for krate in SELF_CONTAINED {
-        for file in rust_files(&root.join(krate))? {
+    for krate in self_contained_dirs(root)? {
+        for file in rust_files(&krate)? {
+            if file.ends_with("xtask/src/tidy.rs") {
+                continue;
+            }
             for (n, line) in read(&file)?.lines().enumerate() {
                 if let Some(what) = outside_reference(line) {
                     violations.push(format!(
@@ -911,6 +1017,118 @@ pub(crate) fn outside_reference_violations(root: &Path) -> Result<Vec<String>> {
                         n + 1
                     ));
                 }
+            }
+        }
+    }
+    Ok(violations)
+}
+
+/// The `*.md` names a Rust file's comments mention (outside `docs/` links, which
+/// [`docs_link_violations`] checks with their anchors), with their line.
+fn markdown_names(text: &str) -> Vec<(usize, &str)> {
+    let mut out = Vec::new();
+    for (n, line) in text.lines().enumerate() {
+        let Some(at) = line.find("//") else { continue };
+        let comment = &line[at..];
+        for word in comment.split(|c: char| !(c.is_alphanumeric() || "-_./".contains(c))) {
+            let word = word.trim_end_matches('.');
+            if word.ends_with(".md") && word.len() > 3 && !word.contains("docs/") {
+                out.push((n + 1, word));
+            }
+        }
+    }
+    out
+}
+
+/// Markdown files named in comments that the repository does not have: a name with a path
+/// resolves from the root or the crate; a bare name must be some file of the repository.
+pub(crate) fn markdown_name_violations(root: &Path) -> Result<Vec<String>> {
+    let mut everywhere = BTreeSet::new();
+    let mut stack = vec![root.to_path_buf()];
+    while let Some(dir) = stack.pop() {
+        for entry in fs::read_dir(&dir)?.filter_map(|e| e.ok()) {
+            let name = entry.file_name().to_string_lossy().into_owned();
+            let path = entry.path();
+            if path.is_dir() {
+                if !name.starts_with('.') && !["target", "tmp", "corpus"].contains(&name.as_str()) {
+                    stack.push(path);
+                }
+            } else if name.ends_with(".md") {
+                everywhere.insert(name);
+            }
+        }
+    }
+    let mut violations = Vec::new();
+    for base in self_contained_dirs(root)? {
+        for file in rust_files(&base)? {
+            if file.ends_with("xtask/src/tidy.rs") {
+                continue;
+            }
+            for (line, name) in markdown_names(&read(&file)?) {
+                let found = if name.contains('/') {
+                    root.join(name).exists() || base.join(name).exists()
+                } else {
+                    everywhere.contains(name)
+                };
+                if !found {
+                    violations.push(format!(
+                        "{}:{line}: {name} is not a file of the repository",
+                        relative(root, &file)
+                    ));
+                }
+            }
+        }
+    }
+    Ok(violations)
+}
+
+/// The files below `root` whose extension is one of `extensions` (and `.ci/run` when `sh` is
+/// asked for), sorted; build output, fuzz corpora and hidden folders left out.
+fn text_files(root: &Path, extensions: &[&str]) -> Result<Vec<PathBuf>> {
+    let mut files = Vec::new();
+    let mut stack = vec![root.to_path_buf()];
+    while let Some(dir) = stack.pop() {
+        for entry in fs::read_dir(&dir)?.filter_map(|e| e.ok()) {
+            let name = entry.file_name().to_string_lossy().into_owned();
+            let path = entry.path();
+            if path.is_dir() {
+                if !name.starts_with('.') && !["target", "tmp", "corpus"].contains(&name.as_str()) {
+                    stack.push(path);
+                }
+            } else if path
+                .extension()
+                .is_some_and(|e| extensions.iter().any(|x| e == *x))
+            {
+                files.push(path);
+            }
+        }
+    }
+    if extensions.contains(&"sh") {
+        files.push(root.join(".ci/run"));
+    }
+    files.sort();
+    Ok(files)
+}
+
+/// Files other than Rust sources that must point only into the repository too: Markdown pages,
+/// manifests, deploy and fixture files, scripts. `EVALUATION.md` records what happened when,
+/// in the words of the time, and is left as it was written.
+const TEXT_EXTENSIONS: [&str; 6] = ["md", "toml", "yaml", "yml", "py", "sh"];
+
+/// Lines of the repository's other text files (see [`TEXT_EXTENSIONS`]) that point outside it.
+pub(crate) fn outside_reference_text_violations(root: &Path) -> Result<Vec<String>> {
+    let mut violations = Vec::new();
+    for file in text_files(root, &TEXT_EXTENSIONS)? {
+        if file.ends_with("EVALUATION.md") || file.ends_with("Cargo.lock") {
+            continue;
+        }
+        for (n, line) in read(&file)?.lines().enumerate() {
+            if let Some(what) = outside_reference(line) {
+                violations.push(format!(
+                    "{}:{}: names {what} outside the repository: point into docs/ instead",
+                    relative(root, &file),
+                    n + 1
+                ));
             }
         }
     }
@@ -938,15 +1156,7 @@ fn markdown_links(text: &str) -> Vec<(usize, String)> {
 
 /// Relative links of the repository's Markdown pages that name a missing file or heading.
 pub(crate) fn markdown_link_violations(root: &Path) -> Result<Vec<String>> {
-    let mut pages = vec![root.join("README.md"), root.join("ARCHITECTURE.md")];
-    if let Ok(entries) = fs::read_dir(root.join("docs")) {
-        let mut docs: Vec<PathBuf> = entries
-            .filter_map(|e| e.ok().map(|e| e.path()))
-            .filter(|p| p.extension().is_some_and(|e| e == "md"))
-            .collect();
-        docs.sort();
-        pages.extend(docs);
-    }
+    let pages = text_files(root, &["md"])?;
     let mut violations = Vec::new();
     for page in pages.into_iter().filter(|p| p.exists()) {
         let text = read(&page)?;
@@ -1177,6 +1387,33 @@ mod tests {
     }
 
     #[test]
+    fn readme_architecture_docs_and_ci_say_what_is() {
+        fail_on(
+            "history narration",
+            history_narration_violations(&workspace_root()).unwrap(),
+        );
+    }
+
+    #[test]
+    fn history_narration_rule() {
+        for line in [
+            "# on by default now that the campaign is short",
+            "(it was 90 ms in the first evaluation, 40 ms in the third)",
+            "Measured at load 4 (before this change, at load 7: S 0.035 ms)",
+            "the same as in earlier evaluations",
+        ] {
+            assert!(history_narration(line).is_some(), "{line}");
+        }
+        for line in [
+            "Details: `adapters/alfred-twin/EVALUATION.md`, eighth evaluation.",
+            "the evaluation twin runs 14 days",
+            "a node that is no longer due for maintenance",
+        ] {
+            assert_eq!(history_narration(line), None, "{line}");
+        }
+    }
+
+    #[test]
     fn trailing_whitespace_rule() {
         assert_eq!(trailing_whitespace_lines("a\nb \nc\n\td\t\n"), vec![2, 4]);
     }
@@ -1315,7 +1552,7 @@ mod tests {
     }
 
     #[test]
-    fn self_contained_crates_point_only_into_the_repository() {
+    fn every_crate_points_only_into_the_repository() {
         fail_on(
             "self-contained crates",
             outside_reference_violations(&workspace_root()).unwrap(),
@@ -1359,6 +1596,8 @@ mod tests {
             "// (B.1: a plan)",
             "// decision G.10",
             "// E16 applies",
+            "// Decision e4: one function",
+            "// as rust-engineering.md says",
         ] {
             assert!(outside_reference(line).is_some(), "{line}");
         }
@@ -1368,9 +1607,43 @@ mod tests {
             "// the seed of the generator",
             "// E is a letter, Bx2 is a name, G.x too",
             "// SECTION_2",
+            "// GPU models G2 and B1, E.1",
+            "// 0 s: decision 1 moves ns/a",
+            "// the trace under ../shared/data/alibaba-gpu-v2023",
+            "the same from seed 501, two processes",
         ] {
             assert_eq!(outside_reference(line), None, "{line}");
         }
+    }
+
+    #[test]
+    fn pages_manifests_and_scripts_point_only_into_the_repository() {
+        fail_on(
+            "self-contained text files",
+            outside_reference_text_violations(&workspace_root()).unwrap(),
+        );
+    }
+
+    #[test]
+    fn markdown_files_named_in_comments_exist() {
+        fail_on(
+            "markdown names in comments",
+            markdown_name_violations(&workspace_root()).unwrap(),
+        );
+    }
+
+    #[test]
+    fn markdown_names_are_read_from_comments_only() {
+        let text = "let s = \"A.md\"; // see BENCH.md and adapters/x/README.md.\n\
+                    /// docs/design.md#gates is checked elsewhere\n//! (STATE.md)\n";
+        assert_eq!(
+            markdown_names(text),
+            vec![
+                (1, "BENCH.md"),
+                (1, "adapters/x/README.md"),
+                (3, "STATE.md")
+            ]
+        );
     }
 
     #[test]

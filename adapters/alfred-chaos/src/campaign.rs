@@ -42,7 +42,7 @@ use crate::invariants::{self, ReferenceBreaker, Violation};
 const SERVICE_ACCOUNT: &str = "alfred-migrator";
 const REPLICAS: usize = 2;
 /// An operator removes a stalled entry (and its annotation) this long after it stalled,
-/// once nothing runs under it (seed 001's "A request is stalled").
+/// once nothing runs under it (docs/design-pass.md#follow-up: alfred never cancels a request).
 const OPERATOR_AFTER_MS: i64 = 60 * MINUTE;
 /// An operator repairs a deleted or corrupted journal after this many passes.
 const REPAIR_AFTER_PASSES: u32 = 3;
@@ -114,8 +114,8 @@ struct Replica {
     term: Option<AlfredTerm>,
 }
 
-/// A fresh look (§9.6 steps 1 and 12): the cluster as it is now (the pass's world is frozen
-/// while it runs), failing or slow as drawn.
+/// A fresh look (docs/design-pass.md#pre-submit-re-check steps 1 and 12): the cluster as it is now
+/// (the pass's world is frozen while it runs), failing or slow as drawn.
 struct Looks<'a> {
     snapshot: &'a ClusterSnapshot,
     plan: RefCell<VecDeque<Look>>,
@@ -679,10 +679,10 @@ impl Chaos {
     }
 
     /// Every request started in the last hour, as far as the cluster and the stored
-    /// journal still hold it (§9.7): the journal's entries by `createdAt`, the request
-    /// annotations by `requested_at`, and every migration OMENative started (anyone's) on an
-    /// InferenceService that still exists (a deleted one takes its status rows with it; a
-    /// deleted journal takes alfred's history with it).
+    /// journal still hold it (docs/design-pass.md#budget-check): the journal's entries by
+    /// `createdAt`, the request annotations by `requested_at`, and every migration OMENative
+    /// started (anyone's) on an InferenceService that still exists (a deleted one takes its status
+    /// rows with it; a deleted journal takes alfred's history with it).
     fn hourly(&self, sim: &Sim, now: i64) -> BTreeSet<String> {
         let hour = Duration::from_secs(3600);
         let t_now = ts(now);

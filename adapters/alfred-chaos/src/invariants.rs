@@ -13,8 +13,8 @@ use alfred_model::Timestamp;
 
 use crate::apiserver::{LandedRequest, WriteRecord};
 
-/// The observed snapshot a new request may be built on is at most this old (alfred-engine.md
-/// §9.9: `ObservationStale`).
+/// The observed snapshot a new request may be built on is at most this old
+/// (docs/design-pass.md#dispatch-pass: `ObservationStale`).
 pub const STALENESS_BOUND: Duration = Duration::from_secs(30);
 
 /// A broken invariant.
@@ -89,7 +89,7 @@ pub fn no_second_request_for_an_instance(r: &LandedRequest) -> Result<(), Violat
 }
 
 /// The in-flight and hourly caps, counting everyone's migrations: a request is written only
-/// while no other request waits or runs anywhere (alfred-engine.md §9.7 step 7, whatever
+/// while no other request waits or runs anywhere (docs/design-pass.md#budget-check step 7, whatever
 /// `maxInFlightMigrations` allows) and never beyond `maxMigrationsPerHour`.
 pub fn within_caps(
     r: &LandedRequest,
@@ -153,7 +153,7 @@ pub fn no_request_while_the_breaker_is_open(r: &LandedRequest) -> Result<(), Vio
     )
 }
 
-/// The circuit breaker as alfred-engine.md §8.5 states it, written independently of the
+/// The circuit breaker as docs/design.md#circuit-breaker states it, written independently of the
 /// arbiter's: the last 10 terminal outcomes; after an outcome, with at least 4 held and
 /// more than half failed, open for 60 minutes (a later trip only extends it) and forget the
 /// outcomes. A new leader starts closed and empty.

@@ -1,7 +1,7 @@
 //! Simulators for the pass: none, the in-process scheduler model, or worker processes
 //! from `workers.json` (as `alfred run` runs them).
 //!
-//! # Worker processes (scheduler-simulation.md §2–§4, alfred-engine.md §10)
+//! # Worker processes (docs/design-simulation.md, docs/design-runtime.md#simulation-workers)
 //!
 //! [`WorkerPool::load`] reads `workers.json` strictly (alfred-sim's `parse_workers`: unknown
 //! field, `null`, trailing data, more than 32 workers, relative paths, padded identity
@@ -89,7 +89,7 @@ pub fn for_replay(
 /// What callers print before a load or probe failure.
 pub const PROBE_ERROR_PREFIX: &str = alfred_sim::workers::PROBE_ERROR_PREFIX;
 
-/// The simulation budget of one pass (§3.4).
+/// The simulation budget of one pass (docs/design-simulation.md#per-pass-bounds).
 pub const PASS_SIMULATION_BUDGET: Duration = Duration::from_secs(30);
 
 /// The whole startup probe's budget.

@@ -1,5 +1,6 @@
-//! The manifests in `deploy/`: least privilege, pod security (decision E23), the shipped
-//! configuration parses, and the migration guard is exactly the canonical one alfred checks.
+//! The manifests in `deploy/`: least privilege, pod security (docs/design-runtime.md#permissions),
+//! the shipped configuration parses, and the migration guard is exactly the canonical one alfred
+//! checks.
 
 use std::path::{Path, PathBuf};
 

@@ -267,8 +267,8 @@ fn execute_mode_story_across_replays_submits_once_then_stalls() {
         "{rows:?}"
     );
     // The move is the one step of a drain plan freeing gpu-h100-01 for the pending 8-GPU
-    // pod (B.1): the plan starts, the pod is nominated to the node, and chat/beta may not
-    // land on the plan's node nor on the target just claimed.
+    // pod (docs/design-policies.md#drain-plans): the plan starts, the pod is nominated to the node,
+    // and chat/beta may not land on the plan's node nor on the target just claimed.
     let alpha = rows.iter().find(|r| r["outcome"] == "submitted").unwrap();
     assert_eq!(alpha["workload"], "chat/alpha");
     assert_eq!(alpha["planStep"], "1/1");
@@ -307,10 +307,10 @@ fn execute_mode_story_across_replays_submits_once_then_stalls() {
     assert_eq!(requests(&second), 0);
 }
 
-/// Decision B.4 across a `--state` chain on `node-health-disabled.json`: node health on
-/// (`maintenance-label.yaml`: records for the Unhealthy node and the one due for maintenance,
-/// their Node events), off (`node-health-disabled.yaml`: no records, no Node events, both
-/// stored keys deleted), on again (records from fresh markers, the events again).
+/// docs/design-pass.md#node-records across a `--state` chain on `node-health-disabled.json`: node
+/// health on (`maintenance-label.yaml`: records for the Unhealthy node and the one due for
+/// maintenance, their Node events), off (`node-health-disabled.yaml`: no records, no Node events,
+/// both stored keys deleted), on again (records from fresh markers, the events again).
 #[test]
 fn node_health_off_and_on_again_across_a_state_chain() {
     let dir = std::path::Path::new(env!("CARGO_TARGET_TMPDIR"))
@@ -392,8 +392,9 @@ fn node_health_off_and_on_again_across_a_state_chain() {
 }
 
 /// `policies.defragmentation.drainPlans.enabled: false` gives exactly the seeds' behaviour
-/// (decisions.md B.1): every fixture replays as it did before drain plans existed (these
-/// snapshots were checked byte for byte against the pre-plan outputs when plans landed).
+/// (docs/design-policies.md#drain-plans): every fixture replays as it did before drain plans
+/// existed (these snapshots were checked byte for byte against the pre-plan outputs when plans
+/// landed).
 #[test]
 fn with_drain_plans_disabled_every_fixture_replays_as_before_plans() {
     let dir = Path::new(env!("CARGO_TARGET_TMPDIR"))

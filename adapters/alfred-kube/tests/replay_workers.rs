@@ -1,7 +1,8 @@
 //! `alfred replay --simulation-workers FILE`: real `alfred-simulator` worker processes,
 //! loaded and probed as `alfred run` does, answer the pass's predictions — the same answers
 //! as `--simulate-in-process` — and every `workers.json` / probe error stops replay with
-//! the documented message (scheduler-simulation.md §3, alfred-engine.md §10).
+//! the documented message (docs/design-simulation.md#worker-registry,
+//! docs/design-runtime.md#simulation-workers).
 //!
 //! The worker binary: `alfred-simulator` from the cargo target directory next to `alfred`,
 //! brought up to date with `cargo build -p alfred-simulator`, copied (stripped when `strip`

@@ -1,5 +1,6 @@
-//! `alfred run` startup exit errors (alfred-engine.md §2.2): exit status 1 with the documented
-//! messages. No API server needed: the client is built from a kubeconfig without contacting it.
+//! `alfred run` startup exit errors (docs/design-runtime.md#startup): exit status 1 with the
+//! documented messages. No API server needed: the client is built from a kubeconfig without
+//! contacting it.
 
 use std::process::Command;
 

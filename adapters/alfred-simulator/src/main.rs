@@ -1,4 +1,5 @@
-//! `alfred-simulator`: one scheduler-simulation worker (scheduler-simulation.md §2, §4).
+//! `alfred-simulator`: one scheduler-simulation worker
+//! (docs/design-simulation.md#worker-command-line, docs/design-simulation.md#request-and-result).
 //!
 //! `--print-profile` prints the worker's identity; otherwise one JSON request is read from
 //! stdin and one JSON result written to stdout. Exit codes: 2 flag errors, 1 configuration,

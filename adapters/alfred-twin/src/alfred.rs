@@ -195,7 +195,7 @@ pub struct AlfredCaretaker {
     pub name: String,
     /// Drain plans as the core reported them (its Node Events).
     pub plans: PlanTally,
-    /// The on-call operator of seed 001's "A request is stalled": minutes after alfred marks
+    /// The on-call operator of docs/design-pass.md#follow-up: minutes after alfred marks
     /// one of its requests stalled, once the twin's OMENative has no migration running under
     /// that UUID, the operator removes the entry from the journal (`None`: nobody does, and
     /// the first stall blocks alfred's requests for the rest of the run).
@@ -417,7 +417,8 @@ impl AlfredCaretaker {
     /// a stalled entry whose migration the twin no longer runs is removed once it has been
     /// stalled long enough. In the twin a stall is mostly a task that ended right after its
     /// migration: the InferenceService went with the status row alfred needed
-    /// (`OwnerUnavailable`), which seed 001 says blocks alfred until someone clears it.
+    /// (`OwnerUnavailable`), which blocks alfred until someone clears it
+    /// (docs/design-pass.md#follow-up).
     fn operator_round(&mut self, sim: &Sim, now: i64) {
         let JournalSlot::Readable(journal) = &mut self.core.state_mut().journal else {
             return;

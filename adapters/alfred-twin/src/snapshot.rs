@@ -3,9 +3,9 @@
 //!
 //! Every running task is a steady OMENative InferenceService `twin/t<id>` with one engine
 //! Instance of one pod (InferenceReplica and Instance status consistent, so the eligibility
-//! ladder of alfred-policies.md §C.3 passes); a task being moved shows its surge pod, an
-//! Instance phase `Migrating`, the request annotation while it is not terminal and one
-//! `status.migrations` row per acknowledged request (kept two hours after it ends, for the
+//! ladder of docs/design-policies.md#omenative-eligibility passes); a task being moved shows its
+//! surge pod, an Instance phase `Migrating`, the request annotation while it is not terminal and
+//! one `status.migrations` row per acknowledged request (kept two hours after it ends, for the
 //! cooldowns). Pending tasks are pending GPU pods attributed to their `gpu_spec` pools.
 //!
 //! A gang (2×8-GPU Instance) is a multi-pod OMENative Instance: component scheduler

@@ -9,9 +9,9 @@
 //! Score of a feasible node = `NodeResourcesFit` + `NodeResourcesBalancedAllocation`
 //! (the other default scorers give every node of the twin the same value: no taints,
 //! affinities, topology constraints, ports or images). Ties go to the smallest node name,
-//! as in `alfred-sim` (decision 14.9). Pods without CPU/memory requests use the scheduler's
-//! non-zero defaults (100m, 200Mi) for `NodeResourcesFit`. The agreement with `alfred-sim`
-//! is tested on small clusters (`tests/sim_agreement.rs`).
+//! as in `alfred-sim` (docs/design-simulation.md#default-profile). Pods without CPU/memory requests
+//! use the scheduler's non-zero defaults (100m, 200Mi) for `NodeResourcesFit`. The agreement with
+//! `alfred-sim` is tested on small clusters (`tests/sim_agreement.rs`).
 //!
 //! **Gangs** (2×8-GPU Instances, `--gang-share`): the twin's model of the OME gang
 //! scheduler is all-or-nothing placement of every pod of the gang inside one topology

@@ -1,4 +1,4 @@
-//! The twin's on-call operator (seed 001, "A request is stalled"): a request whose
+//! The twin's on-call operator (docs/design-pass.md#follow-up): a request whose
 //! InferenceService went away before alfred saw the migration's end blocks alfred until
 //! someone removes it from the journal. Three 8-GPU nodes, five 1-GPU Instances, an 8-GPU
 //! Instance waiting: alfred moves the lone Instance off the third node, and that Instance's

@@ -1,4 +1,4 @@
-//! The dispatch budget check (alfred-engine.md §9.7): union by request identity
+//! The dispatch budget check (docs/design-pass.md#budget-check): union by request identity
 //! `ownerUID/uuid` of every waiting or running request anywhere, of migrations started in
 //! the last hour, alfred's own cooldowns and the failure backoff.
 
@@ -42,7 +42,7 @@ pub fn node_cooling(
 
 /// Whether one of alfred's entries landed on `node` (as a target) within `window`, except
 /// `skip_uuid`: what of a node's cooldown a drain-plan step leaving that node still honours
-/// (B.1, as the arbiter's `Ledger::node_received`).
+/// (docs/design-policies.md#drain-plans, as the arbiter's `Ledger::node_received`).
 pub fn node_received(
     journal: &Journal,
     node: &str,
@@ -68,9 +68,9 @@ fn recent_entry(
     })
 }
 
-/// The source node's cooldown for `candidate` (B.1 for plan steps, as the arbiter): a
-/// started plan's own node is exempt between its steps, a new plan's node waits only for
-/// requests that landed on it, every other move for every use of its source.
+/// The source node's cooldown for `candidate` (docs/design-policies.md#drain-plans for plan steps,
+/// as the arbiter): a started plan's own node is exempt between its steps, a new plan's node waits
+/// only for requests that landed on it, every other move for every use of its source.
 fn source_cooling(
     journal: &Journal,
     candidate: &Candidate,
@@ -86,9 +86,9 @@ fn source_cooling(
     }
 }
 
-/// §9.7 step 4 for the rows of one InferenceReplica whose owner has `owner_uid`: each row
-/// needs a UUID and a non-zero `startedAt` not after `now`; waiting and running phases are
-/// *active*; an unknown phase is `MigrationStateInvalid`.
+/// docs/design-pass.md#budget-check step 4 for the rows of one InferenceReplica whose owner has
+/// `owner_uid`: each row needs a UUID and a non-zero `startedAt` not after `now`; waiting and
+/// running phases are *active*; an unknown phase is `MigrationStateInvalid`.
 fn classify_rows(
     owner_uid: &str,
     rows: &[MigrationRecord],
@@ -143,8 +143,9 @@ pub fn check_budget(
         }
         classify_rows(&w.uid, &w.migration.records, now, &mut active)?;
     }
-    // §9.7 step 4 reads *every* captured InferenceReplica: the rows no workload reads count
-    // too, and a replica with rows but no InferenceService owner makes them unusable.
+    // docs/design-pass.md#budget-check step 4 reads *every* captured InferenceReplica: the rows no
+    // workload reads count too, and a replica with rows but no InferenceService owner makes them
+    // unusable.
     for r in &snap.unattached_replicas {
         if r.owner.is_none() || r.invalid.is_some() {
             return Err(DispatchReason::MigrationStateInvalid);
@@ -171,11 +172,11 @@ pub fn check_budget(
         }
     }
     // The hourly count is THE counting function the arbiter's `HourlyCap` uses
-    // (decision E4): migrations started in the last hour, whoever requested them, united
-    // by identity with alfred's journal entries by `createdAt`.
+    // (docs/design.md#hourly-budget): migrations started in the last hour, whoever requested them,
+    // united by identity with alfred's journal entries by `createdAt`.
     let mut hourly =
         started_migrations_within(snap, &journal_created_at(journal), now, HOURLY_WINDOW);
-    // §9.7 step 6: the retried entry does not count against itself.
+    // docs/design-pass.md#budget-check step 6: the retried entry does not count against itself.
     if let Some(id) = retry_id {
         active.remove(&id);
         hourly.remove(&id);

@@ -126,14 +126,14 @@ impl<'a> Reading<'a> {
         self
     }
 
-    /// The migration guard's two admission objects as read (§9.8). Default: neither
+    /// The migration guard's two admission objects as read (docs/design-pass.md#migration-guard). Default: neither
     /// found, so execute mode withholds with `GuardUnavailable`.
     pub fn guard(mut self, guard: &'a GuardObservation) -> Self {
         self.guard = Some(guard);
         self
     }
 
-    /// Where the execute-mode re-check's fresh looks come from (§9.6 steps 1 and 12).
+    /// Where the execute-mode re-check's fresh looks come from (docs/design-pass.md#pre-submit-re-check steps 1 and 12).
     /// Default: the cluster cannot change during the pass, both looks see `snapshot`.
     pub fn fresh_looks(mut self, observer: &'a dyn FreshObserver) -> Self {
         self.fresh = Some(observer);
@@ -157,7 +157,7 @@ impl<'a> Reading<'a> {
 
 /// One leadership term of alfred: the decision pass with what lives between passes.
 ///
-/// A new leader makes a new one (the breaker starts closed, decision 15.3); the durable
+/// A new leader makes a new one (the breaker starts closed: docs/design-runtime.md#leader-election); the durable
 /// state it needs comes in through each [`Reading`]. The driving loop:
 ///
 /// 1. read the cluster into a snapshot, the config, the journal and the guard;
@@ -225,7 +225,7 @@ impl Caretaker {
         self
     }
 
-    /// How long after its `now` a pass may still write a request (§9.2); `None`: no
+    /// How long after its `now` a pass may still write a request (docs/design-pass.md#when-execution-is-enabled); `None`: no
     /// deadline, for a driver whose clock stands still during a pass.
     pub fn with_dispatch_deadline(mut self, deadline: Option<Duration>) -> Caretaker {
         self.dispatch_deadline = deadline;
@@ -323,7 +323,7 @@ impl Caretaker {
 
     /// The outcome of one write effect of the last pass, in the order applied. A request
     /// that may not have landed is reported by the next pass (`SubmissionUncertain`,
-    /// §9.9 `attempt()` step 5). After the first failed dispatch write (journal or
+    /// docs/design-pass.md#dispatch-pass `attempt()` step 5). After the first failed dispatch write (journal or
     /// request) the carried journal is the last one reported written (or the one the
     /// pass read), which is what the store holds since the driver stops there. A driver
     /// whose writes cannot fail need not call it; other effects only count when they are

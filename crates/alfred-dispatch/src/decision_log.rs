@@ -1,6 +1,6 @@
-//! The decision log (seed 004's pattern, decision E9): one `kind: decision` JSON line per
-//! pass that decided something, and `kind: outcome` lines with the same `decisionId` at
-//! 1, 5 and 15 minutes. Schema: `adapters/alfred-twin/README.md`.
+//! The decision log (docs/design-pass.md#decision-log): one `kind: decision`
+//! JSON line per pass that decided something, and `kind: outcome` lines with the same `decisionId`
+//! at 1, 5 and 15 minutes. Schema: `adapters/alfred-twin/README.md`.
 //!
 //! Shared by both adapters (`alfred run --decision-log` and `alfred-twin`):
 //!
@@ -125,8 +125,9 @@ pub struct PendingRef {
     pub pending_since: Timestamp,
 }
 
-/// Whether a pass decided something: any candidate (advice included; E9 logs
-/// recommend-only passes like shadow decisions) or any request written.
+/// Whether a pass decided something: any candidate (advice included;
+/// docs/design-pass.md#decision-log logs recommend-only passes like shadow decisions) or any
+/// request written.
 pub fn decided_something(explain: &[Explained], effects: &[Effect]) -> bool {
     !explain.is_empty()
         || effects
@@ -135,14 +136,14 @@ pub fn decided_something(explain: &[Explained], effects: &[Effect]) -> bool {
 }
 
 /// A move the pass would make: executable, or advice only because the mode is
-/// recommend-only (`SimulationRecommendOnly`, E14).
+/// recommend-only (`SimulationRecommendOnly`, docs/design-pass.md#prediction-stage).
 pub fn is_planned_move(e: &Explained) -> bool {
     e.candidate.executable
         || e.candidate.advisory_reason == Some(AdvisoryReason::SimulationRecommendOnly)
 }
 
 /// Whether a logged decision gets outcome lines: it wrote a request, or (recommend-only,
-/// followed like a shadow decision, E9) it planned a move.
+/// followed like a shadow decision, docs/design-pass.md#decision-log) it planned a move.
 pub fn should_follow(mode: Mode, explain: &[Explained], effects: &[Effect]) -> bool {
     !dispatched(effects).is_empty()
         || (mode == Mode::RecommendOnly && explain.iter().any(is_planned_move))
@@ -254,10 +255,10 @@ fn seconds_between(later: Timestamp, earlier: Timestamp) -> f64 {
     (later.unix_nanos() - earlier.unix_nanos()) as f64 / 1e9
 }
 
-/// The drain-plan lines of one pass (decisions.md B.1, reporting): a `kind: plan` line for
-/// each plan that started in the pass (`before` had no active plan of its id, `after` has
-/// one), with the record's view of it (node, pod, moves still to make, price, story); and a
-/// `kind: planOutcome` line for each plan the pass ended, saying how (`completed` or
+/// The drain-plan lines of one pass (docs/design-policies.md#drain-plans, reporting): a `kind:
+/// plan` line for each plan that started in the pass (`before` had no active plan of its id,
+/// `after` has one), with the record's view of it (node, pod, moves still to make, price, story);
+/// and a `kind: planOutcome` line for each plan the pass ended, saying how (`completed` or
 /// `abandoned` and why), whether its pod bound (`podBound`, `boundOn`: `planNode` or
 /// `elsewhere`), and after how many minutes: since the plan started and since the pod began
 /// to wait, up to the pass that saw it. `before` and `after` are the dispatch state's plans

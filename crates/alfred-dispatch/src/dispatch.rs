@@ -1,5 +1,5 @@
-//! The per-pass dispatch algorithm (alfred-engine.md §9.9) and the merge of journal
-//! entries into the pass's rows (§9.10).
+//! The per-pass dispatch algorithm (docs/design-pass.md#dispatch-pass) and the merge of journal
+//! entries into the pass's rows (docs/design-pass.md#journal-rows).
 
 use alfred_model::ClusterSnapshot;
 use alfred_model::Timestamp;
@@ -21,8 +21,8 @@ use crate::stages::Stages;
 /// verdict.
 pub type Decision = (Candidate, Option<Verdict>);
 
-/// The circuit breaker is `alfred-arbiter`'s (decision 15.3): not durable, kept in the
-/// [`crate::Session`]; a new leader starts with [`Breaker::default`].
+/// The circuit breaker is `alfred-arbiter`'s (docs/design.md#circuit-breaker): not durable, kept in
+/// the [`crate::Session`]; a new leader starts with [`Breaker::default`].
 pub use alfred_arbiter::Breaker;
 
 /// The journal as the adapter found it.
@@ -103,7 +103,7 @@ pub struct DispatchOutcome {
     pub journal_error: Option<String>,
 }
 
-/// `executionEnabled` (§9.2), first failure wins.
+/// `executionEnabled` (docs/design-pass.md#when-execution-is-enabled), first failure wins.
 pub fn execution_enabled(ctx: &DispatchCtx<'_>) -> Result<(), DispatchReason> {
     if !ctx.runtime.executor_available()
         || ctx.config.mode != Mode::Execute
@@ -133,7 +133,7 @@ fn withhold_all(decisions: &mut [Decision], r: DispatchReason) {
     }
 }
 
-/// The candidate a journal entry stands for (§9.10).
+/// The candidate a journal entry stands for (docs/design-pass.md#journal-rows).
 pub fn entry_candidate(e: &Entry) -> Candidate {
     let payload = RequestPayload::decode(&e.payload).ok();
     let (policy, reason, hints) = match &payload {
@@ -175,7 +175,7 @@ pub fn entry_candidate(e: &Entry) -> Candidate {
     }
 }
 
-/// Merges one entry into the rows (§9.10).
+/// Merges one entry into the rows (docs/design-pass.md#journal-rows).
 pub fn merge_entry(decisions: &mut Vec<Decision>, e: &Entry) {
     let c = entry_candidate(e);
     let verdict = Verdict {
@@ -201,9 +201,9 @@ fn write(j: &Journal, effects: &mut Vec<Effect>) -> Result<(), String> {
     Ok(())
 }
 
-/// Runs §9.9. `decisions` holds every candidate with its arbiter verdict (admitted ones
-/// start as `withheld/ExecutionDisabled`); `order` is the arbitration order (indices
-/// into `decisions`).
+/// Runs docs/design-pass.md#dispatch-pass. `decisions` holds every candidate with its arbiter
+/// verdict (admitted ones start as `withheld/ExecutionDisabled`); `order` is the arbitration order
+/// (indices into `decisions`).
 #[allow(clippy::too_many_arguments)]
 pub fn execute(
     ctx: &DispatchCtx<'_>,
@@ -251,14 +251,14 @@ pub fn execute(
         ctx.runtime.migration_ack_timeout,
         ctx.runtime.migration_failure_backoff,
     );
-    // §9.9 attempt() step 5, across the pass boundary: the previous pass's request
-    // write failed and the follow-up found no trace of it (still `prepared`).
+    // docs/design-pass.md#dispatch-pass attempt() step 5, across the pass boundary: the previous
+    // pass's request write failed and the follow-up found no trace of it (still `prepared`).
     let uncertain = mark_uncertain(&mut follow.journal, ctx.failed_requests);
     follow.changed |= uncertain.is_some();
-    // E20 / alfred-engine.md §13 item 1: with the executor available the journal is
-    // reconciled in both modes. Recommend-only follows and updates the entries execute
-    // mode created (a `WriteJournal` effect) but never appends one and never writes a
-    // request annotation.
+    // docs/design-pass.md#journal: with the executor
+    // available the journal is reconciled in both modes. Recommend-only follows and updates the
+    // entries execute mode created (a `WriteJournal` effect) but never appends one and never writes
+    // a request annotation.
     let mut journal = if follow.changed {
         if let Err(e) = write(&follow.journal, &mut out.effects) {
             out.journal_error = Some(e);
@@ -549,8 +549,8 @@ fn new_entry(
     })
 }
 
-/// `attempt(e)` of §9.9 as effects: save the entry with `lastAttempt` and
-/// `SubmissionPrepared`, add the annotation (JSON Patch testing uid and
+/// `attempt(e)` of docs/design-pass.md#dispatch-pass as effects: save the entry with `lastAttempt`
+/// and `SubmissionPrepared`, add the annotation (JSON Patch testing uid and
 /// resourceVersion), save the entry as `submitted/RequestSubmitted`. The adapter stops
 /// at the first failed write; the next pass learns the truth from the cluster.
 fn attempt(

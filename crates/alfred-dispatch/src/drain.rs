@@ -1,5 +1,5 @@
-//! Drain plans across passes (decisions.md B.1–B.3): the durable plan records beside the
-//! journal's entries, their phases, their protection and their end.
+//! Drain plans across passes (docs/design-policies.md#drain-plans): the durable plan records beside
+//! the journal's entries, their phases, their protection and their end.
 //!
 //! Each pass:
 //! 1. [`PlanBook::review`] (before the policies): an active plan ends when its pod bound (to
@@ -23,7 +23,8 @@ use std::collections::BTreeSet;
 use std::time::Duration;
 
 use alfred_model::config::{Config, DrainProtection};
-use alfred_model::effect::{Effect, Event, EventType, MetricChange, MetricUpdate, ObjectRef};
+use alfred_model::effect::{Effect, Event, MetricChange, MetricUpdate, ObjectRef};
+use alfred_model::event::EventReason;
 use alfred_model::plan::{
     DRAIN_TAINT_KEY, DrainPlan, DrainProtectionWire, PlanPhase, PlanRecord, PlanStepRecord,
     PlanView,
@@ -203,8 +204,7 @@ impl PlanBook {
             self.effects.push(node_event(
                 snap,
                 &record.node,
-                EventType::Normal,
-                "DrainPlanStarted",
+                EventReason::DrainPlanStarted,
                 format!("drain plan {}: {}", record.id, plan.story(now)),
             ));
             self.effects.push(plan_counter(&record.pool, "started", ""));
@@ -323,16 +323,15 @@ impl PlanBook {
         self.changed = true;
         let r = self.plans[i].clone();
         self.remove_protection(&r, snap);
-        let (event_type, reason, outcome) = if phase == PlanPhase::Completed {
-            (EventType::Normal, "DrainPlanCompleted", "completed")
+        let (reason, outcome) = if phase == PlanPhase::Completed {
+            (EventReason::DrainPlanCompleted, "completed")
         } else {
-            (EventType::Warning, "DrainPlanAbandoned", "abandoned")
+            (EventReason::DrainPlanAbandoned, "abandoned")
         };
         let waited = minutes(now, r.pending_since);
         self.effects.push(node_event(
             snap,
             &r.node,
-            event_type,
             reason,
             format!(
                 "{}: drain plan {} for {} ({} GPUs, pending {waited} min) after {} step(s)",
@@ -626,13 +625,8 @@ fn untaint(n: &Node, plan_id: &str) -> Effect {
     }
 }
 
-fn node_event(
-    snap: &ClusterSnapshot,
-    node: &str,
-    event_type: EventType,
-    reason: &'static str,
-    message: String,
-) -> Effect {
+/// An Event on a plan's node; its type is the reason's.
+fn node_event(snap: &ClusterSnapshot, node: &str, reason: EventReason, message: String) -> Effect {
     Effect::RecordEvent(Event {
         regarding: ObjectRef {
             api_version: "v1".into(),
@@ -641,8 +635,8 @@ fn node_event(
             name: node.to_owned(),
             uid: snap.node(node).map(|n| n.uid.clone()).unwrap_or_default(),
         },
-        event_type,
-        reason: reason.into(),
+        event_type: reason.event_type(),
+        reason: reason.as_str().into(),
         message,
     })
 }

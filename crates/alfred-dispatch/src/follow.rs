@@ -1,4 +1,4 @@
-//! Follow-up of alfred's own requests (alfred-engine.md §9.4): each non-terminal journal
+//! Follow-up of alfred's own requests (docs/design-pass.md#follow-up): each non-terminal journal
 //! entry is reconciled against the snapshot (the InferenceService's UID, the
 //! InferenceReplica's name, UID and owner, its `status.migrations` rows, and the request
 //! annotation's presence and exact value).
@@ -47,9 +47,9 @@ pub fn reconcile_entry(e: &mut Entry, snap: &ClusterSnapshot, now: Timestamp, ac
     if w.uid != e.workload_uid {
         return stall_if_late(e, DispatchReason::OwnerUnavailable, now, ack);
     }
-    // §9.4 step 2 reads the replica by name: the component's own replica, or one no
-    // workload reads any more (a second replica now claims the component, or the component
-    // is not OMENative now), whose rows the follow-up still needs.
+    // docs/design-pass.md#follow-up step 2 reads the replica by name: the component's own replica,
+    // or one no workload reads any more (a second replica now claims the component, or the
+    // component is not OMENative now), whose rows the follow-up still needs.
     let attached = w
         .component(e.component)
         .and_then(|c| c.replica.as_ref())

@@ -1,5 +1,5 @@
-//! The migration guard check (alfred-engine.md §9.8), as a pure decision over what the
-//! adapter read: the ValidatingAdmissionPolicy `ome-alfred-migration-writes` and its
+//! The migration guard check (docs/design-pass.md#migration-guard), as a pure decision over what
+//! the adapter read: the ValidatingAdmissionPolicy `ome-alfred-migration-writes` and its
 //! binding (same name), both with an uncached `get`. alfred never installs or repairs them.
 
 use serde::{Deserialize, Serialize};
@@ -64,8 +64,9 @@ impl GuardObservation {
     ///
     /// `alfred replay` runs offline and cannot read the two admission objects, so it
     /// **assumes the chart-installed guard**: a replayed execute-mode pass behaves like a
-    /// pass on a cluster whose guard is present and unchanged (§9.8). A live pass must
-    /// never use this; it reads the objects.
+    /// pass on a cluster whose guard is present and unchanged
+    /// (docs/design-pass.md#migration-guard). A live pass must never use this; it reads the
+    /// objects.
     pub fn assumed_installed(namespace: &str, service_account: &str) -> GuardObservation {
         healthy_guard(&guard_username(namespace, service_account))
     }

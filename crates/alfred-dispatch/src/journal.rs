@@ -1,5 +1,5 @@
 //! The dispatch journal: key `state.json` of ConfigMap `alfred-dispatch-state`
-//! (alfred-engine.md §9.3, ome-objects.md §7.3).
+//! (docs/design-pass.md#journal).
 //!
 //! ```json
 //! {"version":"v1","entries":[{"uuid":"…","workload":{"Namespace":"…","Name":"…"},
@@ -11,7 +11,7 @@
 //! ```
 //!
 //! Reading is strict ([`Journal::parse`]): unknown members, duplicate members (exact,
-//! case-sensitive, decision 15.4), trailing data, a missing or `null` member that is
+//! case-sensitive, docs/design-pass.md#journal), trailing data, a missing or `null` member that is
 //! required (`entries`, `entries[i].instance`, …), a version other than `v1`, more than
 //! 256 entries, more than 512 KiB, repeated UUIDs or any broken rule make the whole
 //! document unreadable. The caller then withholds every move with `JournalUnavailable`
@@ -137,7 +137,7 @@ pub struct Entry {
     pub targets: Vec<String>,
     /// The exact annotation value.
     pub payload: String,
-    /// alfred's fingerprint of the source (§9.5, decision 15.1).
+    /// alfred's fingerprint of the source (docs/design-pass.md#source-fingerprint).
     pub source_fingerprint: String,
     /// When the entry was made; also the payload's `requested_at`.
     pub created_at: Timestamp,
@@ -163,7 +163,8 @@ impl Entry {
         !self.phase.is_terminal()
     }
 
-    /// When the entry last used its nodes: `completedAt`, else `createdAt` (§9.6 step 13).
+    /// When the entry last used its nodes: `completedAt`, else `createdAt`
+    /// (docs/design-pass.md#pre-submit-re-check step 13).
     pub fn node_use_time(&self) -> Timestamp {
         self.completed_at.unwrap_or(self.created_at)
     }
@@ -270,8 +271,9 @@ pub struct Journal {
     /// Failure-backoff deadline.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub backoff_until: Option<Timestamp>,
-    /// Drain plans (B.1): the active ones and those ended in the last day (for the pool
-    /// backoff and the outcome log). Absent in a state written before plans existed.
+    /// Drain plans (docs/design-policies.md#drain-plans): the active ones and those ended in the
+    /// last day (for the pool backoff and the outcome log). Absent in a state written before plans
+    /// existed.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub plans: Vec<alfred_model::plan::PlanRecord>,
 }
@@ -365,7 +367,7 @@ impl Journal {
         Ok(journal)
     }
 
-    /// The rules of §9.3 beyond the schema.
+    /// The rules of docs/design-pass.md#journal beyond the schema.
     pub fn validate(&self) -> Result<(), JournalError> {
         if self.version != JOURNAL_VERSION {
             return Err(JournalError::Invalid {

@@ -1,9 +1,9 @@
-//! The journal as the arbiter's durable dispatch ledger (decision 15.2).
+//! The journal as the arbiter's durable dispatch ledger (docs/design.md#ledger).
 //!
 //! alfred keeps **one** durable record of its own requests: the journal (`state.json`,
-//! §9.3). The arbiter's [`Ledger`] (claims, node cooling, alfred's part of the hourly and
-//! in-flight counts, `WorkloadBusy`, the workload's last end) is derived from it on every
-//! pass, so it survives a leader change exactly as the journal does and never disagrees
+//! docs/design-pass.md#journal). The arbiter's [`Ledger`] (claims, node cooling, alfred's part of
+//! the hourly and in-flight counts, `WorkloadBusy`, the workload's last end) is derived from it on
+//! every pass, so it survives a leader change exactly as the journal does and never disagrees
 //! with it. Nothing else is persisted for the ledger.
 //!
 //! Each entry becomes one [`DispatchRecord`]:
@@ -15,8 +15,8 @@
 //! | `absorbedAt` | `completedAt` of a terminal entry (`createdAt` if a terminal entry lacks it); none otherwise — stalled and prepared entries stay live |
 //! | `claims` | derived from the snapshot, see below |
 //!
-//! **Claims.** The journal schema (§9.3, portable with the reference) records the
-//! simulated target nodes but not the GPUs per node, so the claims are derived from the
+//! **Claims.** The journal schema (docs/design-pass.md#journal, portable with the reference)
+//! records the simulated target nodes but not the GPUs per node, so the claims are derived from the
 //! snapshot the arbiter judges: the GPUs still to land are those of the Instance's pods
 //! that are **not yet on a target** (pods already running on a target are in the node's
 //! allocation and must not be counted twice). With `n` such pods (largest request `g`,

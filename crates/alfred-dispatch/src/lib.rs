@@ -1,5 +1,5 @@
-//! alfred-dispatch: the decision pass (alfred-engine.md §5.3) — scoring, the policies, the
-//! recommend-only scheduling gate and predictions, the arbiter, the dispatcher (journal,
+//! alfred-dispatch: the decision pass (docs/design-pass.md#pass-pipeline) — scoring, the policies,
+//! the recommend-only scheduling gate and predictions, the arbiter, the dispatcher (journal,
 //! follow-up, pre-submit re-check, budget, guard, the migration request) and the
 //! reporter (rows, `last-cycle.json`, node records, Events, metrics).
 //!
@@ -46,12 +46,12 @@
 //!
 //! Every rejection and dispatch reason has a scenario in `tests/` (`scenarios.rs`:
 //! pass-wide, re-check and write reasons; `follow_reasons.rs`: every stall reason of
-//! §9.4 and `SubmissionUncertain`). Three of them depend on what happens to the pass's
-//! own IO, which a pure pass cannot see, so they travel through a port or a second
+//! docs/design-pass.md#follow-up and `SubmissionUncertain`). Three of them depend on what happens
+//! to the pass's own IO, which a pure pass cannot see, so they travel through a port or a second
 //! ending:
 //!
-//! * `SchedulingStateChanged` and `SafetyStateChanged` (§9.6 step 12): after a feasible
-//!   simulation the re-check looks at the cluster a second time through
+//! * `SchedulingStateChanged` and `SafetyStateChanged` (docs/design-pass.md#pre-submit-re-check
+//!   step 12): after a feasible simulation the re-check looks at the cluster a second time through
 //!   [`Reading::fresh_looks`] ([`FreshLooks::Observe`] with the adapter's
 //!   [`FreshObserver`]; `alfred run` runs a new observation pass there). The capture of
 //!   scheduling inputs is the snapshot's nodes, pods, PodGroups and workloads
@@ -59,9 +59,9 @@
 //!   constraints, the executor's state) can still change the arbiter's verdict, which
 //!   is `SafetyStateChanged`. `replay` and the twin pass [`FreshLooks::Frozen`]: their
 //!   cluster cannot change during a pass.
-//! * `SubmissionUncertain` (§9.9 `attempt()` step 5) is produced one pass late: the
-//!   adapter reports the failed request write through [`Session::failed_requests`]; the
-//!   next pass records `prepared/SubmissionUncertain` when the follow-up finds no trace
+//! * `SubmissionUncertain` (docs/design-pass.md#dispatch-pass `attempt()` step 5) is produced one
+//!   pass late: the adapter reports the failed request write through [`Session::failed_requests`];
+//!   the next pass records `prepared/SubmissionUncertain` when the follow-up finds no trace
 //!   of the request (tested in `follow_reasons.rs`).
 //! * `SubmissionJournalUncertain` (step 6, the journal save *after* the annotation
 //!   write fails): the pass returns a second ending, [`PassOutput::if_final_save_fails`]

@@ -1,15 +1,16 @@
 //! [`ModelSimulator`]: the in-process [`Simulator`] backed by `alfred-sim`, the model of
-//! kube-scheduler v1.35.4 and OMEGangPack (decision E10). `alfred replay
+//! kube-scheduler v1.35.4 and OMEGangPack (docs/design-simulation.md). `alfred replay
 //! --simulate-in-process` and tests use it; a live alfred talks to simulation workers.
 //!
-//! # How a move becomes a model request (alfred-engine.md §7.2, §9.6; seed 002)
+//! # How a move becomes a model request (docs/design-pass.md#prediction-stage,
+//! docs/design-pass.md#pre-submit-re-check, docs/design-simulation.md#requests-from-moves)
 //!
 //! * **Cluster copy.** Every node of the snapshot (`labels`, `taints`, `cordoned` →
 //!   `unschedulable`, `allocatable`), every bound, non-terminal pod (requests, node
 //!   selector, affinity, tolerations, spread constraints, priority) and the pending pods
-//!   (placed before the replacements by the model, decision 14.3), the namespaces seen, and
-//!   the PodGroups. The **source pods still occupy their nodes** (surge-first).
-//!   Gaps the snapshot leaves are filled conservatively and documented here: a node
+//!   (placed before the replacements by the model, docs/design-simulation.md#cluster-model), the
+//!   namespaces seen, and the PodGroups. The **source pods still occupy their nodes**
+//!   (surge-first). Gaps the snapshot leaves are filled conservatively and documented here: a node
 //!   without `kubernetes.io/hostname` gets it (= its name); a node whose `allocatable`
 //!   lacks its GPU resource gets `total_gpus`; a node without `pods` gets the kubelet
 //!   default 110; a node that is not Ready gets the `node.kubernetes.io/not-ready:NoSchedule`
@@ -29,15 +30,16 @@
 //!   templates (`ReplicaState.runners[].template`, `size` pods each, in runner order);
 //!   when there are no templates (or one cannot be read as a pod template), copies of the
 //!   Instance's source pods, unbound. A template naming no scheduler uses the component's
-//!   (decision E24). Names are `<ir>-<instance>-alfred-replacement-<k>`.
+//!   (docs/design-simulation.md#requests-from-moves). Names are
+//!   `<ir>-<instance>-alfred-replacement-<k>`.
 //! * **Source pods.** The Instance's pods as they appear in the cluster copy (bound).
 //! * **Replacement gang.** A gang move whose templates name no PodGroup gets one of its
 //!   own (`<isvc>-<component>-<instance>-alfred-replacement`, `minMember` = the pod count,
 //!   the component's topology key), as OME creates one per new Instance.
 //! * **Excluded nodes.** Predictions: `MoveSimulation::excluded_nodes` plus every source
-//!   pod's node. Execution: only `from_node` (decision 14.4), and every replacement pod
-//!   carries the migration API's required `kubernetes.io/hostname NotIn [from_node]` in
-//!   every node-affinity term. More than 128 replacement pods →
+//!   pod's node. Execution: only `from_node` (docs/design-simulation.md#requests-from-moves), and
+//!   every replacement pod carries the migration API's required `kubernetes.io/hostname NotIn
+//!   [from_node]` in every node-affinity term. More than 128 replacement pods →
 //!   `Unsupported/RecommendationTooLarge`; a move that cannot be converted →
 //!   `Unsupported/InputUnsupported`.
 //! * **Hints.** A soft preference: a preferred node-affinity term of weight 50 on
@@ -85,7 +87,7 @@ use crate::sim::{MoveSimulation, SimulationOutcome, SimulationPurpose, Simulator
 
 /// The hostname label the hints prefer.
 const HOSTNAME_LABEL: &str = "kubernetes.io/hostname";
-/// The weight of the hint preference (§9.6).
+/// The weight of the hint preference (docs/design-pass.md#pre-submit-re-check).
 pub const HINT_WEIGHT: i32 = 50;
 /// The label naming a pod's PodGroup (its gang).
 const POD_GROUP_LABEL: &str = "scheduling.x-k8s.io/pod-group";
@@ -707,7 +709,8 @@ fn pod_of(p: &snap::Pod, gpu_resource: &str) -> Option<Pod> {
 
 /// Owner kinds whose selectors feed default topology spreading. The snapshot carries no
 /// such selectors, so default spreading selects nothing either way; references to them are
-/// left out (a request would otherwise have to supply the owners, §4.1).
+/// left out (a request would otherwise have to supply the owners,
+/// docs/design-simulation.md#request-and-result).
 const SELECTOR_OWNER_KINDS: [&str; 3] = ["ReplicationController", "ReplicaSet", "StatefulSet"];
 
 /// The cluster copy (module docs); `None` when a pod's scheduling inputs cannot be read.

@@ -1,11 +1,12 @@
 //! The decision pass: one entry point composing score → policies → (recommend-only:
 //! scheduling gate and ≤ 8 predictions) → arbiter → dispatch → report
-//! (alfred-engine.md §5.3).
+//! (docs/design-pass.md#pass-pipeline).
 
 use std::collections::BTreeMap;
 
 use alfred_model::config::{Config, Mode, RuntimeOptions};
-use alfred_model::effect::{Effect, EventType, ObjectRef};
+use alfred_model::effect::{Effect, ObjectRef};
+use alfred_model::event::EventReason;
 use alfred_model::reason::DispatchReason;
 use alfred_model::record::{Candidate, LastCycle, NodeRecord, Verdict};
 use alfred_model::{ClusterSnapshot, Timestamp};
@@ -34,7 +35,7 @@ pub const DURABLE_STATE_VERSION: &str = "alfred-state/v1";
 ///
 /// * `journal` is exactly the `state.json` document of the `alfred-dispatch-state`
 ///   ConfigMap; `null` or absent = no journal (a fresh install without migration).
-///   It is also the dispatch ledger of decision 15.2: every request alfred made, with
+///   It is also the dispatch ledger of docs/design.md#ledger: every request alfred made, with
 ///   its source and simulated targets, its creation and end — claims, node cooling and
 ///   alfred's own hourly count are derived from it, so they survive a leader change.
 /// * `nodeRecords` are the `node.<name>` records of the recommendations ConfigMap (the
@@ -161,11 +162,11 @@ pub struct Session {
     /// may not have landed). [`crate::Caretaker::write_done`] fills it from the
     /// applier's results before the next pass; empty (the default) changes nothing.
     ///
-    /// It completes alfred-engine.md §9.9 `attempt()` step 5–6 across the pass boundary
+    /// It completes docs/design-pass.md#dispatch-pass `attempt()` step 5–6 across the pass boundary
     /// (the pure pass cannot observe its own write): if the next pass's follow-up
-    /// (§9.4) still finds that entry `prepared` (no annotation, no status row, not yet
-    /// stalled), the entry is saved as `prepared/SubmissionUncertain` and its row shows
-    /// `withheld/SubmissionUncertain`; that pass does not retry it (the reference
+    /// (docs/design-pass.md#follow-up) still finds that entry `prepared` (no annotation, no status
+    /// row, not yet stalled), the entry is saved as `prepared/SubmissionUncertain` and its row
+    /// shows `withheld/SubmissionUncertain`; that pass does not retry it (the reference
     /// records the failure in the pass that wrote; the retry belongs to the pass after).
     /// If the annotation did land, the follow-up reports `RequestAnnotationObserved`
     /// and this list is ignored. [`run_pass`] consumes it: the output session's list
@@ -178,9 +179,10 @@ pub struct Session {
 pub struct PassInput<'a> {
     /// The pass's snapshot.
     pub snapshot: &'a ClusterSnapshot,
-    /// Where the execute-mode re-check's fresh observations come from (alfred-engine.md
-    /// §9.6 steps 1 and 12): [`FreshLooks::Frozen`] with a snapshot when the cluster cannot
-    /// change during the pass, [`FreshLooks::Observe`] to observe on demand.
+    /// Where the execute-mode re-check's fresh observations come from
+    /// (docs/design-pass.md#pre-submit-re-check steps 1 and 12): [`FreshLooks::Frozen`] with a
+    /// snapshot when the cluster cannot change during the pass, [`FreshLooks::Observe`] to observe
+    /// on demand.
     pub fresh: FreshLooks<'a>,
     /// Configuration (one object for the whole pass).
     pub config: &'a Config,
@@ -244,7 +246,7 @@ pub struct PassOutput {
     pub if_final_save_fails: Option<Contingency>,
 }
 
-/// The other ending of a pass that wrote a request (alfred-engine.md §9.9 `attempt()`
+/// The other ending of a pass that wrote a request (docs/design-pass.md#dispatch-pass `attempt()`
 /// step 6). The journal save after the annotation is the one write whose failure leaves
 /// the cluster ahead of the journal: the request stands, the journal still says
 /// `prepared`. The pass cannot see its own writes fail, so it returns both endings and
@@ -288,16 +290,16 @@ pub fn run_pass(
                     name: input.config_map_name.into(),
                     uid: String::new(),
                 },
-                event_type: EventType::Warning,
-                reason: "OMENativeUnavailable".into(),
+                event_type: EventReason::OMENativeUnavailable.event_type(),
+                reason: EventReason::OMENativeUnavailable.as_str().into(),
                 message: report::OMENATIVE_UNAVAILABLE_MESSAGE.into(),
             }));
         }
     } else {
         session.omenative_unavailable_reported = false;
     }
-    // Drain plans of the dispatch state (B.1): end what cannot go on, before the policies
-    // re-plan the rest.
+    // Drain plans of the dispatch state (docs/design-policies.md#drain-plans): end what cannot go
+    // on, before the policies re-plan the rest.
     let journal_read = match &input.state.journal {
         JournalSlot::Readable(j) => Some(j),
         _ => None,
@@ -406,8 +408,8 @@ pub fn run_pass(
         j.plans = plans_now;
     }
     effects.extend(plan_effects);
-    // The journal save right after the request annotation (§9.9 attempt() step 6): if it
-    // fails, the request stands but the journal does not know it.
+    // The journal save right after the request annotation (docs/design-pass.md#dispatch-pass
+    // attempt() step 6): if it fails, the request stands but the journal does not know it.
     let final_save = effects
         .iter()
         .position(|e| matches!(e, Effect::RequestMigration { .. }))
@@ -417,7 +419,7 @@ pub fn run_pass(
     let (node_records, node_fx, deleted) = if cfg.policies.node_health.enabled {
         report::node_records(&node_markers, snap.observed_at, input.previous_node_records)
     } else {
-        // Decision B.4: no records and no Node events; the stored keys go.
+        // docs/design-pass.md#node-records: no records and no Node events; the stored keys go.
         let deleted = report::node_keys_without_node_health(
             &input.state.node_records,
             input.previous_node_records,
@@ -509,7 +511,8 @@ pub fn run_pass(
     }
 }
 
-/// Whether a reason withholds every admitted move of the pass (§9.11 "pass-wide").
+/// Whether a reason withholds every admitted move of the pass (docs/design-pass.md#dispatch-reasons
+/// "pass-wide").
 pub fn is_pass_wide(r: DispatchReason) -> bool {
     use DispatchReason::*;
     matches!(

@@ -1,5 +1,5 @@
-//! The pre-submit re-check of one move (alfred-engine.md §9.6) and the source fingerprint
-//! (§9.5, decision 15.1).
+//! The pre-submit re-check of one move (docs/design-pass.md#pre-submit-re-check) and the source
+//! fingerprint (docs/design-pass.md#source-fingerprint).
 //!
 //! The adapter supplies a fresh snapshot built from uncached reads (it may be the pass's
 //! own snapshot when nothing newer exists). A capture failure (e.g. the PodGroup CRD is
@@ -38,15 +38,15 @@ use crate::stages::{ArbiterInput, Stages};
 pub const CAPTURE_PROBLEM_KIND: &str = "SchedulingCapture";
 
 /// The tag that opens every fingerprint document: an entry written with another format
-/// (an earlier alfred) never matches, so its retry is `SourceChanged` (decision 15.1: a
-/// fingerprint alfred cannot verify).
+/// (an earlier alfred) never matches, so its retry is `SourceChanged`
+/// (docs/design-pass.md#source-fingerprint: a fingerprint alfred cannot verify).
 const FINGERPRINT_FORMAT: &str = "alfred-fingerprint-v2";
 
-/// alfred's source fingerprint (alfred-engine.md §9.5): hex SHA-256 over a canonical JSON of
-/// the InferenceService UID and generation, the InferenceReplica UID, name, generation and
-/// revisions, the Instance's status row, and its pods as the snapshot holds them less what
-/// comes from their status (phase, readiness, start time): identity, node, owner, deletion,
-/// every label, the digest of the annotations and the scheduling part of the spec. `None`
+/// alfred's source fingerprint (docs/design-pass.md#source-fingerprint): hex SHA-256 over a
+/// canonical JSON of the InferenceService UID and generation, the InferenceReplica UID, name,
+/// generation and revisions, the Instance's status row, and its pods as the snapshot holds them
+/// less what comes from their status (phase, readiness, start time): identity, node, owner,
+/// deletion, every label, the digest of the annotations and the scheduling part of the spec. `None`
 /// when the Instance is not in the snapshot.
 pub fn fingerprint(
     snap: &ClusterSnapshot,
@@ -120,8 +120,9 @@ pub struct Cleared {
     pub targets: Vec<String>,
 }
 
-/// Where the execute-mode re-check's fresh observations come from (§9.6 step 1, the first
-/// look, and step 12, the second look after the simulation).
+/// Where the execute-mode re-check's fresh observations come from
+/// (docs/design-pass.md#pre-submit-re-check step 1, the first look, and step 12, the second look
+/// after the simulation).
 #[derive(Clone, Copy)]
 pub enum FreshLooks<'a> {
     /// The cluster cannot change while the pass runs (a recorded cluster in `replay`, the
@@ -478,7 +479,8 @@ pub fn recheck(
             p.hint_target_nodes
         }
     };
-    // 7. The execution request (profile selection; fail closed, decision 15.5).
+    // 7. The execution request (profile selection; fail closed,
+    //    docs/design-pass.md#pre-submit-re-check).
     let (_, selection) = select_profile(fresh_snap, &fresh_c, ctx.config);
     let selection = selection.ok_or(DispatchReason::SourceUnsupported)?;
     // 8. Identities between the observations.

@@ -1,11 +1,12 @@
-//! The reporter (alfred-engine.md §11): rows, `last-cycle.json`, node records with their
-//! lifecycle, Events with the documented message shapes, and metric effects.
+//! The reporter (docs/design-pass.md#rows-and-events): rows, `last-cycle.json`, node records with
+//! their lifecycle, Events with the documented message shapes, and metric effects.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::fmt::Write as _;
 
 use alfred_model::config::Mode as ConfigMode;
-use alfred_model::effect::{Effect, Event, EventType, MetricChange, MetricUpdate, ObjectRef, Text};
+use alfred_model::effect::{Effect, Event, MetricChange, MetricUpdate, ObjectRef, Text};
+use alfred_model::event::EventReason;
 use alfred_model::metric::MetricId;
 use alfred_model::reason::AdvisoryReason;
 use alfred_model::record::{
@@ -35,11 +36,12 @@ fn isvc_ref(workload: &str) -> ObjectRef {
     }
 }
 
-fn event(regarding: ObjectRef, t: EventType, reason: &'static str, message: String) -> Effect {
+/// An Event effect; its type is the reason's (`EventReason::event_type`).
+fn event(regarding: ObjectRef, reason: EventReason, message: String) -> Effect {
     Effect::RecordEvent(Event {
         regarding,
-        event_type: t,
-        reason: Text::Borrowed(reason),
+        event_type: reason.event_type(),
+        reason: Text::Borrowed(reason.as_str()),
         message,
     })
 }
@@ -91,7 +93,7 @@ fn gauge(id: MetricId, labels: Vec<(Text, Text)>, v: f64) -> Effect {
 
 /// The advice message: `<policy> advisory for <ns>/<name>/<component>: <advisoryReason>
 /// (from <fromNode>, footprint <n> GPUs)`; the footprint is 0 except for
-/// `NoSurgeHeadroom` (decision G.4).
+/// `NoSurgeHeadroom` (docs/design-policies.md#node-health-findings).
 pub fn advisory_message(c: &Candidate) -> String {
     let reason = c.advisory_reason.map(|r| r.as_str()).unwrap_or("");
     let footprint = if c.advisory_reason == Some(AdvisoryReason::NoSurgeHeadroom) {
@@ -213,7 +215,7 @@ fn base_row(c: &Candidate, outcome: Outcome) -> Row {
     }
 }
 
-/// Builds the rows and their events and decision metrics (§11.1).
+/// Builds the rows and their events and decision metrics (docs/design-pass.md#rows-and-events).
 pub fn rows(decisions: &[Decision], mode: ConfigMode) -> (Vec<Row>, Vec<Effect>) {
     let mut fx = Vec::new();
     let rows = rows_into(decisions, mode, &mut fx);
@@ -292,17 +294,16 @@ pub fn rows_into(decisions: &[Decision], mode: ConfigMode, fx: &mut Vec<Effect>)
                 r.dispatch_reason = v.dispatch_reason;
                 r.target = v.target.clone();
                 r.cooldown_overridden = v.cooldown_overridden;
-                let (reason, t) = match status {
-                    DispatchStatus::Withheld => ("RecommendationWithheld", EventType::Normal),
-                    DispatchStatus::Submitted => ("MigrationSubmitted", EventType::Normal),
-                    DispatchStatus::Acknowledged => ("MigrationAcknowledged", EventType::Normal),
-                    DispatchStatus::Completed => ("MigrationCompleted", EventType::Normal),
-                    DispatchStatus::Failed => ("MigrationFailed", EventType::Warning),
-                    DispatchStatus::Stalled => ("MigrationStalled", EventType::Warning),
+                let reason = match status {
+                    DispatchStatus::Withheld => EventReason::RecommendationWithheld,
+                    DispatchStatus::Submitted => EventReason::MigrationSubmitted,
+                    DispatchStatus::Acknowledged => EventReason::MigrationAcknowledged,
+                    DispatchStatus::Completed => EventReason::MigrationCompleted,
+                    DispatchStatus::Failed => EventReason::MigrationFailed,
+                    DispatchStatus::Stalled => EventReason::MigrationStalled,
                 };
                 fx.push(event(
                     isvc_ref(&c.workload),
-                    t,
                     reason,
                     dispatch_message(c, v, status),
                 ));
@@ -315,8 +316,7 @@ pub fn rows_into(decisions: &[Decision], mode: ConfigMode, fx: &mut Vec<Effect>)
                         ));
                         fx.push(event(
                             isvc_ref(&c.workload),
-                            EventType::Normal,
-                            "CooldownOverriddenForEvacuation",
+                            EventReason::CooldownOverriddenForEvacuation,
                             cooldown_override_message(c),
                         ));
                     }
@@ -329,11 +329,11 @@ pub fn rows_into(decisions: &[Decision], mode: ConfigMode, fx: &mut Vec<Effect>)
                 let reason = if c.advisory_reason
                     == Some(AdvisoryReason::RawDeploymentMigrationUnsupported)
                 {
-                    "RawDeploymentMigrationUnsupported"
+                    EventReason::RawDeploymentMigrationUnsupported
                 } else if c.policy == Policy::Defragmentation {
-                    "FragmentationRecommendationProduced"
+                    EventReason::FragmentationRecommendationProduced
                 } else {
-                    "EvacuationRecommendationProduced"
+                    EventReason::EvacuationRecommendationProduced
                 };
                 if c.advisory_reason == Some(AdvisoryReason::LWSMigrationUnsupported) {
                     fx.push(counter(
@@ -344,12 +344,7 @@ pub fn rows_into(decisions: &[Decision], mode: ConfigMode, fx: &mut Vec<Effect>)
                         ],
                     ));
                 }
-                fx.push(event(
-                    isvc_ref(&c.workload),
-                    EventType::Normal,
-                    reason,
-                    advisory_message(c),
-                ));
+                fx.push(event(isvc_ref(&c.workload), reason, advisory_message(c)));
                 out.push(r);
             }
             None => {} // executable without a decision: dropped (the adapter logs it).
@@ -359,8 +354,7 @@ pub fn rows_into(decisions: &[Decision], mode: ConfigMode, fx: &mut Vec<Effect>)
                 r.cooldown_overridden = v.cooldown_overridden;
                 fx.push(event(
                     isvc_ref(&c.workload),
-                    EventType::Normal,
-                    "RecommendationWithheld",
+                    EventReason::RecommendationWithheld,
                     withheld_message(c, v, mode == ConfigMode::RecommendOnly),
                 ));
                 fx.push(accepted());
@@ -381,8 +375,7 @@ pub fn rows_into(decisions: &[Decision], mode: ConfigMode, fx: &mut Vec<Effect>)
                 ));
                 fx.push(event(
                     isvc_ref(&c.workload),
-                    EventType::Normal,
-                    "RecommendationRejected",
+                    EventReason::RecommendationRejected,
                     rejected_message(c, v),
                 ));
                 out.push(r);
@@ -392,7 +385,7 @@ pub fn rows_into(decisions: &[Decision], mode: ConfigMode, fx: &mut Vec<Effect>)
     out
 }
 
-/// The ConfigMap key of a node's record (§11.2).
+/// The ConfigMap key of a node's record (docs/design-pass.md#the-record).
 pub fn node_key(node: &str) -> String {
     match alfred_model::record::node_record_key(node) {
         Some(k) => k,
@@ -415,10 +408,10 @@ fn node_ref(name: &str, uid: &str) -> ObjectRef {
     }
 }
 
-/// Node records and their events (§11.2 lifecycle) from the node-health policy's markers
-/// (alfred-policies.md §D.7), the one source of records: a node without a marker has no
-/// record. `observed_at` is the pass's snapshot time `T`. Returns the new records, the
-/// Node events and signal counters, and the keys of records to delete.
+/// Node records and their events, with their lifecycle (docs/design-pass.md#node-records), from
+/// the node-health policy's markers, the one source of records: a node without a marker has no
+/// record. `observed_at` is the pass's snapshot time `T`. Returns the new records,
+/// the Node events and signal counters, and the keys of records to delete.
 pub fn node_records(
     markers: &[NodeMarker],
     observed_at: Timestamp,
@@ -473,8 +466,7 @@ pub fn node_records(
             rec.signaled_at = Some(t);
             fx.push(event(
                 node_ref(&m.node, &m.uid),
-                EventType::Warning,
-                "NodeRepairNeeded",
+                EventReason::NodeRepairNeeded,
                 format!(
                     "node {} has an observed health concern; repair investigation requested",
                     m.node
@@ -482,7 +474,10 @@ pub fn node_records(
             ));
             fx.push(counter(
                 MetricId::NodehealthSignals,
-                vec![copied("node", &m.node), fixed("reason", "NodeRepairNeeded")],
+                vec![
+                    copied("node", &m.node),
+                    fixed("reason", EventReason::NodeRepairNeeded.as_str()),
+                ],
             ));
         } else if let Some(s) = rec.signaled_at
             && rec.state != HealthState::Unknown
@@ -493,15 +488,14 @@ pub fn node_records(
             rec.drained_at = Some(t);
             fx.push(event(
                 node_ref(&m.node, &m.uid),
-                EventType::Normal,
-                "NodeDrainedForRepair",
+                EventReason::NodeDrainedForRepair,
                 drained_message(&m.node),
             ));
             fx.push(counter(
                 MetricId::NodehealthSignals,
                 vec![
                     copied("node", &m.node),
-                    fixed("reason", "NodeDrainedForRepair"),
+                    fixed("reason", EventReason::NodeDrainedForRepair.as_str()),
                 ],
             ));
         }
@@ -517,8 +511,7 @@ pub fn node_records(
                     rec.maintenance_requested_at = Some(t);
                     fx.push(event(
                         node_ref(&m.node, &m.uid),
-                        EventType::Normal,
-                        "NodeMaintenanceRequested",
+                        EventReason::NodeMaintenanceRequested,
                         format!(
                             "node {} has planned maintenance requested; no hardware damage is implied",
                             m.node
@@ -528,7 +521,7 @@ pub fn node_records(
                         MetricId::NodemaintenanceSignals,
                         vec![
                             copied("node", &m.node),
-                            fixed("reason", "NodeMaintenanceRequested"),
+                            fixed("reason", EventReason::NodeMaintenanceRequested.as_str()),
                         ],
                     ));
                 }
@@ -536,15 +529,14 @@ pub fn node_records(
                     rec.maintenance_drained_at = Some(t);
                     fx.push(event(
                         node_ref(&m.node, &m.uid),
-                        EventType::Normal,
-                        "NodeDrainedForMaintenance",
+                        EventReason::NodeDrainedForMaintenance,
                         drained_message(&m.node),
                     ));
                     fx.push(counter(
                         MetricId::NodemaintenanceSignals,
                         vec![
                             copied("node", &m.node),
-                            fixed("reason", "NodeDrainedForMaintenance"),
+                            fixed("reason", EventReason::NodeDrainedForMaintenance.as_str()),
                         ],
                     ));
                 }
@@ -561,8 +553,8 @@ pub fn node_records(
     (out, fx, deleted)
 }
 
-/// The keys to delete while the node-health policy is disabled (decision B.4): there are
-/// no records then, so every stored one goes, whatever its time (`stored`: the records
+/// The keys to delete while the node-health policy is disabled (docs/design-pass.md#node-records):
+/// there are no records then, so every stored one goes, whatever its time (`stored`: the records
 /// read this pass; `previous`: the ones the last pass left, which a failed write may
 /// have kept out of `stored`).
 pub fn node_keys_without_node_health(
@@ -601,7 +593,7 @@ pub fn recommendations_effect(
     }
 }
 
-/// Cluster gauges (§11.4) from the snapshot and the pool scores.
+/// Cluster gauges (docs/metrics-and-events.md#metrics) from the snapshot and the pool scores.
 pub fn cluster_gauges(snap: &ClusterSnapshot, pools: &[PoolGauge]) -> Vec<Effect> {
     // Four per GPU node, a few per pool and pending size.
     let mut fx = Vec::with_capacity(snap.nodes.len() * 4 + pools.len() * 8 + 32);

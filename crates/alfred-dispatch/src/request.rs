@@ -1,5 +1,5 @@
 //! The migration-request annotation `ome.io/migration-request-v1-<uuid>` and its payload
-//! (alfred-engine.md §9.1, ome-objects.md §7.1, decision 15.1).
+//! (docs/design-pass.md#migration-request, docs/design-pass.md#source-fingerprint).
 //!
 //! The payload is written byte for byte as the contract gives it: a compact JSON object
 //! with the members in the order `schemaVersion`, `component`, `instance`, `from_node`,

@@ -1,5 +1,5 @@
-//! The scheduling gate (profile selection, alfred-engine.md §7.1) and the recommend-only
-//! prediction stage (§7.2, decision E14).
+//! The scheduling gate (profile selection, docs/design-pass.md#scheduling-gate) and the
+//! recommend-only prediction stage (docs/design-pass.md#prediction-stage).
 
 use alfred_model::ClusterSnapshot;
 use alfred_model::Timestamp;
@@ -41,8 +41,8 @@ fn scheduler_of(template: &serde_json::Value, fallback: &str) -> String {
         })
 }
 
-/// Selects the profile for a candidate (§7.1 steps 1–4). `Ok` carries the diagnostic
-/// `Unavailable/SimulationUnavailable` ("selected, not simulated yet").
+/// Selects the profile for a candidate (docs/design-pass.md#scheduling-gate steps 1–4). `Ok`
+/// carries the diagnostic `Unavailable/SimulationUnavailable` ("selected, not simulated yet").
 pub fn select_profile(
     snap: &ClusterSnapshot,
     c: &Candidate,
@@ -146,8 +146,8 @@ pub fn fresh(observed_at: Timestamp, now: Timestamp) -> bool {
 
 /// Applies the gate, and the prediction stage when `simulator` is given, to every
 /// candidate (recommend-only, or no dispatcher). An executable OMENative Instance move
-/// becomes advice with `SimulationRecommendOnly` (E14); the gate's problem goes into
-/// `scheduling.reason`.
+/// becomes advice with `SimulationRecommendOnly` (docs/design-pass.md#prediction-stage); the gate's
+/// problem goes into `scheduling.reason`.
 pub fn annotate(
     candidates: &mut [Candidate],
     snap: &ClusterSnapshot,

@@ -1,4 +1,5 @@
-//! The scheduler simulation port (alfred-engine.md §7.2, §9.6 step 10; seed 002).
+//! The scheduler simulation port (docs/design-pass.md#prediction-stage,
+//! docs/design-pass.md#pre-submit-re-check step 10, docs/design-simulation.md#profile-identity).
 //!
 //! The pass asks a [`Simulator`] where the replacement pods of one move would land. The
 //! `alfred-sim` scheduler model implements it (`crate::ModelSimulator`);
@@ -22,7 +23,7 @@ pub enum SimulationPurpose {
     Execution,
 }
 
-/// The worker profile a move is simulated with (the identity of seed 002).
+/// The worker profile a move is simulated with (docs/design-simulation.md#profile-identity).
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
 pub struct ProfileIdentity {
     /// Scheduler name the pods use.
@@ -80,9 +81,9 @@ pub struct SimulationOutcome {
     /// One placement per replacement pod (Feasible only).
     pub placements: Vec<Placement>,
     /// When the answer was made, by the adapter's clock: the pass's deadline and the
-    /// re-check's staleness test (alfred-engine.md §9.2, §9.6 step 11) read it. `None`: a
-    /// simulator without a clock (the in-process model, `replay`, the twin), whose answer
-    /// comes at the pass's own time.
+    /// re-check's staleness test (docs/design-pass.md#when-execution-is-enabled,
+    /// docs/design-pass.md#pre-submit-re-check step 11) read it. `None`: a simulator without a
+    /// clock (the in-process model, `replay`, the twin), whose answer comes at the pass's own time.
     pub answered_at: Option<Timestamp>,
 }
 

@@ -5,7 +5,7 @@
 //!
 //! The policies' answer is a [`Proposal`]: the candidates and the node-health policy's node
 //! markers, the one source of the reporter's `node.<name>` records and Node events
-//! (alfred-policies.md §D.1, §D.7): no markers, no records.
+//! (docs/design-policies.md#node-health, docs/design-pass.md#node-records): no markers, no records.
 
 use std::collections::BTreeSet;
 
@@ -21,7 +21,8 @@ use alfred_score::ScoreSettings;
 use crate::journal::Journal;
 use crate::ledger::ledger_of;
 
-/// One pool's numbers, for the cluster gauges and `replay` (never in `last-cycle.json`, E22).
+/// One pool's numbers, for the cluster gauges and `replay` (never in `last-cycle.json`,
+/// docs/design-pass.md#the-record).
 #[derive(Debug, Clone, PartialEq, serde::Serialize)]
 #[serde(rename_all = "camelCase")]
 pub struct PoolGauge {
@@ -46,9 +47,9 @@ pub struct ArbiterInput<'a> {
     pub snapshot: &'a ClusterSnapshot,
     /// The configuration.
     pub config: &'a Config,
-    /// The journal: alfred's own requests, the durable ledger of decision 15.2.
+    /// The journal: alfred's own requests, the durable ledger of docs/design.md#ledger.
     pub journal: &'a Journal,
-    /// The circuit breaker of this leadership term (not durable, decision 15.3).
+    /// The circuit breaker of this leadership term (not durable, docs/design.md#circuit-breaker).
     pub breaker: &'a Breaker,
     /// Now.
     pub now: Timestamp,
@@ -87,9 +88,10 @@ pub trait Stages {
     /// Arbitrates the executable candidates: `(candidate index, verdict)` in arbitration
     /// order.
     fn arbitrate(&self, input: &ArbiterInput<'_>) -> Vec<(usize, Verdict)>;
-    /// Arbitrates `input.candidates[0]` alone (the pre-submit re-check, §9.6 step 3)
-    /// with `evacuating`, the evacuation set of the fresh policies' output. `None` when
-    /// the arbiter gave no verdict. The default runs [`Stages::arbitrate`] on the slice.
+    /// Arbitrates `input.candidates[0]` alone (the pre-submit re-check,
+    /// docs/design-pass.md#pre-submit-re-check step 3) with `evacuating`, the evacuation set of the
+    /// fresh policies' output. `None` when the arbiter gave no verdict. The default runs
+    /// [`Stages::arbitrate`] on the slice.
     fn arbitrate_one(
         &self,
         input: &ArbiterInput<'_>,
@@ -108,13 +110,13 @@ pub trait Stages {
 /// pass and every configuration).
 ///
 /// * `score`: [`alfred_score::score_with`] with [`ScoreSettings::from_config`], one
-///   [`PoolGauge`] per pool (computed even while defragmentation is off, G.9);
+///   [`PoolGauge`] per pool (computed even while defragmentation is off, docs/design-scoring.md);
 /// * `proposal`: [`alfred_policy::propose_with`] with [`PolicySettings::from_config`]:
 ///   node-health findings first, then defragmentation rows, and the node markers;
 /// * `arbitrate`: [`alfred_arbiter::arbitrate`] (the re-check:
 ///   [`alfred_arbiter::arbitrate_one`]) with [`ArbiterSettings::from_config`], the
 ///   session's breaker and the ledger derived from the journal ([`crate::ledger`],
-///   decision 15.2).
+///   docs/design.md#ledger).
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct CoreStages;
 

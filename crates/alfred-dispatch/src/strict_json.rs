@@ -1,5 +1,5 @@
 //! A JSON reader that refuses duplicate member names (exact, case-sensitive comparison:
-//! decision 15.4) and trailing data, and otherwise yields a `serde_json::Value`.
+//! docs/design-pass.md#journal) and trailing data, and otherwise yields a `serde_json::Value`.
 
 use std::fmt;
 

@@ -1,6 +1,7 @@
-//! A move as a worker request, and a worker's answer as an outcome (scheduler-simulation.md
-//! §4, alfred-engine.md §7.2, §9.6 step 7, §10.3). Pure: the adapter spawns the worker
-//! process and hands its stdout here.
+//! A move as a worker request, and a worker's answer as an outcome
+//! (docs/design-simulation.md#request-and-result, docs/design-pass.md#prediction-stage,
+//! docs/design-pass.md#pre-submit-re-check step 7, docs/design-runtime.md#simulation-workers).
+//! Pure: the adapter spawns the worker process and hands its stdout here.
 //!
 //! The request is built from the same conversion [`crate::ModelSimulator`] runs in-process
 //! (see `model_sim`'s module docs), so a worker loaded with the same scheduler
@@ -29,7 +30,8 @@ use alfred_sim::{Decision, Identity, SimulationRequest, SimulationResult};
 use crate::model_sim::{convert, effective_scheduler, reason_of, snapshot_id, stamped};
 use crate::sim::{MoveSimulation, SimulationOutcome};
 
-/// The §4 request for `r`, for the worker whose identity is `identity`.
+/// The worker request (docs/design-simulation.md#request-and-result) for `r`, for the worker
+/// whose identity is `identity`.
 ///
 /// Errors (the reason to record): the move cannot be converted, has no bound source pod,
 /// its replacement pods name another scheduler than `identity.schedulerName`, or the

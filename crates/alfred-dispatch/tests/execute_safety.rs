@@ -1,7 +1,9 @@
 //! Execute-mode safety: every migration in the cluster counts, whatever workload it can be
-//! attached to (seed 000, alfred-engine.md §9.7 step 4); a prepared entry's retry sees
-//! every change of its source (§9.5, §9.6 step 9); and time inside a pass is the time its
-//! ports report, not its start (§9.2 `DispatchDeadline`, §9.6 step 11 `SimulationStale`).
+//! attached to (docs/design-pass.md#budget-check step 4); a prepared entry's retry sees
+//! every change of its source (docs/design-pass.md#source-fingerprint,
+//! docs/design-pass.md#pre-submit-re-check step 9); and time inside a pass is the time its ports
+//! report, not its start (docs/design-pass.md#when-execution-is-enabled `DispatchDeadline`,
+//! docs/design-pass.md#pre-submit-re-check step 11 `SimulationStale`).
 
 mod common;
 
@@ -158,7 +160,7 @@ fn the_hourly_cap_counts_migrations_started_on_unattached_replicas() {
         ),
     );
     let out = w.pass();
-    // The arbiter counts them (one function for both caps, decision E4).
+    // The arbiter counts them (one function for both caps, docs/design.md#hourly-budget).
     assert_eq!(
         common::row(&out, "w1").reject_reason,
         Some(alfred_model::reason::RejectReason::HourlyCap)

@@ -1,7 +1,7 @@
-//! One multi-pass story per stall reason of the follow-up (alfred-engine.md §9.4) and the
-//! write-failure reason the pure pass can represent (`SubmissionUncertain`, §9.9
-//! `attempt()` steps 5–6, via `Session::failed_requests`): every dispatch reason is produced
-//! by a scenario.
+//! One multi-pass story per stall reason of the follow-up (docs/design-pass.md#follow-up) and the
+//! write-failure reason the pure pass can represent (`SubmissionUncertain`,
+//! docs/design-pass.md#dispatch-pass `attempt()` steps 5–6, via `Session::failed_requests`): every
+//! dispatch reason is produced by a scenario.
 
 mod common;
 

@@ -1,5 +1,5 @@
 //! Property test: random candidate streams, cluster migrations and journal histories
-//! against the invariants of alfred-engine.md §13.
+//! against the invariants of docs/design-pass.md#invariants.
 
 mod common;
 
@@ -139,8 +139,9 @@ proptest! {
                     }
                     if !reqs.is_empty() {
                         prop_assert!(!busy_cluster, "submitted while a migration waits or runs");
-                        // §9.9: the follow-up runs first; after it no other entry may be
-                        // unresolved (a request that ended this pass frees the slot).
+                        // docs/design-pass.md#dispatch-pass: the follow-up runs first; after it no
+                        // other entry may be unresolved (a request that ended this pass frees the
+                        // slot).
                         let others = w.journal().unresolved().filter(|e| e.uuid != reqs[0].0).count();
                         prop_assert_eq!(others, 0, "submitted while a request is unresolved");
                         prop_assert_eq!(mode, Mode::Execute);
@@ -156,8 +157,8 @@ proptest! {
                         }
                     }
                     if mode == Mode::RecommendOnly {
-                        // E20: recommend-only may update the journal's existing entries
-                        // but never appends one and never writes anything else.
+                        // docs/design-pass.md#journal: recommend-only may update the journal's
+                        // existing entries but never appends one and never writes anything else.
                         for e in &out.effects {
                             let allowed = matches!(e, Effect::UpdateRecommendations { .. } | Effect::RecordEvent(_) | Effect::Metric(_) | Effect::WriteJournal { .. });
                             prop_assert!(allowed, "recommend-only write effect");

@@ -1,8 +1,9 @@
-//! The `node.<name>` record lifecycle and its four Node events (alfred-engine.md §11.2–§11.3):
+//! The `node.<name>` record lifecycle and its four Node events (docs/design-pass.md):
 //! each event fires once per episode, drained stamps need a later observation without OME GPU
 //! occupants, Clear or lifted maintenance ends the record, and an older observation changes
-//! nothing. The records come from the node-health policy's markers only (§D.1, §D.7): a
-//! disabled policy leaves none and removes the stored ones (decision B.4).
+//! nothing. The records come from the node-health policy's markers only
+//! (docs/design-policies.md#node-health, docs/design-pass.md#node-records): a disabled policy
+//! leaves none and removes the stored ones (docs/design-pass.md#node-records).
 
 mod common;
 
@@ -228,8 +229,8 @@ fn a_recreated_node_starts_a_new_episode() {
     assert_eq!(rec.node_uid, "uid-gpu-1-new");
 }
 
-/// §D.1: a workload whose only pod on the node requests no GPU is not on the record; one
-/// with a GPU pod there is.
+/// docs/design-policies.md#node-health: a workload whose only pod on the node requests no GPU is
+/// not on the record; one with a GPU pod there is.
 #[test]
 fn records_list_only_workloads_with_gpu_pods_on_the_node() {
     let mut snap = snapshot(0, node(HealthState::Unhealthy, false), true);
@@ -277,9 +278,9 @@ fn recommendations(out: &alfred_dispatch::PassOutput) -> (Vec<String>, Vec<Strin
         .expect("the pass writes the recommendations ConfigMap")
 }
 
-/// Decision B.4 across passes: node health on (a record and `NodeRepairNeeded`), off (no
-/// record, no Node event, the stored key deleted), on again (a fresh record, the event
-/// again: the episode starts over).
+/// docs/design-pass.md#node-records across passes: node health on (a record and
+/// `NodeRepairNeeded`), off (no record, no Node event, the stored key deleted), on again (a fresh
+/// record, the event again: the episode starts over).
 #[test]
 fn disabling_node_health_removes_the_records_and_reenabling_starts_over() {
     let mut world = common::World::execute();

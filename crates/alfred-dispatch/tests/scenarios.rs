@@ -1,4 +1,4 @@
-//! Dispatch scenarios and multi-pass stories (alfred-engine.md §9, §13).
+//! Dispatch scenarios and multi-pass stories (docs/design-pass.md, docs/design-pass.md#invariants).
 
 mod common;
 
@@ -343,7 +343,7 @@ fn recommend_only_with_v1_withholds_prepared_entries_and_writes_nothing() {
         r2.scheduling.as_ref().unwrap().reason,
         SchedulingReason::PlacementFound
     );
-    // Nothing appended (E20).
+    // Nothing appended (docs/design-pass.md#journal).
     assert_eq!(w.journal(), j);
     for e in &out.effects {
         assert!(matches!(
@@ -355,8 +355,9 @@ fn recommend_only_with_v1_withholds_prepared_entries_and_writes_nothing() {
 
 #[test]
 fn recommend_only_with_v1_follows_execute_mode_entries_to_completion() {
-    // E20 / alfred-engine.md §13 item 1: an entry created in execute mode is followed
-    // and updated after a switch to recommend-only; nothing is appended, no annotation.
+    // docs/design-pass.md#journal: an entry created in
+    // execute mode is followed and updated after a switch to recommend-only; nothing is appended,
+    // no annotation.
     let mut w = World::execute();
     w.pass();
     let id = uuid(1);
@@ -569,9 +570,9 @@ fn every_reachable_dispatch_reason_has_a_scenario() {
     check("source changed", w, D::SourceChanged);
 }
 
-/// The second look after the simulation (§9.6 step 12): the simulation answered for the
-/// cluster of the first look, so a cluster that moved on meanwhile stops the move, each
-/// kind of change with its own reason, and nothing is written.
+/// The second look after the simulation (docs/design-pass.md#pre-submit-re-check step 12): the
+/// simulation answered for the cluster of the first look, so a cluster that moved on meanwhile
+/// stops the move, each kind of change with its own reason, and nothing is written.
 #[test]
 fn the_second_look_after_the_simulation_stops_a_move_the_cluster_moved_away_from() {
     let check = |name: &str, mut w: World, want: D| {
@@ -712,8 +713,8 @@ fn fresh_looks_are_taken_only_when_a_move_reaches_the_re_check() {
     assert_eq!(w.observations, 1);
 }
 
-/// §9.9 attempt() step 6: the journal save after the request is the one write whose
-/// failure leaves the request standing while the journal says `prepared`. The pass
+/// docs/design-pass.md#dispatch-pass attempt() step 6: the journal save after the request is the
+/// one write whose failure leaves the request standing while the journal says `prepared`. The pass
 /// returns that ending too: the same report with the row `submitted/
 /// SubmissionJournalUncertain`; the next pass learns the truth from the annotation.
 #[test]

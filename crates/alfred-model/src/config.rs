@@ -1,17 +1,19 @@
-//! The configuration model: the whole `alfredConfig` document (spec alfred-engine.md §3,
-//! alfred-policies.md §1), the per-workload annotations (§3.6) and the binary flags that
-//! shape a pass (§2.1).
+//! The configuration model: the whole `alfredConfig` document (docs/configuration.md,
+//! docs/configuration.md#keys), the per-workload annotations
+//! (docs/design-snapshot.md#workload-annotations) and the binary flags that shape a pass
+//! (docs/configuration.md#flags-of-alfred-run).
 //!
 //! * [`Config::from_yaml`] / [`Config::from_json`] parse strictly (unknown keys, duplicate
 //!   keys and wrong types fail, naming the key path), fill in the defaults (for integer and
 //!   duration keys `0` or absence means the default; explicit `0`/`false` of numbers and
 //!   booleans are kept; `null` counts as absent) and validate in the reference order,
 //!   returning the **first** [`ConfigError`].
-//! * [`Config::builtin`] (= `Default`) is the built-in configuration of §3.3.
+//! * [`Config::builtin`] (= `Default`) is the built-in configuration of
+//!   docs/design-runtime.md#configuration-loading.
 //! * [`Config::to_effective_yaml`] / [`Config::to_effective_json`] print every key with its
 //!   effective value; both parse back to an equal `Config`.
-//! * YAML is YAML 1.2 (decision 14.8): only `true`/`false` (any of their three
-//!   capitalisations) are booleans, `yes`/`on` are strings, `01:00` is a string.
+//! * YAML is YAML 1.2 (docs/design-runtime.md#configuration-loading): only `true`/`false` (any of
+//!   their three capitalisations) are booleans, `yes`/`on` are strings, `01:00` is a string.
 //!
 //! Pure: no IO, no clock; `BTreeMap`/`BTreeSet` only.
 

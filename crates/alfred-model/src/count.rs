@@ -2,9 +2,9 @@
 //! (arbiter `HourlyCap`, dispatch budget `HourlyCap`) and the in-flight count behind
 //! `maxInFlightMigrations`.
 //!
-//! Seed 000: the caps "count everyone's migrations, not only Alfred's", and the hourly one
-//! counts those "started in the last hour". Decision E4: one counting function shared by
-//! the arbiter and the dispatcher (alfred-engine.md §8.2, corrected; §9.7); it lives in the
+//! Both caps count every migration, whoever asked for it, and the hourly one counts those that
+//! started in the last hour, with one counting function shared by the arbiter and the
+//! dispatcher (docs/design.md#hourly-budget, docs/design-pass.md#budget-check); it lives in the
 //! model so the drain-plan search can size a new plan to the hourly budget left.
 
 use std::collections::BTreeSet;
@@ -12,16 +12,16 @@ use std::time::Duration;
 
 use crate::{ClusterSnapshot, Timestamp};
 
-/// The identity of a migration request: `ownerUID/uuid` (alfred-engine.md §9.7). The same
-/// request seen as an annotation, an InferenceReplica status row and a journal entry has
+/// The identity of a migration request: `ownerUID/uuid` (docs/design-pass.md#budget-check). The
+/// same request seen as an annotation, an InferenceReplica status row and a journal entry has
 /// one identity, so the sources can be united without double counting.
 pub fn identity(owner_uid: &str, uuid: &str) -> String {
     format!("{owner_uid}/{uuid}")
 }
 
 /// Whether an instant lies inside the window ending at `now`: its age is at most
-/// `window` (`≤`, §13 item 20). An instant in the future counts (clock skew is no reason
-/// to let a migration escape the cap).
+/// `window` (`≤`, docs/design.md#hourly-budget). An instant in the future counts (clock
+/// skew is no reason to let a migration escape the cap).
 pub fn within_window(at: Timestamp, now: Timestamp, window: Duration) -> bool {
     now.since(at) <= window
 }
@@ -39,8 +39,8 @@ pub fn within_window(at: Timestamp, now: Timestamp, window: Duration) -> bool {
 ///   built with [`identity`] from the entry's `workloadUID` and `uuid` — whose `createdAt`
 ///   is within the window.
 ///
-/// The dispatcher's budget check (§9.7) removes the retried entry's own identity from this
-/// set; the arbiter uses its size as `hourly`.
+/// The dispatcher's budget check (docs/design-pass.md#budget-check) removes the retried entry's own
+/// identity from this set; the arbiter uses its size as `hourly`.
 pub fn started_migrations_within(
     snapshot: &ClusterSnapshot,
     journal_created_at: &[(String, Timestamp)],
@@ -124,9 +124,9 @@ pub fn migration_starts_within(
 /// How many of a plan's first `steps` steps the hourly cap lets through when the plan
 /// starts at `now` and makes one step a pass: step `i` (from 0) is due `i × interval` after
 /// `now`, when the migrations in `starts` older than `window` no longer count, and it needs
-/// `counted + admitted + i < max`. "The hourly budget left covers all its steps" (B.1) read
-/// at the time each step is due: a plan need not wait for the budget a step will have when
-/// it comes.
+/// `counted + admitted + i < max`. "The hourly budget left covers all its steps"
+/// (docs/design-policies.md#drain-plans) read at the time each step is due: a plan need not wait
+/// for the budget a step will have when it comes.
 pub fn plan_steps_within_cap(
     starts: &[Timestamp],
     now: Timestamp,
@@ -207,7 +207,7 @@ mod tests {
         assert_eq!(plan_steps_within_cap(&recent, now, hour, pass, 10, 0, 8), 2);
         // A move admitted earlier in the pass takes one of them.
         assert_eq!(plan_steps_within_cap(&recent, now, hour, pass, 10, 1, 8), 1);
-        // Exactly an hour old still counts (`≤`, §13 item 20).
+        // Exactly an hour old still counts (`≤`, docs/design.md#hourly-budget).
         assert_eq!(
             plan_steps_within_cap(&[ago(60); 10], now, hour, pass, 10, 0, 3),
             0

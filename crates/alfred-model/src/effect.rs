@@ -3,7 +3,8 @@
 //! A pass returns an ordered list; the adapter applies them in order, only while it
 //! holds the leader lease, and stops at the first write that fails (the durable
 //! journal makes the next pass pick up from whatever did land). alfred's only write to
-//! an InferenceService is adding one migration-request annotation (decisions.md E1).
+//! an InferenceService is adding one migration-request annotation
+//! (docs/design-pass.md#migration-request).
 
 use std::borrow::Cow;
 use std::collections::BTreeMap;
@@ -43,7 +44,7 @@ pub enum EventType {
     Warning,
 }
 
-/// A core v1 Event with source component `alfred` (alfred-engine.md §11.3).
+/// A core v1 Event with source component `alfred` (docs/metrics-and-events.md#events).
 #[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct Event {
@@ -126,9 +127,9 @@ pub enum Effect {
         state_json: String,
     },
     /// Set a pending pod's `status.nominatedNodeName` to the node a drain plan frees
-    /// (`protection: nominate`, B.2), through the `pods/status` subresource with a JSON
-    /// Patch that first tests `metadata.uid` and that the field is unset: a nomination set
-    /// by anyone else is never overwritten.
+    /// (`protection: nominate`, docs/design-policies.md#drain-plans), through the `pods/status`
+    /// subresource with a JSON Patch that first tests `metadata.uid` and that the field is unset: a
+    /// nomination set by anyone else is never overwritten.
     #[serde(rename_all = "camelCase")]
     NominatePod {
         /// Namespace.

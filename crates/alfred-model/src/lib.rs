@@ -27,6 +27,7 @@
 pub mod config;
 pub mod count;
 pub mod effect;
+pub mod event;
 pub mod index;
 pub mod metric;
 pub mod plan;

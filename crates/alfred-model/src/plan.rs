@@ -1,5 +1,5 @@
-//! Drain plans (decisions.md B.1–B.3): what frees one node for one waiting pod, as the
-//! policy proposes it, as the dispatch state keeps it, and as the record shows it.
+//! Drain plans (docs/design-policies.md#drain-plans): what frees one node for one waiting pod, as
+//! the policy proposes it, as the dispatch state keeps it, and as the record shows it.
 //!
 //! A plan is priced in GPUs, independently of the pool's size: the seeds' single-move
 //! benefit is a share of the pool's free GPUs, so in a pool of hundreds of nodes no single

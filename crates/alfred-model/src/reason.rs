@@ -1,8 +1,8 @@
 //! Reason codes, as closed enums that serialise to the documented strings.
 //!
 //! Each family has its own type so a rejection reason can never end up in an
-//! advisory slot. The strings are the user documentation's (seed 000 "Arbiter
-//! reasons", "Dispatch reasons", "Advisory reasons", seed 002 "Scheduling results").
+//! advisory slot. The strings are the documented codes (docs/reasons.md, each
+//! family under its own heading).
 
 use std::fmt;
 
@@ -45,7 +45,7 @@ macro_rules! reason_enum {
 }
 
 reason_enum! {
-    /// Why a policy proposed a row (alfred-policies.md §E.1).
+    /// Why a policy proposed a row (docs/reasons.md#row-reasons).
     RowReason {
         /// Defragmentation: a move (or advice) from fragmentation scoring.
         Fragmentation,
@@ -57,7 +57,7 @@ reason_enum! {
 }
 
 reason_enum! {
-    /// Why a row is advice (alfred-policies.md §E.2–E.3, alfred-engine.md §6).
+    /// Why a row is advice (docs/reasons.md#advisory-reasons, docs/design-policies.md#candidates).
     AdvisoryReason {
         /// No executor: `migration.apiVersion` is not `v1`.
         OMENativeUnavailable,
@@ -95,13 +95,14 @@ reason_enum! {
         NoTemplates,
         /// Scheduling: the profile is structurally invalid.
         ProfileInvalid,
-        /// A later step of a drain plan: it waits for the plan's earlier steps (B.1).
+        /// A later step of a drain plan: it waits for the plan's earlier steps
+        /// (docs/design-policies.md#drain-plans).
         DrainPlanStepWaiting,
     }
 }
 
 reason_enum! {
-    /// Why the arbiter rejected a move (alfred-engine.md §8.3), in gate order.
+    /// Why the arbiter rejected a move (docs/design.md#gates), in gate order.
     RejectReason {
         /// The circuit breaker is open.
         CircuitBreakerOpen,
@@ -134,13 +135,14 @@ reason_enum! {
         /// `maxMigrationsPerHour` reached.
         HourlyCap,
         /// A drain plan would start, but the hourly budget left does not cover all its
-        /// steps (B.1).
+        /// steps (docs/design-policies.md#drain-plans).
         PlanBudgetInsufficient,
     }
 }
 
 reason_enum! {
-    /// Why a move was withheld, or where a request stands (alfred-engine.md §9.11, §9.3).
+    /// Why a move was withheld, or where a request stands (docs/design-pass.md#dispatch-reasons,
+    /// docs/design-pass.md#journal).
     DispatchReason {
         // Pass-wide.
         /// The journal cannot be read or written.
@@ -237,7 +239,8 @@ reason_enum! {
         ReplicaIdentityChanged,
         /// The status rows for the request are invalid.
         MigrationStatusInvalid,
-        // Arbiter reasons the pre-submit re-check reports as they are (§9.6 step 3).
+        // Arbiter reasons the pre-submit re-check reports as they are
+        // (docs/design-pass.md#pre-submit-re-check step 3).
         /// Re-check: the circuit breaker is open.
         CircuitBreakerOpen,
         /// Re-check: the InferenceService or Instance is gone.
@@ -279,7 +282,8 @@ impl DispatchReason {
 }
 
 impl DispatchReason {
-    /// The arbiter's reason as the re-check reports it: the same code (§9.6 step 3).
+    /// The arbiter's reason as the re-check reports it: the same code
+    /// (docs/design-pass.md#pre-submit-re-check step 3).
     pub fn same_as_reject(r: RejectReason) -> DispatchReason {
         match r {
             RejectReason::CircuitBreakerOpen => DispatchReason::CircuitBreakerOpen,
@@ -303,7 +307,8 @@ impl DispatchReason {
 }
 
 reason_enum! {
-    /// Scheduling result status (alfred-engine.md §7, seed 002).
+    /// Scheduling result status (docs/design-pass.md#scheduling-gate,
+    /// docs/reasons.md#scheduling-statuses).
     SchedulingStatus {
         /// A placement was found for every replacement pod.
         Feasible,
@@ -317,7 +322,7 @@ reason_enum! {
 }
 
 reason_enum! {
-    /// Scheduling result reasons (alfred-engine.md §7.2 "Scheduling results").
+    /// Scheduling result reasons (docs/design-pass.md#prediction-stage "Scheduling results").
     SchedulingReason {
         /// Feasible.
         PlacementFound,
@@ -363,7 +368,7 @@ reason_enum! {
 }
 
 impl SchedulingReason {
-    /// The status a reason implies (§7.2's table).
+    /// The status a reason implies (docs/design-pass.md#prediction-stage's table).
     pub fn status(self) -> SchedulingStatus {
         use SchedulingReason::*;
         match self {
@@ -377,7 +382,7 @@ impl SchedulingReason {
     }
 
     /// The advisory reason a profile-selection problem gives an executable row in
-    /// recommend-only mode without predictions (§7.1 step 5).
+    /// recommend-only mode without predictions (docs/design-pass.md#scheduling-gate step 5).
     pub fn as_advisory(self) -> Option<AdvisoryReason> {
         use SchedulingReason as S;
         Some(match self {
@@ -450,7 +455,7 @@ mod tests {
             DispatchReason::UUIDStatusObserved.as_str(),
             "UUIDStatusObserved"
         );
-        // The 15 documented gates and B.1's plan budget.
+        // The 15 documented gates and docs/design-policies.md#drain-plans's plan budget.
         assert_eq!(RejectReason::ALL.len(), 16);
         assert_eq!(RejectReason::ALL[0], RejectReason::CircuitBreakerOpen);
         assert_eq!(RejectReason::ALL[14], RejectReason::HourlyCap);
@@ -491,7 +496,7 @@ mod tests {
 }
 
 reason_enum! {
-    /// How a drain plan ended (decisions.md B.1–B.2).
+    /// How a drain plan ended (docs/design-policies.md#drain-plans).
     PlanEndReason {
         /// The pod bound to the plan's node.
         PodBound,
@@ -519,7 +524,8 @@ reason_enum! {
         PlansDisabled,
         /// Not in execute mode, or no executor.
         ExecutionDisabled,
-        /// Another component set the pod's nomination (B.2: never overwritten).
+        /// Another component set the pod's nomination (docs/design-policies.md#drain-plans: never
+        /// overwritten).
         NominationTaken,
         /// A remaining step is no longer movable (ineligible, opted out, cooling).
         StepIneligible,

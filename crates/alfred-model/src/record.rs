@@ -1,5 +1,6 @@
 //! What a pass decides and publishes: candidates, verdicts, the `last-cycle.json`
-//! record and the `node.<name>` records (alfred-engine.md §6, §8, §11.2).
+//! record and the `node.<name>` records (docs/design-policies.md#candidates,
+//! docs/design.md#arbiter, docs/design-pass.md#the-record).
 //!
 //! The published shapes follow Go's `omitempty` rules exactly: `workload`,
 //! `component`, `instance`, `policy`, `reason`, `outcome` and `score` are always
@@ -23,7 +24,7 @@ pub enum Policy {
     /// Defragmentation.
     #[serde(rename = "defragmentation")]
     Defragmentation,
-    /// A journal entry whose payload cannot be read (§9.10).
+    /// A journal entry whose payload cannot be read (docs/design-pass.md#journal-rows).
     #[serde(rename = "migration-dispatch")]
     MigrationDispatch,
 }
@@ -39,7 +40,7 @@ impl Policy {
     }
 }
 
-/// How far a row got (seed 001 "How Alfred decides").
+/// How far a row got (docs/design-pass.md#stages-and-outcomes).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum Outcome {
@@ -116,7 +117,8 @@ pub struct Placement {
     pub node_name: String,
 }
 
-/// The `scheduling` object of a row (alfred-engine.md §7, §11.2).
+/// The `scheduling` object of a row (docs/design-pass.md#scheduling-gate,
+/// docs/design-pass.md#the-record).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct SchedulingDiagnostic {
@@ -172,7 +174,8 @@ impl SchedulingDiagnostic {
     }
 }
 
-/// A move (or advice) a policy proposes: the candidate contract of alfred-engine.md §6.
+/// A move (or advice) a policy proposes: the candidate contract of
+/// docs/design-policies.md#candidates.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct Candidate {
@@ -211,7 +214,7 @@ pub struct Candidate {
     /// Defragmentation: the fragmentation reduction.
     #[serde(default)]
     pub benefit: f64,
-    /// Defragmentation: the effective cost (E17).
+    /// Defragmentation: the effective cost (docs/design-policies.md#benefit-cost-and-score).
     #[serde(default)]
     pub cost: f64,
     /// Ranking score: defrag `(benefit − cost) × boosts`, node health the priority.
@@ -222,10 +225,10 @@ pub struct Candidate {
     /// GPUs of each pod of the Instance that holds GPUs, largest first (arbiter replay).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub pod_gpus: Vec<u32>,
-    /// Added by the engine (§7).
+    /// Added by the engine (docs/design-pass.md#scheduling-gate).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub scheduling: Option<SchedulingDiagnostic>,
-    /// A step of a drain plan (B.1): which plan, which step.
+    /// A step of a drain plan (docs/design-policies.md#drain-plans): which plan, which step.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub plan: Option<crate::plan::PlanStepRef>,
 }
@@ -391,7 +394,7 @@ impl From<crate::config::Mode> for Mode {
     }
 }
 
-/// `last-cycle.json` (alfred-engine.md §11.2).
+/// `last-cycle.json` (docs/design-pass.md#the-record).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct LastCycle {
@@ -429,7 +432,7 @@ pub struct NodeRecordMaintenance {
     pub triggers: Vec<String>,
 }
 
-/// One `node.<name>` record (alfred-engine.md §11.2).
+/// One `node.<name>` record (docs/design-pass.md#the-record).
 #[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct NodeRecord {

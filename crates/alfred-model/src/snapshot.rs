@@ -1,6 +1,6 @@
 //! The cluster snapshot: everything a decision pass reads, already digested.
 //!
-//! `alfred-observe` builds it from Kubernetes objects (alfred-policies.md §A); the
+//! `alfred-observe` builds it from Kubernetes objects (docs/design-snapshot.md); the
 //! policies, the scorer, the arbiter and the dispatcher only read it. Every list is kept
 //! sorted by its key (nodes by name, pods and workloads by `namespace/name`) so lookups
 //! can binary-search and output never depends on input order: call
@@ -22,9 +22,10 @@ use crate::shared::Shared;
 #[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct ClusterSnapshot {
-    /// When the lists behind this snapshot were read (`T` of the spec).
+    /// When the lists behind this snapshot were read (the `T` of the score formulas).
     pub observed_at: Timestamp,
-    /// Whether OMENative can be asked to migrate (§A.10: `migration.apiVersion: v1`).
+    /// Whether OMENative can be asked to migrate (docs/design-snapshot.md#executor-availability:
+    /// `migration.apiVersion: v1`).
     #[serde(default)]
     pub executor: ExecutorState,
     /// Nodes, sorted by name.
@@ -34,7 +35,7 @@ pub struct ClusterSnapshot {
     /// Pods without GPUs are kept too: the scheduler model needs their CPU and memory.
     #[serde(default)]
     pub pods: Vec<Pod>,
-    /// Pending GPU pods (§A.6), sorted by `namespace/name`.
+    /// Pending GPU pods (docs/design-snapshot.md#pending-pods), sorted by `namespace/name`.
     #[serde(default)]
     pub pending_pods: Vec<PendingPod>,
     /// One workload per InferenceService, sorted by `namespace/name`.
@@ -59,7 +60,7 @@ pub struct ClusterSnapshot {
     pub index_cache: IndexCache,
 }
 
-/// Executor availability (§A.10).
+/// Executor availability (docs/design-snapshot.md#executor-availability).
 #[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct ExecutorState {
@@ -79,10 +80,11 @@ pub struct Node {
     /// `metadata.uid` (node records belong to one node incarnation).
     #[serde(default, skip_serializing_if = "String::is_empty")]
     pub uid: String,
-    /// GPU pool key (§A.2); `None` for nodes without GPUs.
+    /// GPU pool key (docs/design-snapshot.md#pools); `None` for nodes without GPUs.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub pool: Option<String>,
-    /// The GPU resource name with the largest allocatable count (§A.1), empty without GPUs.
+    /// The GPU resource name with the largest allocatable count
+    /// (docs/design-snapshot.md#gpu-resources), empty without GPUs.
     #[serde(default, skip_serializing_if = "String::is_empty")]
     pub gpu_resource: String,
     /// Allocatable GPUs of `gpu_resource`.
@@ -106,16 +108,17 @@ pub struct Node {
     /// `cluster-autoscaler.kubernetes.io/scale-down-disabled: "true"` (observed, unused).
     #[serde(default)]
     pub scale_down_disabled: bool,
-    /// Carries a preemptible label whose value is not exactly `false` (G.10).
+    /// Carries a preemptible label whose value is not exactly `false`
+    /// (docs/design-snapshot.md#node-flags).
     #[serde(default)]
     pub preemptible: bool,
     /// The kubelet's `Ready` condition is `True` (nodes without conditions count as ready).
     #[serde(default = "default_true")]
     pub ready: bool,
-    /// Health state from the configured trigger conditions (§A.4).
+    /// Health state from the configured trigger conditions (docs/design-snapshot.md#node-health).
     #[serde(default)]
     pub health: NodeHealth,
-    /// Matched maintenance triggers (§A.5).
+    /// Matched maintenance triggers (docs/design-snapshot.md#maintenance).
     #[serde(default)]
     pub maintenance: Maintenance,
     /// Node labels (model-ready labels, topology, selectors).
@@ -171,7 +174,8 @@ pub fn annotations_digest<'a>(entries: impl IntoIterator<Item = (&'a str, &'a st
 
 impl Node {
     /// Quarantined by node health, due for maintenance, cordoned or marked for scale-down
-    /// (§A.3): nothing may land here and its free GPUs are not counted.
+    /// (docs/design-snapshot.md#node-flags): nothing may land here and its free GPUs are not
+    /// counted.
     pub fn unavailable(&self) -> bool {
         self.health.state != HealthState::Clear
             || self.maintenance.requested
@@ -240,7 +244,7 @@ impl HealthState {
     }
 }
 
-/// A node's health state with the evidence behind it (§A.4).
+/// A node's health state with the evidence behind it (docs/design-snapshot.md#node-health).
 #[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct NodeHealth {
@@ -254,7 +258,7 @@ pub struct NodeHealth {
     pub conditions: Vec<NodeCondition>,
 }
 
-/// Maintenance observation (§A.5).
+/// Maintenance observation (docs/design-snapshot.md#maintenance).
 #[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct Maintenance {
@@ -292,8 +296,8 @@ pub struct Pod {
     /// `spec.nodeName`; empty for pending pods.
     #[serde(default, skip_serializing_if = "String::is_empty")]
     pub node: String,
-    /// GPU request (§A.1): limits win over requests, all GPU names summed, native
-    /// sidecars counted, ordinary init containers ignored.
+    /// GPU request (docs/design-snapshot.md#gpu-resources): limits win over requests, all GPU names
+    /// summed, native sidecars counted, ordinary init containers ignored.
     #[serde(default)]
     pub gpus: u32,
     /// Phase.
@@ -325,8 +329,8 @@ pub struct Pod {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub controller: Option<OwnerRef>,
     /// A digest of `metadata.annotations` ([`annotations_digest`]; 0 without any): the
-    /// source fingerprint sees an annotation change (alfred-engine.md §9.5) without the
-    /// snapshot holding every pod's annotations.
+    /// source fingerprint sees an annotation change (docs/design-pass.md#source-fingerprint)
+    /// without the snapshot holding every pod's annotations.
     #[serde(default, skip_serializing_if = "is_zero_u64")]
     pub annotations_digest: u64,
     /// What the scheduler model needs of the pod spec; equal blocks are shared between pods
@@ -392,7 +396,7 @@ pub struct PodScheduling {
     pub unsupported: Vec<String>,
 }
 
-/// A pending GPU pod (§A.6): GPU demand that found no node yet.
+/// A pending GPU pod (docs/design-snapshot.md#pending-pods): GPU demand that found no node yet.
 #[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct PendingPod {
@@ -413,7 +417,7 @@ pub struct PendingPod {
     /// `status.nominatedNodeName`: the node the scheduler (or a drain plan) holds for it.
     #[serde(default, skip_serializing_if = "String::is_empty")]
     pub nominated_node: String,
-    /// Which pools the pod's demand counts in (G.8).
+    /// Which pools the pod's demand counts in (docs/design-snapshot.md#pending-pods).
     #[serde(default)]
     pub pools: PoolAttribution,
     /// Labels (gang membership, routing).
@@ -450,7 +454,7 @@ pub enum PoolAttribution {
     Pools(Vec<String>),
 }
 
-/// A component type. Ordered as the spec sorts them: `decoder < engine < router`.
+/// A component type. Ordered by name: `decoder < engine < router`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum ComponentKind {
@@ -483,7 +487,8 @@ impl ComponentKind {
     }
 }
 
-/// A component's deployment mode, read from the InferenceService alone (§A.7).
+/// A component's deployment mode, read from the InferenceService alone
+/// (docs/design-snapshot.md#workloads).
 #[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
 pub enum DeploymentMode {
     /// OMENative: movable by surge.
@@ -575,7 +580,8 @@ impl ModelRef {
     }
 }
 
-/// Where a model's weights live, and what that means for placement (§A.8).
+/// Where a model's weights live, and what that means for placement
+/// (docs/design-snapshot.md#models-and-volumes).
 #[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct ModelInfo {
@@ -619,7 +625,8 @@ pub struct Workload {
     /// Components, sorted by kind.
     #[serde(default)]
     pub components: Vec<Component>,
-    /// Migration state reconstructed from annotations and InferenceReplica status (§A.9).
+    /// Migration state reconstructed from annotations and InferenceReplica status
+    /// (docs/design-snapshot.md#migration-state).
     #[serde(default)]
     pub migration: MigrationState,
 }
@@ -665,7 +672,7 @@ pub struct Component {
 }
 
 /// The InferenceReplica behind an OMENative component, reduced to what eligibility reads
-/// (alfred-policies.md §C.3, ome-objects.md §2).
+/// (docs/design-policies.md#omenative-eligibility, docs/design-snapshot.md#workloads).
 #[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct ReplicaState {
@@ -677,7 +684,8 @@ pub struct ReplicaState {
     /// `metadata.resourceVersion`.
     #[serde(default, skip_serializing_if = "String::is_empty")]
     pub resource_version: String,
-    /// `metadata.generation` (the source fingerprint changes with it, alfred-engine.md §9.5).
+    /// `metadata.generation` (the source fingerprint changes with it,
+    /// docs/design-pass.md#source-fingerprint).
     #[serde(default, skip_serializing_if = "is_zero_i64")]
     pub generation: i64,
     /// `status.observedGeneration == metadata.generation` (and the ownership checks passed).
@@ -720,7 +728,7 @@ pub struct ReplicaState {
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub runners: Vec<Runner>,
     /// The controller owner reference (kind `InferenceService`), as read; the dispatcher's
-    /// follow-up checks it names the workload (alfred-engine.md §9.4 step 3).
+    /// follow-up checks it names the workload (docs/design-pass.md#follow-up step 3).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub owner: Option<OwnerRef>,
     /// `spec.component` as read (empty when unknown).
@@ -781,7 +789,7 @@ impl Instance {
     }
 }
 
-/// The OMENative status row of one Instance (ome-objects.md §2.4–§2.5).
+/// The OMENative status row of one Instance (docs/design-snapshot.md#workloads).
 #[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct InstanceStatus {
@@ -829,7 +837,7 @@ pub struct InstanceStatus {
     pub invalid: Option<String>,
 }
 
-/// A migration request annotation as read back (§A.9, ome-objects.md §1.3).
+/// A migration request annotation as read back (docs/design-snapshot.md#migration-state).
 #[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct MigrationRequestObserved {
@@ -854,7 +862,7 @@ pub struct MigrationRequestObserved {
     #[serde(default, skip_serializing_if = "String::is_empty")]
     pub requested_by: String,
     /// The annotation's exact value (the dispatcher compares it byte for byte with its
-    /// journal `payload`, alfred-engine.md §9.4 step 7).
+    /// journal `payload`, docs/design-pass.md#follow-up step 7).
     #[serde(default, skip_serializing_if = "String::is_empty")]
     pub raw: String,
 }
@@ -915,7 +923,8 @@ pub struct ActiveMigration {
     pub started_at: Option<Timestamp>,
 }
 
-/// A workload's migration state (§A.9). The default is a valid, empty state.
+/// A workload's migration state (docs/design-snapshot.md#migration-state). The default is a valid,
+/// empty state.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct MigrationState {
@@ -959,8 +968,8 @@ impl Default for MigrationState {
 /// An InferenceReplica with `status.migrations` rows that no workload's component reads:
 /// its InferenceService is gone, a second InferenceReplica claims the same component, or
 /// the component is not OMENative any more. Its migrations still happen, so the caps count
-/// them (seed 000: everyone's migrations; alfred-engine.md §9.7 step 4) and the follow-up
-/// of alfred's own requests finds its rows (§9.4).
+/// them (everyone's migrations count, docs/design-pass.md#budget-check step 4) and the
+/// follow-up of alfred's own requests finds its rows (docs/design-pass.md#follow-up).
 #[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct UnattachedReplica {

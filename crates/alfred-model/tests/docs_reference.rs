@@ -1,11 +1,13 @@
 //! The user reference in `docs/` against the types it documents: every configuration key of
-//! [`Config`] (with its built-in default), every reason code and every metric has a row, and
-//! every row names something that exists. `cargo xtask tidy` runs these tests too.
+//! [`Config`] (with its built-in default), every reason code, every metric and every Event
+//! reason has a row, and every row names something that exists. `cargo xtask tidy` runs these tests too.
 
 use std::collections::BTreeSet;
 use std::path::Path;
 
 use alfred_model::config::Config;
+use alfred_model::effect::EventType;
+use alfred_model::event::EventReason;
 use alfred_model::metric::MetricId;
 use alfred_model::reason::{
     AdvisoryReason, DispatchReason, PlanEndReason, RejectReason, RowReason, SchedulingReason,
@@ -306,5 +308,44 @@ fn every_metric_is_documented_with_its_type_and_labels() {
     assert!(
         unknown.is_empty(),
         "docs/metrics-and-events.md: rows naming no metric: {unknown:?}"
+    );
+}
+
+// ---- Events ----
+
+#[test]
+fn every_event_reason_is_documented_with_its_type_and_object() {
+    let text = doc("metrics-and-events.md");
+    let documented: Vec<Vec<String>> = rows(&text, Some("Events"));
+    for reason in EventReason::ALL {
+        let row = documented
+            .iter()
+            .find(|cells| code(&cells[0]) == Some(reason.as_str()))
+            .unwrap_or_else(|| panic!("docs/metrics-and-events.md: no row for Event {reason}"));
+        let event_type = match reason.event_type() {
+            EventType::Normal => "Normal",
+            EventType::Warning => "Warning",
+        };
+        assert_eq!(
+            row.get(1).map(String::as_str),
+            Some(event_type),
+            "docs/metrics-and-events.md: the type of Event {reason}"
+        );
+        assert!(
+            row.get(2)
+                .is_some_and(|o| o.starts_with(reason.object().as_str())),
+            "docs/metrics-and-events.md: Event {reason} is recorded on a {}, the row says {:?}",
+            reason.object().as_str(),
+            row.get(2)
+        );
+    }
+    let unknown: Vec<&str> = documented
+        .iter()
+        .filter_map(|cells| code(&cells[0]))
+        .filter(|name| EventReason::from_name(name).is_none())
+        .collect();
+    assert!(
+        unknown.is_empty(),
+        "docs/metrics-and-events.md: rows naming no Event reason: {unknown:?}"
     );
 }

@@ -1,5 +1,5 @@
 //! InferenceReplica per-Instance status rows: DenseV1 (`status.instanceStatuses`) and
-//! ColumnarV2 (`status.instanceStatusColumns`), ome-objects.md §2.4–§2.5.
+//! ColumnarV2 (`status.instanceStatusColumns`), docs/design-snapshot.md#workloads.
 
 use std::collections::{BTreeMap, BTreeSet};
 
@@ -47,7 +47,8 @@ pub struct Row {
 }
 
 /// Decodes the rows of an IR `status` in whichever encoding it uses, then checks them
-/// (§A.7 "dense status rows"). The error names the field and the value.
+/// (docs/design-snapshot.md#workloads, the status rows). The error names the field and the
+/// value.
 pub fn decode(status: &Value) -> Result<Vec<Row>, String> {
     let encoding = status.get("instanceStatusEncoding");
     let dense = status.get("instanceStatuses").filter(|v| !v.is_null());

@@ -1,5 +1,5 @@
 //! alfred-observe: the pure translation of Kubernetes objects into alfred's
-//! [`ClusterSnapshot`] (alfred-policies.md §A.1–§A.10, ome-objects.md).
+//! [`ClusterSnapshot`] (docs/design-snapshot.md).
 //!
 //! No IO, no clock, no randomness: the caller hands in the objects, the settings and the
 //! instant `now`; the same input gives the same snapshot. Anything the builder cannot
@@ -138,7 +138,7 @@ impl PodInput for DigestedPod {
     }
 }
 
-/// Builds the cluster snapshot at instant `now` (§A).
+/// Builds the cluster snapshot at instant `now` (docs/design-snapshot.md).
 pub fn observe(
     objects: &ClusterObjects,
     settings: &ObserveSettings,
@@ -178,7 +178,7 @@ where
         );
     }
 
-    // Nodes (§A.1–§A.5).
+    // Nodes (docs/design-snapshot.md).
     let nodes_in = nodes.into_iter();
     let mut nodes: Vec<Node> = Vec::with_capacity(nodes_in.size_hint().0);
     for n in nodes_in {
@@ -236,7 +236,7 @@ where
     });
     let finished = |f: &PodFacts| matches!(f.pod.phase, PodPhase::Succeeded | PodPhase::Failed);
 
-    // Occupancy (§A.1).
+    // Occupancy (docs/design-snapshot.md#gpu-resources).
     for f in &pods {
         let p = &f.pod;
         if p.node.is_empty() || finished(f) || p.gpus == 0 {
@@ -295,7 +295,7 @@ where
         }
     }
 
-    // Pod routing (§A.7).
+    // Pod routing (docs/design-snapshot.md#workloads).
     let mut routed: BTreeMap<usize, BTreeMap<ComponentKind, Vec<usize>>> = BTreeMap::new();
     for (pi, f) in pods.iter().enumerate() {
         if finished(f) {
@@ -423,7 +423,7 @@ where
         ));
     }
 
-    // Models (§A.8).
+    // Models (docs/design-snapshot.md#models-and-volumes).
     let src = models::ModelSources {
         cluster_base_models: objects
             .cluster_base_models
@@ -466,7 +466,7 @@ where
         }
     }
 
-    // Pending GPU pods (§A.6, G.8).
+    // Pending GPU pods (docs/design-snapshot.md#pending-pods).
     let pools: BTreeSet<String> = nodes
         .iter()
         .filter(|n| n.total_gpus > 0)
@@ -590,8 +590,8 @@ where
     Observation { snapshot }
 }
 
-/// G.8: the pools having a node that satisfies the pod's `nodeSelector` and required node
-/// affinity; none ⇒ unattributed.
+/// docs/design-snapshot.md#pending-pods: the pools having a node that satisfies the pod's
+/// `nodeSelector` and required node affinity; none ⇒ unattributed.
 fn attribute(
     nodes: &[Node],
     selector: &BTreeMap<String, String>,

@@ -1,4 +1,4 @@
-//! Model availability and volume pinning (§A.8, ome-objects.md §4).
+//! Model availability and volume pinning (docs/design-snapshot.md#models-and-volumes).
 
 use std::collections::{BTreeMap, BTreeSet};
 
@@ -74,7 +74,7 @@ pub(crate) struct ModelSources<'a> {
     pub pvs: BTreeMap<&'a str, &'a k8s::PersistentVolume>,
 }
 
-/// Resolves one model key (§A.8).
+/// Resolves one model key (docs/design-snapshot.md#models-and-volumes).
 pub(crate) fn resolve(model: &ModelRef, src: &ModelSources<'_>, nodes: &[Node]) -> ModelInfo {
     let err = |msg: String| ModelInfo {
         resolve_error: Some(msg),

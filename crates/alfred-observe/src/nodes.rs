@@ -1,5 +1,6 @@
-//! Nodes: GPU capacity (§A.1), pool identity (§A.2), flags (§A.3), health (§A.4) and
-//! maintenance (§A.5).
+//! Nodes: GPU capacity (docs/design-snapshot.md#gpu-resources), pool identity
+//! (docs/design-snapshot.md#pools), flags (docs/design-snapshot.md#node-flags), health
+//! (docs/design-snapshot.md#node-health) and maintenance (docs/design-snapshot.md#maintenance).
 
 use std::collections::BTreeMap;
 
@@ -149,7 +150,8 @@ pub(crate) fn build_node(
     })
 }
 
-/// Pool key (§A.2): GPU product label, else the mapped instance type, else the GPU resource.
+/// Pool key (docs/design-snapshot.md#pools): GPU product label, else the mapped instance type, else
+/// the GPU resource.
 pub fn pool_key(
     labels: &BTreeMap<String, String>,
     gpu_resource: &str,
@@ -170,7 +172,7 @@ pub fn pool_key(
     gpu_resource.to_owned()
 }
 
-/// Health state from the configured trigger conditions (§A.4).
+/// Health state from the configured trigger conditions (docs/design-snapshot.md#node-health).
 pub fn health(
     conditions: &[NodeCondition],
     settings: &ObserveSettings,
@@ -211,7 +213,7 @@ pub fn health(
     }
 }
 
-/// Matching maintenance triggers (§A.5).
+/// Matching maintenance triggers (docs/design-snapshot.md#maintenance).
 pub fn maintenance(
     labels: &BTreeMap<String, String>,
     taints: &[Taint],

@@ -367,8 +367,9 @@ fn check_metadata(value: &Value, who: &str) -> Result<(), LoadError> {
     }
 }
 
-/// Quantities are strings on the wire, but numbers are accepted on input (ome-objects.md §0.2):
-/// inside resource maps, turn JSON numbers into their decimal text.
+/// Quantities are strings on the wire, but numbers are accepted on input
+/// (docs/design-snapshot.md#kubernetes-objects): inside resource maps, turn JSON numbers into their
+/// decimal text.
 fn numbers_to_strings(value: &mut Value) {
     match value {
         Value::Object(map) => {

@@ -1,4 +1,5 @@
-//! Pods: GPU requests (§A.1), scheduling facts for the simulator, pending demand (§A.6).
+//! Pods: GPU requests (docs/design-snapshot.md#gpu-resources), scheduling facts for the simulator,
+//! pending demand (docs/design-snapshot.md#pending-pods).
 
 use std::collections::BTreeMap;
 
@@ -46,7 +47,8 @@ impl ContainerResources {
         out
     }
 
-    /// GPUs per §A.1: per GPU name, the limit if present, else the request.
+    /// GPUs per docs/design-snapshot.md#gpu-resources: per GPU name, the limit if present, else the
+    /// request.
     fn gpus(&self) -> u64 {
         let mut total = 0u64;
         for (k, v) in &self.limits {
@@ -259,7 +261,7 @@ fn spec_facts(
 ) -> SpecFacts {
     let mut local = Problems::default();
     let problems = &mut local;
-    // Resources (§A.1 and upstream PodRequests).
+    // Resources (docs/design-snapshot.md#gpu-resources and upstream PodRequests).
     let mut gpus: u64 = 0;
     let mut regular = BTreeMap::new();
     for (i, c) in spec.containers.iter().enumerate() {

@@ -4,8 +4,8 @@ use std::collections::BTreeMap;
 
 use alfred_model::config::{Config, TriggerRule};
 
-/// Exactly what the snapshot builder reads from alfred's configuration (alfred-policies.md §1.1,
-/// alfred-engine.md §3.2) and from the startup flags. A config reload means a new snapshot.
+/// Exactly what the snapshot builder reads from alfred's configuration
+/// (docs/configuration.md#keys) and from the startup flags. A config reload means a new snapshot.
 ///
 /// The values are taken as already validated: the builder does not re-check them (an empty
 /// `trigger_conditions`, for example, simply matches no condition).
@@ -26,9 +26,9 @@ pub struct ObserveSettings {
     /// `cooldown_minutes` empty when it has no valid annotation, meaning "this default"; the
     /// value is kept here so callers holding only settings can resolve it.
     pub per_workload_cooldown_minutes: u32,
-    /// `migration.apiVersion: v1` is configured (§A.10).
+    /// `migration.apiVersion: v1` is configured (docs/design-snapshot.md#executor-availability).
     pub executor_available: bool,
-    /// OME's shape catalog for pool rung 2 (§A.2).
+    /// OME's shape catalog for pool rung 2 (docs/design-snapshot.md#pools).
     pub instance_types: InstanceTypeMap,
 }
 
@@ -90,7 +90,7 @@ impl ObserveSettings {
     }
 }
 
-/// One maintenance trigger (§A.5): a name and exactly one matcher.
+/// One maintenance trigger (docs/design-snapshot.md#maintenance): a name and exactly one matcher.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct MaintenanceTrigger {
     /// Unique trigger name, reported in the node's maintenance observation.

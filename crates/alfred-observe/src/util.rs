@@ -56,7 +56,7 @@ pub(crate) fn parse_time(v: Option<&serde_json::Value>) -> Result<Option<Timesta
     }
 }
 
-/// Whether a resource name counts as a GPU (§A.1, decision E15).
+/// Whether a resource name counts as a GPU (docs/design-snapshot.md#gpu-resources).
 pub fn is_gpu_resource(name: &str) -> bool {
     name == "nvidia.com/gpu"
         || name == "amd.com/gpu"

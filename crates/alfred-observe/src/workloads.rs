@@ -1,5 +1,6 @@
-//! Workloads: InferenceService → components → Instances → pods (§A.7), annotations (§1.2)
-//! and migration state (§A.9).
+//! Workloads: InferenceService → components → Instances → pods (docs/design-snapshot.md#workloads),
+//! annotations (docs/design-snapshot.md#workload-annotations) and migration state
+//! (docs/design-snapshot.md#migration-state).
 
 use std::collections::{BTreeMap, BTreeSet};
 
@@ -55,7 +56,7 @@ impl Isvc<'_> {
         self.declared.contains_key(&ComponentKind::Engine)
     }
 
-    /// §A.7 deployment mode, read from the InferenceService alone.
+    /// docs/design-snapshot.md#workloads deployment mode, read from the InferenceService alone.
     pub fn mode(&self, kind: ComponentKind) -> DeploymentMode {
         if !self.has_engine() {
             return DeploymentMode::RawDeployment;
@@ -177,8 +178,9 @@ pub(crate) fn parse_ir<'a>(value: &'a Value, problems: &mut Problems) -> Replica
     }
 }
 
-/// Workload annotations (§1.2), parsed with alfred-model's shared parsers; an unusable value
-/// is ignored (the default is used), kept in `settings.ignored` and reported as a problem.
+/// Workload annotations (docs/design-snapshot.md#workload-annotations), parsed with alfred-model's
+/// shared parsers; an unusable value is ignored (the default is used), kept in `settings.ignored`
+/// and reported as a problem.
 pub(crate) fn workload_settings(
     isvc: &Isvc<'_>,
     settings: &ObserveSettings,
@@ -837,7 +839,7 @@ const MANUAL_PHASES: [&str; 6] = [
     "Failed",
 ];
 
-/// Parses one request annotation (§A.9, ome-objects.md §1.3).
+/// Parses one request annotation (docs/design-snapshot.md#migration-state).
 fn parse_request(
     uuid: &str,
     text: &str,
@@ -910,7 +912,7 @@ fn parse_request(
     })
 }
 
-/// Migration state (§A.9).
+/// Migration state (docs/design-snapshot.md#migration-state).
 fn migration_state(
     workload: &Workload,
     input: &WorkloadInput<'_, '_>,

@@ -1,5 +1,5 @@
-//! §A.1–§A.6 from Kubernetes objects: GPU counting, pools, flags, health, maintenance,
-//! pending pods.
+//! docs/design-snapshot.md from Kubernetes objects: GPU counting, pools, flags, health,
+//! maintenance, pending pods.
 
 mod common;
 
@@ -8,7 +8,7 @@ use alfred_observe::{InstanceTypeMap, MaintenanceTrigger, ObserveSettings, Trigg
 use common::*;
 use serde_json::json;
 
-// ---------------------------------------------------------------- §A.1 GPU resources
+// ------------------------------------------- GPU resources (docs/design-snapshot.md#gpu-resources)
 
 #[test]
 fn gpu_resource_names() {
@@ -163,7 +163,7 @@ fn occupancy_counts_live_bound_pods_only() {
     );
 }
 
-// ---------------------------------------------------------------- §A.2 pools
+// ----------------------------------------------------------- pools (docs/design-snapshot.md#pools)
 
 #[test]
 fn pool_identity_order() {
@@ -249,7 +249,7 @@ fn instance_type_map_custom_and_unavailable() {
     );
 }
 
-// ---------------------------------------------------------------- §A.3 flags
+// ------------------------------------------------------ flags (docs/design-snapshot.md#node-flags)
 
 #[test]
 fn cordon_autoscaler_and_scale_down_disabled() {
@@ -319,7 +319,7 @@ fn preemptible_labels_any_value_but_false() {
     assert!(!s.nodes[0].preemptible);
 }
 
-// ---------------------------------------------------------------- §A.4 health
+// ---------------------------------------------------- health (docs/design-snapshot.md#node-health)
 
 fn health_of(
     conds: &[(&str, &str, Option<&str>)],
@@ -442,7 +442,7 @@ fn worst_wins_and_the_worked_example() {
     );
 }
 
-// ---------------------------------------------------------------- §A.5 maintenance
+// ----------------------------------------------- maintenance (docs/design-snapshot.md#maintenance)
 
 #[test]
 fn maintenance_triggers_by_label_taint_and_condition() {
@@ -554,7 +554,7 @@ fn maintenance_triggers_by_label_taint_and_condition() {
     );
 }
 
-// ---------------------------------------------------------------- §A.6 pending pods
+// --------------------------------------------- pending pods (docs/design-snapshot.md#pending-pods)
 
 #[test]
 fn pending_gpu_pods_and_pending_since() {
@@ -674,7 +674,8 @@ fn pending_pool_attribution() {
         json!({"zone": "c"}),
     );
     assert_eq!(attribution(none), PoolAttribution::Any);
-    // Required node affinity (G.8): terms OR'ed, expressions AND'ed.
+    // Required node affinity (docs/design-snapshot.md#pending-pods): terms OR'ed, expressions
+    // AND'ed.
     let aff = with(
         pod("ns", "p", "", 8),
         "/spec/affinity",

@@ -1,4 +1,4 @@
-//! §A.7–§A.10 from Kubernetes objects: deployment modes, routing, Instances, OMENative
+//! docs/design-snapshot.md from Kubernetes objects: deployment modes, routing, Instances, OMENative
 //! validity, models and volumes, migration state, PodGroups, executor.
 
 mod common;
@@ -190,7 +190,11 @@ fn undeclared_component_appears_when_pods_are_routed_to_it() {
         p,
     ]);
     let r = component(&s.workloads[0], ComponentKind::Router);
-    assert_eq!(r.mode, DeploymentMode::OMENative, "mode per §1.5");
+    assert_eq!(
+        r.mode,
+        DeploymentMode::OMENative,
+        "mode per docs/design-snapshot.md#workloads"
+    );
     assert_eq!(r.pods, vec!["ns/w-router-1"]);
 }
 
@@ -536,7 +540,7 @@ fn unparsable_alfred_annotations_are_ignored_and_reported() {
     );
 }
 
-// ---------------------------------------------------------------- §A.8 models and volumes
+// --------------------------------- models and volumes (docs/design-snapshot.md#models-and-volumes)
 
 fn model_cluster(
     model: Value,
@@ -743,7 +747,7 @@ fn per_node_models_follow_ready_labels() {
     assert_eq!(s.workloads[1].model.as_ref().unwrap().namespace, "chat");
 }
 
-// ---------------------------------------------------------------- §A.9 migration state
+// --------------------------------------- migration state (docs/design-snapshot.md#migration-state)
 
 const UUID: &str = "6f1c2d3e-8a4b-4c5d-9e6f-0a1b2c3d4e5f";
 

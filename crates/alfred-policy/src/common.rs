@@ -1,5 +1,8 @@
-//! What both policies share: the pass context, OMENative eligibility (§C.3), the model
-//! view (§A.8), the per-workload cooldown (§C.8) and the surge plan (§C.4).
+//! What both policies share: the pass context, OMENative eligibility
+//! (docs/design-policies.md#omenative-eligibility), the model view
+//! (docs/design-snapshot.md#models-and-volumes), the per-workload cooldown
+//! (docs/design-policies.md#cooldown-inside-the-policies) and the surge plan
+//! (docs/design-policies.md#surge-plans).
 
 use std::borrow::Cow;
 use std::cell::RefCell;
@@ -27,8 +30,8 @@ pub(crate) struct Ctx<'a> {
     pub snap: Cow<'a, ClusterSnapshot>,
     pub cfg: &'a PolicySettings,
     pub now: Timestamp,
-    /// The surge plan's ordered target lists (§C.4), built once per (pool, spot avoidance,
-    /// model-allowed set) on first use.
+    /// The surge plan's ordered target lists (docs/design-policies.md#surge-plans), built once per
+    /// (pool, spot avoidance, model-allowed set) on first use.
     targets: RefCell<BTreeMap<TargetKey, Rc<TargetList>>>,
     /// Name prefixes of `snap.nodes`, for [`Ctx::node`].
     node_names: NameIndex,
@@ -123,7 +126,7 @@ type TargetKey = (String, bool, Option<String>);
 /// The eligible targets of one (pool, spot avoidance, allowed set) before the per-Instance
 /// tests (not a source, room for the smallest print): every node `n` of the pool with GPUs,
 /// not unavailable, not an avoided preemptible node, allowed by the model, in the order of
-/// §C.4 (`freeGPUs` ascending, then name).
+/// docs/design-policies.md#surge-plans (`freeGPUs` ascending, then name).
 #[derive(Debug, PartialEq)]
 pub(crate) struct TargetList {
     /// Indices in `ClusterSnapshot::nodes`.
@@ -193,8 +196,8 @@ impl<'a> Ctx<'a> {
         }
     }
 
-    /// The pool scores of §B (alfred-score) at `now`, with the bins and weights that price a
-    /// move (§C.5).
+    /// The pool scores of docs/design-scoring.md (alfred-score) at `now`, with the bins and weights
+    /// that price a move (docs/design-policies.md#benefit-cost-and-score).
     pub fn analyze(&self) -> Analysis<'_> {
         alfred_score::analyze_at(&self.snap, &self.cfg.score_settings(), self.now)
     }
@@ -253,8 +256,9 @@ impl<'a> Ctx<'a> {
         by
     }
 
-    /// Primary node (§C.2): the node holding the most of the pods' GPUs, ties to the
-    /// smallest name; falls back to the node with most pods when no pod holds GPUs.
+    /// Primary node (docs/design-policies.md#defragmentation-ladder): the node holding the most of
+    /// the pods' GPUs, ties to the smallest name; falls back to the node with most pods when no pod
+    /// holds GPUs.
     pub fn primary_node(&self, pods: &[String], fallback: Option<&Instance>) -> String {
         // [`Ctx::gpus_by_node`] without copying node names: (node, GPUs) in name order.
         let mut by: Vec<(&str, u64)> = Vec::with_capacity(pods.len());
@@ -383,7 +387,7 @@ impl<'a> Ctx<'a> {
         }
     }
 
-    /// `modelAdvisoryReason(w)` (§A.8).
+    /// `modelAdvisoryReason(w)` (docs/design-snapshot.md#models-and-volumes).
     pub fn model_reason(&self, w: &Workload) -> Option<AdvisoryReason> {
         alfred_score::model_block(&self.snap, w).map(advisory)
     }
@@ -397,7 +401,7 @@ impl<'a> Ctx<'a> {
             .and_then(|m| m.allowed_nodes.as_ref())
     }
 
-    /// `inCooldown(w)` (§C.8).
+    /// `inCooldown(w)` (docs/design-policies.md#cooldown-inside-the-policies).
     pub fn in_cooldown(&self, w: &Workload) -> bool {
         alfred_score::in_cooldown(w, self.cfg.per_workload_cooldown_minutes, self.now)
     }
@@ -439,7 +443,7 @@ impl<'a> Ctx<'a> {
         self.cfg.avoid_spot_as_target || w.settings.spot_policy == SpotOverride::Avoid
     }
 
-    /// `spotPrefersSource(w)` (§C.6).
+    /// `spotPrefersSource(w)` (docs/design-policies.md#boosts).
     pub fn spot_prefers_source(&self, w: &Workload) -> bool {
         match w.settings.spot_policy {
             SpotOverride::Migrate => true,
@@ -504,8 +508,8 @@ pub(crate) fn is_normalized(snap: &ClusterSnapshot) -> bool {
         })
 }
 
-/// The shared OMENative eligibility (§C.3, alfred-score's) as the reason to report;
-/// `None` = eligible.
+/// The shared OMENative eligibility (docs/design-policies.md#omenative-eligibility, alfred-score's)
+/// as the reason to report; `None` = eligible.
 pub(crate) fn omenative_eligibility(
     ctx: &Ctx<'_>,
     w: &Workload,
@@ -537,8 +541,9 @@ fn advisory(block: RepackBlock) -> AdvisoryReason {
         .unwrap_or(AdvisoryReason::OMENativeStateIneligible)
 }
 
-/// A surge plan (§C.4). Nodes are positions in `ctx.snap.nodes` ([`Ctx::node_position`]),
-/// not names: pricing reads the bins by position, and nothing is copied per move.
+/// A surge plan (docs/design-policies.md#surge-plans). Nodes are positions in `ctx.snap.nodes`
+/// ([`Ctx::node_position`]), not names: pricing reads the bins by position, and nothing is copied
+/// per move.
 #[derive(Debug, Clone, PartialEq)]
 pub(crate) struct SurgePlan {
     /// (source node, target node, gpus) per GPU pod.
@@ -556,8 +561,8 @@ pub(crate) struct SurgePlan {
 }
 
 impl SurgePlan {
-    /// `placementTargets` of §C.4: every eligible target in order, fullest first (built on
-    /// demand: only executable rows carry it).
+    /// `placementTargets` of docs/design-policies.md#surge-plans: every eligible target in order,
+    /// fullest first (built on demand: only executable rows carry it).
     pub fn placement_targets(&self, ctx: &Ctx<'_>) -> Vec<String> {
         self.target_names(ctx).map(str::to_owned).collect()
     }
@@ -569,7 +574,7 @@ impl SurgePlan {
             .map(|i| ctx.snap.nodes[*i].name.as_str())
     }
 
-    /// [`SurgePlan::moves`] with node names, as §C.4 writes them.
+    /// [`SurgePlan::moves`] with node names, as docs/design-policies.md#surge-plans writes them.
     #[cfg(test)]
     pub fn named_moves(&self, ctx: &Ctx<'_>) -> Vec<(String, String, u32)> {
         let name = |i: usize| ctx.snap.nodes[i].name.clone();
@@ -589,8 +594,8 @@ impl SurgePlan {
     }
 }
 
-/// Whether `n` may receive a replacement of workload `w` (the target filter of §C.4, less
-/// the room and source tests).
+/// Whether `n` may receive a replacement of workload `w` (the target filter of
+/// docs/design-policies.md#surge-plans, less the room and source tests).
 #[cfg(test)]
 pub(crate) fn eligible_target(ctx: &Ctx<'_>, w: &Workload, n: &Node) -> bool {
     n.has_gpus()
@@ -601,8 +606,9 @@ pub(crate) fn eligible_target(ctx: &Ctx<'_>, w: &Workload, n: &Node) -> bool {
             .is_none_or(|allowed| allowed.contains(&n.name))
 }
 
-/// The validated prints of §C.4 `(pod key, node position, gpus)` (GPU pods only), the
-/// sources (node positions, ascending) and the pool; `None` = `NoSurgeHeadroom`.
+/// The validated prints of docs/design-policies.md#surge-plans `(pod key, node position, gpus)`
+/// (GPU pods only), the sources (node positions, ascending) and the pool; `None` =
+/// `NoSurgeHeadroom`.
 #[allow(clippy::type_complexity)]
 fn surge_prints<'c, 'i>(
     ctx: &'c Ctx<'_>,
@@ -804,8 +810,8 @@ fn plan_from_prints(
     Some(plan)
 }
 
-/// The surge plan as §C.4 writes it (filter and sort every node per Instance): the
-/// reference [`plan_surge`] is checked against, as
+/// The surge plan as docs/design-policies.md#surge-plans writes it (filter and sort every node per
+/// Instance): the reference [`plan_surge`] is checked against, as
 /// `(moves, placementTargets, hints, sources, podGPUs)`.
 #[cfg(test)]
 #[allow(clippy::type_complexity)]

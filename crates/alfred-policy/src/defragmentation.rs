@@ -1,10 +1,12 @@
-//! The defragmentation policy (alfred-policies.md §C).
+//! The defragmentation policy (docs/design-policies.md).
 //!
-//! Per pool, in pool-key order: score the pool (§B, alfred-score's [`analyze`]); skip it
-//! unless its score or its unfixable fragmentation is above the threshold (§B.8); classify
-//! every component of every workload (§C.2), pricing moves on the pool's observed bins and
-//! weights (§C.5); then drop executable rows outside the maintenance windows unless they
-//! are emergencies (§C.7) and sort (§C.1).
+//! Per pool, in pool-key order: score the pool (docs/design-scoring.md, alfred-score's
+//! [`analyze`]); skip it unless its score or its unfixable fragmentation is above the threshold
+//! (docs/design-scoring.md#threshold-cases); classify every component of every workload
+//! (docs/design-policies.md#defragmentation-ladder), pricing moves on the pool's observed bins and
+//! weights (docs/design-policies.md#benefit-cost-and-score); then drop executable rows outside the
+//! maintenance windows unless they are emergencies (docs/design-policies.md#maintenance-windows)
+//! and sort (docs/design-policies.md#defragmentation-pass).
 //!
 //! [`analyze`]: alfred_score::analyze
 
@@ -108,7 +110,8 @@ pub(crate) fn run_split(ctx: &Ctx<'_>, split_min_visits: usize) -> Vec<Candidate
             }
         })
         .collect();
-    // Rows outside the maintenance windows may only be emergencies (§C.7); then the sort.
+    // Rows outside the maintenance windows may only be emergencies
+    // (docs/design-policies.md#maintenance-windows); then the sort.
     let window_open = ctx.cfg.window_open(ctx.now);
     let finish = |mut rows: Vec<Candidate>| {
         if !window_open {
@@ -212,7 +215,8 @@ fn walk_visits(
     out
 }
 
-/// The final sort of §C.1, completed with the remaining row fields so it is total.
+/// The final sort of docs/design-policies.md#defragmentation-pass, completed with the remaining row
+/// fields so it is total.
 ///
 /// A pass sorts thousands of rows of a few hundred bytes each: the sort orders their
 /// positions (each compared first by a copy of its score and footprint, then by the rows'
@@ -451,8 +455,9 @@ struct IndexAt<'i> {
     facts: &'i InstanceFacts,
 }
 
-/// The OMENative ladder of §C.2 for one Instance (steps 2–8). `None` only when the
-/// fail-closed guard of §C.5 drops the candidate.
+/// The OMENative ladder of docs/design-policies.md#defragmentation-ladder for one Instance (steps
+/// 2–8). `None` only when the fail-closed guard of docs/design-policies.md#benefit-cost-and-score
+/// drops the candidate.
 #[allow(clippy::too_many_arguments)]
 fn omenative_instance(
     ctx: &Ctx<'_>,
@@ -595,15 +600,16 @@ impl<'s> Pricer<'s> {
     }
 }
 
-/// A bin a plan touches: one of the pool's bins (by position) or a G.12 extra one.
+/// A bin a plan touches: one of the pool's bins (by position) or a docs/design-policies.md#boosts
+/// extra one.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum BinRef {
     Pool(usize),
     Extra(usize),
 }
 
-/// The preemptible sources that decision G.12 counts as bins (before and after the move):
-/// `(node position, free, cap)`, in source order.
+/// The preemptible sources that docs/design-policies.md#boosts counts as bins (before and after the
+/// move): `(node position, free, cap)`, in source order.
 fn extra_bins(
     ctx: &Ctx<'_>,
     eval: &PoolAnalysis<'_>,
@@ -617,9 +623,9 @@ fn extra_bins(
         .collect()
 }
 
-/// The plan's sources that G.12 adds as bins: preemptible, available nodes of the pool with
-/// GPUs that are not bins already (`is_bin`, by node position), with their index in the
-/// snapshot, in source order.
+/// The plan's sources that docs/design-policies.md#boosts adds as bins: preemptible, available
+/// nodes of the pool with GPUs that are not bins already (`is_bin`, by node position), with their
+/// index in the snapshot, in source order.
 fn preemptible_sources<'c>(
     ctx: &'c Ctx<'_>,
     eval: &PoolAnalysis<'_>,
@@ -641,12 +647,12 @@ fn preemptible_sources<'c>(
         .collect()
 }
 
-/// Benefit (§C.5) and the emergency test (§C.6.1) of a plan, on the pool's observed bins
-/// with the observed weights and `TotalFree`; `None` when a target is not a bin with room
-/// (the fail-closed guard).
+/// Benefit (docs/design-policies.md#benefit-cost-and-score) and the emergency test
+/// (docs/design-policies.md#boosts) of a plan, on the pool's observed bins with the observed
+/// weights and `TotalFree`; `None` when a target is not a bin with room (the fail-closed guard).
 ///
-/// Decision G.12: preemptible sources that are not bins (under `avoidAsTarget`) but are
-/// GPU nodes of the pool that can take work are counted as bins before and after the move,
+/// docs/design-policies.md#boosts: preemptible sources that are not bins (under `avoidAsTarget`)
+/// but are GPU nodes of the pool that can take work are counted as bins before and after the move,
 /// with `TotalFree` taken over those bins, so the GPUs the move frees there count; they
 /// remain out of the pool score and out of the targets.
 ///
@@ -654,8 +660,8 @@ fn preemptible_sources<'c>(
 /// contributions of the bins the plan touches plus their new ones; the weighted
 /// fragmentation is then computed from those counts exactly as
 /// [`weighted_fragmentation`] computes it (so the result is bit-for-bit the one of
-/// [`price_by_clone`]). A G.12 bin larger than every pool bin changes `maxCap`, hence
-/// every count: that (rare) case is priced by [`price_by_clone`].
+/// [`price_by_clone`]). A docs/design-policies.md#boosts bin larger than every pool bin changes
+/// `maxCap`, hence every count: that (rare) case is priced by [`price_by_clone`].
 pub(crate) fn price(
     ctx: &Ctx<'_>,
     eval: &PoolAnalysis<'_>,
@@ -746,10 +752,10 @@ pub(crate) fn price(
     Some(Priced { benefit, emergency })
 }
 
-/// [`price`] the way §C.5 writes it: apply the plan to a copy of the pool's bins (with
-/// the G.12 bins inserted) and recompute the weighted fragmentation over every bin. Used
-/// when a G.12 bin changes `maxCap`, and as the reference the incremental form is tested
-/// against.
+/// [`price`] the way docs/design-policies.md#benefit-cost-and-score writes it: apply the plan to a
+/// copy of the pool's bins (with the docs/design-policies.md#boosts bins inserted) and recompute
+/// the weighted fragmentation over every bin. Used when a docs/design-policies.md#boosts bin
+/// changes `maxCap`, and as the reference the incremental form is tested against.
 pub(crate) fn price_by_clone(
     ctx: &Ctx<'_>,
     eval: &PoolAnalysis<'_>,

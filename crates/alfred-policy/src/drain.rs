@@ -1,4 +1,5 @@
-//! Drain plans (decisions.md B.1): free one node for one pending pod that fits nowhere.
+//! Drain plans (docs/design-policies.md#drain-plans): free one node for one pending pod that fits
+//! nowhere.
 //!
 //! Per pool, in pool-key order:
 //! 1. every active plan of the dispatch state is re-planned on this snapshot (same node, same
@@ -992,10 +993,10 @@ fn replan(
     Ok(plan)
 }
 
-/// The rows of the plans (B.1, B.3): each plan's next move is an executable candidate (an
-/// emergency: it seats a pod that waits, so maintenance windows do not hold it back), ranked
-/// by the plan's score in GPUs; its later moves are advice (`DrainPlanStepWaiting`). Every
-/// row carries its plan and step. Targets are never a plan's node.
+/// The rows of the plans (docs/design-policies.md#drain-plans): each plan's next move is an
+/// executable candidate (an emergency: it seats a pod that waits, so maintenance windows do not
+/// hold it back), ranked by the plan's score in GPUs; its later moves are advice
+/// (`DrainPlanStepWaiting`). Every row carries its plan and step. Targets are never a plan's node.
 pub(crate) fn candidates(ctx: &Ctx<'_>, proposal: &DrainProposal) -> Vec<Candidate> {
     let plan_nodes: BTreeSet<&str> = proposal.plans.iter().map(|p| p.node.as_str()).collect();
     let mut out = Vec::new();

@@ -1,5 +1,5 @@
 //! Whether a node update warrants an early decision pass (`earlyTickOn`,
-//! alfred-engine.md §5.2, alfred-policies.md §D.8).
+//! docs/design-policies.md#early-passes).
 //!
 //! Pure functions over two observations of a node (or two snapshots); the engine owns the
 //! one-slot signal channel and the pass scheduling.

@@ -1,5 +1,5 @@
-//! alfred's policies: defragmentation and node health (alfred-policies.md §C–§E), and the
-//! "does this node change warrant an early pass" test (§D.8).
+//! alfred's policies: defragmentation and node health (docs/design-policies.md), and the
+//! "does this node change warrant an early pass" test (docs/design-policies.md#early-passes).
 //!
 //! Pure: no IO, no clock (`now` is a parameter), no randomness, no hash collections.
 //! Every output is sorted by a total key, so it does not depend on the order of the
@@ -13,27 +13,28 @@
 //!
 //! # Choices and departures from the reference (for the README's "Differences from OME Alfred")
 //!
-//! * G.2: Instances inside their per-workload cooldown stay out of the repack, so a pool
-//!   whose only movable Instances cool down scores 0 (the reference repacks them).
-//! * G.12: a move off a preemptible node prices its benefit with the preemptible source(s)
-//!   counted as bins before and after the move (and uses the same bins for the emergency
-//!   test), so the ×1.25 boost is reachable with the default `avoidAsTarget: true`. Those
-//!   nodes stay out of the pool score and out of the targets.
-//! * G.7: pending pressure uses the pod's real GPU count. Pool scores, the §C.3
-//!   eligibility ladder and move pricing are `alfred-score`'s, so the policy and the
-//!   published scores cannot disagree.
-//! * 15.7: with no executor, steady OMENative Instances say `OMENativeUnavailable` rather
-//!   than `NonExecutableObservedFragmentation`; reasons earlier in the §C.2/§C.3 ladder
-//!   (model, surface disabled, cooldown, not movable, not steady, invalid observation) still
-//!   win, as seed 001 says "most" rows have `OMENativeUnavailable`.
-//! * Advice rows carry no hints (seed 001: "advice with no target nodes"); only executable
-//!   rows carry `hintTargetNodes` and `placementTargetNodes`.
+//! * docs/design-scoring.md#the-repack: Instances inside their per-workload cooldown stay out of
+//!   the repack, so a pool whose only movable Instances cool down scores 0 (the reference repacks
+//!   them).
+//! * docs/design-policies.md#boosts: a move off a preemptible node prices its benefit with the
+//!   preemptible source(s) counted as bins before and after the move (and uses the same bins for
+//!   the emergency test), so the ×1.25 boost is reachable with the default `avoidAsTarget: true`.
+//!   Those nodes stay out of the pool score and out of the targets.
+//! * docs/design-scoring.md#pending-pressure: pending pressure uses the pod's real GPU count. Pool
+//!   scores, the docs/design-policies.md#omenative-eligibility eligibility ladder and move pricing
+//!   are `alfred-score`'s, so the policy and the published scores cannot disagree.
+//! * docs/design-policies.md#defragmentation-ladder: with no executor, steady OMENative
+//!   Instances say `OMENativeUnavailable` rather than `NonExecutableObservedFragmentation`;
+//!   reasons earlier in the ladder (model, surface disabled, cooldown, not movable, not steady,
+//!   invalid observation) still win, so most such rows, not all, say `OMENativeUnavailable`.
+//! * Advice rows carry no hints (docs/design-policies.md#candidates); only executable rows
+//!   carry `hintTargetNodes` and `placementTargetNodes`.
 //! * The emergency's tenant lookup accepts the pod's `ome.io/inferenceservice` as `name`
 //!   (in the pod's namespace) or as `namespace/name`.
 //! * Every sort is completed with the remaining row fields (`fromNode`, advisory reason), so
-//!   the output is a total order even for rows the spec's keys leave tied.
+//!   the output is a total order even for rows the documented keys leave tied.
 //! * `NodeMarker` carries what the reporter needs; record lifecycle and Node events are the
-//!   reporter's (alfred-engine.md §11.2–§11.3).
+//!   reporter's (docs/design-pass.md).
 //!
 //! # Example
 //!
@@ -74,8 +75,8 @@ pub mod drain;
 pub mod early_tick;
 pub mod nodehealth;
 pub mod settings;
-#[cfg(any(test, feature = "testkit"))]
-pub mod testkit;
+#[cfg(test)]
+use alfred_testkit as testkit;
 
 use alfred_model::Timestamp;
 use alfred_model::config::Config;
@@ -92,15 +93,16 @@ pub use settings::{Aggressiveness, PolicySettings, Window};
 /// What the policies propose in one pass.
 #[derive(Debug, Clone, PartialEq, Default)]
 pub struct Proposal {
-    /// Node-health findings (ranked, §D.5), then defragmentation rows (sorted, §C.1).
+    /// Node-health findings (ranked, docs/design-policies.md#ranking-of-findings), then
+    /// defragmentation rows (sorted, docs/design-policies.md#defragmentation-pass).
     pub candidates: Vec<Candidate>,
     /// Node markers for the reporter's `node.<name>` records and Node events.
     pub node_markers: Vec<NodeMarker>,
-    /// Drain plans (B.1): their steps are among `candidates`.
+    /// Drain plans (docs/design-policies.md#drain-plans): their steps are among `candidates`.
     pub drain: DrainProposal,
 }
 
-/// Runs both policies: node health first, then defragmentation (alfred-engine.md §5.3).
+/// Runs both policies: node health first, then defragmentation (docs/design-pass.md#pass-pipeline).
 pub fn propose(snapshot: &ClusterSnapshot, config: &Config, now: Timestamp) -> Proposal {
     propose_with(snapshot, &PolicySettings::from_config(config), now)
 }

@@ -1,4 +1,4 @@
-//! The node-health policy (alfred-policies.md §D).
+//! The node-health policy (docs/design-policies.md#node-health).
 //!
 //! Moves Instances off `Unhealthy` nodes (`NodeUnhealthy`) and off nodes due for
 //! maintenance (`NodeMaintenance`). Unlike defragmentation it skips the threshold, the
@@ -7,7 +7,8 @@
 //!
 //! It also produces one [`NodeMarker`] per node that is not `Clear` or is due for
 //! maintenance: the input the reporter turns into `node.<name>` records and Node events
-//! (§D.7). The records' lifecycle is the reporter's; markers only say what was observed.
+//! (docs/design-pass.md#node-records). The records' lifecycle is the reporter's; markers only say
+//! what was observed.
 
 use std::collections::BTreeMap;
 
@@ -22,8 +23,9 @@ use alfred_model::snapshot::{
 use crate::common::{Ctx, omenative_eligibility, plan_surge, row};
 use crate::settings::PolicySettings;
 
-/// What the reporter needs to keep a `node.<name>` record and emit Node events (§D.1,
-/// §D.7): one per node whose health is not `Clear` or that is due for maintenance.
+/// What the reporter needs to keep a `node.<name>` record and emit Node events
+/// (docs/design-policies.md#node-health, docs/design-pass.md#node-records): one per node whose
+/// health is not `Clear` or that is due for maintenance.
 #[derive(Debug, Clone, PartialEq)]
 pub struct NodeMarker {
     /// Node name.
@@ -31,7 +33,7 @@ pub struct NodeMarker {
     /// Node UID (a new UID starts the record over).
     pub uid: String,
     /// The snapshot time `T` (its `observed_at`: an observation time, never the pass's
-    /// time, so a record is dated by what it saw, alfred-engine.md §11.2).
+    /// time, so a record is dated by what it saw, docs/design-pass.md#the-record).
     pub observed_at: Timestamp,
     /// Health state, trigger conditions and `suspectUntil`.
     pub health: NodeHealth,
@@ -49,7 +51,7 @@ pub struct NodeMarker {
 /// The node-health policy's output.
 #[derive(Debug, Clone, PartialEq, Default)]
 pub struct NodeHealthOutput {
-    /// Findings, ranked (§D.5).
+    /// Findings, ranked (docs/design-policies.md#ranking-of-findings).
     pub candidates: Vec<Candidate>,
     /// Node markers, by node name.
     pub node_markers: Vec<NodeMarker>,
@@ -101,7 +103,7 @@ pub(crate) fn run(ctx: &Ctx<'_>) -> NodeHealthOutput {
     }
 }
 
-/// `evacuationReason(n)` (§D.2).
+/// `evacuationReason(n)` (docs/design-policies.md#evacuation-sources).
 fn evacuation_reason(ctx: &Ctx<'_>, node: &str) -> Option<RowReason> {
     let n = ctx.node(node)?;
     if n.health.state == HealthState::Unhealthy {
@@ -273,8 +275,8 @@ fn findings(ctx: &Ctx<'_>, w: &Workload, out: &mut Vec<Candidate>) {
             };
             out.push(r);
         }
-        // §D.4: GPU pods of this OMENative component on evacuating nodes that no
-        // Instance finding covers.
+        // docs/design-policies.md#node-health-findings: GPU pods of this OMENative component on
+        // evacuating nodes that no Instance finding covers.
         if c.mode == DeploymentMode::OMENative {
             let mut uncovered_nodes: Vec<String> = Vec::new();
             for key in &c.pods {
@@ -306,7 +308,8 @@ fn findings(ctx: &Ctx<'_>, w: &Workload, out: &mut Vec<Candidate>) {
     }
 }
 
-/// §D.5, completed with the remaining fields so the order is total.
+/// docs/design-policies.md#ranking-of-findings, completed with the remaining fields so the order is
+/// total.
 fn rank(rows: &mut [Candidate]) {
     rows.sort_by(|a, b| {
         b.class()

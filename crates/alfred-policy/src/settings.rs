@@ -1,6 +1,6 @@
 //! The configuration the policies read, reduced to plain values.
 //!
-//! [`PolicySettings`] holds exactly the keys of alfred-policies.md §1.1 that the policies
+//! [`PolicySettings`] holds exactly the keys of docs/configuration.md#keys that the policies
 //! read. Build it from the full configuration with [`PolicySettings::from_config`] or by
 //! hand in tests; [`PolicySettings::default`]
 //! holds the documented defaults. Keeping the policies on this small struct keeps them
@@ -13,7 +13,8 @@ use alfred_model::config::Config;
 pub use alfred_model::config::{Aggressiveness, EarlyTickTrigger as EarlyTickReason};
 use alfred_score::ScoreSettings;
 
-/// One `maintenanceWindows[]` entry (§C.7): UTC days, `start` inclusive, `end` exclusive.
+/// One `maintenanceWindows[]` entry (docs/design-policies.md#maintenance-windows): UTC days,
+/// `start` inclusive, `end` exclusive.
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
 pub struct Window {
     /// Days, 0 = Monday … 6 = Sunday.
@@ -200,13 +201,13 @@ impl PolicySettings {
         }
     }
 
-    /// Whether defragmentation may plan moves at `t` (§C.7).
+    /// Whether defragmentation may plan moves at `t` (docs/design-policies.md#maintenance-windows).
     pub fn window_open(&self, t: Timestamp) -> bool {
         self.maintenance_windows.is_empty()
             || self.maintenance_windows.iter().any(|w| w.contains(t))
     }
 
-    /// The effective move cost (E17).
+    /// The effective move cost (docs/design-policies.md#benefit-cost-and-score).
     pub fn move_cost(&self) -> f64 {
         self.aggressiveness.move_cost()
     }

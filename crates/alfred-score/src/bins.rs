@@ -1,16 +1,17 @@
-//! Schedulable bins, slots, per-size fragmentation and the weighted sum (§B.1–§B.4), as
-//! reusable pieces: the scorer builds them once per pool, and the defragmentation policy
-//! reuses them to price a move (§C.5).
+//! Schedulable bins, slots, per-size fragmentation and the weighted sum (docs/design-scoring.md),
+//! as reusable pieces: the scorer builds them once per pool, and the defragmentation policy
+//! reuses them to price a move (docs/design-policies.md#benefit-cost-and-score).
 
 use alfred_model::snapshot::Node;
 use serde::{Deserialize, Serialize};
 
-/// A pool's schedulable bins (§B.1): one per node of the pool that can take new pods,
-/// as `(name, free, cap)`, kept in ascending name order.
+/// A pool's schedulable bins (docs/design-scoring.md#schedulable-bins): one per node of the pool
+/// that can take new pods, as `(name, free, cap)`, kept in ascending name order.
 ///
 /// Borrowed from the snapshot (node names are not copied). Mutating helpers
 /// ([`Bins::take`], [`Bins::release`], [`Bins::insert`]) exist so the policy can apply a
-/// planned move and ask [`weighted_fragmentation`] for `F(after)` (§C.5).
+/// planned move and ask [`weighted_fragmentation`] for `F(after)`
+/// (docs/design-policies.md#benefit-cost-and-score).
 #[derive(Debug, Clone, PartialEq, Default)]
 pub struct Bins<'s> {
     names: Vec<&'s str>,
@@ -48,8 +49,8 @@ impl<'s> Bins<'s> {
 
     /// Adds `node` (index `node_index` in the snapshot) as a bin, keeping name order; does
     /// nothing when a bin of that name exists. `free` is the node's `freeGPUs` capped at
-    /// its `totalGPUs`. Used for decision G.12: a preemptible source node counted as a bin
-    /// before and after a move.
+    /// its `totalGPUs`. Used for docs/design-policies.md#boosts: a preemptible source node counted
+    /// as a bin before and after a move.
     pub fn insert(&mut self, node: &'s Node, node_index: usize) {
         match self.names.binary_search(&node.name.as_str()) {
             Ok(_) => {}
@@ -125,13 +126,14 @@ impl<'s> Bins<'s> {
         self.cap.iter().copied().max().unwrap_or(0)
     }
 
-    /// `slots(bins, s)` of §B.2 (0 for `s = 0`).
+    /// `slots(bins, s)` of docs/design-scoring.md#slots (0 for `s = 0`).
     pub fn slots(&self, size: u32) -> u64 {
         slots(&self.free, &self.cap, self.max_cap(), size)
     }
 
     /// Places `gpus` on the bin of `name`: succeeds (and subtracts) only when that bin
-    /// exists and has at least `gpus` free — the fail-closed guard of §C.5.
+    /// exists and has at least `gpus` free — the fail-closed guard of
+    /// docs/design-policies.md#benefit-cost-and-score.
     pub fn take(&mut self, name: &str, gpus: u32) -> bool {
         match self.position(name) {
             Some(pos) if self.free[pos] >= gpus => {
@@ -143,7 +145,8 @@ impl<'s> Bins<'s> {
     }
 
     /// Gives `gpus` back to the bin of `name`, capped at its capacity; a name that is not a
-    /// bin (an excluded node) frees nothing usable (§C.5). Returns whether it was a bin.
+    /// bin (an excluded node) frees nothing usable
+    /// (docs/design-policies.md#benefit-cost-and-score). Returns whether it was a bin.
     pub fn release(&mut self, name: &str, gpus: u32) -> bool {
         match self.position(name) {
             Some(pos) => {
@@ -155,7 +158,8 @@ impl<'s> Bins<'s> {
     }
 }
 
-/// The per-size weights `w(s)` of a pool (§B.4), in ladder order.
+/// The per-size weights `w(s)` of a pool (docs/design-scoring.md#demand-and-weights), in ladder
+/// order.
 #[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct Weights {
@@ -194,7 +198,8 @@ pub(crate) fn slots(free: &[u32], cap: &[u32], max_cap: u32, size: u32) -> u64 {
     }
 }
 
-/// `frag(s) = max(0, 1 − slots(s)·s / denominator)`, 0 when the denominator is 0 (§B.3).
+/// `frag(s) = max(0, 1 − slots(s)·s / denominator)`, 0 when the denominator is 0
+/// (docs/design-scoring.md#per-size-fragmentation).
 pub(crate) fn frag(slots: u64, size: u32, denominator: u64) -> f64 {
     if denominator == 0 {
         return 0.0;
@@ -204,12 +209,14 @@ pub(crate) fn frag(slots: u64, size: u32, denominator: u64) -> f64 {
 }
 
 /// `Σ_s w(s) · frag(s)` over the ladder, with the per-size fragmentation of `bins` taken
-/// against a **fixed** `denominator` (§B.5 and §C.5: always the observed `TotalFree` of
-/// the pool, so that a hypothetical bin set is compared on the same scale).
+/// against a **fixed** `denominator` (docs/design-scoring.md#the-repack and
+/// docs/design-policies.md#benefit-cost-and-score: always the observed `TotalFree` of the pool, so
+/// that a hypothetical bin set is compared on the same scale).
 ///
 /// * `F_observed` = `weighted_fragmentation(bins, w, bins.total_free())`;
 /// * `F_best` = `weighted_fragmentation(repacked, w, observed_total_free)`;
-/// * `F(after)` of a move (§C.5) = `weighted_fragmentation(after, w, observed_total_free)`.
+/// * `F(after)` of a move (docs/design-policies.md#benefit-cost-and-score) =
+///   `weighted_fragmentation(after, w, observed_total_free)`.
 pub fn weighted_fragmentation(bins: &Bins<'_>, weights: &Weights, denominator: u64) -> f64 {
     weighted_fragmentation_raw(&bins.free, &bins.cap, weights, denominator)
 }
@@ -229,11 +236,11 @@ pub(crate) fn weighted_fragmentation_raw(
     total
 }
 
-/// Per-ladder-size slot counts of a bin set (§B.2), kept so that a change to a few bins
-/// updates them in O(ladder) per bin instead of recounting every bin: the policy prices a
-/// move this way (§C.5), and [`LadderSlots::weighted_fragmentation`] gives exactly what
-/// [`weighted_fragmentation`] gives on the changed bins (same slot counts, same `f64`
-/// formula in the same order).
+/// Per-ladder-size slot counts of a bin set (docs/design-scoring.md#slots), kept so that a change
+/// to a few bins updates them in O(ladder) per bin instead of recounting every bin: the policy
+/// prices a move this way (docs/design-policies.md#benefit-cost-and-score), and
+/// [`LadderSlots::weighted_fragmentation`] gives exactly what [`weighted_fragmentation`] gives on
+/// the changed bins (same slot counts, same `f64` formula in the same order).
 ///
 /// The counts are only valid for bins whose capacities do not exceed [`LadderSlots::max_cap`]
 /// (fixed at construction): adding a larger bin changes `maxCap`, hence every count, and

@@ -1,13 +1,17 @@
-//! Fragmentation scoring of GPU pools: seed 000 "How Alfred scores a pool", as
-//! alfred-policies.md §B states it with the binding corrections of decisions.md (G.2/E6
-//! cooling Instances stay out of the repack, G.7/E5 pending pressure at the pod's real size,
-//! E16 prior as configured and score clamped, E22 `f64`).
+//! Fragmentation scoring of GPU pools, as docs/design-scoring.md describes it: cooling
+//! Instances stay out of the repack (docs/design-scoring.md#the-repack), pending pressure is
+//! judged at the pod's real size (docs/design-scoring.md#pending-pressure), the prior is used as
+//! configured and the score clamped (docs/design-scoring.md#demand-and-weights), all in `f64`.
 //!
-//! Per pool: schedulable bins (§B.1), `slots(s)` including sizes above a node (§B.2),
-//! `frag(s)` (§B.3), demand weights (§B.4), `F_observed`, the first-fit-decreasing repack of
-//! the movable Instances with a fixed denominator and `F_best` (§B.5), `F_reclaimable`,
-//! pending pressure (§B.6), the noisy-OR score (§B.7) and the threshold case (§B.8). With
-//! the executor unavailable nothing is movable, so the score is 0 (§B.9).
+//! Per pool: schedulable bins (docs/design-scoring.md#schedulable-bins), `slots(s)` including sizes
+//! above a node (docs/design-scoring.md#slots), `frag(s)`
+//! (docs/design-scoring.md#per-size-fragmentation), demand weights
+//! (docs/design-scoring.md#demand-and-weights), `F_observed`, the first-fit-decreasing repack of
+//! the movable Instances with a fixed denominator and `F_best` (docs/design-scoring.md#the-repack),
+//! `F_reclaimable`, pending pressure (docs/design-scoring.md#pending-pressure), the noisy-OR score
+//! (docs/design-scoring.md#score) and the threshold case (docs/design-scoring.md#threshold-cases).
+//! With the executor unavailable nothing is movable, so the score is 0
+//! (docs/design-scoring.md#scores-without-an-executor).
 //!
 //! Entry points:
 //!
@@ -17,10 +21,14 @@
 //!   `reclaimable`, `pendingPressure`, `score`, `thresholdCase`);
 //! * [`analyze`] → [`Analysis`]: the same plus, per pool, the observed [`Bins`], the
 //!   [`Weights`] and the demand, which the defragmentation policy needs to price a move
-//!   (§C.5) with [`PoolAnalysis::fragmentation`] / [`weighted_fragmentation`];
-//! * [`repack_movable`] / [`repack_block`]: the documented §B.5 movability predicate;
-//! * [`omenative_eligibility`], [`model_block`], [`in_cooldown`]: the §C.3 eligibility
-//!   ladder, the §A.8 model reason and the §C.8 cooldown, shared with the policies (which
+//!   (docs/design-policies.md#benefit-cost-and-score) with [`PoolAnalysis::fragmentation`] /
+//!   [`weighted_fragmentation`];
+//! * [`repack_movable`] / [`repack_block`]: the documented docs/design-scoring.md#the-repack
+//!   movability predicate;
+//! * [`omenative_eligibility`], [`model_block`], [`in_cooldown`]: the
+//!   docs/design-policies.md#omenative-eligibility eligibility ladder, the
+//!   docs/design-snapshot.md#models-and-volumes model reason and the
+//!   docs/design-policies.md#cooldown-inside-the-policies cooldown, shared with the policies (which
 //!   report a block as [`RepackBlock::advisory_reason`]).
 //!
 //! Pure: no IO, no clock (`T` is `snapshot.observed_at`), no randomness, no hash-ordered

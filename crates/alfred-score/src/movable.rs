@@ -1,4 +1,4 @@
-//! Which Instances the repack may move (§B.5 "movable for repack").
+//! Which Instances the repack may move (docs/design-scoring.md#the-repack).
 
 use std::fmt::Write as _;
 
@@ -16,14 +16,16 @@ use alfred_model::index::{
     POD_READY, POD_TERMINATING, PodFinder, SnapshotIndex,
 };
 
-/// Why an Instance is not movable for the repack: the first failing condition of §B.5, in
-/// the spec's order (1 migration surface, 2 mode, 3 pool, 4 model, 5 the §C.3 eligibility
-/// ladder, 6 the per-workload cooldown of decision G.2).
+/// Why an Instance is not movable for the repack: the first failing condition of
+/// docs/design-scoring.md#the-repack, in that order (1 migration surface, 2 mode, 3 pool, 4
+/// model, 5 the docs/design-policies.md#omenative-eligibility eligibility ladder, 6 the
+/// per-workload cooldown of docs/design-scoring.md#the-repack).
 ///
-/// The §C.3 variants carry the advisory reason the policies report for the same failure
-/// ([`RepackBlock::advisory_reason`]); the defragmentation policy's own ladder (§C.2) orders
-/// the checks differently (cooldown before eligibility), which matters for the reason
-/// shown, never for movability.
+/// The docs/design-policies.md#omenative-eligibility variants carry the advisory reason the
+/// policies report for the same failure ([`RepackBlock::advisory_reason`]); the defragmentation
+/// policy's own ladder (docs/design-policies.md#defragmentation-ladder) orders the checks
+/// differently (cooldown before eligibility), which matters for the reason shown, never for
+/// movability.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
 pub enum RepackBlock {
     /// 1: `omenativeMigrationEnabled` is false (`MigrationSurfaceDisabled`).
@@ -37,15 +39,17 @@ pub enum RepackBlock {
     ModelUnresolved,
     /// 4: the workload's model sits on a single-node volume.
     VolumePinned,
-    /// 5 (§C.3 steps 1, 3, 9, and 13 for a pod missing from the snapshot):
-    /// `OMENativeObservationInvalid`.
+    /// 5 (docs/design-policies.md#omenative-eligibility steps 1, 3, 9, and 13 for a pod missing
+    /// from the snapshot): `OMENativeObservationInvalid`.
     ObservationInvalid,
-    /// 5 (§C.3 steps 2, 4–7, 10–13): `OMENativeStateIneligible`.
+    /// 5 (docs/design-policies.md#omenative-eligibility steps 2, 4–7, 10–13):
+    /// `OMENativeStateIneligible`.
     StateIneligible,
-    /// 5 (§C.3 step 8): executor unavailable, `migration.apiVersion` unset
-    /// (`OMENativeUnavailable`).
+    /// 5 (docs/design-policies.md#omenative-eligibility step 8): executor unavailable,
+    /// `migration.apiVersion` unset (`OMENativeUnavailable`).
     Unavailable,
-    /// 6: the workload is inside its per-workload cooldown (§C.8, decision G.2).
+    /// 6: the workload is inside its per-workload cooldown
+    /// (docs/design-policies.md#cooldown-inside-the-policies, docs/design-scoring.md#the-repack).
     Cooldown,
 }
 
@@ -65,10 +69,12 @@ impl RepackBlock {
         }
     }
 
-    /// The advisory reason the policies report for this block: the §C.3 reasons, the model
-    /// reasons of §A.8, `MigrationSurfaceDisabled`, and `OMENativeStateIneligible` for the
-    /// cooldown (§C.2 step 3). `None` for the blocks that make no row of their own (not
-    /// OMENative, outside the pool).
+    /// The advisory reason the policies report for this block: the
+    /// docs/design-policies.md#omenative-eligibility reasons, the model reasons of
+    /// docs/design-snapshot.md#models-and-volumes, `MigrationSurfaceDisabled`, and
+    /// `OMENativeStateIneligible` for the cooldown (docs/design-policies.md#defragmentation-ladder
+    /// step 3). `None` for the blocks that make no row of their own (not OMENative, outside the
+    /// pool).
     pub fn advisory_reason(self) -> Option<AdvisoryReason> {
         Some(match self {
             RepackBlock::MigrationSurfaceDisabled => AdvisoryReason::MigrationSurfaceDisabled,
@@ -84,16 +90,18 @@ impl RepackBlock {
     }
 }
 
-/// Whether an Instance is **movable for repack** in `pool` (§B.5): all of
+/// Whether an Instance is **movable for repack** in `pool` (docs/design-scoring.md#the-repack): all
+/// of
 ///
 /// 1. `omenativeMigrationEnabled`;
 /// 2. its component's mode is OMENative;
 /// 3. its `nodesSet` is non-empty and every node in it is a GPU node of `pool`;
-/// 4. `modelAdvisoryReason` is empty (§A.8);
-/// 5. the shared OMENative eligibility of §C.3 passes — which fails every Instance when the
-///    executor is unavailable (`migration.apiVersion` unset), so nothing moves and the score
-///    stays 0 (§B.9);
-/// 6. the workload is outside its per-workload cooldown at `now` (§C.8, decision G.2).
+/// 4. `modelAdvisoryReason` is empty (docs/design-snapshot.md#models-and-volumes);
+/// 5. the shared OMENative eligibility of docs/design-policies.md#omenative-eligibility passes —
+///    which fails every Instance when the executor is unavailable (`migration.apiVersion` unset),
+///    so nothing moves and the score stays 0 (docs/design-scoring.md#scores-without-an-executor);
+/// 6. the workload is outside its per-workload cooldown at `now`
+///    (docs/design-policies.md#cooldown-inside-the-policies, docs/design-scoring.md#the-repack).
 ///
 /// Surge headroom is not part of the test. Node lookups use [`ClusterSnapshot::node`], so
 /// `snapshot.nodes` must be sorted by name (as [`ClusterSnapshot::normalize`] leaves it);
@@ -110,8 +118,8 @@ pub fn repack_movable(
     repack_block(snapshot, workload, component, instance, pool, settings, now).is_none()
 }
 
-/// The first §B.5 condition an Instance fails, `None` when it is movable for repack in
-/// `pool` (see [`repack_movable`]).
+/// The first docs/design-scoring.md#the-repack condition an Instance fails, `None` when it is
+/// movable for repack in `pool` (see [`repack_movable`]).
 pub fn repack_block(
     snapshot: &ClusterSnapshot,
     workload: &Workload,
@@ -148,9 +156,10 @@ pub fn repack_block(
     None
 }
 
-/// `inCooldown(w)` of §C.8: the workload's newest finished migration ended less than its
-/// cooldown ago. The cooldown is the `alfred.ome.io/cooldown-minutes` override when set
-/// (0 ⇒ never in cooldown), else `per_workload_cooldown_minutes`.
+/// `inCooldown(w)` of docs/design-policies.md#cooldown-inside-the-policies: the workload's newest
+/// finished migration ended less than its cooldown ago. The cooldown is the
+/// `alfred.ome.io/cooldown-minutes` override when set (0 ⇒ never in cooldown), else
+/// `per_workload_cooldown_minutes`.
 pub fn in_cooldown(
     workload: &Workload,
     per_workload_cooldown_minutes: u32,
@@ -170,9 +179,9 @@ pub fn in_cooldown(
     elapsed < i128::from(minutes) * 60_000_000_000
 }
 
-/// `modelAdvisoryReason(w)` of §A.8 as a block: `ModelUnresolved` when the model is not in
-/// the snapshot or has a resolve error, `VolumePinned` when pinned, `None` otherwise (also
-/// without a model).
+/// `modelAdvisoryReason(w)` of docs/design-snapshot.md#models-and-volumes as a block:
+/// `ModelUnresolved` when the model is not in the snapshot or has a resolve error, `VolumePinned`
+/// when pinned, `None` otherwise (also without a model).
 pub fn model_block(snapshot: &ClusterSnapshot, workload: &Workload) -> Option<RepackBlock> {
     let model = workload.model.as_ref()?;
     model_info_block(snapshot.models.get(&model.key()))
@@ -201,11 +210,12 @@ pub(crate) fn model_key_into(workload: &Workload, buf: &mut String) -> bool {
     true
 }
 
-/// The shared OMENative eligibility check of §C.3 (`OMENativeEligibility`), used by the
-/// repack (§B.5) and by both policies: the first failing step's block, `None` when the
-/// Instance may move. Map it to the reported reason with [`RepackBlock::advisory_reason`].
+/// The shared OMENative eligibility check of docs/design-policies.md#omenative-eligibility
+/// (`OMENativeEligibility`), used by the repack (docs/design-scoring.md#the-repack) and by both
+/// policies: the first failing step's block, `None` when the Instance may move. Map it to the
+/// reported reason with [`RepackBlock::advisory_reason`].
 ///
-/// Steps in the spec's order: 2 (workload state), 3–7 (component), 8 (executor,
+/// Steps in the documented order: 2 (workload state), 3–7 (component), 8 (executor,
 /// `snapshot.executor.available`), 9–13 (Instance); the "missing inputs" of step 1 — no
 /// Instance status row, a pod of the Instance missing from `snapshot.pods` — are reported
 /// where the missing input is read (steps 9 and 13), so a steady Instance without the
@@ -269,7 +279,8 @@ pub fn omenative_eligibility_indexed(
         })
 }
 
-/// §C.3 step 2: movable, valid migration state, no malformed request, nothing in flight.
+/// docs/design-policies.md#omenative-eligibility step 2: movable, valid migration state, no
+/// malformed request, nothing in flight.
 pub(crate) fn workload_state_block(w: &Workload) -> Option<RepackBlock> {
     let m = &w.migration;
     if !w.settings.movable || !m.valid || !m.malformed_requests.is_empty() || !m.active.is_empty() {
@@ -278,7 +289,7 @@ pub(crate) fn workload_state_block(w: &Workload) -> Option<RepackBlock> {
     None
 }
 
-/// §C.3 steps 3–7 (component level).
+/// docs/design-policies.md#omenative-eligibility steps 3–7 (component level).
 pub(crate) fn component_block(c: &Component) -> Option<RepackBlock> {
     let settled = c
         .replica
@@ -320,8 +331,9 @@ pub(crate) fn component_block_with(c: &Component, revisions_settled: bool) -> Op
     None
 }
 
-/// §C.3 steps 9–13 (Instance level, with the missing inputs of step 1); the executor
-/// (step 8) is checked by the caller. `pod` finds a bound pod by `namespace/name`.
+/// docs/design-policies.md#omenative-eligibility steps 9–13 (Instance level, with the missing
+/// inputs of step 1); the executor (step 8) is checked by the caller. `pod` finds a bound pod by
+/// `namespace/name`.
 pub(crate) fn instance_block<'p>(
     c: &Component,
     i: &Instance,

@@ -1,4 +1,5 @@
-//! The first-fit-decreasing repack of §B.5, in O((items + bins) · log bins).
+//! The first-fit-decreasing repack of docs/design-scoring.md#the-repack, in O((items + bins) · log
+//! bins).
 //!
 //! First fit over a fixed bin order is answered by a max segment tree ("leftmost bin with
 //! at least g free"). Items of one size are interchangeable for placement — each goes to
@@ -6,9 +7,9 @@
 //! placed in batches, `floor(free / g)` at a time. Identity only matters for the items of a
 //! size that find no room: once one item of size `g` fails, every later item of size `g`
 //! fails too (free space only shrinks), so the failing ones are exactly the last items of
-//! the run in the spec's order (key ascending), and each stays on its home bin (its GPUs
+//! the run in the documented order (key ascending), and each stays on its home bin (its GPUs
 //! are subtracted there again, clamped at 0). This is the same result as placing the items
-//! one at a time in the order of §B.5.
+//! one at a time in the order of docs/design-scoring.md#the-repack.
 
 use std::cmp::{Ordering, Reverse};
 use std::iter::once;
@@ -29,7 +30,7 @@ pub(crate) struct Item {
     pub gpus: u32,
 }
 
-/// `"ns/name"` byte-wise order (§0.2), without allocating the key.
+/// `"ns/name"` byte-wise order (docs/design-snapshot.md), without allocating the key.
 pub(crate) fn cmp_pod_key(a: &Pod, b: &Pod) -> Ordering {
     let ka = a.namespace.bytes().chain(once(b'/')).chain(a.name.bytes());
     let kb = b.namespace.bytes().chain(once(b'/')).chain(b.name.bytes());

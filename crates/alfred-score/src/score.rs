@@ -1,4 +1,4 @@
-//! The per-pool score (§B) in one pass over the snapshot.
+//! The per-pool score (docs/design-scoring.md) in one pass over the snapshot.
 
 use std::cmp::Ordering;
 
@@ -19,7 +19,7 @@ use crate::movable::{
 };
 use crate::repack::{Item, repack};
 
-/// `slots(s)` and `frag(s)` of one ladder size on the observed bins (§B.2–§B.3).
+/// `slots(s)` and `frag(s)` of one ladder size on the observed bins (docs/design-scoring.md).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct SizeScore {
@@ -31,8 +31,8 @@ pub struct SizeScore {
     pub frag: f64,
 }
 
-/// Which of the three cases of §B.8 applies to a pool (θ = `fragmentationThreshold`, both
-/// comparisons strict).
+/// Which of the three cases of docs/design-scoring.md#threshold-cases applies to a pool (θ =
+/// `fragmentationThreshold`, both comparisons strict).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
 pub enum ThresholdCase {
     /// `"executionOpen"` — case 1: `score > θ`; the policy plans moves.
@@ -58,7 +58,7 @@ impl ThresholdCase {
         }
     }
 
-    /// The case number of §B.8 (1, 2 or 3).
+    /// The case number of docs/design-scoring.md#threshold-cases (1, 2 or 3).
     pub fn number(self) -> u8 {
         match self {
             ThresholdCase::ExecutionOpen => 1,
@@ -85,9 +85,9 @@ impl ThresholdCase {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct PoolScore {
-    /// Pool key (§A.2).
+    /// Pool key (docs/design-snapshot.md#pools).
     pub pool: String,
-    /// `TotalFree`: free GPUs over the schedulable bins (§B.1).
+    /// `TotalFree`: free GPUs over the schedulable bins (docs/design-scoring.md#schedulable-bins).
     pub total_free: u64,
     /// `slots(s)` and `frag(s)` per ladder size, ascending.
     pub per_size: Vec<SizeScore>,
@@ -105,7 +105,7 @@ pub struct PoolScore {
     pub pending_pressure: f64,
     /// `1 − (1 − reclaimable)·(1 − pendingPressure)`, clamped to [0, 1].
     pub score: f64,
-    /// The case of §B.8.
+    /// The case of docs/design-scoring.md#threshold-cases.
     pub threshold_case: ThresholdCase,
 }
 
@@ -121,29 +121,32 @@ pub struct ClusterScore {
 }
 
 /// A pool's score together with the pieces the defragmentation policy needs to price a move
-/// (§C.5): the observed bins, the observed weights and (in `score.total_free`) the fixed
-/// denominator.
+/// (docs/design-policies.md#benefit-cost-and-score): the observed bins, the observed weights and
+/// (in `score.total_free`) the fixed denominator.
 #[derive(Debug, Clone, PartialEq)]
 pub struct PoolAnalysis<'s> {
     /// The published score.
     pub score: PoolScore,
-    /// The schedulable bins as observed (§B.1), name order.
+    /// The schedulable bins as observed (docs/design-scoring.md#schedulable-bins), name order.
     pub bins: Bins<'s>,
     /// `w(s)` per ladder size.
     pub weights: Weights,
-    /// Demand GPUs per ladder size (§B.4), same order as `weights.sizes`.
+    /// Demand GPUs per ladder size (docs/design-scoring.md#demand-and-weights), same order as
+    /// `weights.sizes`.
     pub demand: Vec<u64>,
-    /// Free GPUs per bin after the FFD repack (§B.5), same order as `bins`.
+    /// Free GPUs per bin after the FFD repack (docs/design-scoring.md#the-repack), same order as
+    /// `bins`.
     pub repacked: Vec<u32>,
-    /// `F(repacked)` as §B.5 computes `F_best`, before the `min(observed, ·)` of
-    /// [`PoolScore::best`]; may exceed `observed`.
+    /// `F(repacked)` as docs/design-scoring.md#the-repack computes `F_best`, before the
+    /// `min(observed, ·)` of [`PoolScore::best`]; may exceed `observed`.
     pub repacked_fragmentation: f64,
 }
 
 impl PoolAnalysis<'_> {
     /// `F(bins)` with this pool's **observed** weights and **observed** `TotalFree` as the
-    /// denominator: `F(after)` of §C.5 once a move has been applied to a copy of
-    /// [`PoolAnalysis::bins`]. The benefit of a move is `score.observed`-consistent:
+    /// denominator: `F(after)` of docs/design-policies.md#benefit-cost-and-score once a move has
+    /// been applied to a copy of [`PoolAnalysis::bins`]. The benefit of a move is
+    /// `score.observed`-consistent:
     ///
     /// ```text
     /// let mut after = analysis.bins.clone();
@@ -153,8 +156,8 @@ impl PoolAnalysis<'_> {
     /// ```
     ///
     /// (`fragmentation(&bins)` equals `score.observed` up to the [0, 1] clamp.) For decision
-    /// G.12 (a preemptible source), add the source node(s) to both bin sets with
-    /// [`Bins::insert`] and price both with [`weighted_fragmentation`] against the
+    /// docs/design-policies.md#boosts (a preemptible source), add the source node(s) to both bin
+    /// sets with [`Bins::insert`] and price both with [`weighted_fragmentation`] against the
     /// augmented before-set's `total_free()`.
     pub fn fragmentation(&self, bins: &Bins<'_>) -> f64 {
         weighted_fragmentation(bins, &self.weights, self.score.total_free)
@@ -188,14 +191,14 @@ impl Analysis<'_> {
     }
 }
 
-/// Scores every pool (§B) with the configuration's scoring settings: the scorer's entry point.
-/// Equivalent to `score_with(snapshot, &ScoreSettings::from_config(config))`; computed
-/// whether or not defragmentation is enabled (decision G.9).
+/// Scores every pool (docs/design-scoring.md) with the configuration's scoring settings: the
+/// scorer's entry point. Equivalent to `score_with(snapshot, &ScoreSettings::from_config(config))`;
+/// computed whether or not defragmentation is enabled (docs/design-scoring.md).
 pub fn score(snapshot: &ClusterSnapshot, config: &Config) -> ClusterScore {
     score_with(snapshot, &ScoreSettings::from_config(config))
 }
 
-/// Scores every pool (§B) — see [`analyze`].
+/// Scores every pool (docs/design-scoring.md) — see [`analyze`].
 pub fn score_with(snapshot: &ClusterSnapshot, settings: &ScoreSettings) -> ClusterScore {
     analyze(snapshot, settings).into_scores()
 }
@@ -213,7 +216,7 @@ const UNSEEN: u8 = 0;
 const ITEM: u8 = 1;
 const FIXED: u8 = 2;
 
-/// Computes §B for every pool of the snapshot, at `T = snapshot.observed_at`.
+/// Computes docs/design-scoring.md for every pool of the snapshot, at `T = snapshot.observed_at`.
 ///
 /// Pure and deterministic: the result does not depend on the order of the snapshot's
 /// lists (nodes, pods, pending pods, workloads); an unnormalized snapshot only costs an
@@ -245,7 +248,7 @@ pub fn analyze_at<'s>(
     let node_pool: &[u32] = &idx.node_pool;
     let pod_facts: &[PodFacts] = &idx.pods;
 
-    // Schedulable bins per pool, in name order (§B.1).
+    // Schedulable bins per pool, in name order (docs/design-scoring.md#schedulable-bins).
     let mut bins: Vec<Bins<'s>> = (0..np).map(|_| Bins::new()).collect();
     let mut node_bin = vec![NONE; nodes.len()];
     for &i in &idx.nodes_by_name {
@@ -266,7 +269,8 @@ pub fn analyze_at<'s>(
     let repack_possible = st.omenative_migration_enabled && snapshot.executor.available;
     let mut key_buf = String::new();
 
-    // The pool of an Instance for condition 3 of §B.5: all of its nodes in one pool.
+    // The pool of an Instance for condition 3 of docs/design-scoring.md#the-repack: all of its
+    // nodes in one pool.
     let instance_pool = |inst_nodes: &[u32]| -> u32 {
         let mut pool = NONE;
         for &i in inst_nodes {
@@ -423,7 +427,7 @@ pub fn analyze_at<'s>(
         }
         let observed = clamp01(observed);
 
-        // The FFD repack of the movable Instances' pods (§B.5).
+        // The FFD repack of the movable Instances' pods (docs/design-scoring.md#the-repack).
         let pool_items = &mut items[q];
         pool_items.retain(|it| state[it.pod as usize] == ITEM);
         let repacked = if pool_items.is_empty() {
@@ -442,7 +446,7 @@ pub fn analyze_at<'s>(
         let best = repacked_fragmentation.min(observed);
         let reclaimable = (observed - repacked_fragmentation).max(0.0);
 
-        // Pending pressure (§B.6, decision G.7: the pod's real size).
+        // Pending pressure (docs/design-scoring.md#pending-pressure: the pod's real size).
         let seat_summary = |f: &[u32]| -> (u32, u64) {
             let max_free = f.iter().copied().max().unwrap_or(0);
             let whole = f

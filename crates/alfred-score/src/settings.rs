@@ -4,7 +4,7 @@ use std::collections::BTreeMap;
 
 use alfred_model::config::Config;
 
-/// The parameters of the fragmentation score (alfred-policies.md §1.1, §B).
+/// The parameters of the fragmentation score (docs/configuration.md#keys, docs/design-scoring.md).
 ///
 /// Built from the full configuration with [`ScoreSettings::from_config`], or by hand
 /// (tests, benchmarks). [`ScoreSettings::default`] holds the documented defaults.
@@ -15,7 +15,7 @@ use alfred_model::config::Config;
 #[derive(Debug, Clone, PartialEq)]
 pub struct ScoreSettings {
     /// `policies.defragmentation.fragmentationThreshold` (default 0.25); both threshold
-    /// comparisons of §B.8 are strict (`>`).
+    /// comparisons of docs/design-scoring.md#threshold-cases are strict (`>`).
     pub fragmentation_threshold: f64,
     /// `policies.defragmentation.scoring.sizeLadder` (default `[1, 2, 4, 8]`).
     pub size_ladder: Vec<u32>,
@@ -23,16 +23,18 @@ pub struct ScoreSettings {
     pub demand_blend_lambda: f64,
     /// `policies.defragmentation.scoring.sizePrior`, ladder size → weight (default
     /// `{1: 0.1, 2: 0.1, 4: 0.2, 8: 0.6}`). Used as configured, not normalised
-    /// (decisions.md E16); ladder sizes without an entry have prior 0.
+    /// (docs/design-scoring.md#demand-and-weights); ladder sizes without an entry have prior 0.
     pub size_prior: BTreeMap<u32, f64>,
     /// `policies.defragmentation.scoring.pendingUrgencyTauMinutes` τ (default 30).
     pub pending_urgency_tau_minutes: u32,
     /// `spotPolicy.avoidAsTarget` (default true): preemptible nodes are not scoring bins.
     pub avoid_spot_as_target: bool,
-    /// `perWorkloadCooldownMinutes` (default 30): the per-workload cooldown of §C.8 that
-    /// keeps an Instance out of the repack (decisions.md G.2).
+    /// `perWorkloadCooldownMinutes` (default 30): the per-workload cooldown of
+    /// docs/design-policies.md#cooldown-inside-the-policies that keeps an Instance out of the
+    /// repack (docs/design-scoring.md#the-repack).
     pub per_workload_cooldown_minutes: u32,
-    /// `omenativeMigrationEnabled` (default true): when false nothing is movable (§B.5.1).
+    /// `omenativeMigrationEnabled` (default true): when false nothing is movable
+    /// (docs/design-scoring.md#the-repack).
     pub omenative_migration_enabled: bool,
 }
 
@@ -58,7 +60,7 @@ impl ScoreSettings {
     /// `scoring.{sizeLadder, demandBlendLambda, sizePrior, pendingUrgencyTauMinutes}`,
     /// `spotPolicy.avoidAsTarget`, `perWorkloadCooldownMinutes` and
     /// `omenativeMigrationEnabled`. (`policies.defragmentation.enabled` is not read: scores
-    /// are computed and published even when defragmentation is off, decision G.9.)
+    /// are computed and published even when defragmentation is off, docs/design-scoring.md.)
     pub fn from_config(config: &Config) -> Self {
         let defrag = &config.policies.defragmentation;
         Self {

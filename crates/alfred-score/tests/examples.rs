@@ -1,4 +1,5 @@
-//! The worked examples of alfred-policies.md §B.10, the threshold cases of §B.8 and §B.9.
+//! The worked examples of docs/design-scoring.md#worked-examples, the threshold cases of
+//! docs/design-scoring.md#threshold-cases and docs/design-scoring.md#scores-without-an-executor.
 
 mod common;
 
@@ -136,7 +137,8 @@ fn example_1_executor_unavailable_scores_zero_case_2() {
 
 #[test]
 fn example_1_move_benefit_matches_c9() {
-    // §C.9: moving A's pod n1 → n4 gives F(after) = 0.32375, benefit 0.265.
+    // docs/design-policies.md#worked-examples: moving A's pod n1 → n4 gives F(after) = 0.32375,
+    // benefit 0.265.
     let s = example_1(true);
     let a = analyze(&s, &ScoreSettings::default());
     let pool = a.pool("H100").expect("pool");
@@ -154,8 +156,8 @@ fn example_1_move_benefit_matches_c9() {
 #[test]
 fn c9_preemptible_source_and_decision_g12() {
     // n1 preemptible with avoidAsTarget: n1 is not a bin, TotalFree 10, F_observed 0.577;
-    // the move frees nothing the score sees. The spec prints F(after) = 0.712 (benefit
-    // −0.135) but drops the size-1 term: with the fixed denominator 10 and 8 GPUs left free,
+    // the move frees nothing the score sees. Leaving out the size-1 term would give
+    // F(after) = 0.712 (benefit −0.135); with the fixed denominator 10 and 8 GPUs left free,
     // frag(1) = 0.2, so F(after) = 0.03·0.2 + 0.205·0.2 + 0.235·0.6 + 0.53 = 0.718.
     let mut s = example_1(true);
     s.nodes[0].preemptible = true;
@@ -167,7 +169,7 @@ fn c9_preemptible_source_and_decision_g12() {
     assert!(after.take("n4", 2));
     assert!(!after.release("n1", 2));
     assert_close!(pool.fragmentation(&after), 0.718);
-    // G.12: count the preemptible source as a bin before and after.
+    // docs/design-policies.md#boosts: count the preemptible source as a bin before and after.
     let mut before = pool.bins.clone();
     before.insert(&s.nodes[0], 0);
     let mut after = before.clone();
@@ -387,7 +389,7 @@ fn json_names_are_camel_case() {
 
 #[test]
 fn cooling_instances_stay_out_of_the_repack() {
-    // Decision G.2: A and B finished a migration 10 minutes ago (cooldown 30).
+    // docs/design-scoring.md#the-repack: A and B finished a migration 10 minutes ago (cooldown 30).
     let mut s = example_1(true);
     for w in &mut s.workloads {
         w.migration.last_migration = Some(now().plus_minutes(-10));
@@ -449,8 +451,8 @@ fn migration_surface_disabled_and_raw_are_not_movable() {
 
 #[test]
 fn pending_pressure_uses_the_real_pod_size() {
-    // Decision G.7: a 3-GPU pod next to a node with 3 free GPUs is not stuck, even though
-    // its ladder size (4) has no seat.
+    // docs/design-scoring.md#pending-pressure: a 3-GPU pod next to a node with 3 free GPUs is not
+    // stuck, even though its ladder size (4) has no seat.
     let mut s = ClusterSnapshot {
         observed_at: now(),
         nodes: vec![node("n1", "H100", 8), node("n2", "H100", 8)],

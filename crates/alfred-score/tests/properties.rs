@@ -175,7 +175,8 @@ fn knobs() -> impl Strategy<Value = Knobs> {
         )
 }
 
-/// The repack exactly as §B.5 writes it, one item at a time (O(items · bins)).
+/// The repack exactly as docs/design-scoring.md#the-repack writes it, one item at a time (O(items ·
+/// bins)).
 fn reference_repack(
     s: &ClusterSnapshot,
     pool: &str,

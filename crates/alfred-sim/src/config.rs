@@ -1,7 +1,10 @@
-//! KubeSchedulerConfiguration v1: strict decoding, the acceptance rules of §2.4, defaulting
-//! (§2.5) and the normalised document hashed into the configuration ID.
+//! KubeSchedulerConfiguration v1: strict decoding, the acceptance rules of
+//! docs/design-simulation.md#configuration-acceptance, defaulting
+//! (docs/design-simulation.md#defaulting) and the normalised document hashed into the configuration
+//! ID.
 //!
-//! YAML is read as YAML 1.2 (serde-saphyr), decision 14.8; JSON is YAML 1.2 too.
+//! YAML is read as YAML 1.2 (serde-saphyr), docs/design-simulation.md#configuration-acceptance;
+//! JSON is YAML 1.2 too.
 
 use std::collections::{BTreeMap, BTreeSet};
 
@@ -246,7 +249,7 @@ pub struct SpreadConfig {
     pub default_constraints: Vec<TopologySpreadConstraint>,
 }
 
-/// OMEGangPack arguments after defaulting (§9.1).
+/// OMEGangPack arguments after defaulting (docs/design-simulation.md#ome-profile).
 #[derive(Debug, Clone, PartialEq)]
 pub struct GangConfig {
     pub topology_key: String,
@@ -313,7 +316,7 @@ impl Profile {
     }
 }
 
-/// The default scheduler's configuration, as seed 002 shows it.
+/// The default scheduler's configuration, as an operator writes it for the default profile.
 pub const DEFAULT_SCHEDULER_YAML: &str = "apiVersion: kubescheduler.config.k8s.io/v1
 kind: KubeSchedulerConfiguration
 profiles:
@@ -321,7 +324,7 @@ profiles:
 ";
 
 /// The OME scheduler's configuration as the ome-scheduler chart renders it with defaults
-/// (§9.1).
+/// (docs/design-simulation.md#ome-profile).
 pub const OME_SCHEDULER_YAML: &str = "apiVersion: kubescheduler.config.k8s.io/v1
 kind: KubeSchedulerConfiguration
 leaderElection:

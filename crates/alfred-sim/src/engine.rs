@@ -1,5 +1,6 @@
-//! The deterministic driver (§10) and the filter and score plugins of the default profile
-//! (§7), over a snapshot with an undo log for gang trials.
+//! The deterministic driver (docs/design-simulation.md#driver) and the filter and score plugins of
+//! the default profile (docs/design-simulation.md#default-profile), over a snapshot with an undo
+//! log for gang trials.
 
 use std::collections::{BTreeMap, BTreeSet};
 
@@ -52,7 +53,7 @@ pub struct Outcome {
     /// Why it is not `Feasible` (diagnostics only).
     pub failure: Option<Failure>,
     /// Replacement pods whose best score was shared by several nodes: pod key → tied nodes
-    /// (the smallest name won), for diagnostics (decision 14.9).
+    /// (the smallest name won), for diagnostics (docs/design-simulation.md#default-profile).
     pub ties: Vec<(String, Vec<String>)>,
 }
 
@@ -496,7 +497,8 @@ impl PreparedCluster {
         })
     }
 
-    /// The member-fits-node test of §9.4 (also used by standalone packing).
+    /// The member-fits-node test of docs/design-simulation.md#domains-and-room (also used by
+    /// standalone packing).
     fn member_fits(&self, p: &PodInfo, n: usize) -> bool {
         let node = &self.nodes[n];
         if node.unschedulable || !hard_taints_tolerated(&p.tolerations, node) {
@@ -1194,7 +1196,8 @@ impl PreparedCluster {
         )
     }
 
-    /// OMEGangPack's standalone domain-packing score (§9.8).
+    /// OMEGangPack's standalone domain-packing score
+    /// (docs/design-simulation.md#standalone-pods-under-the-ome-scheduler).
     fn packing_score(
         &self,
         p: &PodInfo,
@@ -1441,8 +1444,8 @@ impl PreparedCluster {
                 "replacement pods form no gang",
             ));
         }
-        // Competitors first (§6.6, decision 14.3). A nominated competitor holds its requests
-        // on its nominated node until it is placed, and is tried there first.
+        // Competitors first (docs/design-simulation.md#cluster-model). A nominated competitor holds
+        // its requests on its nominated node until it is placed, and is tried there first.
         let mut queue = Vec::with_capacity(self.competitors.len());
         for c in &self.competitors {
             let info = match pod_info(c, &self.ns_labels, true) {
@@ -1609,7 +1612,7 @@ impl PreparedCluster {
     }
 }
 
-/// `DefaultNormalize` (§7.3).
+/// `DefaultNormalize` (docs/design-simulation.md#default-profile).
 fn default_normalize(mut scores: Vec<i64>, reverse: bool) -> Vec<i64> {
     let max = scores.iter().copied().max().unwrap_or(0);
     if max == 0 {

@@ -1,5 +1,5 @@
-//! The OMEGangPack model (§9): gang validation, domains and room, best-fit domain choice,
-//! holding the domain until every member has a node.
+//! The OMEGangPack model (docs/design-simulation.md#gangs): gang validation, domains and room,
+//! best-fit domain choice, holding the domain until every member has a node.
 
 use std::collections::{BTreeMap, BTreeSet};
 
@@ -17,7 +17,8 @@ fn fail(cause: Cause, detail: impl Into<String>) -> Outcome {
     }
 }
 
-/// Whether a resource name counts as GPUs (E15: Intel memory/millicores are not devices).
+/// Whether a resource name counts as GPUs (docs/design-snapshot.md#gpu-resources: Intel
+/// memory/millicores are not devices).
 pub fn is_gpu_resource(r: &str) -> bool {
     r == "nvidia.com/gpu"
         || r.starts_with("nvidia.com/mig-")
@@ -36,8 +37,8 @@ fn size_key(p: &PodInfo) -> (i64, i64, i64) {
     (gpu, get("cpu"), get("memory"))
 }
 
-/// Room of one node for the remaining members (§9.4, E27); `fits[m]` says whether member m
-/// fits the node on its own.
+/// Room of one node for the remaining members (docs/design-simulation.md#domains-and-room);
+/// `fits[m]` says whether member m fits the node on its own.
 fn node_room(
     w: &PreparedCluster,
     members: &[&PodInfo],
@@ -161,7 +162,8 @@ fn order_members(w: &PreparedCluster, members: &[PodInfo]) -> Option<Vec<usize>>
     Some(order)
 }
 
-/// Places a replacement gang (§10.3). The world is left with the members assumed on success.
+/// Places a replacement gang (docs/design-simulation.md#driver). The world is left with the members
+/// assumed on success.
 pub(crate) fn place_gang(
     w: &mut PreparedCluster,
     profile: &Profile,

@@ -1,4 +1,5 @@
-//! Profile identity, `--print-profile` output and `configurationID` (§2.2, §2.3, decision 14.7).
+//! Profile identity, `--print-profile` output and `configurationID`
+//! (docs/design-simulation.md#profile-identity).
 
 use serde::{Deserialize, Serialize};
 use serde_json::Value;

@@ -1,5 +1,6 @@
 //! Conversion of the input objects into the precomputed form the plugins read, with the
-//! support-matrix checks of §8 (anything not modelled → a [`Failure`] with its cause).
+//! support-matrix checks of docs/design-simulation.md#support-matrix (anything not modelled → a
+//! [`Failure`] with its cause).
 
 use std::collections::{BTreeMap, BTreeSet};
 
@@ -18,7 +19,7 @@ pub const DEFAULT_MILLI_CPU: i64 = 100;
 /// 200 MiB.
 pub const DEFAULT_MEMORY: i64 = 200 * 1024 * 1024;
 
-/// The pod-group label (§9.2).
+/// The pod-group label (docs/design-simulation.md#gangs).
 pub const POD_GROUP_LABEL: &str = "scheduling.x-k8s.io/pod-group";
 /// The hostname label.
 pub const HOSTNAME_LABEL: &str = "kubernetes.io/hostname";
@@ -414,7 +415,8 @@ fn max_into(a: &mut Res, b: &Res) {
     }
 }
 
-/// Effective requests (§6.3) and the non-zero cpu/memory used by scoring.
+/// Effective requests (docs/design-simulation.md#effective-requests) and the non-zero cpu/memory
+/// used by scoring.
 fn pod_requests(pod: &Pod) -> Result<(Res, i64, i64), Failure> {
     let key = pod.key();
     let mut sum = Res::new();

@@ -3,7 +3,8 @@
 //!
 //! Scheduling-relevant structs keep the keys they do not know in `unknown`; the model answers
 //! `Unsupported` (`UnknownSchedulingField`) when one is present, so a field added by a newer
-//! API server never silently changes a placement (spec §8, unknown-field guard).
+//! API server never silently changes a placement (docs/design-simulation.md#support-matrix,
+//! unknown-field guard).
 
 use std::collections::BTreeMap;
 
@@ -438,7 +439,7 @@ pub struct Namespace {
 }
 
 /// A Service, ReplicationController, ReplicaSet or StatefulSet: only its selector matters
-/// (default topology spreading, §7.3.6).
+/// (default topology spreading, docs/design-simulation.md#default-profile).
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct SelectorObject {
     /// `Service`, `ReplicationController`, `ReplicaSet` or `StatefulSet`.

@@ -1,8 +1,9 @@
-//! Decisions, reasons (§5) and the internal cause codes (§5.4).
+//! Decisions, reasons (docs/design-simulation.md#outcomes) and the internal cause codes
+//! (docs/design-simulation.md#outcomes).
 
 use serde::{Deserialize, Serialize};
 
-/// The worker's decision (§5.1).
+/// The worker's decision (docs/design-simulation.md#outcomes).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
 pub enum Decision {
     Feasible,
@@ -10,7 +11,8 @@ pub enum Decision {
     Unsupported,
 }
 
-/// The reason paired with a worker decision (§4.2: the pairs are closed).
+/// The reason paired with a worker decision (docs/design-simulation.md#request-and-result: the
+/// pairs are closed).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
 pub enum WorkerReason {
     PlacementFound,
@@ -29,7 +31,8 @@ impl Decision {
     }
 }
 
-/// The status Alfred records in a recommendation's `scheduling` (§5.2).
+/// The status Alfred records in a recommendation's `scheduling`
+/// (docs/design-simulation.md#outcomes).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
 pub enum SchedulingStatus {
     Feasible,
@@ -38,7 +41,8 @@ pub enum SchedulingStatus {
     Unavailable,
 }
 
-/// Every reason Alfred records in `scheduling.reason` (§5.2), with its status.
+/// Every reason Alfred records in `scheduling.reason` (docs/design-simulation.md#outcomes), with
+/// its status.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
 pub enum SchedulingReason {
     PlacementFound,
@@ -89,8 +93,8 @@ impl SchedulingReason {
     }
 }
 
-/// Internal cause codes for non-feasible outcomes (§5.4): stderr diagnostics and tests only,
-/// never part of the result.
+/// Internal cause codes for non-feasible outcomes (docs/design-simulation.md#outcomes): stderr
+/// diagnostics and tests only, never part of the result.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
 pub enum Cause {
     NoNodeFits,

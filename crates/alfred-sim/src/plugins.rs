@@ -1,5 +1,5 @@
-//! The kube-scheduler v1.35.4 default plugin list, in one place (decision 14.6), and the
-//! extension points each plugin implements.
+//! The kube-scheduler v1.35.4 default plugin list, in one place
+//! (docs/design-simulation.md#defaulting), and the extension points each plugin implements.
 
 /// The modelled upstream version, reported as `schedulerVersion`.
 pub const SCHEDULER_VERSION: &str = "v1.35.4";
@@ -65,7 +65,8 @@ pub const FEATURE_GATES: &[(&str, bool)] = &[
     ("SidecarContainers", true),
 ];
 
-/// The points OMEGangPack must be enabled at (§2.4 rule 5).
+/// The points OMEGangPack must be enabled at (docs/design-simulation.md#configuration-acceptance
+/// rule 5).
 pub const GANG_PACK_REQUIRED_POINTS: &[&str] = &[
     "preFilter",
     "filter",

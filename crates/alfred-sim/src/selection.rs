@@ -1,6 +1,6 @@
-//! Profile selection for an Instance (§3.3): which configured profile simulates its pods, or
-//! the scheduling reason why none does. Alfred's decision pass calls this before building a
-//! request.
+//! Profile selection for an Instance (docs/design-simulation.md#profile-selection): which
+//! configured profile simulates its pods, or the scheduling reason why none does. Alfred's decision
+//! pass calls this before building a request.
 
 use std::collections::BTreeMap;
 

@@ -1,4 +1,5 @@
-//! The request/result wire protocol, schema `v1` (§4), and its evaluation.
+//! The request/result wire protocol, schema `v1` (docs/design-simulation.md#request-and-result),
+//! and its evaluation.
 
 use std::collections::{BTreeMap, BTreeSet};
 
@@ -567,7 +568,7 @@ pub fn cluster_from_objects(objects: &[Value]) -> Result<Cluster, RequestError> 
     Ok(c)
 }
 
-/// Checks the closure requirements of §4.1.
+/// Checks the closure requirements of docs/design-simulation.md#request-and-result.
 pub fn validate_closure(req: &SimulationRequest, cluster: &Cluster) -> Result<(), RequestError> {
     if cluster.nodes.is_empty() {
         return Err(bad(
@@ -901,7 +902,8 @@ pub fn evaluate_with_cluster(
 #[error("invalid worker response: {0}")]
 pub struct InvalidResponse(pub String);
 
-/// Alfred-side re-validation of a result against its request (§4.2).
+/// Alfred-side re-validation of a result against its request
+/// (docs/design-simulation.md#request-and-result).
 pub fn validate_result(
     req: &SimulationRequest,
     res: &SimulationResult,

@@ -1,5 +1,6 @@
-//! `workers.json` (§3.1, strict), the startup probe check (§3.2) and the worker command lines
-//! (types and encoding only: spawning a process belongs to the adapters).
+//! `workers.json` (docs/design-simulation.md#worker-registry, strict), the startup probe check
+//! (docs/design-simulation.md#worker-registry) and the worker command lines (types and encoding
+//! only: spawning a process belongs to the adapters).
 
 use std::collections::BTreeSet;
 
@@ -146,8 +147,9 @@ pub fn parse_workers(bytes: &[u8]) -> Result<WorkersFile, WorkersError> {
     Ok(file)
 }
 
-/// Why a worker failed its startup probe. The messages are the documented ones (§3.2);
-/// Alfred prefixes them with `unable to configure recommendation simulation: `.
+/// Why a worker failed its startup probe. The messages are the documented ones
+/// (docs/design-simulation.md#worker-registry); Alfred prefixes them with `unable to configure
+/// recommendation simulation: `.
 #[derive(Debug, Clone, PartialEq, Eq, Error)]
 pub enum ProbeError {
     #[error("scheduler worker exited unsuccessfully")]

@@ -1,5 +1,7 @@
-//! Scenario 19 (library part): configuration acceptance (§2.4), defaulting (§2.5) and the
-//! identity (§2.2, §2.3), with a checked-in golden profile.
+//! Scenario 19 (library part): configuration acceptance
+//! (docs/design-simulation.md#configuration-acceptance), defaulting
+//! (docs/design-simulation.md#defaulting) and the identity
+//! (docs/design-simulation.md#profile-identity), with a checked-in golden profile.
 
 use alfred_sim::config::{FitStrategy, OME_SCHEDULER_YAML};
 use alfred_sim::{BuildInfo, ConfigError, Profile, load_config, printed_profile};

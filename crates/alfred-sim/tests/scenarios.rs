@@ -1,5 +1,5 @@
-//! The golden scenarios of scheduler-simulation.md §13 (1–18; 19 and 20 live in `config.rs`,
-//! `workers.rs` and the simulator's CLI tests).
+//! The golden scenarios of docs/design-simulation.md#conformance-scenarios (1–18; 19 and 20 live in
+//! `config.rs`, `workers.rs` and the simulator's CLI tests).
 
 mod common;
 
@@ -719,8 +719,8 @@ fn s18_unsupported_inputs() {
     );
 }
 
-// Pods of another scheduler that are bound are plain occupancy (decision 14.2), and a pending
-// pod of the same scheduler competes first (14.3).
+// Pods of another scheduler that are bound are plain occupancy
+// (docs/design-simulation.md#cluster-model), and a pending pod of the same scheduler competes first.
 #[test]
 fn other_schedulers_and_competitors() {
     let nodes = vec![

@@ -1,4 +1,5 @@
-//! The request/result protocol (§4): decoding, closure validation, evaluation, re-validation.
+//! The request/result protocol (docs/design-simulation.md#request-and-result): decoding, closure
+//! validation, evaluation, re-validation.
 
 use alfred_sim::{
     BuildInfo, Decision, Identity, Profile, RequestError, decode_request, decode_result,

@@ -1,4 +1,5 @@
-//! Scenario 20: `workers.json` strictness and the startup probe (§3.1, §3.2).
+//! Scenario 20: `workers.json` strictness and the startup probe
+//! (docs/design-simulation.md#worker-registry).
 
 use alfred_sim::workers::{
     ProbeError, WorkersError, check_probe, evaluate_args, go_duration_ms, parse_timeout,

@@ -1,9 +1,10 @@
-//! Applies a pass's effects to the cluster (decisions E1, E2, E21; alfred-engine.md §9.3,
-//! §9.9, §11.2, §11.3; ome-objects.md §7).
+//! Applies a pass's effects to the cluster (docs/design-runtime.md#applying-effects: the request
+//! of docs/design-pass.md#migration-request, the journal of docs/design-pass.md#journal, the
+//! record of docs/design-pass.md#the-record, the Events of docs/metrics-and-events.md#events).
 //!
 //! * Every write is checked against the [`LeaderGate`] just before it is sent (again before
 //!   each request of a read-modify-write and of each conflict retry): a lost lease stops
-//!   writes at once (decision 15.6); the remaining effects are skipped.
+//!   writes at once (docs/design-runtime.md#leader-election); the remaining effects are skipped.
 //! * `UpdateRecommendations`: GET (uncached), set/delete the keys, PUT with the read
 //!   `resourceVersion`; a 409 re-reads and retries (at most [`CONFLICT_RETRIES`] times); other
 //!   keys are preserved. A missing ConfigMap is logged once and skipped. Never server-side apply.
@@ -14,8 +15,8 @@
 //!   one annotation.
 //! * `WriteJournal`: PUT of `alfred-dispatch-state` with the `resourceVersion` last read; a
 //!   conflict is not retried (the next pass re-reads the journal).
-//! * `NominatePod` (drain plans, `protection: nominate`, decision B.2): GET the Pod, then one
-//!   JSON Patch of the `pods/status` subresource: `test /metadata/uid`,
+//! * `NominatePod` (drain plans, `protection: nominate`, docs/design-policies.md#drain-plans): GET
+//!   the Pod, then one JSON Patch of the `pods/status` subresource: `test /metadata/uid`,
 //!   `test /metadata/resourceVersion`, `add /status/nominatedNodeName`. JSON Patch cannot test
 //!   that a field is absent, so the absence is read and the write is conditioned on the
 //!   version read: a nomination anyone sets in between fails the `test`. A Pod nominated
@@ -150,7 +151,7 @@ pub fn escape_pointer(token: &str) -> String {
     token.replace('~', "~0").replace('/', "~1")
 }
 
-/// The JSON Patch of a migration request (ome-objects.md §7.1).
+/// The JSON Patch of a migration request (docs/design-pass.md#migration-request).
 pub fn migration_patch(
     uid: &str,
     resource_version: &str,

@@ -1,4 +1,4 @@
-//! Hot reload of `config.yaml` in ConfigMap `alfred-config` (alfred-engine.md §3.7).
+//! Hot reload of `config.yaml` in ConfigMap `alfred-config` (docs/design-runtime.md#hot-reload).
 //!
 //! [`ReloadTracker`] is the pure part: deduplication (an unchanged document, a broken one or a
 //! missing key is processed once) and the documented messages. [`ConfigStore`] holds the

@@ -1,5 +1,5 @@
-//! The decision loop (alfred-engine.md §5.1): leader only, one pass on becoming leader, then
-//! every `decisionLoopInterval` and early on early-tick signals. Passes never overlap and are
+//! The decision loop (docs/design-runtime.md#cadence): leader only, one pass on becoming leader,
+//! then every `decisionLoopInterval` and early on early-tick signals. Passes never overlap and are
 //! never interrupted; a lost lease ends the term at once (writes are gated per write by the
 //! applier) and the loop waits for the next term.
 
@@ -242,8 +242,8 @@ impl Decider {
     }
 }
 
-/// The re-check's fresh looks (alfred-engine.md §9.6 steps 1 and 12): a new snapshot from
-/// uncached reads each time the pass asks, from inside the pass (which runs in
+/// The re-check's fresh looks (docs/design-pass.md#pre-submit-re-check steps 1 and 12): a new
+/// snapshot from uncached reads each time the pass asks, from inside the pass (which runs in
 /// `block_in_place`, so blocking on the runtime is allowed there). A pass with no move to
 /// dispatch never asks, so no pass lists the whole cluster for nothing.
 struct UncachedObservation {
@@ -266,7 +266,7 @@ impl alfred_dispatch::FreshObserver for UncachedObservation {
     }
 }
 
-/// Where a pass's view of the migration guard comes from (alfred-engine.md §9.8): the
+/// Where a pass's view of the migration guard comes from (docs/design-pass.md#migration-guard): the
 /// ValidatingAdmissionPolicy `ome-alfred-migration-writes` and its binding as read, `None`
 /// when missing or unreadable. `alfred run` always reads them from the API ([`ApiGuard`]);
 /// only [`super::run_with`] accepts another source (the 1.20 test API server has no

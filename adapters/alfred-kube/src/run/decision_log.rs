@@ -1,6 +1,6 @@
-//! `--decision-log PATH|-` (seed 004's pattern, decision E9): the leader appends one
-//! `kind: decision` JSON line per pass that decided something, and `kind: outcome` lines with
-//! the same `decisionId` 1, 5 and 15 minutes later, driven from the observation loop's
+//! `--decision-log PATH|-` (docs/design-pass.md#decision-log): the leader
+//! appends one `kind: decision` JSON line per pass that decided something, and `kind: outcome`
+//! lines with the same `decisionId` 1, 5 and 15 minutes later, driven from the observation loop's
 //! snapshots (so they are written between passes too).
 //!
 //! The lines and the follow-up are the pure core's (`alfred_dispatch::decision_log`, shared
@@ -105,7 +105,8 @@ impl DecisionLog {
     pub fn after_pass(&self, input: &Reads, output: &PassOutput) {
         let mut inner = self.lock();
         if let JournalSlot::Readable(after) = &output.new_state.journal {
-            // A plan that started or ended: its `plan` / `planOutcome` line (B.1 reporting).
+            // A plan that started or ended: its `plan` / `planOutcome` line
+            // (docs/design-policies.md#drain-plans reporting).
             let before = inner
                 .journal
                 .as_ref()

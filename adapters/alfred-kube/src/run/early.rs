@@ -1,4 +1,5 @@
-//! Early ticks (alfred-engine.md §5.2): whether a Node update warrants an early decision pass.
+//! Early ticks (docs/design-policies.md#early-passes): whether a Node update warrants an early
+//! decision pass.
 //!
 //! Pure: the Kubernetes Node pair is reduced to the snapshot facts the comparison reads
 //! (conditions with status and transition time, matching maintenance triggers) and handed to

@@ -1,4 +1,4 @@
-//! Core v1 Events with source component `alfred` (decision E21, ome-objects.md §7.5).
+//! Core v1 Events with source component `alfred` (docs/metrics-and-events.md#events).
 //!
 //! A repeat of the same (object, type, reason, message) that this process still remembers is
 //! a PATCH of the existing Event (`count` + 1, new `lastTimestamp`), as the client-go recorder

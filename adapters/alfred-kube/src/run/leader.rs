@@ -1,4 +1,4 @@
-//! Leader election on the Lease `alfred.ome.io` (alfred-engine.md §12, decision 15.6).
+//! Leader election on the Lease `alfred.ome.io` (docs/design-runtime.md#leader-election).
 //!
 //! The election itself is kube-lease-manager's (server-side apply on the Lease, duration 15 s,
 //! renewed 5 s before it expires). [`LeaderGate`] is what the rest of alfred sees: a cheap
@@ -191,7 +191,7 @@ impl Default for LeaderGate {
     }
 }
 
-/// `<pod hostname>_<random UUID>` (ome-objects.md §7.4).
+/// `<pod hostname>_<random UUID>` (docs/design-runtime.md#leader-election).
 pub fn identity(pod_name: &str) -> String {
     format!("{pod_name}_{}", crate::run::ids::uuid_v4())
 }

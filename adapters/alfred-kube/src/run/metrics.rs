@@ -25,7 +25,7 @@ type GaugeF = Gauge<f64, AtomicU64>;
 type Gauges = Family<Labels, GaugeF>;
 type Counters = Family<Labels, Counter>;
 
-/// The Prometheus default buckets (alfred-engine.md §13A).
+/// The Prometheus default buckets (docs/design-runtime.md#wire-formats).
 pub const DEFAULT_BUCKETS: [f64; 11] = [
     0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0,
 ];

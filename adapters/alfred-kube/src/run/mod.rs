@@ -1,4 +1,6 @@
-//! `alfred run`: the Kubernetes adapter (alfred-engine.md §2, §4, §5, §11, §12).
+//! `alfred run`: the Kubernetes adapter (docs/design-runtime.md#startup,
+//! docs/design-runtime.md#observation-loop, docs/design-runtime.md#cadence,
+//! docs/design-pass.md#rows-and-events, docs/design-runtime.md#leader-election).
 //!
 //! Every replica watches the cluster (`watch`), builds a snapshot with the pure observe
 //! function every `observationLoopInterval` and publishes the cluster gauges (`observe`),
@@ -57,7 +59,7 @@ use self::metrics::Metrics;
 use self::observe::Observer;
 use self::watch::Caches;
 
-/// Flags of `alfred run` (alfred-engine.md §2.1).
+/// Flags of `alfred run` (docs/configuration.md#flags-of-alfred-run).
 #[derive(Debug, Clone, clap::Args)]
 pub struct RunArgs {
     /// Address of `/metrics` (also serves `/healthz` and `/readyz`).
@@ -190,7 +192,8 @@ pub async fn run_with(args: RunArgs, harness: Harness) -> Result<(), String> {
     run(args, options, harness).await
 }
 
-/// Entry point of `alfred run`. Exit status 1 on every startup failure (§2.2).
+/// Entry point of `alfred run`. Exit status 1 on every startup failure
+/// (docs/design-runtime.md#startup).
 pub fn main(args: RunArgs) -> ExitCode {
     init_logging();
     let options = match RuntimeOptions::from_flags(&args.runtime_flags()) {
@@ -420,7 +423,8 @@ async fn shutdown_signal() {
     }
 }
 
-/// Every replica follows `<namespace>/<name>` and reloads `key` (§3.7).
+/// Every replica follows `<namespace>/<name>` and reloads `key`
+/// (docs/design-runtime.md#hot-reload).
 async fn watch_config(
     client: Client,
     namespace: String,
@@ -465,8 +469,10 @@ async fn watch_config(
                             resource_version: cm.metadata.resource_version.clone(),
                             ..ObjectReference::default()
                         };
+                        let reason = alfred_model::event::EventReason::PolicyReloadFailed;
+                        let event_type = events::type_str(reason.event_type());
                         let outcome = applier
-                            .record_event(&involved, "Warning", "PolicyReloadFailed", &message)
+                            .record_event(&involved, event_type, reason.as_str(), &message)
                             .await;
                         if outcome != apply::Outcome::Applied {
                             tracing::warn!(

@@ -1,4 +1,4 @@
-//! The observation loop (alfred-engine.md §4): every replica, every
+//! The observation loop (docs/design-runtime.md#observation-loop): every replica, every
 //! `observationLoopInterval`, builds the snapshot from the caches with the pure
 //! `alfred_observe::observe`, publishes it as "latest" and republishes the cluster gauges.
 //! A refresh (early passes) is the same pass, serialized with the periodic one. Until the
@@ -35,8 +35,9 @@ pub fn now() -> Timestamp {
     Timestamp::from_unix_nanos(i64::try_from(nanos).unwrap_or(i64::MAX))
 }
 
-/// The cluster gauges of §11.4 from a snapshot: the pool scores of the same stage the decision
-/// pass uses, published by the core's reporter (the adapter computes nothing itself).
+/// The cluster gauges of docs/metrics-and-events.md#metrics from a snapshot: the pool scores of the
+/// same stage the decision pass uses, published by the core's reporter (the adapter computes
+/// nothing itself).
 pub fn cluster_gauges(snap: &ClusterSnapshot, config: &Config) -> Vec<Effect> {
     use alfred_dispatch::Stages;
     let pools = alfred_dispatch::CoreStages.score(snap, config);
@@ -102,7 +103,7 @@ impl Observer {
         }
     }
 
-    /// A snapshot from uncached reads (alfred-engine.md §9.6 steps 1 and 12: the
+    /// A snapshot from uncached reads (docs/design-pass.md#pre-submit-re-check steps 1 and 12: the
     /// execute-mode re-check must not decide on what a lagging watch last saw), dated when
     /// the reads completed: the pass's deadline and staleness test read that time. Not
     /// published as the latest snapshot and no gauges: the observation loop keeps that role.

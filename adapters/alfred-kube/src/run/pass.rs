@@ -20,16 +20,17 @@ use serde_json::Value;
 
 use crate::simulation::{NoSimulator, WorkerPool};
 
-/// The dispatch deadline after a pass begins (alfred-engine.md §9).
+/// The dispatch deadline after a pass begins (docs/design-pass.md#when-execution-is-enabled).
 pub const DISPATCH_DEADLINE: Duration = Duration::from_secs(30);
 
 /// What the decider read for one pass, as Kubernetes gave it.
 pub struct Reads {
     /// The snapshot the pass decides on (latest cached, or freshly built for early passes).
     pub snapshot: Arc<ClusterSnapshot>,
-    /// Where the execute-mode re-check's fresh snapshots come from (alfred-engine.md §9.6
-    /// steps 1 and 12: uncached reads, on demand); `None`: the pass's own snapshot stands
-    /// for them (nothing is dispatched then: recommend-only, or no executor).
+    /// Where the execute-mode re-check's fresh snapshots come from
+    /// (docs/design-pass.md#pre-submit-re-check steps 1 and 12: uncached reads, on demand); `None`:
+    /// the pass's own snapshot stands for them (nothing is dispatched then: recommend-only, or no
+    /// executor).
     pub fresh: Option<Arc<dyn alfred_dispatch::FreshObserver + Send + Sync>>,
     /// The configuration the pass started with.
     pub config: Arc<Config>,
@@ -67,7 +68,7 @@ impl Reads {
     }
 }
 
-/// The guard objects as the pass reads them (§9.8).
+/// The guard objects as the pass reads them (docs/design-pass.md#migration-guard).
 pub fn guard_observation(policy: Option<&Value>, binding: Option<&Value>) -> GuardObservation {
     let deleting = |v: &Value| {
         v.pointer("/metadata/deletionTimestamp")
@@ -106,9 +107,10 @@ pub fn node_records(stored: &BTreeMap<String, String>) -> BTreeMap<String, NodeR
     alfred_dispatch::caretaker::node_records_of_keys(stored)
 }
 
-/// While node health is disabled (decision B.4) the recommendations write deletes every node
-/// key read from the ConfigMap, also those the pass cannot read as a record (a hashed key, a
-/// value that is not a record), which the pass's own deletions, by node name, cannot name.
+/// While node health is disabled (docs/design-pass.md#node-records) the recommendations write
+/// deletes every node key read from the ConfigMap, also those the pass cannot read as a record (a
+/// hashed key, a value that is not a record), which the pass's own deletions, by node name, cannot
+/// name.
 fn delete_stored_node_keys(effects: &mut [Effect], stored: &BTreeMap<String, String>) {
     for e in effects {
         if let Effect::UpdateRecommendations { delete, .. } = e {
@@ -142,7 +144,7 @@ pub struct Term {
 }
 
 impl Term {
-    /// A new term (a fresh session: alfred-engine.md §12).
+    /// A new term (a fresh session: docs/design-runtime.md#leader-election).
     pub fn new(
         runtime: RuntimeOptions,
         namespace: &str,
@@ -207,7 +209,8 @@ impl Term {
 
 /// A simulator whose answers carry the time they were made (the wall clock), so the pass's
 /// deadline and the re-check's staleness test see how long the simulations took
-/// (alfred-engine.md §9.2, §9.6 step 11).
+/// (docs/design-pass.md#when-execution-is-enabled, docs/design-pass.md#pre-submit-re-check step
+/// 11).
 struct Clocked<'a>(&'a mut dyn alfred_dispatch::Simulator);
 
 impl alfred_dispatch::Simulator for Clocked<'_> {
@@ -252,8 +255,8 @@ mod tests {
         assert_eq!(guard_observation(None, None), GuardObservation::default());
     }
 
-    /// Decision B.4: with node health disabled every stored node key goes, readable as a
-    /// record or not; with it enabled an unreadable key is left alone.
+    /// docs/design-pass.md#node-records: with node health disabled every stored node key goes,
+    /// readable as a record or not; with it enabled an unreadable key is left alone.
     #[test]
     fn disabled_node_health_deletes_every_stored_node_key() {
         let record = serde_json::json!({"nodeUID": "u", "state": "Unhealthy",

@@ -361,8 +361,8 @@ async fn a_failed_patch_test_is_a_conflict_and_stops_later_writes() {
     assert_eq!(written(&t).len(), 2);
 }
 
-/// alfred-engine.md §9.9 attempt() step 6: the request landed but the journal save after
-/// it failed; the applier applies the pass's other ending (its record says
+/// docs/design-pass.md#dispatch-pass attempt() step 6: the request landed but the journal save
+/// after it failed; the applier applies the pass's other ending (its record says
 /// `SubmissionJournalUncertain`) instead of the normal tail, and does not stop.
 #[tokio::test]
 async fn a_failed_save_after_the_request_applies_the_uncertain_ending() {

@@ -1,4 +1,5 @@
-//! Watches and reflector caches of everything the snapshot reads (alfred-engine.md §4).
+//! Watches and reflector caches of everything the snapshot reads
+//! (docs/design-runtime.md#observation-loop).
 //!
 //! One watcher per kind, cluster-wide. Pods and Nodes, the kinds that reach tens of thousands of
 //! objects, are decoded straight into the slim types of [`super::slim`] (nothing else is ever
@@ -13,8 +14,9 @@
 //! completing wakes [`Caches::wait_listed`], so a snapshot waits for no poll; at a cold start
 //! the first one reads the Pods while they are listed ([`super::first_list`]).
 //!
-//! The Node watcher also runs the early ticker (§5.2): an update whose old and new objects
-//! differ as `early::warrants` says sends a non-blocking signal on a channel of capacity 1.
+//! The Node watcher also runs the early ticker (docs/design-policies.md#early-passes): an update
+//! whose old and new objects differ as `early::warrants` says sends a non-blocking signal on a
+//! channel of capacity 1.
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicI64, Ordering};
@@ -514,8 +516,8 @@ fn sorted_by_key<K>(
 }
 
 /// Every object a snapshot needs, read from the API server itself, not from the caches
-/// (alfred-engine.md §9.6 step 1: the execute-mode re-check's fresh observation). Lists
-/// without a `resourceVersion` are served from etcd with a quorum read, so the result is as
+/// (docs/design-pass.md#pre-submit-re-check step 1: the execute-mode re-check's fresh observation).
+/// Lists without a `resourceVersion` are served from etcd with a quorum read, so the result is as
 /// new as the server knows, never older than a watch event already seen. The same types and
 /// strips as the watches, so a fresh snapshot differs from a cached one only where the
 /// cluster does. A required kind that cannot be listed fails the read (the re-check then

@@ -1,6 +1,6 @@
-//! Simulation workers (alfred-engine.md §10.2): `workers.json` is loaded and every worker is
-//! probed with `--print-profile` before alfred reports ready; any failure stops alfred at
-//! startup with `unable to configure recommendation simulation: <cause>`.
+//! Simulation workers (docs/design-runtime.md#simulation-workers): `workers.json` is loaded and
+//! every worker is probed with `--print-profile` before alfred reports ready; any failure stops
+//! alfred at startup with `unable to configure recommendation simulation: <cause>`.
 //!
 //! The loading and probing rules are the crate's [`WorkerPool::load`] (shared with
 //! `alfred replay --simulation-workers`); here it runs on a blocking thread.

@@ -2,11 +2,11 @@
 //! `alfred_kube::run::run_with` (the 1.20 server has no ValidatingAdmissionPolicy API, so the
 //! harness supplies the shipped guard as the API would show it), the in-process simulator,
 //! `--migration-api-version v1`, and a test-side OMENative emulator that acknowledges and
-//! completes each request by writing `InferenceReplica.status.migrations[]` (ome-objects.md
-//! §2.7) and removing the annotation.
+//! completes each request by writing `InferenceReplica.status.migrations[]` (see
+//! docs/design-snapshot.md#migration-state) and removing the annotation.
 //!
-//! Fixture: `fixtures/clusters/execute-move-pays.json` (alfred-policies.md Example 1; written by
-//! `tests/live/execute_fixture.py`).
+//! Fixture: `fixtures/clusters/execute-move-pays.json` (the first example of
+//! docs/design-scoring.md#worked-examples; written by `tests/live/execute_fixture.py`).
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::Path;

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Writes fixtures/clusters/execute-move-pays.json: alfred-policies.md Example 1, where a move pays.
+"""Writes fixtures/clusters/execute-move-pays.json: the first example of docs/design-scoring.md#worked-examples, where a move pays.
 
 Four 8-GPU H100 nodes: two OMENative Instances of 2 GPUs (`chat/alpha` on gpu-h100-01,
 `chat/beta` on gpu-h100-02, steady and movable), a non-OME 8-GPU Job pod on gpu-h100-03, a 4-GPU

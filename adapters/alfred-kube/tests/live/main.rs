@@ -435,7 +435,8 @@ async fn metrics_pass_promtool_and_a_prometheus_server_scrapes_the_documented_se
             String::from_utf8_lossy(&out.stderr)
         );
         // The one finding is the documented metric name `alfred_pending_pod_count`
-        // (alfred-engine.md §11.4), which promtool's lint dislikes for its `_count` suffix.
+        // (docs/metrics-and-events.md#metrics), which promtool's lint dislikes for its `_count`
+        // suffix.
         for line in report.lines().filter(|l| !l.trim().is_empty()) {
             assert!(
                 line.starts_with("alfred_pending_pod_count "),
@@ -560,8 +561,8 @@ async fn a_node_condition_change_triggers_an_early_pass() {
     .await;
 }
 
-/// Decision B.4 on a real API server: with `policies.nodeHealth.enabled: false` the
-/// recommendations ConfigMap holds no `node.*` key (those an earlier leader left are removed,
+/// docs/design-pass.md#node-records on a real API server: with `policies.nodeHealth.enabled: false`
+/// the recommendations ConfigMap holds no `node.*` key (those an earlier leader left are removed,
 /// readable or not) and no Node Event is written, though `gpu-h100-01` is Unhealthy. Switched
 /// on, the record and `NodeRepairNeeded` appear (so the check can see them); off again, the
 /// key goes.

@@ -22,14 +22,9 @@ pub fn at(minutes: i64) -> Timestamp {
 /// A ready H100 node with `total` GPUs, `allocated` in use.
 pub fn node(name: &str, total: u32, allocated: u32) -> Node {
     Node {
-        name: name.into(),
-        pool: Some("H100".into()),
-        gpu_resource: "nvidia.com/gpu".into(),
-        total_gpus: total,
         allocated_gpus: allocated,
         free_gpus: total.saturating_sub(allocated),
-        ready: true,
-        ..Node::default()
+        ..alfred_testkit::parts::gpu_node(name, "H100", total)
     }
 }
 
@@ -93,11 +88,7 @@ impl Cluster {
                 scheduler_name: String::new(),
                 topology_key: String::new(),
             }],
-            // `MigrationState::default()` derives `valid: false`; serde's default is true.
-            migration: MigrationState {
-                valid: true,
-                ..MigrationState::default()
-            },
+            migration: MigrationState::default(),
             ..Workload::default()
         });
         self

@@ -125,8 +125,8 @@ pub fn uuid(i: u32) -> String {
     format!("00000000-0000-4000-8000-{i:012x}")
 }
 
-/// The second look of the re-check (§9.6 step 12) as a test scripts it: what the cluster
-/// looks like after the simulation (`None`: it cannot be observed).
+/// The second look of the re-check (docs/design-pass.md#pre-submit-re-check step 12) as a test
+/// scripts it: what the cluster looks like after the simulation (`None`: it cannot be observed).
 pub struct ScriptedLook(pub Option<ClusterSnapshot>);
 
 /// The adapter's observer as the harness plays it: the first call is the first fresh look,

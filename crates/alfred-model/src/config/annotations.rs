@@ -1,5 +1,5 @@
 //! Per-workload annotations on an InferenceService's own `metadata.annotations`
-//! (spec alfred-engine.md §3.6, alfred-policies.md §1.2).
+//! (docs/design-snapshot.md#workload-annotations).
 //!
 //! Each parser takes the raw annotation value (`None` when the annotation is absent) and
 //! never fails: it returns the value to plan with and, when the text could not be used, a

@@ -8,8 +8,9 @@ use std::fmt;
 /// Every variant but [`ConfigError::Syntax`] names the key path (`policies.nodeHealth.enabled`,
 /// `maintenanceWindows[0].days[1]`, `scheduling.profiles.default-scheduler.backend`,
 /// `policies.defragmentation.scoring.sizePrior["8"]`). Structural problems (syntax, unknown key,
-/// duplicate key, wrong type) carry the `parse config.yaml: ` prefix of spec §3.1 whichever syntax
-/// (YAML or JSON) the document used; validation problems read `<path>: <value> <problem>`, e.g.
+/// duplicate key, wrong type) carry the `parse config.yaml: ` prefix of
+/// docs/design-runtime.md#configuration-loading whichever syntax (YAML or JSON) the document used;
+/// validation problems read `<path>: <value> <problem>`, e.g.
 /// `policies.defragmentation.fragmentationThreshold: 1.5 is outside [0, 1]`.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum ConfigError {

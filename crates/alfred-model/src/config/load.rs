@@ -3,12 +3,13 @@
 //! Two phases, as the reference (Go strict decode, then `Validate`):
 //! 1. decode the document into raw, optional values: syntax, unknown keys, duplicate keys and
 //!    wrong types fail here (`parse config.yaml: ...`), mapping by mapping, keys in document order;
-//! 2. apply defaults and validate, stopping at the **first** violation, in the order of spec §3.1:
-//!    schemaVersion → mode → decisionLoopInterval → observationLoopInterval → earlyTickOn →
-//!    scheduling profiles → fragmentationThreshold → defragmentation aggressiveness →
-//!    demandBlendLambda → sizeLadder → sizePrior → nodeHealth aggressiveness →
-//!    triggerConditions → maintenance triggers → positive integers (spec order) →
-//!    maintenanceWindows → recommendationsConfigMapName (decision 15.9).
+//! 2. apply defaults and validate, stopping at the **first** violation, in the order of
+//!    docs/design-runtime.md#configuration-loading: schemaVersion → mode → decisionLoopInterval →
+//!    observationLoopInterval → earlyTickOn → scheduling profiles → fragmentationThreshold →
+//!    defragmentation aggressiveness → demandBlendLambda → sizeLadder → sizePrior → nodeHealth
+//!    aggressiveness → triggerConditions → maintenance triggers → positive integers (their documented order) →
+//!    maintenanceWindows → recommendationsConfigMapName
+//!    (docs/design-runtime.md#configuration-loading).
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::time::Duration;
@@ -29,9 +30,10 @@ use super::tree::{Node, Obj, RawDuration};
 impl Config {
     /// Parses and validates a YAML 1.2 document (the `config.yaml` of the `alfred-config`
     /// ConfigMap). Strict: unknown keys, duplicate keys and wrongly typed values are rejected
-    /// naming their key path; validation stops at the first violation (spec §3.1 order).
-    /// `null` values count as absent. Only YAML 1.2 core booleans (`true`/`false` in any
-    /// of their three capitalisations) are booleans; `yes`/`on` are strings.
+    /// naming their key path; validation stops at the first violation, in the order of
+    /// docs/design-runtime.md#configuration-loading. `null` values count as absent. Only
+    /// YAML 1.2 core booleans (`true`/`false` in any of their three capitalisations) are booleans;
+    /// `yes`/`on` are strings.
     pub fn from_yaml(text: &str) -> Result<Config, ConfigError> {
         let mut options = serde_saphyr::Options::default();
         options.duplicate_keys = serde_saphyr::DuplicateKeyPolicy::PassThrough;
@@ -127,14 +129,15 @@ impl Config {
     }
 
     /// The effective configuration as YAML: every key with its value (defaults filled in),
-    /// in spec order. [`Config::from_yaml`] reads it back to an equal value.
+    /// in the order of docs/configuration.md. [`Config::from_yaml`] reads it back to an equal
+    /// value.
     pub fn to_effective_yaml(&self) -> String {
         // JSON is YAML 1.2, so it is a correct (if less pretty) fallback should the YAML
         // serializer ever refuse a value.
         serde_saphyr::to_string(self).unwrap_or_else(|_| self.to_effective_json())
     }
 
-    /// The effective configuration as pretty-printed JSON (keys in spec order).
+    /// The effective configuration as pretty-printed JSON (keys in the order of docs/configuration.md).
     /// [`Config::from_json`] reads it back to an equal value.
     pub fn to_effective_json(&self) -> String {
         serde_json::to_string_pretty(self).unwrap_or_default()
@@ -174,7 +177,8 @@ const PROFILES: &str = "scheduling.profiles";
 const WINDOWS: &str = "maintenanceWindows";
 const CONFIG_MAP_NAME: &str = "recommendationsConfigMapName";
 
-/// The integer keys that must be positive, in the order they are checked (spec §3.2).
+/// The integer keys that must be positive, in the order they are checked
+/// (docs/configuration.md#keys).
 const POSITIVE_INTEGERS: [&str; 9] = [
     "recentPlacementCooldownMinutes",
     "perWorkloadCooldownMinutes",

@@ -10,7 +10,7 @@ use crate::time::Timestamp;
 
 use super::duration::format_go_duration;
 
-/// The built-in defaults of spec §3.2/§3.3, one constant per key.
+/// The built-in defaults (docs/configuration.md#keys), one constant per key.
 pub mod defaults {
     use std::time::Duration;
 
@@ -129,7 +129,8 @@ pub struct Config {
     pub lws_recommendations_enabled: bool,
     /// `recommendationsConfigMapEnabled`.
     pub recommendations_config_map_enabled: bool,
-    /// `recommendationsConfigMapName` (a DNS-1123 subdomain, decision 15.9).
+    /// `recommendationsConfigMapName` (a DNS-1123 subdomain,
+    /// docs/design-runtime.md#configuration-loading).
     pub recommendations_config_map_name: String,
     /// `logLevel` (not validated, no effect).
     pub log_level: String,
@@ -145,7 +146,7 @@ pub struct SchedulingConfig {
     pub profiles: BTreeMap<String, SchedulingProfile>,
 }
 
-/// One `scheduling.profiles.<schedulerName>` entry (spec §3.5).
+/// One `scheduling.profiles.<schedulerName>` entry (docs/configuration.md#scheduling-profiles).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "camelCase")]
 pub struct SchedulingProfile {
@@ -182,7 +183,8 @@ pub struct DefragmentationConfig {
     pub aggressiveness: Aggressiveness,
     /// `scoring`.
     pub scoring: ScoringConfig,
-    /// `drainPlans`: whole-node consolidation for a waiting pod (decisions.md B.1–B.3).
+    /// `drainPlans`: whole-node consolidation for a waiting pod
+    /// (docs/design-policies.md#drain-plans).
     pub drain_plans: DrainPlansConfig,
 }
 
@@ -223,7 +225,8 @@ pub struct ScoringConfig {
     pub size_ladder: Vec<u32>,
     /// `demandBlendLambda` in [0, 1].
     pub demand_blend_lambda: f64,
-    /// `sizePrior`: ladder size → weight (≥ 0, sum in [0.99, 1.01]); used as configured (E16).
+    /// `sizePrior`: ladder size → weight (≥ 0, sum in [0.99, 1.01]); used as configured
+    /// (docs/design-scoring.md#demand-and-weights).
     pub size_prior: BTreeMap<u32, f64>,
     /// `pendingUrgencyTauMinutes` (> 0).
     pub pending_urgency_tau_minutes: u32,
@@ -257,7 +260,8 @@ pub struct MaintenanceConfig {
     pub triggers: Vec<MaintenanceTrigger>,
 }
 
-/// One maintenance trigger: a unique name and exactly one matcher (spec §3.4).
+/// One maintenance trigger: a unique name and exactly one matcher
+/// (docs/configuration.md#node-health-policy).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct MaintenanceTrigger {
     /// `name`: non-empty, no surrounding whitespace, unique in the list.
@@ -372,7 +376,7 @@ pub struct SpotPolicyConfig {
 
 impl SpotPolicyConfig {
     /// Whether a node with these labels is preemptible: any listed label present with a value
-    /// other than the exact string `false` (decision G.10).
+    /// other than the exact string `false` (docs/design-snapshot.md#node-flags).
     pub fn is_preemptible(&self, labels: &BTreeMap<String, String>) -> bool {
         self.preemptible_labels
             .iter()
@@ -454,11 +458,12 @@ string_enum! {
     DrainProtection {
         /// Nothing holds the node: another pod may take the GPUs freed.
         None => "none",
-        /// The pod's `status.nominatedNodeName` is set to the node (default; keeps seed
-        /// 001's promise: no cordon, no drain, no eviction).
+        /// The pod's `status.nominatedNodeName` is set to the node (default; keeps alfred's
+        /// promise: no cordon, no drain, no eviction).
         Nominate => "nominate",
         /// alfred's own `alfred.ome.io/drain-plan` NoSchedule taint on the node while it
-        /// drains (opt-in; departs from seed 001, which promises no node writes).
+        /// drains (opt-in: the only node write alfred can make, see
+        /// docs/design-policies.md#drain-plans).
         Taint => "taint",
     } want "none, nominate or taint"
 }
@@ -508,7 +513,8 @@ string_enum! {
 }
 
 impl Aggressiveness {
-    /// The defragmentation move cost: 0.225 / 0.15 / 0.075 (E17).
+    /// The defragmentation move cost: 0.225 / 0.15 / 0.075
+    /// (docs/design-policies.md#benefit-cost-and-score).
     pub const fn move_cost(self) -> f64 {
         match self {
             Aggressiveness::Conservative => 0.225,
@@ -582,8 +588,8 @@ impl Default for Config {
 }
 
 impl Config {
-    /// The built-in defaults (spec §3.3): every key at its documented default,
-    /// `schemaVersion: 1`, recommend-only, both policies on.
+    /// The built-in defaults (docs/design-runtime.md#configuration-loading): every key at its
+    /// documented default, `schemaVersion: 1`, recommend-only, both policies on.
     pub fn builtin() -> Self {
         Config {
             schema_version: defaults::SCHEMA_VERSION,

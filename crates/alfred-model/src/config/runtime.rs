@@ -1,4 +1,5 @@
-//! The binary's flags that shape a decision pass (spec alfred-engine.md §2.1, §2.2, decision E12).
+//! The binary's flags that shape a decision pass (docs/configuration.md#flags-of-alfred-run,
+//! docs/design-runtime.md#startup).
 
 use std::time::Duration;
 
@@ -118,10 +119,10 @@ impl Default for RuntimeOptions {
 }
 
 impl RuntimeOptions {
-    /// Validates the flags, first failure wins, in the order of spec §2.2 with
-    /// `--simulation-timeout` checked with the others (E12): api version, ack timeout,
-    /// failure backoff, simulation timeout; then, only with `v1`: service account,
-    /// leader election, simulation workers.
+    /// Validates the flags, first failure wins, in the order of docs/design-runtime.md#startup with
+    /// `--simulation-timeout` checked with the others (docs/design-runtime.md#startup): api
+    /// version, ack timeout, failure backoff, simulation timeout; then, only with `v1`: service
+    /// account, leader election, simulation workers.
     pub fn from_flags(flags: &RuntimeFlags) -> Result<RuntimeOptions, RuntimeOptionsError> {
         let migration_api_version = match flags.migration_api_version.as_str() {
             "" => None,
@@ -232,7 +233,8 @@ impl RuntimeOptions {
     }
 
     /// Whether the migration executor is configured (`--migration-api-version=v1`), the only
-    /// way OMENative moves can be planned with targets and dispatched (spec §A.10).
+    /// way OMENative moves can be planned with targets and dispatched
+    /// (docs/design-snapshot.md#executor-availability).
     pub fn executor_available(&self) -> bool {
         self.migration_api_version == Some(MigrationApiVersion::V1)
     }

@@ -433,7 +433,8 @@ fn size_prior() {
         prior("      sizePrior:\n        8: 1.0"),
         BTreeMap::from([(8, 1.0)])
     );
-    // A prior that leaves out ladder sizes is used as configured (E16); zero weights are kept.
+    // A prior that leaves out ladder sizes is used as configured
+    // (docs/design-scoring.md#demand-and-weights); zero weights are kept.
     assert_eq!(
         prior("      sizePrior: {\"8\": 0.995, \"1\": 0}"),
         BTreeMap::from([(1, 0.0), (8, 0.995)])
@@ -859,7 +860,8 @@ fn maintenance_windows() {
     );
     assert_eq!(w[1].start.to_string(), "01:30");
 
-    // Seed 000: Sat 04:59 UTC open, Sat 05:00 closed, Mon 10:00 closed.
+    // docs/design-policies.md#maintenance-windows: Sat 04:59 UTC open, Sat 05:00 closed, Mon
+    // 10:00 closed.
     let seed = load(
         "maintenanceWindows:\n  - days: [Sat, Sun]\n    start: \"01:00\"\n    end: \"05:00\"\n",
     );
@@ -1174,7 +1176,7 @@ fn validate_checks_hand_built_configs() {
     assert!(c.validate().is_err());
 }
 
-/// Every key of spec §3.2 set to a non-default value.
+/// Every key of docs/configuration.md#keys set to a non-default value.
 pub(super) const FULL_EXAMPLE: &str = r#"schemaVersion: 1
 mode: execute
 decisionLoopInterval: 2m
@@ -1396,7 +1398,7 @@ fn effective_json_prints_every_key() {
         "structuredLogging": true
     });
     assert_eq!(json, expected);
-    // Key order follows the spec tables.
+    // Key order follows the tables of docs/configuration.md.
     let text = Config::builtin().to_effective_json();
     assert!(text.find("\"schemaVersion\"") < text.find("\"mode\""));
     assert!(text.find("\"logLevel\"") < text.find("\"structuredLogging\""));
@@ -1404,17 +1406,17 @@ fn effective_json_prints_every_key() {
 
 #[test]
 fn seed_examples_parse() {
-    // Seed 000, "Planned maintenance" (the body of alfredConfig).
+    // Maintenance triggers by label and by taint, as a user guide would show them.
     let c = load(
         "policies:\n  nodeHealth:\n    maintenance:\n      triggers:\n        - name: os-patching\n          label:\n            key: maintenance.example.com/state\n            value: patching\n        - name: hardware-swap\n          taint:\n            key: maintenance.example.com/hardware-swap\n            effect: NoSchedule\n",
     );
     assert_eq!(c.policies.node_health.maintenance.triggers.len(), 2);
-    // Seed 000, "Maintenance windows".
+    // A weekend maintenance window.
     let c = load(
         "maintenanceWindows:\n  - days: [Sat, Sun]\n    start: \"01:00\"\n    end: \"05:00\"\n",
     );
     assert_eq!(c.maintenance_windows.len(), 1);
-    // Seed 002, step 5.
+    // Scheduling profiles for the default and the OME scheduler.
     let c = load(
         "scheduling:\n  profiles:\n    default-scheduler:\n      backend: kube-v135\n      schedulerVersion: v1.35.4\n      configurationID: sha256:<default-id>\n    ome-scheduler:\n      backend: ome-v135\n      schedulerVersion: v1.35.4\n      configurationID: sha256:<ome-id>\n      gangScheduling: true\n",
     );

@@ -1,4 +1,5 @@
-//! Drain plans (B.1) on small clusters: construction, pricing properties, safety and order.
+//! Drain plans (docs/design-policies.md#drain-plans) on small clusters: construction, pricing
+//! properties, safety and order.
 
 use alfred_model::plan::{DrainPlan, PlanPhase, PlanRecord, PlanStepRecord};
 use alfred_model::reason::{AdvisoryReason, PlanEndReason};

@@ -1,4 +1,4 @@
-//! Every reason code of alfred-policies.md §E.1–§E.2 comes out of some cluster.
+//! Every reason code of docs/reasons.md comes out of some cluster.
 
 use std::collections::BTreeSet;
 

@@ -1,4 +1,4 @@
-//! Defragmentation (alfred-policies.md §C) from small clusters.
+//! Defragmentation (docs/design-policies.md) from small clusters.
 
 use alfred_model::config::{Aggressiveness, Config};
 use alfred_model::reason::{AdvisoryReason as A, RowReason};
@@ -25,8 +25,8 @@ fn find<'a>(rows: &'a [Candidate], workload: &str) -> &'a Candidate {
         .unwrap_or_else(|| panic!("no row for {workload}: {rows:#?}"))
 }
 
-/// Example 1 of §B.10: four 8-GPU nodes; A and B (2 GPUs) movable; a job fills n3; a Raw
-/// pod holds 4 on n4; an 8-GPU pod of `prod` has waited 20 minutes.
+/// Example 1 of docs/design-scoring.md#worked-examples: four 8-GPU nodes; A and B (2 GPUs) movable;
+/// a job fills n3; a Raw pod holds 4 on n4; an 8-GPU pod of `prod` has waited 20 minutes.
 pub(crate) fn example1() -> ClusterBuilder {
     ClusterBuilder::new()
         .node("n1", "H100", 8)
@@ -95,7 +95,8 @@ fn worked_example_c9_balanced_plans_both_moves() {
 
 #[test]
 fn cost_follows_aggressiveness_and_nothing_else() {
-    // (aggressiveness, cost, score without emergency, with emergency) — the §C.9 table.
+    // (aggressiveness, cost, score without emergency, with emergency) — the
+    // docs/design-policies.md#worked-examples table.
     for (agg, cost, plain, boosted) in [
         (Aggressiveness::Conservative, 0.225, 0.040, 0.080),
         (Aggressiveness::Balanced, 0.15, 0.115, 0.230),
@@ -264,7 +265,8 @@ fn hints_are_the_three_fullest_eligible_nodes_and_targets_are_exhaustive() {
 
 #[test]
 fn spot_boost_is_reachable_with_default_settings() {
-    // G.12: n1 preemptible, avoidAsTarget and preferAsSource at their defaults.
+    // docs/design-policies.md#boosts: n1 preemptible, avoidAsTarget and preferAsSource at their
+    // defaults.
     let b = example1().preemptible("n1");
     let rows = run(b, &PolicySettings::default());
     let a = find(&rows, "prod/a");
@@ -450,7 +452,8 @@ fn per_workload_cooldown_blocks_moves_and_repack() {
     // Raw and LWS components in cooldown produce nothing.
     let rows = run(example1().workload("prod/r", last(10)), &d);
     assert!(rows.iter().all(|r| r.workload != "prod/r"));
-    // G.2: when every movable Instance cools down, the repack has nothing to move.
+    // docs/design-scoring.md#the-repack: when every movable Instance cools down, the repack has
+    // nothing to move.
     let b = example1()
         .workload("prod/a", last(10))
         .workload("prod/b", last(10));
@@ -620,7 +623,7 @@ fn eligibility_ladder_reasons() {
         Some(A::OMENativeStateIneligible)
     );
     // State reasons come before OMENativeUnavailable; OMENativeUnavailable before the
-    // threshold case (decision 15.7).
+    // threshold case (docs/design-policies.md#defragmentation-ladder).
     let rows = run(
         example1()
             .executor(false)

@@ -1,4 +1,4 @@
-//! `earlyTickOn` (alfred-engine.md §5.2).
+//! `earlyTickOn` (docs/design-policies.md#early-passes).
 
 use alfred_model::config::Config;
 use alfred_model::snapshot::{Node, NodeCondition};

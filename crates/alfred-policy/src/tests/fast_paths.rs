@@ -1,6 +1,7 @@
-//! The fast surge plan and the incremental pricing against the forms §C.4 and §C.5 write
-//! (filter and sort every node per Instance; clone the bins and recount every slot): equal,
-//! bit for bit, on random clusters.
+//! The fast surge plan and the incremental pricing against the forms
+//! docs/design-policies.md#surge-plans and docs/design-policies.md#benefit-cost-and-score write
+//! (filter and sort every node per Instance; clone the bins and recount every slot): equal, bit for
+//! bit, on random clusters.
 
 use alfred_model::snapshot::DeploymentMode;
 use proptest::prelude::*;

@@ -1,4 +1,4 @@
-//! Node health (alfred-policies.md §D) and `propose`.
+//! Node health (docs/design-policies.md#node-health) and `propose`.
 
 use alfred_model::config::Config;
 use alfred_model::reason::{AdvisoryReason as A, RowReason};
@@ -16,7 +16,7 @@ fn run(b: ClusterBuilder, s: &PolicySettings) -> NodeHealthOutput {
     evaluate_with(&b.build(), s, now)
 }
 
-/// §D.6: g1 Unhealthy, g2 due for maintenance (`os-patching`).
+/// docs/design-policies.md#worked-examples: g1 Unhealthy, g2 due for maintenance (`os-patching`).
 pub(crate) fn worked_example() -> ClusterBuilder {
     let g1_only = ModelInfo {
         backend: "PerNode".into(),
@@ -284,9 +284,9 @@ fn markers_count_ome_pods_whose_workload_is_unknown() {
     assert!(out.candidates.is_empty());
 }
 
-/// §D.1: a marker lists the OME workloads with *GPU* pods on its node (a workload whose only
-/// pod there requests no GPU is not one), and carries the observation time `T`, not the
-/// later time of the pass deciding on it (normalized snapshot or not).
+/// docs/design-policies.md#node-health: a marker lists the OME workloads with *GPU* pods on its
+/// node (a workload whose only pod there requests no GPU is not one), and carries the observation
+/// time `T`, not the later time of the pass deciding on it (normalized snapshot or not).
 #[test]
 fn markers_list_gpu_workloads_only_and_carry_the_observation_time() {
     let observed = crate::testkit::t0();
@@ -429,7 +429,8 @@ fn health_markers_keep_conditions_and_suspect_until() {
 
 #[test]
 fn multi_pod_plans_place_every_pod_and_hints_stay_the_three_fullest() {
-    // G.13: the 4-GPU pod can only use t4, the fourth-fullest node; hints stay t1..t3.
+    // docs/design-policies.md#surge-plans: the 4-GPU pod can only use t4, the fourth-fullest node;
+    // hints stay t1..t3.
     let b = ClusterBuilder::new()
         .node("g", "H100", 8)
         .unhealthy("g")

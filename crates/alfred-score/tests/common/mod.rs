@@ -1,11 +1,12 @@
-//! Snapshot builders for the scorer's tests.
+//! Snapshot pieces for the scorer's tests, made of `alfred-testkit`'s parts (the revision
+//! `r1`; the builder's snapshots use `rev-1`, and only equality matters).
 #![allow(dead_code)]
 
 use std::collections::BTreeMap;
 
 use alfred_model::snapshot::{
-    Component, ComponentKind, DeploymentMode, Instance, InstanceStatus, MigrationState, Node,
-    PendingPod, Pod, PodPhase, PoolAttribution, ReplicaState, Workload,
+    Component, ComponentKind, DeploymentMode, Instance, MigrationState, Node, PendingPod, Pod,
+    PodPhase, PoolAttribution, ReplicaState, Workload,
 };
 use alfred_model::{ClusterSnapshot, Timestamp};
 
@@ -16,15 +17,7 @@ pub fn now() -> Timestamp {
 }
 
 pub fn node(name: &str, pool: &str, total: u32) -> Node {
-    Node {
-        name: name.into(),
-        pool: Some(pool.into()),
-        gpu_resource: "nvidia.com/gpu".into(),
-        total_gpus: total,
-        free_gpus: total,
-        ready: true,
-        ..Node::default()
-    }
+    alfred_testkit::parts::gpu_node(name, pool, total)
 }
 
 pub fn pod(ns: &str, name: &str, node: &str, gpus: u32) -> Pod {
@@ -56,37 +49,12 @@ pub fn steady_instance(ns: &str, index: u32, pods: &[(String, String, u32)]) -> 
         total_gpus: pods.iter().map(|(_, _, g)| g).sum(),
         ready_pods: pods.len() as u32,
         any_terminating: false,
-        status: Some(InstanceStatus {
-            incarnation: 1,
-            phase: "Ready".into(),
-            running_revision: "r1".into(),
-            admitted: true,
-            status_pods: count,
-            observed_pods: count,
-            serving_pods: count,
-            available_pods: count,
-            ready_pods: count,
-            desired_pods: count,
-            ..InstanceStatus::default()
-        }),
+        status: Some(alfred_testkit::parts::steady_status(count, "r1")),
     }
 }
 
 pub fn steady_replica(name: &str, replicas: i64) -> ReplicaState {
-    ReplicaState {
-        name: name.into(),
-        status_fresh: true,
-        desired_replicas: replicas,
-        replicas,
-        ready_replicas: replicas,
-        serving_replicas: replicas,
-        available_replicas: replicas,
-        updated_replicas: replicas,
-        updated_ready_replicas: replicas,
-        current_revision: "r1".into(),
-        update_revision: "r1".into(),
-        ..ReplicaState::default()
-    }
+    alfred_testkit::parts::steady_replica(name, replicas, "r1")
 }
 
 pub fn omenative_workload(ns: &str, name: &str, instances: Vec<Instance>) -> Workload {
@@ -104,11 +72,7 @@ pub fn omenative_workload(ns: &str, name: &str, instances: Vec<Instance>) -> Wor
             scheduler_name: String::new(),
             topology_key: String::new(),
         }],
-        // `MigrationState::default()` has `valid: false` (serde defaults it to true).
-        migration: MigrationState {
-            valid: true,
-            ..MigrationState::default()
-        },
+        migration: MigrationState::default(),
         ..Workload::default()
     }
 }
@@ -136,11 +100,7 @@ pub fn raw_workload(ns: &str, name: &str, pods: &[(String, String, u32)]) -> Wor
             scheduler_name: String::new(),
             topology_key: String::new(),
         }],
-        // `MigrationState::default()` has `valid: false` (serde defaults it to true).
-        migration: MigrationState {
-            valid: true,
-            ..MigrationState::default()
-        },
+        migration: MigrationState::default(),
         ..Workload::default()
     }
 }

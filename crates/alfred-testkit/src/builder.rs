@@ -1,12 +1,14 @@
-//! Small cluster builders for tests (this crate's, and other crates' through the
-//! `testkit` feature).
+//! The cluster builder the tests share: small, hand-written clusters, one call per node, pod,
+//! workload or pending pod.
 //!
 //! [`ClusterBuilder`] makes consistent snapshots: node GPU accounting is recomputed from
 //! the pods at [`ClusterBuilder::build`], OMENative workloads come out steady (every
-//! eligibility check of §C.3 passes) unless a test breaks them on purpose, and the
-//! executor is available (`migration.apiVersion: v1`) unless switched off.
+//! eligibility check of docs/design-policies.md#omenative-eligibility passes) unless a test breaks
+//! them on purpose, and the executor is available (`migration.apiVersion: v1`) unless switched off.
 //!
-//! ```ignore
+//! ```
+//! use alfred_testkit::ClusterBuilder;
+//!
 //! let snap = ClusterBuilder::new()
 //!     .node("n1", "H100", 8)
 //!     .node("n2", "H100", 8)
@@ -20,8 +22,8 @@ use std::collections::BTreeMap;
 use alfred_model::Timestamp;
 use alfred_model::snapshot::{
     ClusterSnapshot, Component, ComponentKind, DeploymentMode, ExecutorState, HealthState,
-    Instance, InstanceStatus, MigrationState, ModelInfo, ModelRef, Node, NodeCondition, PendingPod,
-    Pod, PodPhase, PoolAttribution, ReplicaState, Runner, Workload,
+    Instance, MigrationState, ModelInfo, ModelRef, Node, NodeCondition, PendingPod, Pod, PodPhase,
+    PoolAttribution, ReplicaState, Runner, Workload,
 };
 
 /// The default snapshot time: Saturday 2026-11-28 12:00:00 UTC.
@@ -88,14 +90,8 @@ impl ClusterBuilder {
     /// A ready GPU node of `pool` with `total` GPUs.
     pub fn node(mut self, name: &str, pool: &str, total: u32) -> Self {
         self.snap.nodes.push(Node {
-            name: name.into(),
             uid: format!("uid-{name}"),
-            pool: Some(pool.into()),
-            gpu_resource: "nvidia.com/gpu".into(),
-            total_gpus: total,
-            free_gpus: total,
-            ready: true,
-            ..Node::default()
+            ..crate::parts::gpu_node(name, pool, total)
         });
         self
     }
@@ -140,7 +136,8 @@ impl ClusterBuilder {
         })
     }
 
-    pub(crate) fn pod(ns: &str, name: &str, node: &str, gpus: u32, isvc: Option<&str>) -> Pod {
+    /// A running, ready pod on `node` (`isvc`: its InferenceService label, component `engine`).
+    pub fn pod(ns: &str, name: &str, node: &str, gpus: u32, isvc: Option<&str>) -> Pod {
         let mut labels = BTreeMap::new();
         if let Some(isvc) = isvc {
             labels.insert("ome.io/inferenceservice".to_string(), isvc.to_string());
@@ -189,19 +186,7 @@ impl ClusterBuilder {
             inst.pods.sort();
             if mode == DeploymentMode::OMENative {
                 let n = i64::try_from(pods.len()).unwrap_or(i64::MAX);
-                inst.status = Some(InstanceStatus {
-                    incarnation: 1,
-                    phase: "Ready".into(),
-                    running_revision: "rev-1".into(),
-                    admitted: true,
-                    status_pods: n,
-                    observed_pods: n,
-                    serving_pods: n,
-                    available_pods: n,
-                    ready_pods: n,
-                    desired_pods: n,
-                    ..InstanceStatus::default()
-                });
+                inst.status = Some(crate::parts::steady_status(n, "rev-1"));
             }
             instances.push(inst);
         }
@@ -230,20 +215,9 @@ impl ClusterBuilder {
                 ]
             };
             ReplicaState {
-                name: format!("{name}-engine"),
                 uid: format!("uid-ir-{ns}-{name}"),
-                status_fresh: true,
-                desired_replicas: n,
-                replicas: n,
-                ready_replicas: n,
-                serving_replicas: n,
-                available_replicas: n,
-                updated_replicas: n,
-                updated_ready_replicas: n,
-                current_revision: "rev-1".into(),
-                update_revision: "rev-1".into(),
                 runners,
-                ..ReplicaState::default()
+                ..crate::parts::steady_replica(&format!("{name}-engine"), n, "rev-1")
             }
         });
         self.snap.workloads.push(Workload {
