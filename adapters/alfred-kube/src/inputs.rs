@@ -165,27 +165,62 @@ fn snapshot_error(
             };
             let who = match (text("namespace"), text("name")) {
                 (_, "") => String::new(),
-                ("", name) => format!(" {}", clip(name)),
-                (ns, name) => format!(" {}/{}", clip(ns), clip(name)),
+                ("", name) => format!(" {}", clip(name, 60)),
+                (ns, name) => format!(" {}/{}", clip(ns, 30), clip(name, 60)),
             };
-            format!("{key}[{index}]{who}: ")
+            format!("{}[{index}]{who}: ", clip(key, 30))
         }
         _ => String::new(),
     };
     let field = if path == "." {
         String::new()
     } else {
-        format!("field {path}: ")
+        format!("field {}: ", clip(&path, 60))
     };
-    format!("alfred snapshot: {object}{field}{}", e.into_inner())
+    let problem = serde_problem(&e.into_inner().to_string());
+    // Each part is cut on its own so a long name cannot push the problem out; the whole is
+    // cut last, leaving room for the file name in front of it.
+    clip(
+        &format!("alfred snapshot: {object}{field}{}", clip(&problem, 150)),
+        240,
+    )
 }
 
-/// A name inside an error line: at most 80 characters of it.
-fn clip(text: &str) -> String {
-    match text.char_indices().nth(80) {
-        None => text.to_owned(),
-        Some((end, _)) => format!("{}…", &text[..end]),
+/// serde's refusal of a member or variant name, rephrased to fit one line: its "unknown
+/// field `k`, expected one of `a`, `b`, …" lists every name the type has (a snapshot's
+/// node has dozens), so the unknown key is kept and the list is cut after a few names,
+/// saying how many it left out. Any other message is kept as it is.
+fn serde_problem(message: &str) -> String {
+    const LISTED: usize = 3;
+    let Some((what, rest)) = ["unknown field `", "unknown variant `"]
+        .iter()
+        .find_map(|prefix| Some((&prefix[..prefix.len() - 2], message.strip_prefix(prefix)?)))
+    else {
+        return message.to_owned();
+    };
+    let Some((key, expected)) = rest.rsplit_once("`, expected ") else {
+        return message.to_owned();
+    };
+    let key = clip(key, 40);
+    let names: Vec<&str> = expected
+        .trim_start_matches("one of ")
+        .split(", ")
+        .flat_map(|part| part.split(" or "))
+        .filter(|name| !name.is_empty())
+        .collect();
+    if names.len() <= LISTED {
+        return format!("{what} `{key}`, expected {expected}");
     }
+    format!(
+        "{what} `{key}`, expected one of {}, … ({} more)",
+        names[..LISTED].join(", "),
+        names.len() - LISTED
+    )
+}
+
+/// Text inside an error line, on one line and at most `max` characters.
+fn clip(text: &str, max: usize) -> String {
+    alfred_sim::clip::clip(text, max)
 }
 
 /// The first byte that is not ASCII whitespace, without consuming it (whitespace before it may
@@ -285,6 +320,61 @@ mod tests {
             load(std::slice::from_ref(&f)).unwrap(),
             Inputs::Snapshot(_)
         ));
+    }
+
+    /// The loader's error for a snapshot file holding `text`.
+    fn snapshot_refusal(tag: &str, text: &str) -> String {
+        let d = temp_dir(tag);
+        let f = d.join("snap.json");
+        std::fs::write(&f, text).unwrap();
+        load(std::slice::from_ref(&f)).unwrap_err().to_string()
+    }
+
+    #[test]
+    fn an_unknown_snapshot_field_is_named_and_the_expected_list_cut() {
+        let e = snapshot_refusal(
+            "unknown-field",
+            r#"{"observedAt":"2026-11-29T08:00:00Z","nodes":[{"name":"gpu-1","gpuz":8}]}"#,
+        );
+        assert!(e.contains("nodes[0] gpu-1: field nodes[0].gpuz: "), "{e}");
+        assert!(e.contains("unknown field `gpuz`, expected one of `"), "{e}");
+        assert!(e.contains(" more)"), "{e}");
+        assert!(e.chars().count() <= crate::MAX_ERROR_LINE, "{e}");
+    }
+
+    #[test]
+    fn long_names_and_keys_keep_a_snapshot_error_on_one_short_line() {
+        let long = "k".repeat(2000);
+        let e = snapshot_refusal(
+            "long-key",
+            &format!(
+                r#"{{"observedAt":"2026-11-29T08:00:00Z","pods":[{{"namespace":"{long}","name":"{long}","{long}":1}}]}}"#
+            ),
+        );
+        assert!(e.contains("pods[0] kkk"), "{e}");
+        assert!(e.contains("unknown field `kkk"), "{e}");
+        assert!(!e.contains('\n'), "{e}");
+        assert!(
+            e.chars().count() <= crate::MAX_ERROR_LINE,
+            "{} chars: {e}",
+            e.chars().count()
+        );
+    }
+
+    #[test]
+    fn serde_refusals_with_few_names_are_kept_whole() {
+        assert_eq!(
+            serde_problem("unknown variant `Up`, expected `Ready` or `NotReady`"),
+            "unknown variant `Up`, expected `Ready` or `NotReady`"
+        );
+        assert_eq!(
+            serde_problem("invalid type: null, expected a boolean"),
+            "invalid type: null, expected a boolean"
+        );
+        assert_eq!(
+            serde_problem("unknown field `x`, expected one of `a`, `b`, `c`, `d`, `e`"),
+            "unknown field `x`, expected one of `a`, `b`, `c`, … (2 more)"
+        );
     }
 
     #[test]

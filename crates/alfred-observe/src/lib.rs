@@ -36,6 +36,7 @@ use k8s_openapi::api::core::v1 as k8s;
 pub use models::{base_model_label, cluster_base_model_label, model_label, truncate_with_hash};
 pub use nodes::{health, maintenance, pool_key};
 pub use objects::{ClusterObjects, LoadError, ObjectId};
+pub use pods::gpu_request;
 pub use settings::{
     InstanceTypeMap, MaintenanceTrigger, ObserveSettings, TriggerMatch, builtin_instance_types,
 };
@@ -213,6 +214,7 @@ where
         duplicate
     });
     let finished = |f: &PodFacts| matches!(f.pod.phase, PodPhase::Succeeded | PodPhase::Failed);
+    report_unbound_pods_left_out(&pods, &mut problems);
 
     // Occupancy (§A.1).
     for f in &pods {
@@ -566,6 +568,35 @@ where
     // cached in the snapshot; see `alfred_model::index`).
     drop(snapshot.index());
     Observation { snapshot }
+}
+
+/// Reports the pods the snapshot leaves out although they have not finished: a pod with no
+/// `spec.nodeName` is kept only as pending GPU demand (§A.6), so one that says it runs (or
+/// whose state is unknown) would vanish from every count. An unbound `Pending` pod that
+/// requests no GPU, or is being deleted, is left out by design: it holds nothing and is no
+/// GPU demand.
+fn report_unbound_pods_left_out(pods: &[PodFacts], problems: &mut Problems) {
+    for f in pods {
+        let p = &f.pod;
+        if !p.node.is_empty()
+            || matches!(
+                p.phase,
+                PodPhase::Pending | PodPhase::Succeeded | PodPhase::Failed
+            )
+        {
+            continue;
+        }
+        problems.add(
+            "Pod",
+            &p.namespace,
+            &p.name,
+            "spec.nodeName",
+            format!(
+                "missing on a {:?} pod: it is on no node and is not pending; left out",
+                p.phase
+            ),
+        );
+    }
 }
 
 /// G.8: the pools having a node that satisfies the pod's `nodeSelector` and required node
