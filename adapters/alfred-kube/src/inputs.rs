@@ -11,16 +11,49 @@ use std::path::{Path, PathBuf};
 use std::io::Read;
 
 use alfred_model::ClusterSnapshot;
+use alfred_model::Timestamp;
 use alfred_observe::ClusterObjects;
-use alfred_observe::stream::{Document, ReadError, read_document};
+use alfred_observe::stream::{Document, ReadError, read_document_digesting};
+use alfred_observe::{Observation, ObserveSettings, PodDigest};
 
 /// What the inputs held.
 #[derive(Debug)]
 pub enum Inputs {
     /// Kubernetes objects, to be observed into a snapshot.
-    Objects(Box<ClusterObjects>),
+    Objects(Box<ReadObjects>),
     /// A ready-made alfred snapshot (`observedAt`, `nodes`, … at the top level).
     Snapshot(Box<ClusterSnapshot>),
+}
+
+/// The Kubernetes objects of the inputs, the Pods already digested into their snapshot
+/// records: a dump's Pods are most of its size, and their typed objects several times the
+/// records, so they are not kept until the snapshot is built.
+#[derive(Debug, Default)]
+pub struct ReadObjects {
+    /// Every object but the Pods (`objects.pods` is empty).
+    pub objects: ClusterObjects,
+    /// The Pods, in the order read.
+    pub pods: PodDigest,
+}
+
+impl ReadObjects {
+    /// The snapshot at `now`: what [`alfred_observe::observe`] gives for the same objects.
+    pub fn observe(self, settings: &ObserveSettings, now: Timestamp) -> Observation {
+        alfred_observe::observe_digested(
+            &self.objects,
+            &self.objects.nodes,
+            self.pods,
+            settings,
+            now,
+        )
+    }
+
+    fn extend(&mut self, mut part: ClusterObjects) {
+        for pod in part.pods.drain(..) {
+            self.pods.add(&pod);
+        }
+        self.objects.extend(part);
+    }
 }
 
 /// A replay input that could not be read.
@@ -90,11 +123,12 @@ fn looks_like_snapshot(value: &serde_json::Value) -> bool {
 /// Reads every input file. A snapshot must come alone; objects from several files merge.
 ///
 /// A JSON file is read through a buffer and its List items are typed one at a time, so
-/// neither the whole text nor a `serde_json::Value` tree of it is ever held: peak memory is
-/// the typed objects plus one buffer and one item.
+/// neither the whole text nor a `serde_json::Value` tree of it is ever held, and each Pod is
+/// digested into its snapshot record as it is read: peak memory is the records and the other
+/// typed objects plus one buffer and one item. (A YAML file is parsed whole.)
 pub fn load(paths: &[PathBuf]) -> Result<Inputs, InputError> {
     let files = expand(paths)?;
-    let mut objects = ClusterObjects::default();
+    let mut objects = ReadObjects::default();
     let mut snapshot: Option<(PathBuf, ClusterSnapshot)> = None;
     for file in &files {
         let cannot_read = |e: std::io::Error| err(file, format!("cannot read: {e}"));
@@ -113,10 +147,11 @@ pub fn load(paths: &[PathBuf]) -> Result<Inputs, InputError> {
         }
         let malformed = |e: serde_json::Error| err(file, format!("malformed JSON: {e}"));
         let mut de = serde_json::Deserializer::from_reader(reader);
-        let document = read_document(&mut de).map_err(|e| match e {
-            ReadError::Syntax(e) => malformed(e),
-            ReadError::Object(e) => err(file, e.to_string()),
-        })?;
+        let document =
+            read_document_digesting(&mut de, &mut objects.pods).map_err(|e| match e {
+                ReadError::Syntax(e) => malformed(e),
+                ReadError::Object(e) => err(file, e.to_string()),
+            })?;
         de.end().map_err(malformed)?;
         let value = match document {
             Document::Objects(part) => {
@@ -375,6 +410,58 @@ mod tests {
             serde_problem("unknown field `x`, expected one of `a`, `b`, `c`, `d`, `e`"),
             "unknown field `x`, expected one of `a`, `b`, `c`, … (2 more)"
         );
+    }
+
+    /// The Pods digested while reading give the snapshot `observe` gives on the objects read
+    /// whole: every cluster fixture, as JSON, and as YAML split over two files.
+    #[test]
+    fn replay_reading_gives_the_snapshot_of_the_objects_read_whole() {
+        let now = alfred_model::Timestamp::parse_rfc3339("2026-11-29T08:00:00Z").unwrap();
+        let settings = ObserveSettings::default();
+        let fixtures =
+            std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../fixtures/clusters");
+        let mut files: Vec<PathBuf> = std::fs::read_dir(&fixtures)
+            .unwrap()
+            .map(|e| e.unwrap().path())
+            .filter(|p| p.extension().is_some_and(|e| e == "json"))
+            .collect();
+        files.sort();
+        assert!(files.len() >= 5, "{files:?}");
+        let d = temp_dir("digest");
+        for file in &files {
+            let text = std::fs::read_to_string(file).unwrap();
+            let whole = ClusterObjects::from_documents(&text).unwrap();
+            assert!(!whole.pods.is_empty(), "{}", file.display());
+            let expected = alfred_observe::observe(&whole, &settings, now);
+
+            let Inputs::Objects(read) = load(std::slice::from_ref(file)).unwrap() else {
+                panic!("objects")
+            };
+            assert!(read.objects.pods.is_empty());
+            assert_eq!(read.pods.len(), whole.pods.len());
+            assert_eq!(read.observe(&settings, now), expected, "{}", file.display());
+
+            // The same objects as YAML documents in two files: nodes, then everything else.
+            let value: serde_json::Value = serde_json::from_str(&text).unwrap();
+            let items = value["items"].as_array().unwrap();
+            let (nodes, rest): (Vec<_>, Vec<_>) = items.iter().partition(|i| i["kind"] == "Node");
+            let a = d.join("a.yaml");
+            let b = d.join("b.yaml");
+            let list = |items: Vec<&serde_json::Value>| {
+                serde_json::json!({"apiVersion": "v1", "kind": "List", "items": items}).to_string()
+            };
+            std::fs::write(&a, format!("# nodes\n{}", list(nodes))).unwrap();
+            std::fs::write(&b, format!("# the rest\n{}", list(rest))).unwrap();
+            let Inputs::Objects(read) = load(&[a, b]).unwrap() else {
+                panic!("objects")
+            };
+            assert_eq!(
+                read.observe(&settings, now),
+                expected,
+                "{} as YAML",
+                file.display()
+            );
+        }
     }
 
     #[test]

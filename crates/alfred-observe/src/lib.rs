@@ -142,20 +142,91 @@ where
     N: Borrow<k8s::Node>,
     P: PodInput,
 {
-    let mut problems = Problems::default();
-
-    for id in &objects.unrecognised {
-        problems.add(
-            &id.kind,
-            &id.namespace,
-            &id.name,
-            "kind",
-            format!(
-                "{} {} is not read by alfred; ignored",
-                id.api_version, id.kind
-            ),
-        );
+    let pods_in = pods.into_iter();
+    let mut digest = PodDigest::with_capacity(pods_in.size_hint().0);
+    for p in pods_in {
+        digest.add(&p);
     }
+    observe_digested(objects, nodes, digest, settings, now)
+}
+
+/// Pods turned into their snapshot records as they are read, so a reader need not hold the
+/// Kubernetes objects until the snapshot is built: `alfred replay` feeds each Pod of a List
+/// here as soon as it is decoded and drops it. A Pod's record needs nothing but the Pod (not
+/// the settings, the clock or the other objects); what needs them is done in
+/// [`observe_digested`].
+pub struct PodDigest {
+    facts: Vec<PodFacts>,
+    specs: pods::PodSpecs,
+    problems: Problems,
+}
+
+impl PodDigest {
+    /// An empty digest with room for `pods` records.
+    pub fn with_capacity(pods: usize) -> PodDigest {
+        PodDigest {
+            // Sized up front when the count is known: the records are large, and growing by
+            // doubling would copy them all.
+            facts: Vec::with_capacity(pods),
+            specs: pods::PodSpecs::with_capacity(pods::SPEC_MEMO_CAPACITY),
+            problems: Problems::default(),
+        }
+    }
+
+    /// Reads one Pod (duplicates are resolved when the snapshot is built).
+    pub fn add(&mut self, pod: &impl PodInput) {
+        if let Some(mut f) = pods::build_pod(pod.pod(), &mut self.specs, &mut self.problems) {
+            f.pod.annotations_digest = pod.annotations_digest();
+            self.facts.push(f);
+        }
+    }
+
+    /// How many Pods were read (those refused for lack of a name included only in the
+    /// problems).
+    pub fn len(&self) -> usize {
+        self.facts.len()
+    }
+
+    /// Whether no Pod was read.
+    pub fn is_empty(&self) -> bool {
+        self.facts.is_empty()
+    }
+}
+
+impl Default for PodDigest {
+    fn default() -> PodDigest {
+        PodDigest::with_capacity(0)
+    }
+}
+
+impl std::fmt::Debug for PodDigest {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("PodDigest")
+            .field("pods", &self.facts.len())
+            .field("problems", &self.problems.0.len())
+            .finish_non_exhaustive()
+    }
+}
+
+/// [`observe_streamed`] with the Pods already digested (`objects.nodes` and `objects.pods`
+/// are not read).
+pub fn observe_digested<N>(
+    objects: &ClusterObjects,
+    nodes: impl IntoIterator<Item = N>,
+    pods: PodDigest,
+    settings: &ObserveSettings,
+    now: Timestamp,
+) -> Observation
+where
+    N: Borrow<k8s::Node>,
+{
+    let PodDigest {
+        facts: mut pods,
+        specs,
+        problems: pod_problems,
+    } = pods;
+    drop(specs);
+    let mut problems = pod_problems;
 
     // Nodes (§A.1–§A.5).
     let nodes_in = nodes.into_iter();
@@ -188,16 +259,6 @@ where
         .collect();
 
     // Pods.
-    let mut specs = pods::PodSpecs::with_capacity(pods::SPEC_MEMO_CAPACITY);
-    let pods_in = pods.into_iter();
-    // Sized up front: the records are large, and growing by doubling would copy them all.
-    let mut pods: Vec<PodFacts> = Vec::with_capacity(pods_in.size_hint().0);
-    pods.extend(pods_in.filter_map(|p| {
-        let mut f = pods::build_pod(p.pod(), &mut specs, &mut problems)?;
-        f.pod.annotations_digest = p.annotations_digest();
-        Some(f)
-    }));
-    drop(specs);
     pods.sort_by(|a, b| (&a.pod.namespace, &a.pod.name).cmp(&(&b.pod.namespace, &b.pod.name)));
     pods.dedup_by(|later, kept| {
         let duplicate =
