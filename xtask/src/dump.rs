@@ -16,9 +16,9 @@ use serde_json::{Value, json};
 const USAGE: &str = "\
 usage: cargo xtask replay-dump [--nodes N] [--pods M] [--yaml] OUT
 
-  writes a List of N GPU nodes (8 GPUs each; default 100000) and M running pods spread over
-  them (default 1000000; a tenth ask for no GPU, the rest for 1) to OUT, as JSON, or with
-  --yaml as one YAML document (kubectl -o yaml's form)
+  writes a List of N GPU nodes (8 GPUs each; default 100000) and M running pods spread evenly
+  over them (default 1000000; six per node ask for 1 GPU, the others for none) to OUT, as
+  JSON, or with --yaml as one YAML document (kubectl -o yaml's form)
 ";
 
 pub(crate) fn main(args: &[String]) -> Result<()> {
@@ -57,7 +57,9 @@ pub(crate) fn main(args: &[String]) -> Result<()> {
     let file =
         std::fs::File::create(&out).with_context(|| format!("cannot create {}", out.display()))?;
     let mut w = std::io::BufWriter::with_capacity(1 << 20, file);
-    let items = (0..nodes).map(node).chain((0..pods).map(|i| pod(i, nodes)));
+    let items = (0..nodes)
+        .map(node)
+        .chain((0..pods).map(|i| pod(i, pods, nodes)));
     if yaml {
         w.write_all(b"apiVersion: v1\nkind: List\nmetadata:\n  resourceVersion: \"\"\nitems:\n")?;
         for item in items {
@@ -118,10 +120,12 @@ fn node(i: usize) -> Value {
     })
 }
 
-/// Pod `i`, bound round-robin to one of `nodes` nodes; a tenth of the pods ask for no GPU.
-fn pod(i: usize, nodes: usize) -> Value {
+/// Pod `i` of `pods`, on node `i / per_node` (the pods spread evenly); on each node the first
+/// six ask for one GPU each and the others for none, so no node is overcommitted.
+fn pod(i: usize, pods: usize, nodes: usize) -> Value {
+    let per_node = pods.div_ceil(nodes);
     let name = format!("job-{:06}-worker-{}", i / 4, i % 4);
-    let gpus = if i % 10 == 9 { "0" } else { "1" };
+    let gpus = if i % per_node < 6 { "1" } else { "0" };
     let resources = json!({"cpu": "8", "memory": "64Gi", "nvidia.com/gpu": gpus});
     json!({
         "apiVersion": "v1", "kind": "Pod",
@@ -135,7 +139,7 @@ fn pod(i: usize, nodes: usize) -> Value {
                                  "uid": uid(3, i / 4), "controller": true, "blockOwnerDeletion": true}],
         },
         "spec": {
-            "nodeName": node_name(i % nodes),
+            "nodeName": node_name(i / per_node),
             "schedulerName": "default-scheduler", "restartPolicy": "Never", "priority": 0,
             "containers": [{
                 "name": "main", "image": "nvcr.io/nvidia/pytorch:25.08-py3",
@@ -147,7 +151,7 @@ fn pod(i: usize, nodes: usize) -> Value {
             "tolerations": [{"key": "nvidia.com/gpu", "operator": "Exists", "effect": "NoSchedule"}],
         },
         "status": {
-            "phase": "Running", "hostIP": ip(10, i % nodes), "podIP": ip(11, i),
+            "phase": "Running", "hostIP": ip(10, i / per_node), "podIP": ip(11, i),
             "startTime": "2026-11-29T07:01:00Z", "qosClass": "Guaranteed",
             "conditions": [
                 {"type": "PodScheduled", "status": "True", "lastTransitionTime": "2026-11-29T07:00:00Z"},

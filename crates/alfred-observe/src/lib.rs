@@ -228,6 +228,19 @@ where
     drop(specs);
     let mut problems = pod_problems;
 
+    for id in &objects.unrecognised {
+        problems.add(
+            &id.kind,
+            &id.namespace,
+            &id.name,
+            "kind",
+            format!(
+                "{} {} is not read by alfred; ignored",
+                id.api_version, id.kind
+            ),
+        );
+    }
+
     // Nodes (§A.1–§A.5).
     let nodes_in = nodes.into_iter();
     let mut nodes: Vec<Node> = Vec::with_capacity(nodes_in.size_hint().0);
