@@ -11,8 +11,11 @@
 //! - `fuzz [TARGET...] [--seconds N]`, `fuzz --list`: the libFuzzer targets of `fuzz/` (`fuzz.rs`).
 //! - `chaos [--runs N] [--seed S] [--passes P] [--release]`: the randomized fault campaign
 //!   (`adapters/alfred-chaos`).
+//! - `replay-dump [--nodes N] [--pods M] [--yaml] OUT`: a large synthetic List for measuring
+//!   `alfred replay` (`dump.rs`).
 
 mod apiserver;
+mod dump;
 mod fuzz;
 mod tidy;
 
@@ -39,6 +42,9 @@ tasks:
   chaos [--runs N] [--seed S] [--passes P] [--release] [--verbose]
                       randomized fault campaign of the decision loop (adapters/alfred-chaos);
                       a failing run prints its seed: `--seed S --runs 1` reproduces it
+  replay-dump [--nodes N] [--pods M] [--yaml] OUT
+                      write a synthetic List (default 100,000 nodes, 1,000,000 pods) for
+                      measuring alfred replay's memory; never committed
   bench-live          alfred run's cold start and peak RSS at 5,000 nodes / 25,000 pods against a
                       private API server (adapters/alfred-kube/BENCH-LIVE.md); on demand only
 ";
@@ -66,6 +72,7 @@ fn main_inner() -> Result<()> {
         "bench-live" => bench_live(rest),
         "fuzz" => fuzz::main(rest),
         "chaos" => chaos(rest),
+        "replay-dump" => dump::main(rest),
         "help" | "-h" | "--help" => {
             print!("{USAGE}");
             Ok(())

@@ -11,16 +11,49 @@ use std::path::{Path, PathBuf};
 use std::io::Read;
 
 use alfred_model::ClusterSnapshot;
+use alfred_model::Timestamp;
 use alfred_observe::ClusterObjects;
-use alfred_observe::stream::{Document, ReadError, read_document};
+use alfred_observe::stream::{Document, ReadError, read_document_digesting};
+use alfred_observe::{Observation, ObserveSettings, PodDigest};
 
 /// What the inputs held.
 #[derive(Debug)]
 pub enum Inputs {
     /// Kubernetes objects, to be observed into a snapshot.
-    Objects(Box<ClusterObjects>),
+    Objects(Box<ReadObjects>),
     /// A ready-made alfred snapshot (`observedAt`, `nodes`, … at the top level).
     Snapshot(Box<ClusterSnapshot>),
+}
+
+/// The Kubernetes objects of the inputs, the Pods already digested into their snapshot
+/// records: a dump's Pods are most of its size, and their typed objects several times the
+/// records, so they are not kept until the snapshot is built.
+#[derive(Debug, Default)]
+pub struct ReadObjects {
+    /// Every object but the Pods (`objects.pods` is empty).
+    pub objects: ClusterObjects,
+    /// The Pods, in the order read.
+    pub pods: PodDigest,
+}
+
+impl ReadObjects {
+    /// The snapshot at `now`: what [`alfred_observe::observe`] gives for the same objects.
+    pub fn observe(self, settings: &ObserveSettings, now: Timestamp) -> Observation {
+        alfred_observe::observe_digested(
+            &self.objects,
+            &self.objects.nodes,
+            self.pods,
+            settings,
+            now,
+        )
+    }
+
+    fn extend(&mut self, mut part: ClusterObjects) {
+        for pod in part.pods.drain(..) {
+            self.pods.add(&pod);
+        }
+        self.objects.extend(part);
+    }
 }
 
 /// A replay input that could not be read.
@@ -90,11 +123,12 @@ fn looks_like_snapshot(value: &serde_json::Value) -> bool {
 /// Reads every input file. A snapshot must come alone; objects from several files merge.
 ///
 /// A JSON file is read through a buffer and its List items are typed one at a time, so
-/// neither the whole text nor a `serde_json::Value` tree of it is ever held: peak memory is
-/// the typed objects plus one buffer and one item.
+/// neither the whole text nor a `serde_json::Value` tree of it is ever held, and each Pod is
+/// digested into its snapshot record as it is read: peak memory is the records and the other
+/// typed objects plus one buffer and one item. (A YAML file is parsed whole.)
 pub fn load(paths: &[PathBuf]) -> Result<Inputs, InputError> {
     let files = expand(paths)?;
-    let mut objects = ClusterObjects::default();
+    let mut objects = ReadObjects::default();
     let mut snapshot: Option<(PathBuf, ClusterSnapshot)> = None;
     for file in &files {
         let cannot_read = |e: std::io::Error| err(file, format!("cannot read: {e}"));
@@ -113,10 +147,11 @@ pub fn load(paths: &[PathBuf]) -> Result<Inputs, InputError> {
         }
         let malformed = |e: serde_json::Error| err(file, format!("malformed JSON: {e}"));
         let mut de = serde_json::Deserializer::from_reader(reader);
-        let document = read_document(&mut de).map_err(|e| match e {
-            ReadError::Syntax(e) => malformed(e),
-            ReadError::Object(e) => err(file, e.to_string()),
-        })?;
+        let document =
+            read_document_digesting(&mut de, &mut objects.pods).map_err(|e| match e {
+                ReadError::Syntax(e) => malformed(e),
+                ReadError::Object(e) => err(file, e.to_string()),
+            })?;
         de.end().map_err(malformed)?;
         let value = match document {
             Document::Objects(part) => {
@@ -165,27 +200,62 @@ fn snapshot_error(
             };
             let who = match (text("namespace"), text("name")) {
                 (_, "") => String::new(),
-                ("", name) => format!(" {}", clip(name)),
-                (ns, name) => format!(" {}/{}", clip(ns), clip(name)),
+                ("", name) => format!(" {}", clip(name, 60)),
+                (ns, name) => format!(" {}/{}", clip(ns, 30), clip(name, 60)),
             };
-            format!("{key}[{index}]{who}: ")
+            format!("{}[{index}]{who}: ", clip(key, 30))
         }
         _ => String::new(),
     };
     let field = if path == "." {
         String::new()
     } else {
-        format!("field {path}: ")
+        format!("field {}: ", clip(&path, 60))
     };
-    format!("alfred snapshot: {object}{field}{}", e.into_inner())
+    let problem = serde_problem(&e.into_inner().to_string());
+    // Each part is cut on its own so a long name cannot push the problem out; the whole is
+    // cut last, leaving room for the file name in front of it.
+    clip(
+        &format!("alfred snapshot: {object}{field}{}", clip(&problem, 150)),
+        240,
+    )
 }
 
-/// A name inside an error line: at most 80 characters of it.
-fn clip(text: &str) -> String {
-    match text.char_indices().nth(80) {
-        None => text.to_owned(),
-        Some((end, _)) => format!("{}…", &text[..end]),
+/// serde's refusal of a member or variant name, rephrased to fit one line: its "unknown
+/// field `k`, expected one of `a`, `b`, …" lists every name the type has (a snapshot's
+/// node has dozens), so the unknown key is kept and the list is cut after a few names,
+/// saying how many it left out. Any other message is kept as it is.
+fn serde_problem(message: &str) -> String {
+    const LISTED: usize = 3;
+    let Some((what, rest)) = ["unknown field `", "unknown variant `"]
+        .iter()
+        .find_map(|prefix| Some((&prefix[..prefix.len() - 2], message.strip_prefix(prefix)?)))
+    else {
+        return message.to_owned();
+    };
+    let Some((key, expected)) = rest.rsplit_once("`, expected ") else {
+        return message.to_owned();
+    };
+    let key = clip(key, 40);
+    let names: Vec<&str> = expected
+        .trim_start_matches("one of ")
+        .split(", ")
+        .flat_map(|part| part.split(" or "))
+        .filter(|name| !name.is_empty())
+        .collect();
+    if names.len() <= LISTED {
+        return format!("{what} `{key}`, expected {expected}");
     }
+    format!(
+        "{what} `{key}`, expected one of {}, … ({} more)",
+        names[..LISTED].join(", "),
+        names.len() - LISTED
+    )
+}
+
+/// Text inside an error line, on one line and at most `max` characters.
+fn clip(text: &str, max: usize) -> String {
+    alfred_sim::clip::clip(text, max)
 }
 
 /// The first byte that is not ASCII whitespace, without consuming it (whitespace before it may
@@ -285,6 +355,113 @@ mod tests {
             load(std::slice::from_ref(&f)).unwrap(),
             Inputs::Snapshot(_)
         ));
+    }
+
+    /// The loader's error for a snapshot file holding `text`.
+    fn snapshot_refusal(tag: &str, text: &str) -> String {
+        let d = temp_dir(tag);
+        let f = d.join("snap.json");
+        std::fs::write(&f, text).unwrap();
+        load(std::slice::from_ref(&f)).unwrap_err().to_string()
+    }
+
+    #[test]
+    fn an_unknown_snapshot_field_is_named_and_the_expected_list_cut() {
+        let e = snapshot_refusal(
+            "unknown-field",
+            r#"{"observedAt":"2026-11-29T08:00:00Z","nodes":[{"name":"gpu-1","gpuz":8}]}"#,
+        );
+        assert!(e.contains("nodes[0] gpu-1: field nodes[0].gpuz: "), "{e}");
+        assert!(e.contains("unknown field `gpuz`, expected one of `"), "{e}");
+        assert!(e.contains(" more)"), "{e}");
+        assert!(e.chars().count() <= crate::MAX_ERROR_LINE, "{e}");
+    }
+
+    #[test]
+    fn long_names_and_keys_keep_a_snapshot_error_on_one_short_line() {
+        let long = "k".repeat(2000);
+        let e = snapshot_refusal(
+            "long-key",
+            &format!(
+                r#"{{"observedAt":"2026-11-29T08:00:00Z","pods":[{{"namespace":"{long}","name":"{long}","{long}":1}}]}}"#
+            ),
+        );
+        assert!(e.contains("pods[0] kkk"), "{e}");
+        assert!(e.contains("unknown field `kkk"), "{e}");
+        assert!(!e.contains('\n'), "{e}");
+        assert!(
+            e.chars().count() <= crate::MAX_ERROR_LINE,
+            "{} chars: {e}",
+            e.chars().count()
+        );
+    }
+
+    #[test]
+    fn serde_refusals_with_few_names_are_kept_whole() {
+        assert_eq!(
+            serde_problem("unknown variant `Up`, expected `Ready` or `NotReady`"),
+            "unknown variant `Up`, expected `Ready` or `NotReady`"
+        );
+        assert_eq!(
+            serde_problem("invalid type: null, expected a boolean"),
+            "invalid type: null, expected a boolean"
+        );
+        assert_eq!(
+            serde_problem("unknown field `x`, expected one of `a`, `b`, `c`, `d`, `e`"),
+            "unknown field `x`, expected one of `a`, `b`, `c`, … (2 more)"
+        );
+    }
+
+    /// The Pods digested while reading give the snapshot `observe` gives on the objects read
+    /// whole: every cluster fixture, as JSON, and as YAML split over two files.
+    #[test]
+    fn replay_reading_gives_the_snapshot_of_the_objects_read_whole() {
+        let now = alfred_model::Timestamp::parse_rfc3339("2026-11-29T08:00:00Z").unwrap();
+        let settings = ObserveSettings::default();
+        let fixtures =
+            std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../fixtures/clusters");
+        let mut files: Vec<PathBuf> = std::fs::read_dir(&fixtures)
+            .unwrap()
+            .map(|e| e.unwrap().path())
+            .filter(|p| p.extension().is_some_and(|e| e == "json"))
+            .collect();
+        files.sort();
+        assert!(files.len() >= 5, "{files:?}");
+        let d = temp_dir("digest");
+        for file in &files {
+            let text = std::fs::read_to_string(file).unwrap();
+            let whole = ClusterObjects::from_documents(&text).unwrap();
+            assert!(!whole.pods.is_empty(), "{}", file.display());
+            let expected = alfred_observe::observe(&whole, &settings, now);
+
+            let Inputs::Objects(read) = load(std::slice::from_ref(file)).unwrap() else {
+                panic!("objects")
+            };
+            assert!(read.objects.pods.is_empty());
+            assert_eq!(read.pods.len(), whole.pods.len());
+            assert_eq!(read.observe(&settings, now), expected, "{}", file.display());
+
+            // The same objects as YAML documents in two files: nodes, then everything else.
+            let value: serde_json::Value = serde_json::from_str(&text).unwrap();
+            let items = value["items"].as_array().unwrap();
+            let (nodes, rest): (Vec<_>, Vec<_>) = items.iter().partition(|i| i["kind"] == "Node");
+            let a = d.join("a.yaml");
+            let b = d.join("b.yaml");
+            let list = |items: Vec<&serde_json::Value>| {
+                serde_json::json!({"apiVersion": "v1", "kind": "List", "items": items}).to_string()
+            };
+            std::fs::write(&a, format!("# nodes\n{}", list(nodes))).unwrap();
+            std::fs::write(&b, format!("# the rest\n{}", list(rest))).unwrap();
+            let Inputs::Objects(read) = load(&[a, b]).unwrap() else {
+                panic!("objects")
+            };
+            assert_eq!(
+                read.observe(&settings, now),
+                expected,
+                "{} as YAML",
+                file.display()
+            );
+        }
     }
 
     #[test]

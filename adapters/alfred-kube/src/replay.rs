@@ -145,7 +145,7 @@ fn run(args: &ReplayArgs) -> Result<String, Failure> {
         Inputs::Objects(objects) => {
             let now = explicit_now.unwrap_or_else(wall_clock);
             let settings = ObserveSettings::from_config(&config, runtime.executor_available());
-            alfred_observe::observe(&objects, &settings, now).snapshot
+            objects.observe(&settings, now).snapshot
         }
     };
     let now = explicit_now.unwrap_or(snapshot.observed_at);

@@ -58,6 +58,7 @@ use k8s_openapi::api::core::v1 as k8s;
 pub use models::{base_model_label, cluster_base_model_label, model_label, truncate_with_hash};
 pub use nodes::{health, maintenance, pool_key};
 pub use objects::{ClusterObjects, LoadError, ObjectId};
+pub use pods::gpu_request;
 pub use settings::{
     InstanceTypeMap, MaintenanceTrigger, ObserveSettings, TriggerMatch, builtin_instance_types,
 };
@@ -163,7 +164,91 @@ where
     N: Borrow<k8s::Node>,
     P: PodInput,
 {
-    let mut problems = Problems::default();
+    let pods_in = pods.into_iter();
+    let mut digest = PodDigest::with_capacity(pods_in.size_hint().0);
+    for p in pods_in {
+        digest.add(&p);
+    }
+    observe_digested(objects, nodes, digest, settings, now)
+}
+
+/// Pods turned into their snapshot records as they are read, so a reader need not hold the
+/// Kubernetes objects until the snapshot is built: `alfred replay` feeds each Pod of a List
+/// here as soon as it is decoded and drops it. A Pod's record needs nothing but the Pod (not
+/// the settings, the clock or the other objects); what needs them is done in
+/// [`observe_digested`].
+pub struct PodDigest {
+    facts: Vec<PodFacts>,
+    specs: pods::PodSpecs,
+    problems: Problems,
+}
+
+impl PodDigest {
+    /// An empty digest with room for `pods` records.
+    pub fn with_capacity(pods: usize) -> PodDigest {
+        PodDigest {
+            // Sized up front when the count is known: the records are large, and growing by
+            // doubling would copy them all.
+            facts: Vec::with_capacity(pods),
+            specs: pods::PodSpecs::with_capacity(pods::SPEC_MEMO_CAPACITY),
+            problems: Problems::default(),
+        }
+    }
+
+    /// Reads one Pod (duplicates are resolved when the snapshot is built).
+    pub fn add(&mut self, pod: &impl PodInput) {
+        if let Some(mut f) = pods::build_pod(pod.pod(), &mut self.specs, &mut self.problems) {
+            f.pod.annotations_digest = pod.annotations_digest();
+            self.facts.push(f);
+        }
+    }
+
+    /// How many Pods were read (those refused for lack of a name included only in the
+    /// problems).
+    pub fn len(&self) -> usize {
+        self.facts.len()
+    }
+
+    /// Whether no Pod was read.
+    pub fn is_empty(&self) -> bool {
+        self.facts.is_empty()
+    }
+}
+
+impl Default for PodDigest {
+    fn default() -> PodDigest {
+        PodDigest::with_capacity(0)
+    }
+}
+
+impl std::fmt::Debug for PodDigest {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("PodDigest")
+            .field("pods", &self.facts.len())
+            .field("problems", &self.problems.0.len())
+            .finish_non_exhaustive()
+    }
+}
+
+/// [`observe_streamed`] with the Pods already digested (`objects.nodes` and `objects.pods`
+/// are not read).
+pub fn observe_digested<N>(
+    objects: &ClusterObjects,
+    nodes: impl IntoIterator<Item = N>,
+    pods: PodDigest,
+    settings: &ObserveSettings,
+    now: Timestamp,
+) -> Observation
+where
+    N: Borrow<k8s::Node>,
+{
+    let PodDigest {
+        facts: mut pods,
+        specs,
+        problems: pod_problems,
+    } = pods;
+    drop(specs);
+    let mut problems = pod_problems;
 
     for id in &objects.unrecognised {
         problems.add(
@@ -209,16 +294,6 @@ where
         .collect();
 
     // Pods.
-    let mut specs = pods::PodSpecs::with_capacity(pods::SPEC_MEMO_CAPACITY);
-    let pods_in = pods.into_iter();
-    // Sized up front: the records are large, and growing by doubling would copy them all.
-    let mut pods: Vec<PodFacts> = Vec::with_capacity(pods_in.size_hint().0);
-    pods.extend(pods_in.filter_map(|p| {
-        let mut f = pods::build_pod(p.pod(), &mut specs, &mut problems)?;
-        f.pod.annotations_digest = p.annotations_digest();
-        Some(f)
-    }));
-    drop(specs);
     pods.sort_by(|a, b| (&a.pod.namespace, &a.pod.name).cmp(&(&b.pod.namespace, &b.pod.name)));
     pods.dedup_by(|later, kept| {
         let duplicate =
@@ -235,6 +310,7 @@ where
         duplicate
     });
     let finished = |f: &PodFacts| matches!(f.pod.phase, PodPhase::Succeeded | PodPhase::Failed);
+    report_unbound_pods_left_out(&pods, &mut problems);
 
     // Occupancy (docs/design-snapshot.md#gpu-resources).
     for f in &pods {
@@ -588,6 +664,35 @@ where
     // cached in the snapshot; see `alfred_model::index`).
     drop(snapshot.index());
     Observation { snapshot }
+}
+
+/// Reports the pods the snapshot leaves out although they have not finished: a pod with no
+/// `spec.nodeName` is kept only as pending GPU demand (docs/design-snapshot.md#pending-pods), so one that says it runs (or
+/// whose state is unknown) would vanish from every count. An unbound `Pending` pod that
+/// requests no GPU, or is being deleted, is left out by design: it holds nothing and is no
+/// GPU demand.
+fn report_unbound_pods_left_out(pods: &[PodFacts], problems: &mut Problems) {
+    for f in pods {
+        let p = &f.pod;
+        if !p.node.is_empty()
+            || matches!(
+                p.phase,
+                PodPhase::Pending | PodPhase::Succeeded | PodPhase::Failed
+            )
+        {
+            continue;
+        }
+        problems.add(
+            "Pod",
+            &p.namespace,
+            &p.name,
+            "spec.nodeName",
+            format!(
+                "missing on a {:?} pod: it is on no node and is not pending; left out",
+                p.phase
+            ),
+        );
+    }
 }
 
 /// docs/design-snapshot.md#pending-pods: the pools having a node that satisfies the pod's

@@ -134,14 +134,42 @@ fn max_into(acc: &mut BTreeMap<String, i64>, m: &BTreeMap<String, i64>) {
     }
 }
 
-fn phase(p: Option<&str>) -> PodPhase {
+/// The pod's phase; a missing or unrecognised one is taken as the API server would show it
+/// (`Pending` before the kubelet reports, `Unknown` otherwise) and reported, since a real
+/// server always sets one of the five.
+fn phase(p: Option<&str>, ns: &str, name: &str, problems: &mut Problems) -> PodPhase {
     match p {
-        Some("Pending") | None => PodPhase::Pending,
+        Some("Pending") => PodPhase::Pending,
         Some("Running") => PodPhase::Running,
         Some("Succeeded") => PodPhase::Succeeded,
         Some("Failed") => PodPhase::Failed,
-        Some(_) => PodPhase::Unknown,
+        Some("Unknown") => PodPhase::Unknown,
+        None => {
+            problems.add("Pod", ns, name, "status.phase", "missing: taken as Pending");
+            PodPhase::Pending
+        }
+        Some(other) => {
+            problems.add(
+                "Pod",
+                ns,
+                name,
+                "status.phase",
+                format!(
+                    "{:?} is not a pod phase: taken as Unknown",
+                    crate::objects::shorten(other)
+                ),
+            );
+            PodPhase::Unknown
+        }
     }
+}
+
+/// The pod's GPU request (docs/design-snapshot.md#gpu-resources: per container the limit, else the request; restartable init
+/// containers added, other init containers not), as the snapshot records it. A quantity that
+/// does not parse counts as 0, as in the snapshot, where it is also reported.
+pub fn gpu_request(spec: &k8s::PodSpec) -> u32 {
+    let mut schedulings = Interner::with_capacity(0);
+    spec_facts(spec, "", "", &mut schedulings).gpus
 }
 
 /// How many distinct scheduling blocks [`build_pod`]'s interner remembers: a cluster's pods
@@ -459,13 +487,19 @@ pub(crate) fn build_pod(
             .get(MANAGED_BY_LABEL)
             .is_some_and(|v| v == "OMENative");
 
+    let pod_phase = phase(
+        status.and_then(|s| s.phase.as_deref()),
+        &ns,
+        &name,
+        problems,
+    );
     Some(PodFacts {
         pod: Pod {
             namespace: ns,
             name,
             node: spec.node_name.clone().unwrap_or_default(),
             gpus,
-            phase: phase(status.and_then(|s| s.phase.as_deref())),
+            phase: pod_phase,
             terminating: meta.deletion_timestamp.is_some(),
             ready,
             ome,

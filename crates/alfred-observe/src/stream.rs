@@ -18,6 +18,7 @@ use std::fmt;
 use serde::de::{self, DeserializeSeed, Deserializer, MapAccess, SeqAccess, Visitor};
 use serde_json::{Map, Value};
 
+use crate::PodDigest;
 use crate::objects::{ClusterObjects, LoadError};
 
 /// What a document held.
@@ -43,9 +44,27 @@ pub enum ReadError<E> {
 pub fn read_document<'de, D: Deserializer<'de>>(
     deserializer: D,
 ) -> Result<Document, ReadError<D::Error>> {
+    read(deserializer, None)
+}
+
+/// [`read_document`], each Pod of a List or array digested into `pods` as soon as it is typed
+/// and then dropped, so the returned objects hold no Pod: the Kubernetes Pods of a large dump
+/// are never all held at once (the digest keeps only their snapshot records).
+pub fn read_document_digesting<'de, D: Deserializer<'de>>(
+    deserializer: D,
+    pods: &mut PodDigest,
+) -> Result<Document, ReadError<D::Error>> {
+    read(deserializer, Some(pods))
+}
+
+fn read<'de, D: Deserializer<'de>>(
+    deserializer: D,
+    pods_to: Option<&mut PodDigest>,
+) -> Result<Document, ReadError<D::Error>> {
     let mut failed = None;
     let result = deserializer.deserialize_any(DocVisitor {
         failed: &mut failed,
+        pods_to,
     });
     match (result, failed) {
         (_, Some(e)) => Err(ReadError::Object(e)),
@@ -60,8 +79,25 @@ fn stop<E: de::Error>(failed: &mut Option<LoadError>, e: LoadError) -> E {
     E::custom("stopped at an invalid object")
 }
 
+/// Types one item into `objects`; a Pod goes on into `pods_to` when there is one.
+fn add(
+    objects: &mut ClusterObjects,
+    pods_to: Option<&mut PodDigest>,
+    item: Value,
+    position: &str,
+) -> Result<(), LoadError> {
+    objects.add_object(item, position)?;
+    if let Some(digest) = pods_to {
+        for pod in objects.pods.drain(..) {
+            digest.add(&pod);
+        }
+    }
+    Ok(())
+}
+
 struct DocVisitor<'a> {
     failed: &'a mut Option<LoadError>,
+    pods_to: Option<&'a mut PodDigest>,
 }
 
 impl<'de> Visitor<'de> for DocVisitor<'_> {
@@ -94,15 +130,21 @@ impl<'de> Visitor<'de> for DocVisitor<'_> {
     fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Document, A::Error> {
         let mut objects = ClusterObjects::default();
         let mut i = 0usize;
+        let mut pods_to = self.pods_to;
         while let Some(item) = seq.next_element::<Value>()? {
-            objects
-                .add_object(item, &format!("[{i}]"))
-                .map_err(|e| stop::<A::Error>(self.failed, e))?;
+            add(
+                &mut objects,
+                pods_to.as_deref_mut(),
+                item,
+                &format!("[{i}]"),
+            )
+            .map_err(|e| stop::<A::Error>(self.failed, e))?;
             i += 1;
         }
         Ok(Document::Objects(objects))
     }
     fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Document, A::Error> {
+        let mut pods_to = self.pods_to;
         let mut rest = Map::new();
         let mut objects = ClusterObjects::default();
         let mut pending = Vec::new();
@@ -119,6 +161,7 @@ impl<'de> Visitor<'de> for DocVisitor<'_> {
                         objects: &mut objects,
                         pending: &mut pending,
                         failed: &mut *self.failed,
+                        pods_to: pods_to.as_deref_mut(),
                         list: known,
                     };
                     match map.next_value_seed(seed)? {
@@ -141,9 +184,13 @@ impl<'de> Visitor<'de> for DocVisitor<'_> {
         let list = ListKind::of(&rest);
         for (i, mut item) in pending {
             list.fill(&mut item);
-            objects
-                .add_object(item, &format!("items[{i}]"))
-                .map_err(|e| stop::<A::Error>(self.failed, e))?;
+            add(
+                &mut objects,
+                pods_to.as_deref_mut(),
+                item,
+                &format!("items[{i}]"),
+            )
+            .map_err(|e| stop::<A::Error>(self.failed, e))?;
         }
         Ok(Document::Objects(objects))
     }
@@ -186,6 +233,7 @@ struct ItemsSeed<'a> {
     /// Items without a `kind` (or not objects), read before the List's own `kind`.
     pending: &'a mut Vec<(usize, Value)>,
     failed: &'a mut Option<LoadError>,
+    pods_to: Option<&'a mut PodDigest>,
     /// The List's kind when it came before `items`.
     list: Option<ListKind>,
 }
@@ -229,7 +277,7 @@ impl<'de> Visitor<'de> for ItemsSeed<'_> {
             de::Deserialize::deserialize(de::value::MapAccessDeserializer::new(map))?;
         Ok(Some(value))
     }
-    fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Option<Value>, A::Error> {
+    fn visit_seq<A: SeqAccess<'de>>(mut self, mut seq: A) -> Result<Option<Value>, A::Error> {
         let mut i = 0usize;
         while let Some(mut item) = seq.next_element::<Value>()? {
             let lacks_kind = item.as_object().is_none_or(|o| !o.contains_key("kind"));
@@ -239,9 +287,13 @@ impl<'de> Visitor<'de> for ItemsSeed<'_> {
                     if let Some(list) = list {
                         list.fill(&mut item);
                     }
-                    self.objects
-                        .add_object(item, &format!("items[{i}]"))
-                        .map_err(|e| stop::<A::Error>(self.failed, e))?;
+                    add(
+                        self.objects,
+                        self.pods_to.as_deref_mut(),
+                        item,
+                        &format!("items[{i}]"),
+                    )
+                    .map_err(|e| stop::<A::Error>(self.failed, e))?;
                 }
             }
             i += 1;
@@ -259,6 +311,54 @@ mod tests {
 
     fn read(text: &str) -> Result<ClusterObjects, LoadError> {
         ClusterObjects::from_list_json(text)
+    }
+
+    /// Digesting the Pods while reading gives the snapshot the typed objects give, whatever
+    /// the List's layout: items before or after `kind`, a top-level array.
+    #[test]
+    fn pods_digested_while_reading_give_the_same_snapshot() {
+        let now = alfred_model::Timestamp::parse_rfc3339("2026-11-29T08:00:00Z").unwrap();
+        let pod = |name: &str, node: &str| {
+            format!(
+                r#"{{"apiVersion":"v1","kind":"Pod","metadata":{{"name":"{name}","namespace":"ns","annotations":{{"a":"{name}"}}}},"spec":{{"nodeName":"{node}","containers":[{{"name":"c","resources":{{"limits":{{"nvidia.com/gpu":"2"}}}}}}]}},"status":{{"phase":"{}"}}}}"#,
+                if node.is_empty() {
+                    "Pending"
+                } else {
+                    "Running"
+                }
+            )
+        };
+        let node = r#"{"apiVersion":"v1","kind":"Node","metadata":{"name":"n1"},"status":{"allocatable":{"nvidia.com/gpu":"8"}}}"#;
+        let items = [
+            node.to_owned(),
+            pod("b", "n1"),
+            pod("a", ""),
+            pod("b", "n1"),
+        ]
+        .join(",");
+        for text in [
+            format!(r#"{{"apiVersion":"v1","kind":"List","items":[{items}]}}"#),
+            format!(r#"{{"items":[{items}],"kind":"List"}}"#),
+            format!("[{items}]"),
+        ] {
+            let settings = crate::ObserveSettings::default();
+            let typed = read(&text).unwrap();
+            assert_eq!(typed.pods.len(), 3);
+            let expected = crate::observe(&typed, &settings, now);
+
+            let mut digest = PodDigest::default();
+            let mut de = serde_json::Deserializer::from_str(&text);
+            let Document::Objects(rest) = read_document_digesting(&mut de, &mut digest).unwrap()
+            else {
+                panic!("a List")
+            };
+            assert!(rest.pods.is_empty(), "{text}");
+            assert_eq!(digest.len(), 3);
+            let digested = crate::observe_digested(&rest, &rest.nodes, digest, &settings, now);
+            assert_eq!(digested, expected, "{text}");
+            assert_eq!(digested.snapshot.pods.len(), 1);
+            assert_eq!(digested.snapshot.pending_pods.len(), 1);
+        }
     }
 
     #[test]

@@ -3,7 +3,7 @@
 
 mod common;
 
-use alfred_model::snapshot::{HealthState, PoolAttribution};
+use alfred_model::snapshot::{HealthState, PodPhase, PoolAttribution};
 use alfred_observe::{InstanceTypeMap, MaintenanceTrigger, ObserveSettings, TriggerMatch};
 use common::*;
 use serde_json::json;
@@ -605,6 +605,105 @@ fn pending_gpu_pods_and_pending_since() {
         .unwrap();
     assert_eq!(l.isvc.as_deref(), Some("team/big"));
     assert!(s.pods.iter().all(|p| !p.node.is_empty()));
+}
+
+/// The problems naming `ns/name`, as `field: message`.
+fn problems_of(s: &alfred_model::ClusterSnapshot, ns: &str, name: &str) -> Vec<String> {
+    s.problems
+        .iter()
+        .filter(|p| p.kind == "Pod" && p.namespace == ns && p.name == name)
+        .map(|p| format!("{}: {}", p.field, p.message))
+        .collect()
+}
+
+#[test]
+fn a_running_pod_without_a_node_is_reported_not_dropped_silently() {
+    let mut unbound = pod("chat", "llama-h100-engine-1-default-0", "", 2);
+    set(&mut unbound, "/status/phase", json!("Running"));
+    let unknown = with(
+        pod("chat", "lost", "", 1),
+        "/status/phase",
+        json!("Unknown"),
+    );
+    let s = snapshot(vec![node("n1", "8"), unbound, unknown]);
+    assert!(s.pods.is_empty() && s.pending_pods.is_empty());
+    assert_eq!(
+        problems_of(&s, "chat", "llama-h100-engine-1-default-0"),
+        ["spec.nodeName: missing on a Running pod: it is on no node and is not pending; left out"]
+    );
+    assert_eq!(
+        problems_of(&s, "chat", "lost"),
+        ["spec.nodeName: missing on a Unknown pod: it is on no node and is not pending; left out"]
+    );
+}
+
+#[test]
+fn a_pod_without_a_phase_is_kept_as_pending_and_reported() {
+    let mut bound = pod("ns", "bound", "n1", 2);
+    bound["status"].as_object_mut().unwrap().remove("phase");
+    let mut waiting = pod("ns", "waiting", "", 2);
+    waiting.as_object_mut().unwrap().remove("status");
+    let s = snapshot(vec![node("n1", "8"), bound, waiting]);
+    let kept = s
+        .pod("ns", "bound")
+        .expect("a bound pod without a phase is kept");
+    assert_eq!((kept.phase, kept.gpus), (PodPhase::Pending, 2));
+    assert_eq!(s.node("n1").unwrap().allocated_gpus, 2);
+    assert_eq!(s.pending_pods.len(), 1);
+    assert_eq!(s.pending_pods[0].name, "waiting");
+    for name in ["bound", "waiting"] {
+        assert_eq!(
+            problems_of(&s, "ns", name),
+            ["status.phase: missing: taken as Pending"]
+        );
+    }
+}
+
+#[test]
+fn an_unrecognised_phase_is_taken_as_unknown_and_reported() {
+    let odd = with(pod("ns", "odd", "n1", 1), "/status/phase", json!("Runnin"));
+    let s = snapshot(vec![node("n1", "8"), odd]);
+    assert_eq!(s.pod("ns", "odd").unwrap().phase, PodPhase::Unknown);
+    assert_eq!(
+        problems_of(&s, "ns", "odd"),
+        ["status.phase: \"Runnin\" is not a pod phase: taken as Unknown"]
+    );
+}
+
+#[test]
+fn pods_left_out_by_design_are_not_reported() {
+    let cpu_only = pod("ns", "cpu", "", 0);
+    let deleting = with(
+        pod("ns", "deleting", "", 1),
+        "/metadata/deletionTimestamp",
+        json!(T0),
+    );
+    let done = with(
+        pod("ns", "done", "n1", 1),
+        "/status/phase",
+        json!("Succeeded"),
+    );
+    let s = snapshot(vec![node("n1", "8"), cpu_only, deleting, done]);
+    assert!(s.pods.is_empty() && s.pending_pods.is_empty());
+    assert!(s.problems.is_empty(), "{:?}", s.problems);
+}
+
+#[test]
+fn the_gpu_request_is_the_one_the_snapshot_records() {
+    use alfred_observe::gpu_request;
+    let spec = |v: serde_json::Value| serde_json::from_value(v["spec"].clone()).unwrap();
+    assert_eq!(gpu_request(&spec(pod("ns", "p", "", 3))), 3);
+    assert_eq!(gpu_request(&spec(pod("ns", "p", "", 0))), 0);
+    let sidecar = with(
+        pod("ns", "p", "", 1),
+        "/spec/initContainers",
+        json!([{"name": "s", "restartPolicy": "Always", "resources": {"limits": {"nvidia.com/gpu": "2"}}},
+               {"name": "i", "resources": {"limits": {"nvidia.com/gpu": "4"}}}]),
+    );
+    assert_eq!(gpu_request(&spec(sidecar)), 3);
+    let mut bad = pod("ns", "p", "", 0);
+    bad["spec"]["containers"][0]["resources"]["limits"] = json!({"nvidia.com/gpu": "x"});
+    assert_eq!(gpu_request(&spec(bad)), 0);
 }
 
 fn two_pools() -> Vec<serde_json::Value> {
