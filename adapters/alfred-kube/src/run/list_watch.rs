@@ -125,9 +125,14 @@ pub struct ItemError {
     pub source: DecodeError,
 }
 
+/// Longest decoder message an [`ItemError`] shows: serde's messages echo the offending value,
+/// and every error line stays within 300 characters with the list's name before it.
+const ITEM_ERROR_MAX: usize = 200;
+
 impl std::fmt::Display for ItemError {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(f, "list item {}: {}", self.index, self.source)
+        let reason = alfred_sim::clip::clip(&self.source.to_string(), ITEM_ERROR_MAX);
+        write!(f, "list item {}: {reason}", self.index)
     }
 }
 
@@ -824,6 +829,23 @@ mod tests {
                 .all(|q| q == "/api/v1/pods?&resourceVersion=0 (protobuf)"),
             "{seen:?}"
         );
+    }
+
+    #[test]
+    fn an_item_error_echoing_a_long_value_stays_one_short_line() {
+        let long = format!("\"{}\\n{}\"", "L".repeat(300), ";".repeat(300));
+        let source: DecodeError = serde_json::from_str::<SlimPod>(&long).unwrap_err().into();
+        let line = ItemError { index: 1, source }.to_string();
+        assert!(
+            line.starts_with("list item 1: invalid type: string"),
+            "{line}"
+        );
+        assert!(
+            line.chars().count() <= 220,
+            "{} characters: {line}",
+            line.len()
+        );
+        assert!(!line.contains('\n'), "{line}");
     }
 
     #[tokio::test]
