@@ -1009,18 +1009,24 @@ pub(crate) fn outside_reference_violations(root: &Path) -> Result<Vec<String>> {
             if file.ends_with("xtask/src/tidy.rs") {
                 continue;
             }
-            for (n, line) in read(&file)?.lines().enumerate() {
-                if let Some(what) = outside_reference(line) {
-                    violations.push(format!(
-                        "{}:{}: names {what} outside the repository: point into docs/ instead",
-                        relative(root, &file),
-                        n + 1
-                    ));
-                }
-            }
+            outside_references_in(root, &file, &mut violations)?;
         }
     }
     Ok(violations)
+}
+
+/// Adds a violation for each line of `file` that points outside the repository.
+fn outside_references_in(root: &Path, file: &Path, violations: &mut Vec<String>) -> Result<()> {
+    for (n, line) in read(file)?.lines().enumerate() {
+        if let Some(what) = outside_reference(line) {
+            violations.push(format!(
+                "{}:{}: names {what} outside the repository: point into docs/ instead",
+                relative(root, file),
+                n + 1
+            ));
+        }
+    }
+    Ok(())
 }
 
 /// The `*.md` names a Rust file's comments mention (outside `docs/` links, which
@@ -1122,15 +1128,7 @@ pub(crate) fn outside_reference_text_violations(root: &Path) -> Result<Vec<Strin
         if file.ends_with("EVALUATION.md") || file.ends_with("Cargo.lock") {
             continue;
         }
-        for (n, line) in read(&file)?.lines().enumerate() {
-            if let Some(what) = outside_reference(line) {
-                violations.push(format!(
-                    "{}:{}: names {what} outside the repository: point into docs/ instead",
-                    relative(root, &file),
-                    n + 1
-                ));
-            }
-        }
+        outside_references_in(root, &file, &mut violations)?;
     }
     Ok(violations)
 }

@@ -200,7 +200,7 @@ pub struct DrainPlansConfig {
     pub enabled: bool,
     /// `protection`: how the node being freed is kept for the pod (default `nominate`).
     pub protection: DrainProtection,
-    /// `maxStepsPerPlan` (> 0, default 4): the most moves one plan may take.
+    /// `maxStepsPerPlan` (> 0, default 8): the most moves one plan may take.
     pub max_steps_per_plan: u32,
     /// `maxActivePlans` (> 0, default 1): active plans per pool.
     pub max_active_plans: u32,
