@@ -782,7 +782,11 @@ fn a_plan_at_hand_off_under_its_own_taint_goes_on() {
     for i in 0..10 {
         let node = format!("g-{i:02}");
         b = b.node(&node, "H100", 8);
-        let here = if node == plan.node { "g-09" } else { node.as_str() };
+        let here = if node == plan.node {
+            "g-09"
+        } else {
+            node.as_str()
+        };
         let r = format!("r{i}");
         if r == name && node == plan.node {
             b = b.omenative("chat", &r, &[&[(plan.steps[0].targets[0].as_str(), 1)]]);
