@@ -86,12 +86,14 @@ pub mod journal;
 pub mod ledger;
 pub mod model_sim;
 pub mod pass;
+pub mod pass_report;
 pub mod preflight;
 pub mod report;
 pub mod request;
 pub mod schedule;
 pub mod sim;
 pub mod stages;
+pub mod steps;
 mod strict_json;
 pub mod wire_sim;
 
@@ -109,4 +111,5 @@ pub use sim::{MoveSimulation, SimulationOutcome, Simulator};
 #[cfg(any(test, feature = "testkit"))]
 pub use stages::ScriptedStages;
 pub use stages::{CoreStages, PoolGauge, Stages};
+pub use steps::{Held, PassRun, Step, drive};
 pub use wire_sim::{outcome_of, outcome_of_stdout, wire_request};
