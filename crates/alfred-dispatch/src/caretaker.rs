@@ -366,10 +366,7 @@ impl Caretaker {
     /// whose writes cannot fail need not call it; other effects only count when they are
     /// journal writes.
     pub fn write_done(&mut self, effect: &Effect, applied: bool) {
-        if !matches!(
-            effect,
-            Effect::WriteJournal { .. } | Effect::RequestMigration { .. }
-        ) {
+        if !effect.is_dispatch_write() {
             return;
         }
         if let Effect::RequestMigration { uuid, .. } = effect
