@@ -7,10 +7,15 @@
 //! [`CAPTURE_PROBLEM_KIND`] in the fresh snapshot.
 //!
 //! The simulation takes time, and the cluster moves on meanwhile; so after a feasible
-//! simulation the re-check looks a *second* time (step 12) through the [`FreshObserver`]
-//! port and refuses the move if what the simulation answered no longer describes the
-//! cluster. In this model one snapshot is both the observation and the capture of
-//! scheduling inputs; [`same_scheduling_inputs`] says which part of it is the capture.
+//! simulation the re-check of a live pass looks a *second* time (step 12) and refuses the
+//! move if what the simulation answered no longer describes the cluster. In this model one
+//! snapshot is both the observation and the capture of scheduling inputs;
+//! [`same_scheduling_inputs`] says which part of it is the capture.
+//!
+//! The re-check is cut where it needs the driver: [`prepare`] (steps 2–9, on the first
+//! look), [`judge_simulation`] (steps 10–11, on the simulator's answer) and [`conclude`]
+//! (steps 12–13, on the second look when there is one). The looks and the simulation are
+//! asked for by the resumable pass (`crate::steps`); nothing here waits.
 
 use std::collections::BTreeSet;
 use std::sync::Arc;

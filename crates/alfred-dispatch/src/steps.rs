@@ -124,7 +124,8 @@ pub(crate) struct RunInput<'a> {
 enum Pending<'a> {
     /// A look (the first or the second: [`Dispatch::wants_second_look`] tells).
     Look,
-    /// A simulation, and whether it is a re-check's (whose answer moves the pass's clock).
+    /// A simulation of the move `ask` against the look `on` (a re-check's answer moves
+    /// the pass's clock, a prediction's does not).
     Simulate {
         ask: Ask,
         on: Held<'a, ClusterSnapshot>,
