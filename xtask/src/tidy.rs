@@ -20,6 +20,9 @@
 //!   sections, spec files, seeds, lettered decisions), and every other `*.md` file their
 //!   comments name exists; nor does any Markdown page, manifest, deploy or fixture file or script
 //!   (`EVALUATION.md`, a record of the past, aside), and every page's relative links resolve.
+//! - ARCHITECTURE.md's driving-loop listing (its first ```rust block) is, line for line, the
+//!   marked loop of `adapters/alfred-kube/examples/driving_loop.rs`, which the test command
+//!   compiles and runs.
 //! - README.md, ARCHITECTURE.md, `docs/` and `.ci/run` do not narrate history ("now that …",
 //!   "before this change", "in the first evaluation"); that lives in git and `EVALUATION.md`.
 //! - Every `"alfred_…"` metric name written in non-test code of `crates/*/src` and
@@ -143,6 +146,7 @@ pub(crate) fn run_all(root: &Path) -> Result<()> {
         ("references into docs/", docs_link_violations(root)?),
         ("markdown links", markdown_link_violations(root)?),
         ("metric names", metric_name_violations(root)?),
+        ("driving loop", driving_loop_violations(root)?),
         ("self-contained crates", outside_reference_violations(root)?),
         (
             "self-contained text files",
@@ -1245,6 +1249,64 @@ pub(crate) fn metric_name_violations(root: &Path) -> Result<Vec<String>> {
     Ok(violations)
 }
 
+/// The page whose driving loop is compiled code, and the example that compiles it.
+const DRIVING_LOOP_PAGE: &str = "ARCHITECTURE.md";
+const DRIVING_LOOP_EXAMPLE: &str = "adapters/alfred-kube/examples/driving_loop.rs";
+
+/// The page's first ```rust block.
+fn first_rust_block(page: &str) -> Option<Vec<&str>> {
+    let mut lines = page.lines().skip_while(|l| l.trim() != "```rust");
+    lines.next()?;
+    Some(lines.take_while(|l| l.trim() != "```").collect())
+}
+
+/// The example's lines between its `// driving loop: begins` and `// driving loop: ends`
+/// markers, less the indentation of the first marker.
+fn marked_driving_loop(source: &str) -> Option<Vec<&str>> {
+    let begin = source
+        .lines()
+        .find(|l| l.trim() == "// driving loop: begins")?;
+    let indent = begin.len() - begin.trim_start().len();
+    let mut lines = source
+        .lines()
+        .skip_while(|l| l.trim() != "// driving loop: begins");
+    lines.next()?;
+    Some(
+        lines
+            .take_while(|l| l.trim() != "// driving loop: ends")
+            .map(|l| l.get(indent..).unwrap_or(l.trim_start()))
+            .collect(),
+    )
+}
+
+/// Where the page's listing differs from the compiled loop (the first differing line).
+fn driving_loop_drift(page: &str, example: &str) -> Vec<String> {
+    let (Some(shown), Some(compiled)) = (first_rust_block(page), marked_driving_loop(example))
+    else {
+        return vec![format!(
+            "{DRIVING_LOOP_PAGE} has no ```rust block or {DRIVING_LOOP_EXAMPLE} no `// driving loop: begins`/`ends` markers"
+        )];
+    };
+    let first_difference =
+        (0..shown.len().max(compiled.len())).find(|&i| shown.get(i) != compiled.get(i));
+    match first_difference {
+        None => Vec::new(),
+        Some(i) => vec![format!(
+            "{DRIVING_LOOP_PAGE}: line {} of the driving loop listing is {:?}, {DRIVING_LOOP_EXAMPLE} has {:?}",
+            i + 1,
+            shown.get(i).copied().unwrap_or("(nothing)"),
+            compiled.get(i).copied().unwrap_or("(nothing)")
+        )],
+    }
+}
+
+/// [`driving_loop_drift`] on the repository's files.
+fn driving_loop_violations(root: &Path) -> Result<Vec<String>> {
+    let page = read(&root.join(DRIVING_LOOP_PAGE))?;
+    let example = read(&root.join(DRIVING_LOOP_EXAMPLE))?;
+    Ok(driving_loop_drift(&page, &example))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -1642,6 +1704,27 @@ mod tests {
                 (3, "STATE.md")
             ]
         );
+    }
+
+    #[test]
+    fn architecture_driving_loop_is_the_compiled_one() {
+        fail_on(
+            "driving loop",
+            driving_loop_violations(&workspace_root()).unwrap(),
+        );
+    }
+
+    #[test]
+    fn a_driving_loop_listing_that_drifts_is_named() {
+        let example = "fn f() {\n    // driving loop: begins\n    let a = 1;\n    a\n    // driving loop: ends\n}\n";
+        let page = |body: &str| format!("Text.\n\n```rust\n{body}```\n\nMore.\n");
+        assert!(driving_loop_drift(&page("let a = 1;\na\n"), example).is_empty());
+        let drift = driving_loop_drift(&page("let a = 2;\na\n"), example);
+        assert_eq!(drift.len(), 1);
+        assert!(drift[0].contains("line 1"), "{drift:?}");
+        let shorter = driving_loop_drift(&page("let a = 1;\n"), example);
+        assert!(shorter[0].contains("(nothing)"), "{shorter:?}");
+        assert_eq!(driving_loop_drift("no listing", example).len(), 1);
     }
 
     #[test]

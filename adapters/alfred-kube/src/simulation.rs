@@ -30,10 +30,9 @@
 //!
 //! `run/workers.rs` probes asynchronously and returns the [`WorkersFile`]; the pass then
 //! uses `WorkerPool::from_probed(file, options.simulation_timeout)`. The pool is a
-//! synchronous [`Simulator`] (it blocks while a worker runs): run the pass inside
-//! `tokio::task::spawn_blocking`, moving the pool in and back out (or keep it in an
-//! `Arc<std::sync::Mutex<WorkerPool>>`), and call `set_deadline(Some(pass start + 30 s))`
-//! before each pass.
+//! synchronous [`Simulator`] (it blocks while a worker runs): the decider answers a pass's
+//! simulation request on tokio's blocking pool, with a copy of the pool whose deadline
+//! (`set_deadline(Some(pass start + 30 s))`) is set when the pass begins (`run/pass.rs`).
 
 use std::io::{Read, Write};
 use std::path::Path;

@@ -14,6 +14,7 @@
 //! random; [`DerivedUuids`] is for reproducible drivers.
 
 use std::collections::BTreeMap;
+use std::sync::Arc;
 use std::time::Duration;
 
 use alfred_model::config::{Config, RuntimeOptions};
@@ -24,10 +25,11 @@ use sha2::{Digest, Sha256};
 
 use crate::dispatch::JournalSlot;
 use crate::guard::GuardObservation;
-use crate::pass::{DurableState, PassInput, PassOutput, Session, run_pass};
-use crate::preflight::{FreshLooks, FreshObserver};
+use crate::pass::{DurableState, PassOutput, Session};
+use crate::preflight::FreshObserver;
 use crate::sim::Simulator;
 use crate::stages::{CoreStages, Stages};
+use crate::steps::{Held, PassRun, RunInput, drive};
 
 /// UUIDs offered to every pass: a pass writes at most one request, and a few spares keep
 /// the supply's sequence independent of what the pass decided.
@@ -92,27 +94,37 @@ pub fn format_v4(mut b: [u8; 16]) -> String {
 
 /// What the driver read for one pass. Built with [`Reading::new`] and the setters; every
 /// field left out has the default its setter documents.
+///
+/// The snapshot, the configuration and the guard objects are lent (`&T`, `&Arc<T>`) or
+/// shared (`Arc<T>`): a reading of shared values makes a `'static` [`PassRun`] that an
+/// async driver can move to a blocking pool between steps.
 pub struct Reading<'a> {
-    snapshot: &'a ClusterSnapshot,
-    config: &'a Config,
+    snapshot: Held<'a, ClusterSnapshot>,
+    config: Held<'a, Config>,
     now: Timestamp,
     state: Option<DurableState>,
-    guard: Option<&'a GuardObservation>,
+    guard: Option<Held<'a, GuardObservation>>,
     fresh: Option<&'a dyn FreshObserver>,
+    live: bool,
     uuids: Option<&'a [String]>,
     config_changed: bool,
 }
 
 impl<'a> Reading<'a> {
     /// A pass over `snapshot` with `config` at `now`.
-    pub fn new(snapshot: &'a ClusterSnapshot, config: &'a Config, now: Timestamp) -> Self {
+    pub fn new(
+        snapshot: impl Into<Held<'a, ClusterSnapshot>>,
+        config: impl Into<Held<'a, Config>>,
+        now: Timestamp,
+    ) -> Self {
         Reading {
-            snapshot,
-            config,
+            snapshot: snapshot.into(),
+            config: config.into(),
             now,
             state: None,
             guard: None,
             fresh: None,
+            live: false,
             uuids: None,
             config_changed: false,
         }
@@ -128,15 +140,25 @@ impl<'a> Reading<'a> {
 
     /// The migration guard's two admission objects as read (docs/design-pass.md#migration-guard). Default: neither
     /// found, so execute mode withholds with `GuardUnavailable`.
-    pub fn guard(mut self, guard: &'a GuardObservation) -> Self {
-        self.guard = Some(guard);
+    pub fn guard(mut self, guard: impl Into<Held<'a, GuardObservation>>) -> Self {
+        self.guard = Some(guard.into());
         self
     }
 
-    /// Where the execute-mode re-check's fresh looks come from (docs/design-pass.md#pre-submit-re-check steps 1 and 12).
-    /// Default: the cluster cannot change during the pass, both looks see `snapshot`.
+    /// The cluster can change during the pass, and `observer` makes the execute-mode
+    /// re-check's fresh looks (docs/design-pass.md#pre-submit-re-check steps 1 and 12) for
+    /// [`Caretaker::pass`]. Default: the cluster cannot change during the pass, both looks
+    /// see `snapshot`.
     pub fn fresh_looks(mut self, observer: &'a dyn FreshObserver) -> Self {
         self.fresh = Some(observer);
+        self.live = true;
+        self
+    }
+
+    /// The cluster can change during the pass, and the driver of the [`PassRun`] answers
+    /// the re-check's [`Step::Look`](crate::Step::Look)s itself. Default: the cluster cannot change.
+    pub fn live(mut self) -> Self {
+        self.live = true;
         self
     }
 
@@ -161,7 +183,10 @@ impl<'a> Reading<'a> {
 /// state it needs comes in through each [`Reading`]. The driving loop:
 ///
 /// 1. read the cluster into a snapshot, the config, the journal and the guard;
-/// 2. [`Caretaker::pass`] → the record, the effects in order, the new durable state;
+/// 2. [`Caretaker::begin`] a [`PassRun`] on that [`Reading`], answer its [`Step`](crate::Step)s (a fresh
+///    look, a simulation) until [`Step::Done`](crate::Step::Done), and [`Caretaker::finish`] it → the record,
+///    the effects in order, the new durable state; [`Caretaker::pass`] does all three for
+///    a driver whose answers come without waiting;
 /// 3. apply the effects in order, stopping at the first failed write (or, when that write
 ///    is [`crate::Contingency::save_index`], applying its `then` instead), and tell the
 ///    caretaker each write's outcome with [`Caretaker::write_done`].
@@ -173,7 +198,7 @@ pub struct Caretaker {
     config_map_name: String,
     dispatch_deadline: Option<Duration>,
     uuids: Box<dyn UuidSupply>,
-    stages: Box<dyn Stages + Send>,
+    stages: Arc<dyn Stages + Send + Sync>,
     session: Session,
     previous_node_records: Option<BTreeMap<String, NodeRecord>>,
     state: DurableState,
@@ -209,7 +234,7 @@ impl Caretaker {
             config_map_name: "alfred-config".into(),
             dispatch_deadline: None,
             uuids: Box::new(uuids),
-            stages: Box::new(CoreStages),
+            stages: Arc::new(CoreStages),
             session: Session::default(),
             previous_node_records: None,
             state: DurableState::default(),
@@ -233,8 +258,8 @@ impl Caretaker {
     }
 
     /// Other stages than the real ones (tests that script the policies).
-    pub fn with_stages(mut self, stages: impl Stages + Send + 'static) -> Caretaker {
-        self.stages = Box::new(stages);
+    pub fn with_stages(mut self, stages: impl Stages + Send + Sync + 'static) -> Caretaker {
+        self.stages = Arc::new(stages);
         self
     }
 
@@ -267,50 +292,62 @@ impl Caretaker {
         &self.session
     }
 
-    /// Runs one decision pass on what the driver read; `simulator` answers the pass's
-    /// scheduling simulations.
+    /// Runs one decision pass on what the driver read, answering its questions at once:
+    /// looks through the reading's [`Reading::fresh_looks`] observer, simulations through
+    /// `simulator`.
     pub fn pass(&mut self, reading: Reading<'_>, simulator: &mut dyn Simulator) -> PassOutput {
+        let observer = reading.fresh;
+        let mut run = self.begin(reading);
+        drive(&mut run, observer, simulator);
+        match self.finish(run) {
+            Ok(out) => out,
+            Err(_) => unreachable!("drive returns at Step::Done"),
+        }
+    }
+
+    /// Starts a pass on what the driver read. The run owns (or borrows from the reading)
+    /// everything it needs, so the caretaker is free until [`Caretaker::finish`]; a run
+    /// dropped before it leaves the caretaker as it was (but for the state read).
+    pub fn begin<'a>(&mut self, reading: Reading<'a>) -> PassRun<'a> {
         if let Some(state) = reading.state {
             self.state = state;
         }
-        let drawn: Vec<String>;
         let uuids = match reading.uuids {
-            Some(u) => u,
-            None => {
-                drawn = (0..UUIDS_PER_PASS)
-                    .map(|_| self.uuids.next_uuid())
-                    .collect();
-                &drawn
-            }
+            Some(u) => u.to_vec(),
+            None => (0..UUIDS_PER_PASS)
+                .map(|_| self.uuids.next_uuid())
+                .collect(),
         };
-        let no_guard = GuardObservation::default();
         let previous = self
             .previous_node_records
             .as_ref()
-            .unwrap_or(&self.state.node_records);
-        let out = run_pass(
-            &PassInput {
-                snapshot: reading.snapshot,
-                fresh: match reading.fresh {
-                    Some(observer) => FreshLooks::Observe(observer),
-                    None => FreshLooks::Frozen(Some(reading.snapshot)),
-                },
-                config: reading.config,
-                runtime: &self.runtime,
-                namespace: &self.namespace,
-                config_map_name: &self.config_map_name,
-                state: &self.state,
-                previous_node_records: previous,
-                guard: reading.guard.unwrap_or(&no_guard),
-                uuids,
-                config_changed: reading.config_changed,
-                deadline: self.dispatch_deadline.map(|d| reading.now.plus(d)),
-                now: reading.now,
-            },
-            &*self.stages,
-            &self.session,
-            simulator,
-        );
+            .unwrap_or(&self.state.node_records)
+            .clone();
+        let frozen_look = (!reading.live).then(|| Some(reading.snapshot.clone()));
+        let input = RunInput {
+            snapshot: reading.snapshot,
+            config: reading.config,
+            runtime: self.runtime.clone(),
+            namespace: self.namespace.clone(),
+            config_map_name: self.config_map_name.clone(),
+            state: Held::Shared(Arc::new(self.state.clone())),
+            previous_node_records: Held::Shared(Arc::new(previous)),
+            guard: reading
+                .guard
+                .unwrap_or_else(|| Held::Shared(Arc::new(GuardObservation::default()))),
+            uuids,
+            config_changed: reading.config_changed,
+            deadline: self.dispatch_deadline.map(|d| reading.now.plus(d)),
+            now: reading.now,
+            frozen_look,
+        };
+        PassRun::new(input, Held::Shared(self.stages.clone()), &self.session)
+    }
+
+    /// The output of a run at [`Step::Done`](crate::Step::Done), with what the term carries to the next pass
+    /// taken from it; `Err(run)` when the run is not done.
+    pub fn finish<'a>(&mut self, run: PassRun<'a>) -> Result<PassOutput, Box<PassRun<'a>>> {
+        let out = run.into_output()?;
         self.session = out.session.clone();
         self.previous_node_records = Some(out.node_records.clone());
         let read = std::mem::replace(&mut self.state, out.new_state.clone()).journal;
@@ -318,7 +355,7 @@ impl Caretaker {
             read,
             written: None,
         });
-        out
+        Ok(out)
     }
 
     /// The outcome of one write effect of the last pass, in the order applied. A request
@@ -329,10 +366,7 @@ impl Caretaker {
     /// whose writes cannot fail need not call it; other effects only count when they are
     /// journal writes.
     pub fn write_done(&mut self, effect: &Effect, applied: bool) {
-        if !matches!(
-            effect,
-            Effect::WriteJournal { .. } | Effect::RequestMigration { .. }
-        ) {
+        if !effect.is_dispatch_write() {
             return;
         }
         if let Effect::RequestMigration { uuid, .. } = effect

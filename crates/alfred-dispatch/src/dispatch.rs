@@ -1,6 +1,8 @@
 //! The per-pass dispatch algorithm (docs/design-pass.md#dispatch-pass) and the merge of journal
 //! entries into the pass's rows (docs/design-pass.md#journal-rows).
 
+use std::sync::Arc;
+
 use alfred_model::ClusterSnapshot;
 use alfred_model::Timestamp;
 use alfred_model::config::{Config, Mode, RuntimeOptions};
@@ -11,10 +13,10 @@ use alfred_model::snapshot::DeploymentMode;
 
 use crate::guard::{GuardObservation, check_guard, guard_username};
 use crate::journal::{Entry, Journal, Phase, WorkloadRef, retention};
-use crate::preflight::{Looks, Proposal, Recheck, recheck};
+use crate::preflight::{Cleared, Prepared, Proposal, Recheck, conclude, judge_simulation, prepare};
 use crate::request::{RequestPayload, annotation_key};
 use crate::schedule::fresh;
-use crate::sim::Simulator;
+use crate::sim::SimulationOutcome;
 use crate::stages::Stages;
 
 /// A row in the making: a candidate and, when it reached the arbiter or the journal, its
@@ -65,9 +67,13 @@ pub struct DispatchCtx<'a> {
     pub snapshot: &'a ClusterSnapshot,
     /// The policies' proposal on [`DispatchCtx::snapshot`], when the pass's candidates are
     /// exactly it (see [`Proposal`]).
-    pub proposed: Option<&'a Proposal<'a>>,
-    /// The re-check's fresh looks.
-    pub looks: &'a Looks<'a>,
+    pub proposed: Option<&'a Proposal>,
+    /// The re-check's first look: `None` until the driver answered it, then `None` inside
+    /// when it could not be made (`ObservationUnavailable`).
+    pub first_look: Option<Option<&'a ClusterSnapshot>>,
+    /// Whether the cluster can change during the pass: a feasible simulation is then
+    /// followed by a second look (docs/design-pass.md#pre-submit-re-check step 12).
+    pub live: bool,
     /// Configuration.
     pub config: &'a Config,
     /// Flags.
@@ -79,13 +85,42 @@ pub struct DispatchCtx<'a> {
     /// A newer configuration arrived while the pass ran.
     pub config_changed: bool,
     /// The dispatch deadline (30 s after the pass began), if the adapter tracks one; it is
-    /// compared with the pass's time as its ports report it ([`Looks::time`]).
+    /// compared with [`DispatchCtx::time`].
     pub deadline: Option<Timestamp>,
     /// UUIDs whose request write the adapter reported failed in the previous pass
     /// ([`crate::Session::failed_requests`]).
     pub failed_requests: &'a [String],
-    /// Now.
+    /// UUIDs for a new request; at most one is used.
+    pub uuids: &'a [String],
+    /// The pass's start.
     pub now: Timestamp,
+    /// The pass's time by its ports: the latest time a look or a simulation answer reported,
+    /// or `now`.
+    pub time: Timestamp,
+}
+
+impl<'a> DispatchCtx<'a> {
+    /// What the re-check of a move reads against `journal` and `breaker`; `observed`: the
+    /// snapshot the move was proposed on (none for a journal entry).
+    fn recheck(
+        &self,
+        journal: &'a Journal,
+        breaker: &'a Breaker,
+        observed: Option<&'a ClusterSnapshot>,
+    ) -> Recheck<'a> {
+        Recheck {
+            stages: self.stages,
+            own: self.snapshot,
+            observed,
+            proposed: self.proposed,
+            config: self.config,
+            runtime: self.runtime,
+            journal,
+            breaker,
+            now: self.now,
+            time: self.time,
+        }
+    }
 }
 
 /// The dispatch step's result.
@@ -114,7 +149,7 @@ pub fn execution_enabled(ctx: &DispatchCtx<'_>) -> Result<(), DispatchReason> {
     if ctx.config_changed {
         return Err(DispatchReason::ConfigurationChanged);
     }
-    if ctx.deadline.is_some_and(|d| ctx.looks.time(ctx.now) > d) {
+    if ctx.deadline.is_some_and(|d| ctx.time > d) {
         return Err(DispatchReason::DispatchDeadline);
     }
     let user = guard_username(ctx.namespace, &ctx.runtime.migration_service_account);
@@ -201,49 +236,374 @@ fn write(j: &Journal, effects: &mut Vec<Effect>) -> Result<(), String> {
     Ok(())
 }
 
-/// Runs docs/design-pass.md#dispatch-pass. `decisions` holds every candidate with its arbiter
-/// verdict (admitted ones start as `withheld/ExecutionDisabled`); `order` is the arbitration order
-/// (indices into `decisions`).
-#[allow(clippy::too_many_arguments)]
-pub fn execute(
-    ctx: &DispatchCtx<'_>,
-    sim: &mut dyn Simulator,
-    mut decisions: Vec<Decision>,
-    order: &[usize],
-    slot: &JournalSlot,
-    breaker: &mut Breaker,
-    uuids: &[String],
-) -> DispatchOutcome {
+/// What the dispatcher waits for.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Need {
+    /// The re-check's first look (docs/design-pass.md#pre-submit-re-check step 1), shared by
+    /// the pass's later re-checks.
+    FirstLook,
+    /// The simulation of [`Dispatch::prepared`] (step 10).
+    Simulation,
+    /// A second look after a feasible simulation (step 12).
+    SecondLook,
+    /// Nothing: [`Dispatch::finish`].
+    Nothing,
+}
+
+/// Where one move's re-check stands between the dispatcher's steps.
+#[derive(Debug)]
+enum Check {
+    /// Not started: it needs the first look.
+    Start,
+    /// Steps 1 to 9 passed; the simulation is asked.
+    Simulating(Prepared),
+    /// The simulator answered.
+    Simulated(Prepared, SimulationOutcome),
+    /// The answer was feasible and timely; the second look is asked.
+    Looking(Prepared, SimulationOutcome),
+    /// The second look came (`None`: it could not be made).
+    Looked(Prepared, SimulationOutcome, Option<Arc<ClusterSnapshot>>),
+}
+
+/// What the dispatcher is doing.
+#[derive(Debug)]
+enum Work {
+    /// Retrying the one `prepared` entry of the journal.
+    Retry(Box<Entry>, Check),
+    /// Trying the admitted moves in arbitration order, from `order[next]`; the move
+    /// being re-checked, when one is.
+    Submit {
+        next: usize,
+        current: Option<(usize, Check)>,
+    },
+    /// Done.
+    Finished,
+}
+
+/// docs/design-pass.md#dispatch-pass as a resumable machine: [`Dispatch::start`] follows the
+/// journal up and picks the work; [`Dispatch::advance`] runs it until the re-check needs
+/// something from the driver (a look, a simulation) or the work ends; the answers come in
+/// through [`Dispatch::simulated`] and [`Dispatch::looked_again`]; [`Dispatch::finish`]
+/// gives the rows, the journal and the effects. Nothing here waits.
+#[derive(Debug)]
+pub struct Dispatch {
+    decisions: Vec<Decision>,
+    order: Vec<usize>,
+    journal: Journal,
+    out: DispatchOutcome,
+    work: Work,
+    submitted: Option<usize>,
+}
+
+impl Dispatch {
+    /// Steps up to the first re-check. `decisions` holds every candidate with its arbiter
+    /// verdict (admitted ones start as `withheld/ExecutionDisabled`); `order` is the
+    /// arbitration order (indices into `decisions`).
+    pub fn start(
+        ctx: &DispatchCtx<'_>,
+        mut decisions: Vec<Decision>,
+        order: Vec<usize>,
+        slot: &JournalSlot,
+        breaker: &mut Breaker,
+    ) -> Dispatch {
+        withhold_admitted(&mut decisions, DispatchReason::ExecutionDisabled);
+        let mut out = DispatchOutcome {
+            decisions: Vec::new(),
+            journal: slot.clone(),
+            effects: Vec::new(),
+            uuids_used: 0,
+            journal_error: None,
+        };
+        let finished = |decisions, out| Dispatch {
+            decisions,
+            order: Vec::new(),
+            journal: Journal::empty(),
+            out,
+            work: Work::Finished,
+            submitted: None,
+        };
+        let journal = match slot {
+            JournalSlot::Readable(j) => j.clone(),
+            JournalSlot::Missing | JournalSlot::Unreadable { .. } => {
+                out.journal_error = Some(match slot {
+                    JournalSlot::Unreadable { error, .. } => error.clone(),
+                    _ => "state.json is missing".into(),
+                });
+                withhold_all(&mut decisions, DispatchReason::JournalUnavailable);
+                return finished(decisions, out);
+            }
+        };
+        let Some((journal, unresolved, uncertain)) =
+            follow_up(ctx, journal, &mut decisions, &mut out, breaker)
+        else {
+            return finished(decisions, out);
+        };
+        let work = match pick_work(ctx, &journal, unresolved, uncertain.as_deref()) {
+            Ok(work) => work,
+            Err(reason) => {
+                if let Some(r) = reason {
+                    withhold_all(&mut decisions, r);
+                }
+                Work::Finished
+            }
+        };
+        Dispatch {
+            decisions,
+            order,
+            journal,
+            out,
+            work,
+            submitted: None,
+        }
+    }
+
+    /// Runs the work until it needs an answer from the driver or ends.
+    pub fn advance(&mut self, ctx: &DispatchCtx<'_>, breaker: &Breaker) -> Need {
+        loop {
+            match std::mem::replace(&mut self.work, Work::Finished) {
+                Work::Finished => return Need::Nothing,
+                Work::Retry(entry, check) => {
+                    let candidate = entry_candidate(&entry);
+                    let rc = ctx.recheck(&self.journal, breaker, None);
+                    match step_check(&rc, ctx, check, &candidate, Some(&entry)) {
+                        Progress::Waiting(check, need) => {
+                            self.work = Work::Retry(entry, check);
+                            return need;
+                        }
+                        Progress::Concluded(result) => self.retried(ctx, &entry, result),
+                    }
+                }
+                Work::Submit { next, current } => {
+                    let (next, i, check) = match current {
+                        Some((i, check)) => (next, i, check),
+                        None => match self.next_admitted(next) {
+                            Some((next, i)) => (next, i, Check::Start),
+                            None => continue,
+                        },
+                    };
+                    let Some((candidate, _)) = self.decisions.get(i) else {
+                        continue;
+                    };
+                    let candidate = candidate.clone();
+                    let rc = ctx.recheck(&self.journal, breaker, Some(ctx.snapshot));
+                    match step_check(&rc, ctx, check, &candidate, None) {
+                        Progress::Waiting(check, need) => {
+                            self.work = Work::Submit {
+                                next,
+                                current: Some((i, check)),
+                            };
+                            return need;
+                        }
+                        Progress::Concluded(result) => {
+                            if !self.try_submit(ctx, i, result) {
+                                self.work = Work::Submit {
+                                    next: next + 1,
+                                    current: None,
+                                };
+                            }
+                        }
+                    }
+                }
+            }
+        }
+    }
+
+    /// From position `next` of the arbitration order, the first admitted move still to
+    /// try: its position and its index in the rows.
+    fn next_admitted(&self, mut next: usize) -> Option<(usize, usize)> {
+        while let Some(&i) = self.order.get(next) {
+            if let Some((c, Some(v))) = self.decisions.get(i)
+                && v.admitted
+                && c.executable
+                && c.mode == DeploymentMode::OMENative
+                && v.request_uuid.is_empty()
+                && v.dispatch_status == Some(DispatchStatus::Withheld)
+            {
+                return Some((next, i));
+            }
+            next += 1;
+        }
+        None
+    }
+
+    /// The move whose simulation (step 10, against the first look) the re-check waits for.
+    pub fn prepared(&self) -> Option<&Prepared> {
+        match &self.work {
+            Work::Retry(_, Check::Simulating(p))
+            | Work::Submit {
+                current: Some((_, Check::Simulating(p))),
+                ..
+            } => Some(p),
+            _ => None,
+        }
+    }
+
+    /// The simulator's answer to the simulation of [`Dispatch::prepared`].
+    pub fn simulated(&mut self, outcome: SimulationOutcome) {
+        self.map_check(|check| match check {
+            Check::Simulating(p) => Check::Simulated(p, outcome),
+            other => other,
+        });
+    }
+
+    /// The second look the re-check asked for (`None`: it could not be made).
+    pub fn looked_again(&mut self, look: Option<Arc<ClusterSnapshot>>) {
+        self.map_check(|check| match check {
+            Check::Looking(p, out) => Check::Looked(p, out, look),
+            other => other,
+        });
+    }
+
+    /// Whether the re-check waits for a second look (so a look the driver hands over is
+    /// that one, not the first).
+    pub fn wants_second_look(&self) -> bool {
+        matches!(
+            &self.work,
+            Work::Retry(_, Check::Looking(..))
+                | Work::Submit {
+                    current: Some((_, Check::Looking(..))),
+                    ..
+                }
+        )
+    }
+
+    fn map_check(&mut self, f: impl FnOnce(Check) -> Check) {
+        match &mut self.work {
+            Work::Retry(_, check)
+            | Work::Submit {
+                current: Some((_, check)),
+                ..
+            } => {
+                let old = std::mem::replace(check, Check::Start);
+                *check = f(old);
+            }
+            _ => {}
+        }
+    }
+
+    /// The end of the retry of the prepared `entry`.
+    fn retried(
+        &mut self,
+        ctx: &DispatchCtx<'_>,
+        entry: &Entry,
+        result: Result<Cleared, DispatchReason>,
+    ) {
+        match result {
+            Err(r) => withhold_all(&mut self.decisions, r),
+            Ok(cleared) => {
+                let mut entry = entry.clone();
+                attempt(
+                    ctx,
+                    &mut self.journal,
+                    &mut entry,
+                    &cleared,
+                    &mut self.out.effects,
+                );
+                merge_entry(&mut self.decisions, &entry);
+                self.out.journal = JournalSlot::Readable(self.journal.clone());
+            }
+        }
+    }
+
+    /// The end of the re-check of `decisions[i]`: on success, the new entry is journaled
+    /// and the request written, and the work ends (one request a pass). Returns whether
+    /// the work ended.
+    fn try_submit(
+        &mut self,
+        ctx: &DispatchCtx<'_>,
+        i: usize,
+        result: Result<Cleared, DispatchReason>,
+    ) -> bool {
+        let withhold = |decisions: &mut Vec<Decision>, r| {
+            set_reason(decisions, i, DispatchStatus::Withheld, r, "");
+        };
+        let cleared = match result {
+            Ok(x) => x,
+            Err(r) => {
+                withhold(&mut self.decisions, r);
+                return false;
+            }
+        };
+        let entry = ctx
+            .uuids
+            .get(self.out.uuids_used)
+            .ok_or(DispatchReason::InvalidRequest)
+            .and_then(|uuid| new_entry(uuid, &cleared, ctx.now));
+        let mut entry = match entry {
+            Ok(e) => e,
+            Err(r) => {
+                withhold(&mut self.decisions, r);
+                return false;
+            }
+        };
+        self.out.uuids_used += 1;
+        let Some((next, state_json)) = journal_with_entry(ctx, &self.journal, &entry) else {
+            withhold(&mut self.decisions, DispatchReason::JournalUnavailable);
+            return true;
+        };
+        self.out.effects.push(Effect::WriteJournal { state_json });
+        self.journal = next;
+        attempt(
+            ctx,
+            &mut self.journal,
+            &mut entry,
+            &cleared,
+            &mut self.out.effects,
+        );
+        let status = entry.phase.status();
+        let reason = entry.reason.unwrap_or(DispatchReason::SubmissionPrepared);
+        set_reason(&mut self.decisions, i, status, reason, &entry.uuid);
+        self.out.journal = JournalSlot::Readable(self.journal.clone());
+        self.submitted = Some(i);
+        true
+    }
+
+    /// The rows, the journal to keep and the effects (docs/design-pass.md#dispatch-pass: the
+    /// other admitted moves of a pass that submitted wait with `SerialDispatchLimit`).
+    pub fn finish(mut self) -> DispatchOutcome {
+        if let Some(done) = self.submitted {
+            for (k, (_, v)) in self.decisions.iter_mut().enumerate() {
+                if k == done {
+                    continue;
+                }
+                if let Some(v) = v
+                    && v.admitted
+                    && v.request_uuid.is_empty()
+                    && v.dispatch_status == Some(DispatchStatus::Withheld)
+                    && v.dispatch_reason == Some(DispatchReason::ExecutionDisabled)
+                {
+                    v.dispatch_reason = Some(DispatchReason::SerialDispatchLimit);
+                }
+            }
+        }
+        self.out.decisions = self.decisions;
+        self.out
+    }
+}
+
+/// Every admitted row starts as `withheld/reason`.
+fn withhold_admitted(decisions: &mut [Decision], reason: DispatchReason) {
     for (_, v) in decisions.iter_mut() {
         if let Some(v) = v
             && v.admitted
         {
             v.dispatch_status = Some(DispatchStatus::Withheld);
-            v.dispatch_reason = Some(DispatchReason::ExecutionDisabled);
+            v.dispatch_reason = Some(reason);
         }
     }
-    let mut out = DispatchOutcome {
-        decisions: Vec::new(),
-        journal: slot.clone(),
-        effects: Vec::new(),
-        uuids_used: 0,
-        journal_error: None,
-    };
-    let journal = match slot {
-        JournalSlot::Readable(j) => j.clone(),
-        JournalSlot::Missing => {
-            out.journal_error = Some("state.json is missing".into());
-            withhold_all(&mut decisions, DispatchReason::JournalUnavailable);
-            out.decisions = decisions;
-            return out;
-        }
-        JournalSlot::Unreadable { error, .. } => {
-            out.journal_error = Some(error.clone());
-            withhold_all(&mut decisions, DispatchReason::JournalUnavailable);
-            out.decisions = decisions;
-            return out;
-        }
-    };
+}
+
+/// The follow-up (docs/design-pass.md#follow-up) and its journal write, with the breaker's
+/// outcomes and the rows of the entries it reports. Returns the journal from then on, its
+/// unresolved entries and the entry found `SubmissionUncertain` this pass; `None` when the
+/// journal cannot be written (every admitted move withheld).
+fn follow_up(
+    ctx: &DispatchCtx<'_>,
+    journal: Journal,
+    decisions: &mut Vec<Decision>,
+    out: &mut DispatchOutcome,
+    breaker: &mut Breaker,
+) -> Option<(Journal, Vec<Entry>, Option<String>)> {
     let mut follow = crate::follow::reconcile(
         &journal,
         ctx.snapshot,
@@ -259,12 +619,11 @@ pub fn execute(
     // available the journal is reconciled in both modes. Recommend-only follows and updates the
     // entries execute mode created (a `WriteJournal` effect) but never appends one and never writes
     // a request annotation.
-    let mut journal = if follow.changed {
+    let journal = if follow.changed {
         if let Err(e) = write(&follow.journal, &mut out.effects) {
             out.journal_error = Some(e);
-            withhold_all(&mut decisions, DispatchReason::JournalUnavailable);
-            out.decisions = decisions;
-            return out;
+            withhold_all(decisions, DispatchReason::JournalUnavailable);
+            return None;
         }
         for ok in &follow.ended {
             breaker.record_outcome(*ok, ctx.now);
@@ -275,203 +634,137 @@ pub fn execute(
     };
     for uuid in &follow.reported {
         if let Some(e) = follow.journal.entry(uuid) {
-            merge_entry(&mut decisions, e);
+            merge_entry(decisions, e);
         }
     }
     let unresolved: Vec<Entry> = follow.journal.unresolved().cloned().collect();
     out.journal = JournalSlot::Readable(journal.clone());
+    Some((journal, unresolved, uncertain))
+}
+
+/// What the dispatcher does after the follow-up: retry the one prepared entry, or try the
+/// admitted moves; `Err`: nothing, with the pass-wide reason that withholds every
+/// admitted move (`None`: the rows keep theirs).
+fn pick_work(
+    ctx: &DispatchCtx<'_>,
+    journal: &Journal,
+    unresolved: Vec<Entry>,
+    uncertain: Option<&str>,
+) -> Result<Work, Option<DispatchReason>> {
     if unresolved.len() > 1 {
-        withhold_all(&mut decisions, DispatchReason::MultipleUnresolvedRequests);
-        out.decisions = decisions;
-        return out;
+        return Err(Some(DispatchReason::MultipleUnresolvedRequests));
     }
-    if let Some(e) = unresolved.first() {
+    if let Some(e) = unresolved.into_iter().next() {
         if e.phase != Phase::Prepared {
-            withhold_all(&mut decisions, DispatchReason::UnresolvedRequest);
-            out.decisions = decisions;
-            return out;
+            return Err(Some(DispatchReason::UnresolvedRequest));
         }
         // The failed write is recorded this pass; the retry belongs to the next one.
-        if uncertain.as_deref() == Some(e.uuid.as_str()) {
-            out.decisions = decisions;
-            return out;
+        if uncertain == Some(e.uuid.as_str()) {
+            return Err(None);
         }
         // The prepared row itself shows withheld/ExecutionDisabled until it is retried.
-        if let Err(r) = execution_enabled(ctx) {
-            withhold_all(&mut decisions, r);
-            out.decisions = decisions;
-            return out;
-        }
+        execution_enabled(ctx).map_err(Some)?;
         if RequestPayload::decode(&e.payload).is_err() {
-            withhold_all(&mut decisions, DispatchReason::JournalPayloadInvalid);
-            out.decisions = decisions;
-            return out;
+            return Err(Some(DispatchReason::JournalPayloadInvalid));
         }
-        let rc = Recheck {
-            stages: ctx.stages,
-            looks: ctx.looks,
-            observed: None,
-            proposed: ctx.proposed,
-            config: ctx.config,
-            runtime: ctx.runtime,
-            journal: &journal,
-            breaker: &*breaker,
-            now: ctx.now,
-        };
-        let cand = entry_candidate(e);
-        match recheck(&rc, sim, &cand, Some(e)) {
-            Err(r) => withhold_all(&mut decisions, r),
-            Ok(cleared) => {
-                let mut entry = e.clone();
-                attempt(ctx, &mut journal, &mut entry, &cleared, &mut out.effects);
-                merge_entry(&mut decisions, &entry);
-                out.journal = JournalSlot::Readable(journal);
-            }
-        }
-        out.decisions = decisions;
-        return out;
+        return Ok(Work::Retry(Box::new(e), Check::Start));
     }
-    if let Err(r) = execution_enabled(ctx) {
-        withhold_all(&mut decisions, r);
-        out.decisions = decisions;
-        return out;
-    }
+    execution_enabled(ctx).map_err(Some)?;
     if !fresh(ctx.snapshot.observed_at, ctx.now) {
-        withhold_all(&mut decisions, DispatchReason::ObservationStale);
-        out.decisions = decisions;
-        return out;
+        return Err(Some(DispatchReason::ObservationStale));
     }
     if journal.backoff_until.is_some_and(|b| b > ctx.now) {
-        withhold_all(&mut decisions, DispatchReason::FailureBackoff);
-        out.decisions = decisions;
-        return out;
+        return Err(Some(DispatchReason::FailureBackoff));
     }
-    let rc = Recheck {
-        stages: ctx.stages,
-        looks: ctx.looks,
-        observed: Some(ctx.snapshot),
-        proposed: ctx.proposed,
-        config: ctx.config,
-        runtime: ctx.runtime,
-        journal: &journal,
-        breaker: &*breaker,
-        now: ctx.now,
+    Ok(Work::Submit {
+        next: 0,
+        current: None,
+    })
+}
+
+/// Where a re-check got to in one step.
+#[allow(clippy::large_enum_variant)] // matched at once by the one caller
+enum Progress {
+    /// It waits for the driver.
+    Waiting(Check, Need),
+    /// It ended.
+    Concluded(Result<Cleared, DispatchReason>),
+}
+
+/// Moves one re-check (docs/design-pass.md#pre-submit-re-check) as far as the answers it has
+/// allow.
+fn step_check(
+    rc: &Recheck<'_>,
+    ctx: &DispatchCtx<'_>,
+    check: Check,
+    candidate: &Candidate,
+    existing: Option<&Entry>,
+) -> Progress {
+    let first = match ctx.first_look {
+        None => return Progress::Waiting(check, Need::FirstLook),
+        // 1. Fresh observation.
+        Some(None) => {
+            return Progress::Concluded(Err(DispatchReason::ObservationUnavailable));
+        }
+        Some(Some(first)) => first,
     };
-    let mut submitted_at = None;
-    for &i in order {
-        let Some((c, Some(v))) = decisions.get(i) else {
-            continue;
-        };
-        if !v.admitted
-            || !c.executable
-            || c.mode != DeploymentMode::OMENative
-            || !v.request_uuid.is_empty()
-            || v.dispatch_status != Some(DispatchStatus::Withheld)
-        {
-            continue;
-        }
-        let c = c.clone();
-        let cleared = match recheck(&rc, sim, &c, None) {
-            Ok(x) => x,
-            Err(r) => {
-                set_reason(&mut decisions, i, DispatchStatus::Withheld, r, "");
-                continue;
+    match check {
+        Check::Start => match prepare(rc, first, candidate, existing) {
+            Ok(p) => Progress::Waiting(Check::Simulating(p), Need::Simulation),
+            Err(r) => Progress::Concluded(Err(r)),
+        },
+        Check::Simulating(p) => Progress::Waiting(Check::Simulating(p), Need::Simulation),
+        Check::Simulated(p, out) => {
+            if let Err(r) = judge_simulation(rc, first, &out) {
+                return Progress::Concluded(Err(r));
             }
-        };
-        let Some(uuid) = uuids.get(out.uuids_used).cloned() else {
-            set_reason(
-                &mut decisions,
-                i,
-                DispatchStatus::Withheld,
-                DispatchReason::InvalidRequest,
-                "",
-            );
-            continue;
-        };
-        let Ok(mut entry) = new_entry(&uuid, &cleared, ctx.now) else {
-            set_reason(
-                &mut decisions,
-                i,
-                DispatchStatus::Withheld,
-                DispatchReason::InvalidRequest,
-                "",
-            );
-            continue;
-        };
-        out.uuids_used += 1;
-        let mut next = journal.clone();
-        let overrides = ctx
-            .looks
-            .taken()
-            .unwrap_or(ctx.snapshot)
-            .workloads
-            .iter()
-            .filter_map(|w| w.settings.cooldown_minutes);
-        next.prune(
-            ctx.now,
-            retention(
-                [
-                    ctx.config.per_node_cooldown_minutes,
-                    ctx.config.per_workload_cooldown_minutes,
-                    ctx.config
-                        .policies
-                        .node_health
-                        .health_cooldown_floor_minutes,
-                ]
-                .into_iter()
-                .chain(overrides),
-            ),
-        );
-        next.entries.push(entry.clone());
-        if next.validate().is_err() || next.to_state_json().is_err() {
-            set_reason(
-                &mut decisions,
-                i,
-                DispatchStatus::Withheld,
-                DispatchReason::JournalUnavailable,
-                "",
-            );
-            out.decisions = decisions;
-            return out;
+            if ctx.live {
+                return Progress::Waiting(Check::Looking(p, out), Need::SecondLook);
+            }
+            Progress::Concluded(conclude(rc, first, None, candidate, existing, p, &out))
         }
-        if let Err(e) = write(&next, &mut out.effects) {
-            out.journal_error = Some(e);
-            set_reason(
-                &mut decisions,
-                i,
-                DispatchStatus::Withheld,
-                DispatchReason::JournalUnavailable,
-                "",
-            );
-            out.decisions = decisions;
-            return out;
-        }
-        journal = next;
-        attempt(ctx, &mut journal, &mut entry, &cleared, &mut out.effects);
-        let status = entry.phase.status();
-        let reason = entry.reason.unwrap_or(DispatchReason::SubmissionPrepared);
-        set_reason(&mut decisions, i, status, reason, &entry.uuid);
-        out.journal = JournalSlot::Readable(journal.clone());
-        submitted_at = Some(i);
-        break;
+        Check::Looking(p, out) => Progress::Waiting(Check::Looking(p, out), Need::SecondLook),
+        Check::Looked(p, out, look) => Progress::Concluded(match look {
+            None => Err(DispatchReason::ObservationUnavailable),
+            Some(second) => conclude(rc, first, Some(&second), candidate, existing, p, &out),
+        }),
     }
-    if let Some(done) = submitted_at {
-        for (k, (_, v)) in decisions.iter_mut().enumerate() {
-            if k == done {
-                continue;
-            }
-            if let Some(v) = v
-                && v.admitted
-                && v.request_uuid.is_empty()
-                && v.dispatch_status == Some(DispatchStatus::Withheld)
-                && v.dispatch_reason == Some(DispatchReason::ExecutionDisabled)
-            {
-                v.dispatch_reason = Some(DispatchReason::SerialDispatchLimit);
-            }
-        }
-    }
-    out.decisions = decisions;
-    out
+}
+
+/// The journal with the new `entry` appended, pruned of what no cooldown reads any more
+/// (docs/design-pass.md#journal), and its text; `None`: it would not be valid.
+fn journal_with_entry(
+    ctx: &DispatchCtx<'_>,
+    journal: &Journal,
+    entry: &Entry,
+) -> Option<(Journal, String)> {
+    let mut next = journal.clone();
+    let overrides = ctx
+        .first_look
+        .flatten()
+        .unwrap_or(ctx.snapshot)
+        .workloads
+        .iter()
+        .filter_map(|w| w.settings.cooldown_minutes);
+    next.prune(
+        ctx.now,
+        retention(
+            [
+                ctx.config.per_node_cooldown_minutes,
+                ctx.config.per_workload_cooldown_minutes,
+                ctx.config
+                    .policies
+                    .node_health
+                    .health_cooldown_floor_minutes,
+            ]
+            .into_iter()
+            .chain(overrides),
+        ),
+    );
+    next.entries.push(entry.clone());
+    next.validate().ok()?;
+    let text = next.to_state_json().ok()?;
+    Some((next, text))
 }
 
 /// Marks the `prepared` entry whose request write failed in the previous pass as
@@ -502,11 +795,7 @@ fn set_reason(
     }
 }
 
-fn new_entry(
-    uuid: &str,
-    cleared: &crate::preflight::Cleared,
-    now: Timestamp,
-) -> Result<Entry, DispatchReason> {
+fn new_entry(uuid: &str, cleared: &Cleared, now: Timestamp) -> Result<Entry, DispatchReason> {
     if !crate::request::is_canonical_uuid(uuid) {
         return Err(DispatchReason::InvalidRequest);
     }
@@ -557,7 +846,7 @@ fn attempt(
     ctx: &DispatchCtx<'_>,
     journal: &mut Journal,
     e: &mut Entry,
-    cleared: &crate::preflight::Cleared,
+    cleared: &Cleared,
     effects: &mut Vec<Effect>,
 ) {
     if let Err(r) = execution_enabled(ctx) {

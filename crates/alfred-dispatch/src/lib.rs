@@ -35,12 +35,48 @@
 //! ```
 //!
 //! In execute mode the driver also hands over the journal and guard it read
-//! ([`Reading::state`], [`Reading::guard`]) and, on a live cluster, a [`FreshObserver`]
-//! for the re-check's fresh looks ([`Reading::fresh_looks`]); when a write fails it stops
-//! there — except when the failed write is the journal save after the request
-//! ([`Contingency::save_index`]): then it applies [`Contingency::then`] instead of the
-//! rest. `alfred-kube`'s `examples/embed.rs` drives two passes over a recorded cluster
-//! with a request followed to completion.
+//! ([`Reading::state`], [`Reading::guard`]); when a write fails it stops there — except
+//! when the failed write is the journal save after the request ([`Contingency::save_index`]):
+//! then it applies [`Contingency::then`] instead of the rest. `alfred-kube`'s
+//! `examples/embed.rs` drives two passes over a recorded cluster with a request followed
+//! to completion.
+//!
+//! # A pass that never waits
+//!
+//! [`Caretaker::pass`] answers the pass's questions at once, through the [`Simulator`] and
+//! (for a [`Reading::fresh_looks`] reading) [`FreshObserver`] ports. The pass itself never
+//! waits for them: [`Caretaker::begin`] gives a [`PassRun`] that stops where it needs an
+//! answer ([`Step::Look`]: a fresh look at a live cluster, [`Step::Simulate`]: a
+//! scheduling simulation) and goes on with [`PassRun::handle_look`] /
+//! [`PassRun::handle_simulation`] until [`Step::Done`]; [`Caretaker::finish`] takes the
+//! output. An async driver answers with `.await`, and a run over shared inputs
+//! (`Arc`s in the [`Reading`]) is `'static + Send`, so each step can run on a blocking pool:
+//!
+//! ```
+//! use std::sync::Arc;
+//! use alfred_dispatch::{Caretaker, DerivedUuids, ModelSimulator, Reading, Simulator, Step};
+//! use alfred_model::config::{Config, RuntimeOptions};
+//! use alfred_model::{ClusterSnapshot, Timestamp};
+//!
+//! let now = Timestamp::from_unix_secs(1_790_000_000);
+//! let snapshot = Arc::new(ClusterSnapshot::builder(now).gpu_node("gpu-a", "H100", 8).build());
+//! let config = Arc::new(Config::builtin());
+//! let mut caretaker = Caretaker::new(RuntimeOptions::execute("ome-alfred"), DerivedUuids::new([1; 32]));
+//! let mut simulator = ModelSimulator::new(&*config);
+//! let mut run = caretaker.begin(Reading::new(snapshot.clone(), config, now).live());
+//! loop {
+//!     match run.poll() {
+//!         Step::Look => run.handle_look(Some(snapshot.clone())), // uncached reads, awaited
+//!         Step::Simulate(request) => {
+//!             let answer = simulator.simulate(&request); // a worker process, awaited
+//!             run.handle_simulation(answer);
+//!         }
+//!         Step::Done => break,
+//!     }
+//! }
+//! let out = caretaker.finish(run).expect("done");
+//! assert_eq!(out.record.timestamp, now);
+//! ```
 //!
 //! # Reasons that cross the pass boundary
 //!
@@ -51,14 +87,14 @@
 //! ending:
 //!
 //! * `SchedulingStateChanged` and `SafetyStateChanged` (docs/design-pass.md#pre-submit-re-check
-//!   step 12): after a feasible simulation the re-check looks at the cluster a second time through
-//!   [`Reading::fresh_looks`] ([`FreshLooks::Observe`] with the adapter's
-//!   [`FreshObserver`]; `alfred run` runs a new observation pass there). The capture of
+//!   step 12): after a feasible simulation the re-check of a live pass asks for a second look
+//!   ([`Step::Look`]; `alfred run` answers with a new observation from uncached reads). The
+//!   capture of
 //!   scheduling inputs is the snapshot's nodes, pods, PodGroups and workloads
 //!   ([`preflight::same_scheduling_inputs`]); what lies outside it (the models' storage
 //!   constraints, the executor's state) can still change the arbiter's verdict, which
-//!   is `SafetyStateChanged`. `replay` and the twin pass [`FreshLooks::Frozen`]: their
-//!   cluster cannot change during a pass.
+//!   is `SafetyStateChanged`. `replay` and the twin read a frozen cluster (a reading that is
+//!   not live): it cannot change during a pass.
 //! * `SubmissionUncertain` (docs/design-pass.md#dispatch-pass `attempt()` step 5) is produced one
 //!   pass late: the adapter reports the failed request write through [`Session::failed_requests`];
 //!   the next pass records `prepared/SubmissionUncertain` when the follow-up finds no trace
@@ -86,12 +122,14 @@ pub mod journal;
 pub mod ledger;
 pub mod model_sim;
 pub mod pass;
+pub mod pass_report;
 pub mod preflight;
 pub mod report;
 pub mod request;
 pub mod schedule;
 pub mod sim;
 pub mod stages;
+pub mod steps;
 mod strict_json;
 pub mod wire_sim;
 
@@ -109,4 +147,5 @@ pub use sim::{MoveSimulation, SimulationOutcome, Simulator};
 #[cfg(any(test, feature = "testkit"))]
 pub use stages::ScriptedStages;
 pub use stages::{CoreStages, PoolGauge, Stages};
+pub use steps::{Held, PassRun, Step, drive};
 pub use wire_sim::{outcome_of, outcome_of_stdout, wire_request};

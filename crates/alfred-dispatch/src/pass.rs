@@ -4,22 +4,20 @@
 
 use std::collections::BTreeMap;
 
-use alfred_model::config::{Config, Mode, RuntimeOptions};
-use alfred_model::effect::{Effect, ObjectRef};
-use alfred_model::event::EventReason;
+use alfred_model::config::{Config, RuntimeOptions};
+use alfred_model::effect::Effect;
 use alfred_model::reason::DispatchReason;
 use alfred_model::record::{Candidate, LastCycle, NodeRecord, Verdict};
 use alfred_model::{ClusterSnapshot, Timestamp};
 use serde::{Deserialize, Serialize};
 
-use crate::dispatch::{Breaker, Decision, DispatchCtx, JournalSlot, execute};
-use crate::drain::{PlanBook, ReviewInput};
+use crate::dispatch::{Breaker, JournalSlot};
 use crate::guard::GuardObservation;
 use crate::journal::Journal;
-use crate::preflight::{FreshLooks, Looks, Proposal};
-use crate::report;
+use crate::preflight::FreshLooks;
 use crate::sim::Simulator;
-use crate::stages::{ArbiterInput, PoolGauge, Stages};
+use crate::stages::{PoolGauge, Stages};
+use crate::steps::{Held, PassRun, RunInput, drive};
 
 /// Version of the [`DurableState`] document.
 pub const DURABLE_STATE_VERSION: &str = "alfred-state/v1";
@@ -262,252 +260,39 @@ pub struct Contingency {
     pub then: Vec<Effect>,
 }
 
-/// Runs one decision pass.
+/// Runs one decision pass to its end, answering its questions synchronously: looks
+/// through `input.fresh`, simulations through `sim` (see [`crate::steps`] for the
+/// resumable form a driver that must not block uses).
 pub fn run_pass(
     input: &PassInput<'_>,
-    stages: &dyn Stages,
+    stages: &(dyn Stages + Send + Sync),
     session: &Session,
     sim: &mut dyn Simulator,
 ) -> PassOutput {
-    let snap = input.snapshot;
-    let cfg = input.config;
-    let mut recording = crate::decision_log::RecordingSimulator::new(sim);
-    let sim: &mut dyn Simulator = &mut recording;
-    let mut session = session.clone();
-    // Consumed by this pass (see [`Session::failed_requests`]).
-    let failed_requests = std::mem::take(&mut session.failed_requests);
-    let mut effects = Vec::new();
-    let dispatcher = input.runtime.executor_available();
-    // 2. OMENative state report.
-    if !dispatcher {
-        if !session.omenative_unavailable_reported {
-            session.omenative_unavailable_reported = true;
-            effects.push(Effect::RecordEvent(alfred_model::effect::Event {
-                regarding: ObjectRef {
-                    api_version: "v1".into(),
-                    kind: "ConfigMap".into(),
-                    namespace: input.namespace.into(),
-                    name: input.config_map_name.into(),
-                    uid: String::new(),
-                },
-                event_type: EventReason::OMENativeUnavailable.event_type(),
-                reason: EventReason::OMENativeUnavailable.as_str().into(),
-                message: report::OMENATIVE_UNAVAILABLE_MESSAGE.into(),
-            }));
-        }
-    } else {
-        session.omenative_unavailable_reported = false;
-    }
-    // Drain plans of the dispatch state (docs/design-policies.md#drain-plans): end what cannot go
-    // on, before the policies re-plan the rest.
-    let journal_read = match &input.state.journal {
-        JournalSlot::Readable(j) => Some(j),
-        _ => None,
+    let (frozen_look, observer) = match input.fresh {
+        FreshLooks::Frozen(look) => (Some(look.map(Held::Lent)), None),
+        FreshLooks::Observe(o) => (None, Some(o)),
     };
-    let empty_journal = Journal::empty();
-    let mut book = PlanBook::review(&ReviewInput {
-        snapshot: snap,
-        config: cfg,
-        journal: journal_read.unwrap_or(&empty_journal),
-        executing: dispatcher && cfg.mode == Mode::Execute,
+    let run_input = RunInput {
+        snapshot: Held::Lent(input.snapshot),
+        config: Held::Lent(input.config),
+        runtime: input.runtime.clone(),
+        namespace: input.namespace.to_owned(),
+        config_map_name: input.config_map_name.to_owned(),
+        state: Held::Lent(input.state),
+        previous_node_records: Held::Lent(input.previous_node_records),
+        guard: Held::Lent(input.guard),
+        uuids: input.uuids.to_vec(),
+        config_changed: input.config_changed,
+        deadline: input.deadline,
         now: input.now,
-    });
-    // Pool scores; 3. Propose.
-    let (pools, proposed) =
-        stages.score_and_propose(snap, cfg, input.runtime, &book.plans, input.now);
-    let alfred_policy::Proposal {
-        mut candidates,
-        node_markers,
-        drain,
-    } = proposed;
-    book.block(&drain.blocked, snap, input.now);
-    // 4. Scheduling annotation: recommend-only or no dispatcher.
-    let annotated = !dispatcher || cfg.mode != Mode::Execute;
-    if annotated {
-        let simulator = if input.runtime.simulation_configured {
-            Some(&mut *sim as &mut dyn Simulator)
-        } else {
-            None
-        };
-        crate::schedule::annotate(&mut candidates, snap, cfg, simulator, input.now);
-    }
-    // 5. Admit / Request / Follow.
-    let mut journal_for_arbiter = journal_read.cloned().unwrap_or_else(Journal::empty);
-    journal_for_arbiter.plans = book.plans.clone();
-    let verdicts = stages.arbitrate(&ArbiterInput {
-        candidates: &candidates,
-        snapshot: snap,
-        config: cfg,
-        journal: &journal_for_arbiter,
-        breaker: &session.breaker,
-        now: input.now,
-    });
-    let order: Vec<usize> = verdicts.iter().map(|(i, _)| *i).collect();
-    let mut by_index: BTreeMap<usize, Verdict> = verdicts.into_iter().collect();
-    // The bare proposal, for the re-check (not needed when nothing can be dispatched).
-    let proposal = (dispatcher && !annotated).then(|| Proposal::new(snap, &candidates));
-    let decisions: Vec<Decision> = candidates
-        .into_iter()
-        .enumerate()
-        .map(|(i, c)| {
-            let v = by_index.remove(&i);
-            (c, v)
-        })
-        .collect();
-    let mut new_state = input.state.clone();
-    let mut journal_error = None;
-    let mut uuids_used = 0;
-    let looks = Looks::new(input.fresh);
-    let decisions = if dispatcher {
-        let ctx = DispatchCtx {
-            stages,
-            snapshot: snap,
-            proposed: proposal.as_ref(),
-            looks: &looks,
-            config: cfg,
-            runtime: input.runtime,
-            namespace: input.namespace,
-            guard: input.guard,
-            config_changed: input.config_changed,
-            deadline: input.deadline,
-            failed_requests: &failed_requests,
-            now: input.now,
-        };
-        let out = execute(
-            &ctx,
-            sim,
-            decisions,
-            &order,
-            &input.state.journal,
-            &mut session.breaker,
-            input.uuids,
-        );
-        effects.extend(out.effects);
-        new_state.journal = out.journal;
-        journal_error = out.journal_error;
-        uuids_used = out.uuids_used;
-        out.decisions
-    } else {
-        decisions
+        frozen_look,
     };
-    // Plan steps submitted start or extend their plans; then the plans' journal write,
-    // protection writes, Events and gauges (after the request and its journal save).
-    book.after_dispatch(&decisions, &drain.plans, cfg, snap, input.now);
-    let plan_views = book.views(&drain.plans, input.now);
-    let plans_on =
-        cfg.policies.defragmentation.enabled && cfg.policies.defragmentation.drain_plans.enabled;
-    let gauge_pools = if plans_on { snap.pools() } else { Vec::new() };
-    let writable = match &new_state.journal {
-        JournalSlot::Readable(j) if dispatcher => Some(j.clone()),
-        _ => None,
-    };
-    let (plans_now, plan_effects) = book.finish(writable.as_ref(), &gauge_pools);
-    if writable.is_some()
-        && let JournalSlot::Readable(j) = &mut new_state.journal
-    {
-        j.plans = plans_now;
-    }
-    effects.extend(plan_effects);
-    // The journal save right after the request annotation (docs/design-pass.md#dispatch-pass
-    // attempt() step 6): if it fails, the request stands but the journal does not know it.
-    let final_save = effects
-        .iter()
-        .position(|e| matches!(e, Effect::RequestMigration { .. }))
-        .map(|i| i + 1)
-        .filter(|&i| matches!(effects.get(i), Some(Effect::WriteJournal { .. })));
-    // 6.–7. Breaker gauge and the report.
-    let (node_records, node_fx, deleted) = if cfg.policies.node_health.enabled {
-        report::node_records(&node_markers, snap.observed_at, input.previous_node_records)
-    } else {
-        // docs/design-pass.md#node-records: no records and no Node events; the stored keys go.
-        let deleted = report::node_keys_without_node_health(
-            &input.state.node_records,
-            input.previous_node_records,
-        );
-        (BTreeMap::new(), Vec::new(), deleted)
-    };
-    // Appends the report's effects to `fx` (in place: a pass has thousands of them, one
-    // per advice row and per GPU node, so they are not collected and moved again).
-    let tail = |decisions: &[Decision], fx: &mut Vec<Effect>| {
-        fx.reserve(decisions.len() * 3 + snap.nodes.len() * 4 + node_fx.len() + 64);
-        fx.push(Effect::Metric(alfred_model::effect::MetricUpdate {
-            name: alfred_model::metric::MetricId::CircuitBreakerState
-                .name()
-                .into(),
-            labels: vec![],
-            change: alfred_model::effect::MetricChange::Set(
-                if session.breaker.is_open(input.now) {
-                    1.0
-                } else {
-                    0.0
-                },
-            ),
-        }));
-        fx.push(Effect::Metric(alfred_model::effect::MetricUpdate {
-            name: alfred_model::metric::MetricId::OmenativeUnavailable
-                .name()
-                .into(),
-            labels: vec![],
-            change: alfred_model::effect::MetricChange::Set(if dispatcher { 0.0 } else { 1.0 }),
-        }));
-        let at = fx.len();
-        let split_min = if input.runtime.helper_threads {
-            report::SPLIT_MIN_DECISIONS
-        } else {
-            usize::MAX
-        };
-        let rows = report::rows_into_halves(decisions, cfg.mode, fx, split_min);
-        let mut record = LastCycle::new(input.now, report::record_mode(cfg.mode), rows);
-        record.plans = plan_views.clone();
-        if cfg.recommendations_config_map_enabled {
-            // Before the rows' effects.
-            fx.insert(
-                at,
-                report::recommendations_effect(
-                    &cfg.recommendations_config_map_name,
-                    &record,
-                    &node_records,
-                    deleted.clone(),
-                ),
-            );
-        }
-        fx.extend(node_fx.iter().cloned());
-        fx.extend(report::cluster_gauges(snap, &pools));
-        record
-    };
-    let if_final_save_fails = final_save.map(|save_index| {
-        let mut uncertain = decisions.clone();
-        for (_, v) in &mut uncertain {
-            if let Some(v) = v
-                && v.dispatch_reason == Some(DispatchReason::RequestSubmitted)
-            {
-                v.dispatch_reason = Some(DispatchReason::SubmissionJournalUncertain);
-            }
-        }
-        let mut then = Vec::new();
-        tail(&uncertain, &mut then);
-        Contingency { save_index, then }
-    });
-    let record = tail(&decisions, &mut effects);
-    new_state.node_records = node_records.clone();
-    new_state.verbatim = input.state.verbatim.clone();
-    let explain = decisions
-        .into_iter()
-        .map(|(candidate, verdict)| Explained { candidate, verdict })
-        .collect();
-    PassOutput {
-        record,
-        node_records,
-        effects,
-        new_state,
-        session,
-        pools,
-        explain,
-        journal_error,
-        uuids_offered: input.uuids.to_vec(),
-        uuids_used,
-        simulations: recording.records,
-        if_final_save_fails,
+    let mut run = PassRun::new(run_input, Held::Lent(stages), session);
+    drive(&mut run, observer, sim);
+    match run.into_output() {
+        Ok(out) => out,
+        Err(_) => unreachable!("drive returns at Step::Done"),
     }
 }
 

@@ -7,12 +7,16 @@
 //! [`CAPTURE_PROBLEM_KIND`] in the fresh snapshot.
 //!
 //! The simulation takes time, and the cluster moves on meanwhile; so after a feasible
-//! simulation the re-check looks a *second* time (step 12) through the [`FreshObserver`]
-//! port and refuses the move if what the simulation answered no longer describes the
-//! cluster. In this model one snapshot is both the observation and the capture of
-//! scheduling inputs; [`same_scheduling_inputs`] says which part of it is the capture.
+//! simulation the re-check of a live pass looks a *second* time (step 12) and refuses the
+//! move if what the simulation answered no longer describes the cluster. In this model one
+//! snapshot is both the observation and the capture of scheduling inputs;
+//! [`same_scheduling_inputs`] says which part of it is the capture.
+//!
+//! The re-check is cut where it needs the driver: [`prepare`] (steps 2–9, on the first
+//! look), [`judge_simulation`] (steps 10–11, on the simulator's answer) and [`conclude`]
+//! (steps 12–13, on the second look when there is one). The looks and the simulation are
+//! asked for by the resumable pass (`crate::steps`); nothing here waits.
 
-use std::cell::{Cell, OnceCell};
 use std::collections::BTreeSet;
 use std::sync::Arc;
 use std::time::Duration;
@@ -31,7 +35,7 @@ use crate::budget::{check_budget, node_cooling};
 use crate::journal::{Entry, Journal};
 use crate::request::RequestPayload;
 use crate::schedule::{fresh, select_profile};
-use crate::sim::{MoveSimulation, SimulationPurpose, Simulator};
+use crate::sim::{MoveSimulation, SimulationOutcome, SimulationPurpose};
 use crate::stages::{ArbiterInput, Stages};
 
 /// Kind of the snapshot problem that marks a failed lossless capture.
@@ -146,75 +150,8 @@ impl std::fmt::Debug for FreshLooks<'_> {
     }
 }
 
-/// A pass's fresh looks, the first taken at most once, and the pass's clock.
-///
-/// A pass starts at its `now`, but its re-checks wait for the cluster and the simulator,
-/// and the dispatch deadline and the staleness test are about the time *then*. The core
-/// reads no clock: the time a look or a simulation was made comes back with it from the
-/// adapter's port (a look's `observed_at`, a simulation's `answered_at`), and the latest
-/// of them is the pass's time from then on ([`Looks::time`]).
-pub struct Looks<'a> {
-    source: FreshLooks<'a>,
-    first: OnceCell<Option<Arc<ClusterSnapshot>>>,
-    latest: Cell<Option<Timestamp>>,
-}
-
-impl<'a> Looks<'a> {
-    /// Nothing observed yet.
-    pub fn new(source: FreshLooks<'a>) -> Looks<'a> {
-        Looks {
-            source,
-            first: OnceCell::new(),
-            latest: Cell::new(None),
-        }
-    }
-
-    /// The first look (observed at `now` if it was not yet); `None`: unavailable.
-    pub fn first(&self, now: Timestamp) -> Option<&ClusterSnapshot> {
-        match self.source {
-            FreshLooks::Frozen(s) => s,
-            FreshLooks::Observe(o) => self
-                .first
-                .get_or_init(|| {
-                    let look = o.observe_again(now);
-                    self.saw(look.as_ref().map(|s| s.observed_at));
-                    look
-                })
-                .as_deref(),
-        }
-    }
-
-    /// A second look (step 12), through the observer.
-    fn again(&self, observer: &dyn FreshObserver, now: Timestamp) -> Option<Arc<ClusterSnapshot>> {
-        let look = observer.observe_again(now);
-        self.saw(look.as_ref().map(|s| s.observed_at));
-        look
-    }
-
-    /// Moves the pass's clock to `at` (a port's report of when it answered), never back.
-    pub fn saw(&self, at: Option<Timestamp>) {
-        if let Some(t) = at {
-            self.latest
-                .set(Some(self.latest.get().map_or(t, |l| l.max(t))));
-        }
-    }
-
-    /// The pass's time now: its start `now`, or the latest time a port reported since.
-    pub fn time(&self, now: Timestamp) -> Timestamp {
-        self.latest.get().map_or(now, |l| l.max(now))
-    }
-
-    /// The first look if it has been taken (never observes).
-    pub fn taken(&self) -> Option<&ClusterSnapshot> {
-        match self.source {
-            FreshLooks::Frozen(s) => s,
-            FreshLooks::Observe(_) => self.first.get().and_then(|s| s.as_deref()),
-        }
-    }
-}
-
 /// The port through which the pure pass observes the cluster again, mid-pass. Like
-/// [`Simulator`], it is the one place where the adapter's IO enters the pass: the
+/// [`crate::Simulator`], it is the one place where the adapter's IO enters the pass: the
 /// adapter builds a snapshot from uncached reads with the pass's configuration.
 pub trait FreshObserver {
     /// A snapshot of the cluster as it is now; `now` is the pass's start. Its
@@ -245,18 +182,17 @@ pub fn same_scheduling_inputs(a: &ClusterSnapshot, b: &ClusterSnapshot) -> bool 
 /// pass's snapshot, as in `replay`, the twin and the benches) would propose exactly these
 /// again; step 2 reads them instead of running the policies once more per re-checked move
 /// (a pass with several admitted moves that fail the re-check ran them once per move).
-/// Any other look, and every [`FreshLooks::Observe`] look, runs the policies.
-pub struct Proposal<'a> {
-    snapshot: &'a ClusterSnapshot,
+/// Any other look, and every fresh look a live driver hands over, runs the policies.
+#[derive(Debug, Clone)]
+pub struct Proposal {
     evacuating: BTreeSet<String>,
     executable: Vec<Candidate>,
 }
 
-impl<'a> Proposal<'a> {
-    /// The proposal `candidates` the policies made on `snapshot`.
-    pub fn new(snapshot: &'a ClusterSnapshot, candidates: &[Candidate]) -> Proposal<'a> {
+impl Proposal {
+    /// The proposal `candidates` the policies made on the pass's own snapshot.
+    pub fn new(candidates: &[Candidate]) -> Proposal {
         Proposal {
-            snapshot,
             evacuating: alfred_arbiter::evacuating_nodes(candidates),
             executable: candidates
                 .iter()
@@ -273,13 +209,14 @@ impl<'a> Proposal<'a> {
 pub struct Recheck<'a> {
     /// The stages (policies and arbiter run again).
     pub stages: &'a dyn Stages,
-    /// The pass's fresh looks.
-    pub looks: &'a Looks<'a>,
-    /// The pass's own snapshot (for the identity comparison), when the move came from it.
+    /// The pass's own snapshot: a look that is this object reads [`Recheck::proposed`].
+    pub own: &'a ClusterSnapshot,
+    /// The snapshot the move was proposed on (for the identity comparison), when it came
+    /// from the pass's candidates rather than the journal.
     pub observed: Option<&'a ClusterSnapshot>,
     /// What the policies proposed on the pass's own snapshot, when the pass's candidates
     /// are that bare proposal (see [`Proposal`]).
-    pub proposed: Option<&'a Proposal<'a>>,
+    pub proposed: Option<&'a Proposal>,
     /// Configuration.
     pub config: &'a Config,
     /// Flags.
@@ -288,8 +225,11 @@ pub struct Recheck<'a> {
     pub journal: &'a Journal,
     /// The session's circuit breaker.
     pub breaker: &'a Breaker,
-    /// Now.
+    /// The pass's start.
     pub now: Timestamp,
+    /// The pass's time by its ports: the latest time a look or a simulation answer
+    /// reported, or `now` (see `crate::steps::PassClock`).
+    pub time: Timestamp,
 }
 
 fn identities(snap: &ClusterSnapshot, c: &Candidate) -> Option<(String, String, String)> {
@@ -313,7 +253,7 @@ fn eligible_again(
 ) -> Result<(Candidate, BTreeSet<String>), DispatchReason> {
     let again;
     let (proposed, evacuating): (&[Candidate], _) = match ctx.proposed {
-        Some(p) if std::ptr::eq(p.snapshot, snap) => (&p.executable, p.evacuating.clone()),
+        Some(p) if std::ptr::eq(ctx.own, snap) => (&p.executable, p.evacuating.clone()),
         _ => {
             again = ctx
                 .stages
@@ -395,16 +335,13 @@ fn arbiter_admits(
 /// Step 12 on the `second` snapshot: the move is still proposed, captured, built the same
 /// way (profile, identities, fingerprint), the scheduling inputs are unchanged, the budget
 /// still holds and the arbiter still admits it. Returns the final candidate.
-#[allow(clippy::too_many_arguments)]
 fn second_look(
     ctx: &Recheck<'_>,
     first: &ClusterSnapshot,
     second: &ClusterSnapshot,
     candidate: &Candidate,
     existing: Option<&Entry>,
-    selection: &crate::schedule::Selection,
-    ids: &(String, String, String),
-    fingerprint_then: &str,
+    prepared: &Prepared,
 ) -> Result<Candidate, DispatchReason> {
     let (c, evacuating) = eligible_again(ctx, second, candidate)?;
     if capture_failed(second) {
@@ -413,11 +350,11 @@ fn second_look(
     let rebuilt = select_profile(second, &c, ctx.config)
         .1
         .ok_or(DispatchReason::SourceChanged)?;
-    if rebuilt.profile != selection.profile
-        || rebuilt.require_gang != selection.require_gang
-        || identities(second, &c).as_ref() != Some(ids)
+    if rebuilt.profile != prepared.selection.profile
+        || rebuilt.require_gang != prepared.selection.require_gang
+        || identities(second, &c).as_ref() != Some(&prepared.ids)
         || fingerprint(second, &c.workload, c.component, c.instance).as_deref()
-            != Some(fingerprint_then)
+            != Some(prepared.fingerprint.as_str())
     {
         return Err(DispatchReason::SourceChanged);
     }
@@ -436,18 +373,53 @@ fn second_look(
         .map_err(|_| DispatchReason::SafetyStateChanged)
 }
 
-/// Runs the re-check for `candidate` (`existing` = the prepared entry being retried).
-pub fn recheck(
+/// A move that passed the re-check's steps 1 to 9 on the first look: what step 10
+/// simulates and what steps 12 and 13 compare against.
+#[derive(Debug, Clone)]
+pub struct Prepared {
+    /// The candidate as the first look proposes it.
+    candidate: Candidate,
+    /// The hints to write (the entry's own on a retry).
+    hints: Vec<String>,
+    /// The profile the simulation runs with.
+    selection: crate::schedule::Selection,
+    /// The InferenceService UID, InferenceReplica UID and name on the first look.
+    ids: (String, String, String),
+    /// The source fingerprint on the first look.
+    fingerprint: String,
+    /// `preflight`, or the entry's UUID on a retry.
+    request_id: String,
+}
+
+impl Prepared {
+    /// Step 10's simulation request, against the first look `on`.
+    pub fn simulation<'s>(&self, on: &'s ClusterSnapshot) -> MoveSimulation<'s> {
+        let c = &self.candidate;
+        MoveSimulation {
+            request_id: self.request_id.clone(),
+            purpose: SimulationPurpose::Execution,
+            snapshot: on,
+            workload: c.workload.clone(),
+            component: c.component,
+            instance: u32::try_from(c.instance).unwrap_or(0),
+            from_node: c.from_node.clone(),
+            excluded_nodes: vec![c.from_node.clone()],
+            hint_nodes: self.hints.clone(),
+            profile: self.selection.profile.clone(),
+            require_gang: self.selection.require_gang,
+        }
+    }
+}
+
+/// Steps 2 to 9 of the re-check of `candidate` (`existing`: the prepared entry being
+/// retried) on the first look `fresh_snap` (step 1, taken by the caller): the move to
+/// simulate, or the reason it stops here.
+pub fn prepare(
     ctx: &Recheck<'_>,
-    sim: &mut dyn Simulator,
+    fresh_snap: &ClusterSnapshot,
     candidate: &Candidate,
     existing: Option<&Entry>,
-) -> Result<Cleared, DispatchReason> {
-    // 1. Fresh observation.
-    let fresh_snap = ctx
-        .looks
-        .first(ctx.now)
-        .ok_or(DispatchReason::ObservationUnavailable)?;
+) -> Result<Prepared, DispatchReason> {
     // 2. The policies still propose it. 3. The arbiter admits it alone on the fresh snapshot.
     let fresh_c = admitted_again(ctx, fresh_snap, candidate, existing)?;
     // 4. Lossless capture.
@@ -466,27 +438,16 @@ pub fn recheck(
     // 6. Hints.
     let hints = match existing {
         None => fresh_c.hint_target_nodes.clone(),
-        Some(e) => {
-            let p = RequestPayload::decode(&e.payload)
-                .map_err(|_| DispatchReason::JournalPayloadInvalid)?;
-            if p.component != e.component
-                || p.instance != e.instance
-                || p.from_node != e.from_node
-                || p.requested_at != e.created_at
-            {
-                return Err(DispatchReason::JournalPayloadInvalid);
-            }
-            p.hint_target_nodes
-        }
+        Some(e) => retry_hints(e)?,
     };
     // 7. The execution request (profile selection; fail closed,
     //    docs/design-pass.md#pre-submit-re-check).
     let (_, selection) = select_profile(fresh_snap, &fresh_c, ctx.config);
     let selection = selection.ok_or(DispatchReason::SourceUnsupported)?;
     // 8. Identities between the observations.
-    let fresh_ids = identities(fresh_snap, &fresh_c).ok_or(DispatchReason::SourceChanged)?;
+    let ids = identities(fresh_snap, &fresh_c).ok_or(DispatchReason::SourceChanged)?;
     if let Some(obs) = ctx.observed
-        && identities(obs, candidate).as_ref() != Some(&fresh_ids)
+        && identities(obs, candidate).as_ref() != Some(&ids)
     {
         return Err(DispatchReason::SourceChanged);
     }
@@ -500,58 +461,106 @@ pub fn recheck(
     .ok_or(DispatchReason::SourceChanged)?;
     if let Some(e) = existing
         && (e.source_fingerprint != fp
-            || e.workload_uid != fresh_ids.0
-            || e.ir_uid != fresh_ids.1
-            || e.ir_name != fresh_ids.2)
+            || e.workload_uid != ids.0
+            || e.ir_uid != ids.1
+            || e.ir_name != ids.2)
     {
         return Err(DispatchReason::SourceChanged);
     }
-    // 10. Simulate; must be Feasible.
-    let req = MoveSimulation {
+    Ok(Prepared {
+        candidate: fresh_c,
+        hints,
+        selection,
+        ids,
+        fingerprint: fp,
         request_id: existing
             .map(|e| e.uuid.clone())
             .unwrap_or_else(|| "preflight".to_owned()),
-        purpose: SimulationPurpose::Execution,
-        snapshot: fresh_snap,
-        workload: fresh_c.workload.clone(),
-        component: fresh_c.component,
-        instance: u32::try_from(fresh_c.instance).unwrap_or(0),
-        from_node: fresh_c.from_node.clone(),
-        excluded_nodes: vec![fresh_c.from_node.clone()],
-        hint_nodes: hints.clone(),
-        profile: selection.profile.clone(),
-        require_gang: selection.require_gang,
-    };
-    let out = sim.simulate(&req);
-    ctx.looks.saw(out.answered_at);
+    })
+}
+
+/// Step 6 on a retry: the hints the entry's payload carries, which must describe the entry.
+fn retry_hints(e: &Entry) -> Result<Vec<String>, DispatchReason> {
+    let p =
+        RequestPayload::decode(&e.payload).map_err(|_| DispatchReason::JournalPayloadInvalid)?;
+    if p.component != e.component
+        || p.instance != e.instance
+        || p.from_node != e.from_node
+        || p.requested_at != e.created_at
+    {
+        return Err(DispatchReason::JournalPayloadInvalid);
+    }
+    Ok(p.hint_target_nodes)
+}
+
+/// Steps 10 and 11 on the simulator's answer: it must be Feasible, and neither the first
+/// look nor the capture may be stale at the time the answer came (`ctx.time`).
+pub fn judge_simulation(
+    ctx: &Recheck<'_>,
+    fresh_snap: &ClusterSnapshot,
+    out: &SimulationOutcome,
+) -> Result<(), DispatchReason> {
     if out.status != SchedulingStatus::Feasible || out.placements.is_empty() {
         return Err(DispatchReason::SimulationNotFeasible);
     }
-    // 11. Staleness: the look and the capture, against the time the answer came.
-    let answered = ctx.looks.time(ctx.now);
-    if !fresh(fresh_snap.observed_at, answered)
-        || out.snapshot_time.is_some_and(|t| !fresh(t, answered))
+    if !fresh(fresh_snap.observed_at, ctx.time)
+        || out.snapshot_time.is_some_and(|t| !fresh(t, ctx.time))
     {
         return Err(DispatchReason::SimulationStale);
     }
+    Ok(())
+}
+
+/// Steps 12 and 13 after a feasible, timely simulation. `second`: the second look, when
+/// the cluster can change during the pass (`None` for a frozen cluster, where the first
+/// look stands for it: same inputs, same verdicts, nothing to repeat).
+pub fn conclude(
+    ctx: &Recheck<'_>,
+    first: &ClusterSnapshot,
+    second: Option<&ClusterSnapshot>,
+    candidate: &Candidate,
+    existing: Option<&Entry>,
+    prepared: Prepared,
+    out: &SimulationOutcome,
+) -> Result<Cleared, DispatchReason> {
     // 12. The second look: the simulation answered for the cluster of the first look.
-    let second_owned;
-    let (fresh_snap, fresh_c) = match ctx.looks.source {
-        // Same inputs, same verdicts: nothing to repeat.
-        FreshLooks::Frozen(_) => (fresh_snap, fresh_c),
-        FreshLooks::Observe(observer) => {
-            second_owned = ctx
-                .looks
-                .again(observer, ctx.now)
-                .ok_or(DispatchReason::ObservationUnavailable)?;
-            let second = &*second_owned;
-            let c = second_look(
-                ctx, fresh_snap, second, candidate, existing, &selection, &fresh_ids, &fp,
-            )?;
+    let (look, fresh_c) = match second {
+        None => (first, prepared.candidate.clone()),
+        Some(second) => {
+            let c = second_look(ctx, first, second, candidate, existing, &prepared)?;
             (second, c)
         }
     };
     // 13. Predicted targets: allowed, available, ready, not cooling.
+    let targets = predicted_targets(ctx, look, &fresh_c, out, existing)?;
+    let (ns, name) = fresh_c.workload.split_once('/').unwrap_or(("", ""));
+    let resource_version = look
+        .workload(ns, name)
+        .map(|w| w.resource_version.clone())
+        .unwrap_or_default();
+    let mut cand = fresh_c;
+    cand.hint_target_nodes = prepared.hints;
+    let (workload_uid, ir_uid, ir_name) = prepared.ids;
+    Ok(Cleared {
+        candidate: cand,
+        workload_uid,
+        resource_version,
+        ir_uid,
+        ir_name,
+        fingerprint: prepared.fingerprint,
+        targets: targets.into_iter().collect(),
+    })
+}
+
+/// Step 13: every simulated target is one the move may use, available and ready on `look`,
+/// and not cooling.
+fn predicted_targets(
+    ctx: &Recheck<'_>,
+    look: &ClusterSnapshot,
+    fresh_c: &Candidate,
+    out: &SimulationOutcome,
+    existing: Option<&Entry>,
+) -> Result<BTreeSet<String>, DispatchReason> {
     let allowed: &Vec<String> = if fresh_c.placement_target_nodes.is_empty() {
         &fresh_c.hint_target_nodes
     } else {
@@ -559,10 +568,7 @@ pub fn recheck(
     };
     let targets: BTreeSet<String> = out.placements.iter().map(|p| p.node_name.clone()).collect();
     for t in &targets {
-        let ok = allowed.contains(t)
-            && fresh_snap
-                .node(t)
-                .is_some_and(|n| n.ready && !n.unavailable());
+        let ok = allowed.contains(t) && look.node(t).is_some_and(|n| n.ready && !n.unavailable());
         if !ok {
             return Err(DispatchReason::PredictedTargetUnsafe);
         }
@@ -579,20 +585,5 @@ pub fn recheck(
             return Err(DispatchReason::TargetCooldown);
         }
     }
-    let (ns, name) = fresh_c.workload.split_once('/').unwrap_or(("", ""));
-    let resource_version = fresh_snap
-        .workload(ns, name)
-        .map(|w| w.resource_version.clone())
-        .unwrap_or_default();
-    let mut cand = fresh_c;
-    cand.hint_target_nodes = hints;
-    Ok(Cleared {
-        candidate: cand,
-        workload_uid: fresh_ids.0,
-        resource_version,
-        ir_uid: fresh_ids.1,
-        ir_name: fresh_ids.2,
-        fingerprint: fp,
-        targets: targets.into_iter().collect(),
-    })
+    Ok(targets)
 }

@@ -8,7 +8,7 @@ use alfred_model::reason::{AdvisoryReason, SchedulingReason};
 use alfred_model::record::{Candidate, SchedulingDiagnostic};
 use alfred_model::snapshot::DeploymentMode;
 
-use crate::sim::{MoveSimulation, ProfileIdentity, SimulationPurpose, Simulator};
+use crate::sim::{MoveSimulation, ProfileIdentity, SimulationOutcome, SimulationPurpose};
 
 /// Most simulations per pass in recommend-only mode.
 pub const MAX_PREDICTIONS: usize = 8;
@@ -144,18 +144,57 @@ pub fn fresh(observed_at: Timestamp, now: Timestamp) -> bool {
         && now.since(observed_at).as_secs_f64() <= FRESHNESS_SECS as f64
 }
 
-/// Applies the gate, and the prediction stage when `simulator` is given, to every
-/// candidate (recommend-only, or no dispatcher). An executable OMENative Instance move
-/// becomes advice with `SimulationRecommendOnly` (docs/design-pass.md#prediction-stage); the gate's
-/// problem goes into `scheduling.reason`.
-pub fn annotate(
+/// One prediction the pass asks for (docs/design-pass.md#prediction-stage): the candidate it
+/// is for and the move to simulate, less the snapshot (the pass's own).
+#[derive(Debug, Clone)]
+pub struct Prediction {
+    /// Index of the candidate.
+    pub index: usize,
+    /// `recommendation-<snapshot>-<index>`.
+    request_id: String,
+    /// The move: `namespace/name`, component, Instance, source node.
+    workload: String,
+    component: alfred_model::snapshot::ComponentKind,
+    instance: u32,
+    from_node: String,
+    /// The selected profile and the nodes to avoid.
+    selection: Selection,
+}
+
+impl Prediction {
+    /// The simulation request, against the pass's snapshot `snap`.
+    pub fn simulation<'s>(&self, snap: &'s ClusterSnapshot) -> MoveSimulation<'s> {
+        MoveSimulation {
+            request_id: self.request_id.clone(),
+            purpose: SimulationPurpose::Prediction,
+            snapshot: snap,
+            workload: self.workload.clone(),
+            component: self.component,
+            instance: self.instance,
+            from_node: self.from_node.clone(),
+            excluded_nodes: self.selection.source_nodes.clone(),
+            hint_nodes: Vec::new(),
+            profile: self.selection.profile.clone(),
+            require_gang: self.selection.require_gang,
+        }
+    }
+}
+
+/// Applies the gate to every candidate (recommend-only, or no dispatcher) and, when
+/// `simulate`, lists the predictions to ask, at most [`MAX_PREDICTIONS`], in candidate
+/// order. An executable OMENative Instance move becomes advice with
+/// `SimulationRecommendOnly` (docs/design-pass.md#prediction-stage); the gate's problem goes
+/// into `scheduling.reason`. The answers do not change which moves are simulated, so the
+/// list is known before the first answer; each goes into its row through
+/// [`record_prediction`].
+pub fn gate_and_plan_predictions(
     candidates: &mut [Candidate],
     snap: &ClusterSnapshot,
     config: &Config,
-    mut simulator: Option<&mut dyn Simulator>,
+    simulate: bool,
     now: Timestamp,
-) {
-    let mut attempts = 0usize;
+) -> Vec<Prediction> {
+    let mut predictions = Vec::new();
     for (idx, c) in candidates.iter_mut().enumerate() {
         if c.mode != DeploymentMode::OMENative || (c.instance < 0 && !c.executable) {
             continue;
@@ -165,37 +204,45 @@ pub fn annotate(
             c.executable = false;
             c.advisory_reason = Some(AdvisoryReason::SimulationRecommendOnly);
         }
-        if let (Some(sim), Some(sel)) = (simulator.as_deref_mut(), sel)
-            && c.instance >= 0
-        {
-            if attempts >= MAX_PREDICTIONS {
+        if let Some(sel) = sel.filter(|_| simulate && c.instance >= 0) {
+            if predictions.len() >= MAX_PREDICTIONS {
                 diag.reason = SchedulingReason::SimulationBudgetExceeded;
             } else if !fresh(snap.observed_at, now) {
                 diag.reason = SchedulingReason::ObservationStale;
             } else {
-                attempts += 1;
-                let req = MoveSimulation {
+                predictions.push(Prediction {
+                    index: idx,
                     request_id: format!("recommendation-{}-{idx}", snap.observed_at.unix_nanos()),
-                    purpose: SimulationPurpose::Prediction,
-                    snapshot: snap,
                     workload: c.workload.clone(),
                     component: c.component,
                     instance: u32::try_from(c.instance).unwrap_or(0),
                     from_node: c.from_node.clone(),
-                    excluded_nodes: sel.source_nodes.clone(),
-                    hint_nodes: Vec::new(),
-                    profile: sel.profile.clone(),
-                    require_gang: sel.require_gang,
-                };
-                let out = sim.simulate(&req);
-                diag.reason = out.reason;
-                diag.snapshot_id = out.snapshot_id;
-                diag.snapshot_time = out.snapshot_time;
-                diag.placements = out.placements;
-                diag.placements.truncate(128);
+                    selection: sel,
+                });
             }
             diag.status = diag.reason.status();
         }
         c.scheduling = Some(diag);
     }
+    predictions
+}
+
+/// Writes the simulator's answer to `prediction` into its candidate's diagnostic.
+pub fn record_prediction(
+    candidates: &mut [Candidate],
+    prediction: &Prediction,
+    out: SimulationOutcome,
+) {
+    let Some(diag) = candidates
+        .get_mut(prediction.index)
+        .and_then(|c| c.scheduling.as_mut())
+    else {
+        return;
+    };
+    diag.reason = out.reason;
+    diag.snapshot_id = out.snapshot_id;
+    diag.snapshot_time = out.snapshot_time;
+    diag.placements = out.placements;
+    diag.placements.truncate(128);
+    diag.status = diag.reason.status();
 }

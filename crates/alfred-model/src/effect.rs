@@ -189,6 +189,16 @@ impl Effect {
     pub fn is_write(&self) -> bool {
         !matches!(self, Effect::Metric(_))
     }
+
+    /// Whether the effect is one of the dispatcher's writes (the journal or the migration
+    /// request): a driver stops applying at the first of them that fails, since the next
+    /// pass must learn from the cluster what landed.
+    pub fn is_dispatch_write(&self) -> bool {
+        matches!(
+            self,
+            Effect::WriteJournal { .. } | Effect::RequestMigration { .. }
+        )
+    }
 }
 
 #[cfg(test)]
@@ -205,6 +215,7 @@ mod tests {
             r#"{"kind":"writeJournal","stateJson":"{}"}"#
         );
         assert!(e.is_write());
+        assert!(e.is_dispatch_write());
         let m = Effect::Metric(MetricUpdate {
             name: "x".into(),
             labels: vec![],

@@ -23,7 +23,14 @@
 //! assert_eq!(now.plus_minutes(5).to_rfc3339(), "2026-11-29T08:05:00Z");
 //! # Ok::<(), Box<dyn std::error::Error>>(())
 //! ```
+//!
+//! An embedder without Kubernetes objects builds its snapshot in code
+//! ([`ClusterSnapshot::builder`], documented defaults in [`build`]); with objects,
+//! `alfred-observe` builds it. Runtime options come from
+//! [`config::RuntimeOptions::recommend_only`] or [`config::RuntimeOptions::execute`], no
+//! flag strings.
 
+pub mod build;
 pub mod config;
 pub mod count;
 pub mod effect;
@@ -37,5 +44,6 @@ pub mod shared;
 pub mod snapshot;
 pub mod time;
 
+pub use build::SnapshotBuilder;
 pub use snapshot::ClusterSnapshot;
 pub use time::Timestamp;

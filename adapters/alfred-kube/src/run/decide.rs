@@ -19,6 +19,7 @@ use super::leader::LeaderGate;
 use super::metrics::Metrics;
 use super::observe::{Observer, now};
 use super::pass::{Reads, Simulation, Term};
+use alfred_dispatch::{PassOutput, SimulationOutcome, Simulator, Step};
 
 /// The guard's name (policy and binding).
 pub const GUARD_NAME: &str = "ome-alfred-migration-writes";
@@ -188,16 +189,9 @@ impl Decider {
         } else {
             Default::default()
         };
-        let executing = self.runtime.executor_available() && config.is_execute();
-        let fresh = executing.then(|| {
-            Arc::new(UncachedObservation {
-                observer: self.observer.clone(),
-                runtime: tokio::runtime::Handle::current(),
-            }) as Arc<dyn alfred_dispatch::FreshObserver + Send + Sync>
-        });
         let reads = Reads {
             snapshot,
-            fresh,
+            live: self.runtime.executor_available() && config.is_execute(),
             config_changed: self.config.generation() != generation,
             config,
             journal,
@@ -207,7 +201,9 @@ impl Decider {
             now: now(),
         };
         let pass_started = Instant::now();
-        let output = tokio::task::block_in_place(|| pass.run(&reads));
+        let Some(output) = self.drive(pass, &reads).await else {
+            return;
+        };
         let pass_ms = pass_started.elapsed().as_millis();
         if !self.gate.is_leader() {
             tracing::warn!("lease lost during the pass; its effects are dropped");
@@ -242,21 +238,42 @@ impl Decider {
     }
 }
 
-/// The re-check's fresh looks (docs/design-pass.md#pre-submit-re-check steps 1 and 12): a new
-/// snapshot from uncached reads each time the pass asks, from inside the pass (which runs in
-/// `block_in_place`, so blocking on the runtime is allowed there). A pass with no move to
-/// dispatch never asks, so no pass lists the whole cluster for nothing.
-struct UncachedObservation {
-    observer: Arc<Observer>,
-    runtime: tokio::runtime::Handle,
-}
+impl Decider {
+    /// Drives one pass to its end. The pass never waits: each step (the pass's own work,
+    /// and a simulation it asks for, which may run a worker process) runs on the blocking
+    /// pool, and the re-check's fresh looks are awaited here. `None`: the runtime is
+    /// shutting down.
+    async fn drive(&self, term: &mut Term, reads: &Reads) -> Option<PassOutput> {
+        let (mut run, mut answers) = term.begin(reads);
+        loop {
+            let stepped = tokio::task::spawn_blocking(move || {
+                let asked = match run.poll() {
+                    Step::Done => Asked::Nothing,
+                    Step::Look => Asked::Look,
+                    Step::Simulate(request) => Asked::Answered(answers.simulate(&request)),
+                };
+                (run, answers, asked)
+            })
+            .await;
+            let asked;
+            (run, answers, asked) = match stepped {
+                Ok(stepped) => stepped,
+                Err(e) if e.is_panic() => std::panic::resume_unwind(e.into_panic()),
+                Err(_) => return None,
+            };
+            match asked {
+                Asked::Nothing => return term.finish(run).ok(),
+                Asked::Look => run.handle_look(self.fresh_look().await),
+                Asked::Answered(outcome) => run.handle_simulation(outcome),
+            }
+        }
+    }
 
-impl alfred_dispatch::FreshObserver for UncachedObservation {
-    fn observe_again(
-        &self,
-        _pass_start: alfred_model::Timestamp,
-    ) -> Option<Arc<alfred_model::ClusterSnapshot>> {
-        match self.runtime.block_on(self.observer.observe_fresh()) {
+    /// The re-check's fresh look (docs/design-pass.md#pre-submit-re-check steps 1 and 12): a
+    /// new snapshot from uncached reads each time the pass asks. A pass with no move to
+    /// dispatch never asks, so no pass lists the whole cluster for nothing.
+    async fn fresh_look(&self) -> Option<Arc<alfred_model::ClusterSnapshot>> {
+        match self.observer.observe_fresh().await {
             Ok(s) => Some(s),
             Err(e) => {
                 tracing::warn!(error = %e, "fresh observation for the re-check failed");
@@ -264,6 +281,16 @@ impl alfred_dispatch::FreshObserver for UncachedObservation {
             }
         }
     }
+}
+
+/// What one step of a pass asked of the decider.
+enum Asked {
+    /// Nothing: the pass is over.
+    Nothing,
+    /// A fresh look.
+    Look,
+    /// A simulation, answered on the blocking pool.
+    Answered(SimulationOutcome),
 }
 
 /// Where a pass's view of the migration guard comes from (docs/design-pass.md#migration-guard): the

@@ -197,7 +197,11 @@ pub async fn follow(log: Arc<DecisionLog>, observer: Arc<Observer>, config: Arc<
             let (cfg, _) = config.current();
             let log = log.clone();
             // Pool scoring is CPU work: off the async workers.
-            tokio::task::block_in_place(|| log.observed(&snapshot, &cfg));
+            if let Err(e) = tokio::task::spawn_blocking(move || log.observed(&snapshot, &cfg)).await
+                && e.is_panic()
+            {
+                std::panic::resume_unwind(e.into_panic());
+            }
         }
     }
 }

@@ -1,8 +1,10 @@
 //! The seam to the pure decision pass (`alfred_dispatch::Caretaker`).
 //!
 //! The decider gathers what it read (snapshot, configuration, the journal text, the stored
-//! node records, the guard objects, `now`) into [`Reads`], runs the term's [`Term::run`] on
-//! a blocking-capable thread, applies the effects it returns and reports each write back.
+//! node records, the guard objects, `now`) into [`Reads`], starts the term's pass on it
+//! ([`Term::begin`], a `'static` `PassRun` it steps on the blocking pool), answers the
+//! pass's looks with uncached reads and its simulations with the term's [`Answers`],
+//! takes the output ([`Term::finish`]), applies the effects and reports each write back.
 //! Nothing here decides anything: this module only converts what was read into the
 //! caretaker's reading and picks the simulator.
 
@@ -11,7 +13,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use alfred_dispatch::guard::{GuardBindingObservation, GuardPolicyObservation};
-use alfred_dispatch::{Caretaker, DurableState, GuardObservation, PassOutput, Reading};
+use alfred_dispatch::{Caretaker, DurableState, GuardObservation, PassOutput, PassRun, Reading};
 use alfred_model::config::{Config, RuntimeOptions};
 use alfred_model::effect::Effect;
 use alfred_model::record::NodeRecord;
@@ -27,11 +29,11 @@ pub const DISPATCH_DEADLINE: Duration = Duration::from_secs(30);
 pub struct Reads {
     /// The snapshot the pass decides on (latest cached, or freshly built for early passes).
     pub snapshot: Arc<ClusterSnapshot>,
-    /// Where the execute-mode re-check's fresh snapshots come from
-    /// (docs/design-pass.md#pre-submit-re-check steps 1 and 12: uncached reads, on demand); `None`:
-    /// the pass's own snapshot stands for them (nothing is dispatched then: recommend-only, or no
-    /// executor).
-    pub fresh: Option<Arc<dyn alfred_dispatch::FreshObserver + Send + Sync>>,
+    /// Whether the execute-mode re-check looks at the cluster afresh
+    /// (docs/design-pass.md#pre-submit-re-check steps 1 and 12: uncached reads, on demand, asked
+    /// by the pass); `false`: the pass's own snapshot stands for them (nothing is dispatched
+    /// then: recommend-only, or no executor).
+    pub live: bool,
     /// The configuration the pass started with.
     pub config: Arc<Config>,
     /// A newer configuration arrived while the inputs were gathered.
@@ -56,7 +58,7 @@ impl Reads {
     pub(crate) fn for_test(snapshot: ClusterSnapshot, config: Config, now: Timestamp) -> Reads {
         Reads {
             snapshot: Arc::new(snapshot),
-            fresh: None,
+            live: false,
             config: Arc::new(config),
             config_changed: false,
             journal: Ok(None),
@@ -141,6 +143,8 @@ pub enum Simulation {
 pub struct Term {
     caretaker: Caretaker,
     simulation: Simulation,
+    /// The stored node records of the pass in progress (see [`Term::finish`]).
+    stored_records: BTreeMap<String, String>,
 }
 
 impl Term {
@@ -157,11 +161,13 @@ impl Term {
         Term {
             caretaker,
             simulation,
+            stored_records: BTreeMap::new(),
         }
     }
 
-    /// Runs one pass on what was read.
-    pub fn run(&mut self, reads: &Reads) -> PassOutput {
+    /// Starts a pass on what was read, with the simulator that answers its simulations.
+    /// The run shares the reads, so it can move to the blocking pool between steps.
+    pub fn begin(&mut self, reads: &Reads) -> (PassRun<'static>, Answers) {
         let state = DurableState::from_config_maps(
             reads
                 .journal
@@ -171,34 +177,53 @@ impl Term {
             &reads.stored_records,
         );
         let guard = guard_observation(reads.guard_policy.as_ref(), reads.guard_binding.as_ref());
-        let mut no_workers = NoSimulator;
-        let mut model;
-        let sim: &mut dyn alfred_dispatch::Simulator = match &mut self.simulation {
+        let simulator: Box<dyn alfred_dispatch::Simulator + Send> = match &self.simulation {
             Simulation::Workers(pool) => {
+                let mut pool = pool.clone();
                 pool.set_deadline(Some(std::time::Instant::now() + DISPATCH_DEADLINE));
-                pool
+                Box::new(pool)
             }
-            Simulation::InProcess => {
-                model = alfred_dispatch::ModelSimulator::new(&*reads.config);
-                &mut model
-            }
-            Simulation::None => &mut no_workers,
+            Simulation::InProcess => Box::new(alfred_dispatch::ModelSimulator::new(&*reads.config)),
+            Simulation::None => Box::new(NoSimulator),
         };
-        let mut reading = Reading::new(&reads.snapshot, &reads.config, reads.now)
+        let mut reading = Reading::new(reads.snapshot.clone(), reads.config.clone(), reads.now)
             .state(state)
-            .guard(&guard)
+            .guard(Arc::new(guard))
             .config_changed(reads.config_changed);
-        if let Some(look) = &reads.fresh {
-            reading = reading.fresh_looks(&**look);
+        if reads.live {
+            reading = reading.live();
         }
-        let mut out = self.caretaker.pass(reading, &mut Clocked(sim));
-        if !reads.config.policies.node_health.enabled {
-            delete_stored_node_keys(&mut out.effects, &reads.stored_records);
+        self.stored_records = if reads.config.policies.node_health.enabled {
+            BTreeMap::new()
+        } else {
+            reads.stored_records.clone()
+        };
+        (self.caretaker.begin(reading), Answers(simulator))
+    }
+
+    /// The output of a run at `Step::Done` (`Err(run)` before).
+    pub fn finish(&mut self, run: PassRun<'static>) -> Result<PassOutput, Box<PassRun<'static>>> {
+        let mut out = self.caretaker.finish(run)?;
+        let stored = std::mem::take(&mut self.stored_records);
+        if !stored.is_empty() {
+            delete_stored_node_keys(&mut out.effects, &stored);
             if let Some(c) = &mut out.if_final_save_fails {
-                delete_stored_node_keys(&mut c.then, &reads.stored_records);
+                delete_stored_node_keys(&mut c.then, &stored);
             }
         }
-        out
+        Ok(out)
+    }
+
+    /// Runs one pass on what was read, every answer at once (the pass's own snapshot
+    /// stands for the fresh looks): the adapter's unit tests.
+    #[cfg(test)]
+    pub fn run(&mut self, reads: &Reads) -> PassOutput {
+        let (mut run, mut answers) = self.begin(reads);
+        alfred_dispatch::drive(&mut run, None, &mut answers);
+        match self.finish(run) {
+            Ok(out) => out,
+            Err(_) => unreachable!("drive returns at Step::Done"),
+        }
     }
 
     /// Reports the outcome of one write of the last pass (see [`Caretaker::write_done`]).
@@ -207,13 +232,15 @@ impl Term {
     }
 }
 
-/// A simulator whose answers carry the time they were made (the wall clock), so the pass's
-/// deadline and the re-check's staleness test see how long the simulations took
+/// The simulator of one pass: worker processes (which block while they run, so the
+/// decider calls it on the blocking pool), the in-process model, or none. Its answers
+/// carry the time they were made (the wall clock), so the pass's deadline and the
+/// re-check's staleness test see how long the simulations took
 /// (docs/design-pass.md#when-execution-is-enabled, docs/design-pass.md#pre-submit-re-check step
 /// 11).
-struct Clocked<'a>(&'a mut dyn alfred_dispatch::Simulator);
+pub struct Answers(Box<dyn alfred_dispatch::Simulator + Send>);
 
-impl alfred_dispatch::Simulator for Clocked<'_> {
+impl alfred_dispatch::Simulator for Answers {
     fn simulate(
         &mut self,
         request: &alfred_dispatch::MoveSimulation<'_>,
