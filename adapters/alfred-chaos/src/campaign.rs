@@ -845,6 +845,7 @@ fn scaled(rng: &mut Rng, max: f64) -> f64 {
 
 /// Runs one campaign run of `passes` decision passes from `seed`; `calm`: no faults at all
 /// (the baseline of how much the same runs dispatch).
+#[allow(clippy::too_many_lines)] // split pending
 pub fn run(seed: u64, passes: u32, calm: bool) -> RunReport {
     let mut rng = Rng::new(seed);
     let k = if calm { 0.0 } else { 1.0 };

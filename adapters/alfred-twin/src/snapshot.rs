@@ -187,6 +187,7 @@ fn node(sim: &Sim, n: &crate::world::NodeState) -> Node {
 }
 
 /// Adds task `ti`'s entries (pods, pending pods, workload, PodGroups) to `snap`, unsorted.
+#[allow(clippy::too_many_lines)] // split pending
 fn add_task(snap: &mut ClusterSnapshot, sim: &Sim, ti: usize, now: i64, workloads: bool) {
     let horizon_keep = 120 * MINUTE;
     let t = &sim.tasks[ti];

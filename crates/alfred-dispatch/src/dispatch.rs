@@ -205,6 +205,7 @@ fn write(j: &Journal, effects: &mut Vec<Effect>) -> Result<(), String> {
 /// verdict (admitted ones start as `withheld/ExecutionDisabled`); `order` is the arbitration order
 /// (indices into `decisions`).
 #[allow(clippy::too_many_arguments)]
+#[allow(clippy::too_many_lines)] // split pending
 pub fn execute(
     ctx: &DispatchCtx<'_>,
     sim: &mut dyn Simulator,

@@ -263,6 +263,7 @@ pub struct Contingency {
 }
 
 /// Runs one decision pass.
+#[allow(clippy::too_many_lines)] // split pending
 pub fn run_pass(
     input: &PassInput<'_>,
     stages: &dyn Stages,

@@ -232,6 +232,7 @@ impl std::fmt::Debug for PodDigest {
 
 /// [`observe_streamed`] with the Pods already digested (`objects.nodes` and `objects.pods`
 /// are not read).
+#[allow(clippy::too_many_lines)] // split pending
 pub fn observe_digested<N>(
     objects: &ClusterObjects,
     nodes: impl IntoIterator<Item = N>,

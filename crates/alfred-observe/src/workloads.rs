@@ -403,6 +403,7 @@ fn pod_identity(f: &PodFacts, kind: ComponentKind, ir_uid: &str) -> Result<Ident
 
 /// Fills an OMENative component from its InferenceReplica; returns the IR's status (for
 /// migration rows) when exactly one IR matched.
+#[allow(clippy::too_many_lines)] // split pending
 fn omenative_component<'v>(
     isvc: &Isvc<'_>,
     kind: ComponentKind,

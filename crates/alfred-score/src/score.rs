@@ -230,6 +230,7 @@ pub fn analyze<'s>(snapshot: &'s ClusterSnapshot, settings: &ScoreSettings) -> A
 
 /// [`analyze`] at `T = now` instead of the snapshot's `observed_at`: a caller deciding at
 /// its own time (the policies) reads the snapshot as it is, with no copy to re-date it.
+#[allow(clippy::too_many_lines)] // split pending
 pub fn analyze_at<'s>(
     snapshot: &'s ClusterSnapshot,
     settings: &ScoreSettings,

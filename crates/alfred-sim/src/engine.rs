@@ -197,6 +197,7 @@ struct Cycle {
 
 impl PreparedCluster {
     /// Converts the cluster for `scheduler` (the profile's scheduler name).
+    #[allow(clippy::too_many_lines)] // split pending
     pub fn new(cluster: &Cluster, scheduler: &str) -> Result<PreparedCluster, InputError> {
         let mut ns_labels = BTreeMap::new();
         for ns in &cluster.namespaces {
@@ -1358,6 +1359,7 @@ impl PreparedCluster {
         out
     }
 
+    #[allow(clippy::too_many_lines)] // split pending
     fn simulate_inner(
         &mut self,
         profile: &Profile,

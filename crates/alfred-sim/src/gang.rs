@@ -164,6 +164,7 @@ fn order_members(w: &PreparedCluster, members: &[PodInfo]) -> Option<Vec<usize>>
 
 /// Places a replacement gang (docs/design-simulation.md#driver). The world is left with the members
 /// assumed on success.
+#[allow(clippy::too_many_lines)] // split pending
 pub(crate) fn place_gang(
     w: &mut PreparedCluster,
     profile: &Profile,

@@ -561,6 +561,7 @@ fn resolve_term(
 
 /// Converts a pod, checking the support matrix. `to_schedule` enables the checks (and keeps
 /// the fields) that only matter for a pod that must be scheduled.
+#[allow(clippy::too_many_lines)] // split pending
 pub fn pod_info(
     pod: &Pod,
     namespaces: &BTreeMap<String, BTreeMap<String, String>>,

@@ -569,6 +569,7 @@ pub fn cluster_from_objects(objects: &[Value]) -> Result<Cluster, RequestError> 
 }
 
 /// Checks the closure requirements of docs/design-simulation.md#request-and-result.
+#[allow(clippy::too_many_lines)] // split pending
 pub fn validate_closure(req: &SimulationRequest, cluster: &Cluster) -> Result<(), RequestError> {
     if cluster.nodes.is_empty() {
         return Err(bad(

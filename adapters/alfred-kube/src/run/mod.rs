@@ -247,6 +247,7 @@ async fn bind(address: &str) -> Result<tokio::net::TcpListener, String> {
         .map_err(|e| format!("unable to listen on {address}: {e}"))
 }
 
+#[allow(clippy::too_many_lines)] // split pending
 async fn run(args: RunArgs, options: RuntimeOptions, harness: Harness) -> Result<(), String> {
     let namespace = args.effective_namespace();
     let pod = harness.pod.clone().unwrap_or_else(pod_name);

@@ -472,6 +472,7 @@ fn per_workload_cooldown_blocks_moves_and_repack() {
 }
 
 #[test]
+#[allow(clippy::too_many_lines)] // split pending
 fn eligibility_ladder_reasons() {
     type Edit = fn(&mut alfred_model::snapshot::Workload);
     let cases: Vec<(&str, Edit, A)> = vec![
