@@ -247,69 +247,16 @@ async fn bind(address: &str) -> Result<tokio::net::TcpListener, String> {
         .map_err(|e| format!("unable to listen on {address}: {e}"))
 }
 
-#[allow(clippy::too_many_lines)] // split pending
 async fn run(args: RunArgs, options: RuntimeOptions, harness: Harness) -> Result<(), String> {
     let namespace = args.effective_namespace();
     let pod = harness.pod.clone().unwrap_or_else(pod_name);
-    let metrics = Arc::new(Metrics::new());
-    for outcome in ["success", "failure"] {
-        metrics.touch(MetricId::PolicyReload, &[("outcome", outcome)]);
-    }
-    metrics.set(MetricId::LeaderStatus, &[("pod", &pod)], 0.0);
-    metrics.set(MetricId::CircuitBreakerState, &[], 0.0);
-    metrics.set(
-        MetricId::OmenativeUnavailable,
-        &[],
-        if options.executor_available() {
-            0.0
-        } else {
-            1.0
-        },
-    );
-
+    let metrics = startup_metrics(&pod, &options);
     // HTTP first, so /healthz answers while the workers are probed; /readyz waits for them.
     let ready = Arc::new(AtomicBool::new(false));
-    let state = HttpState {
-        metrics: metrics.clone(),
-        ready: ready.clone(),
-    };
-    let mut addresses = vec![args.metrics_bind_address.clone()];
-    if args.health_probe_bind_address != args.metrics_bind_address
-        && !args.health_probe_bind_address.is_empty()
-        && args.health_probe_bind_address != "0"
-    {
-        addresses.push(args.health_probe_bind_address.clone());
-    }
-    for address in addresses {
-        let listener = bind(&address).await?;
-        let router = http::router(state.clone());
-        tracing::info!(address = %address, "serving /metrics, /healthz, /readyz");
-        tokio::spawn(async move {
-            if let Err(e) = axum::serve(listener, router).await {
-                tracing::error!(error = %e, "HTTP server stopped");
-            }
-        });
-    }
-
+    serve_http(&args, &metrics, &ready).await?;
     let client = client(&args).await?;
 
-    let mut simulation = pass::Simulation::None;
-    if harness.simulate_in_process && args.simulation_workers.is_empty() {
-        tracing::info!("simulating in process (test harness)");
-        simulation = pass::Simulation::InProcess;
-    } else if !args.simulation_workers.is_empty() {
-        match workers::load_and_probe(&args.simulation_workers, options.simulation_timeout).await {
-            Ok(pool) => {
-                tracing::info!("simulation workers loaded");
-                simulation = pass::Simulation::Workers(pool);
-            }
-            Err(e) => {
-                let msg = format!("unable to configure recommendation simulation: {e}");
-                tracing::error!("{msg}");
-                return Err(msg);
-            }
-        }
-    }
+    let simulation = simulation(&args, &options, &harness).await?;
     ready.store(true, Ordering::SeqCst);
 
     let gate = if options.leader_elect {
@@ -405,6 +352,84 @@ async fn run(args: RunArgs, options: RuntimeOptions, harness: Harness) -> Result
         _ = shutdown_signal() => {
             tracing::info!("shutting down");
             Ok(())
+        }
+    }
+}
+
+/// The metrics registry with the series a fresh process reports before its first pass.
+fn startup_metrics(pod: &str, options: &RuntimeOptions) -> Arc<Metrics> {
+    let metrics = Arc::new(Metrics::new());
+    for outcome in ["success", "failure"] {
+        metrics.touch(MetricId::PolicyReload, &[("outcome", outcome)]);
+    }
+    metrics.set(MetricId::LeaderStatus, &[("pod", pod)], 0.0);
+    metrics.set(MetricId::CircuitBreakerState, &[], 0.0);
+    metrics.set(
+        MetricId::OmenativeUnavailable,
+        &[],
+        if options.executor_available() {
+            0.0
+        } else {
+            1.0
+        },
+    );
+    metrics
+}
+
+/// Serves /metrics, /healthz and /readyz on the metrics address and, when it differs, on the
+/// health probe address.
+async fn serve_http(
+    args: &RunArgs,
+    metrics: &Arc<Metrics>,
+    ready: &Arc<AtomicBool>,
+) -> Result<(), String> {
+    let state = HttpState {
+        metrics: metrics.clone(),
+        ready: ready.clone(),
+    };
+    let mut addresses = vec![args.metrics_bind_address.clone()];
+    if args.health_probe_bind_address != args.metrics_bind_address
+        && !args.health_probe_bind_address.is_empty()
+        && args.health_probe_bind_address != "0"
+    {
+        addresses.push(args.health_probe_bind_address.clone());
+    }
+    for address in addresses {
+        let listener = bind(&address).await?;
+        let router = http::router(state.clone());
+        tracing::info!(address = %address, "serving /metrics, /healthz, /readyz");
+        tokio::spawn(async move {
+            if let Err(e) = axum::serve(listener, router).await {
+                tracing::error!(error = %e, "HTTP server stopped");
+            }
+        });
+    }
+    Ok(())
+}
+
+/// How passes simulate moves: in process (test harness), through the configured workers
+/// (probed first), or not at all.
+async fn simulation(
+    args: &RunArgs,
+    options: &RuntimeOptions,
+    harness: &Harness,
+) -> Result<pass::Simulation, String> {
+    if harness.simulate_in_process && args.simulation_workers.is_empty() {
+        tracing::info!("simulating in process (test harness)");
+        return Ok(pass::Simulation::InProcess);
+    }
+    if args.simulation_workers.is_empty() {
+        return Ok(pass::Simulation::None);
+    }
+    match workers::load_and_probe(&args.simulation_workers, options.simulation_timeout).await {
+        Ok(pool) => {
+            tracing::info!("simulation workers loaded");
+            Ok(pass::Simulation::Workers(pool))
+        }
+        Err(e) => {
+            let msg = format!("unable to configure recommendation simulation: {e}");
+            tracing::error!("{msg}");
+            Err(msg)
         }
     }
 }
