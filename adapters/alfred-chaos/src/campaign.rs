@@ -19,8 +19,8 @@ use alfred_dispatch::guard::{guard_username, healthy_guard};
 use alfred_dispatch::{
     DerivedUuids, DurableState, FreshObserver, Journal, JournalSlot, Reading, RequestPayload,
 };
-use alfred_kube::run::apply::{Applier, JOURNAL_CONFIG_MAP, Outcome};
-use alfred_kube::run::metrics::Metrics;
+use alfred_kube::run::apply::applier::{Applier, JOURNAL_CONFIG_MAP, Outcome};
+use alfred_kube::run::telemetry::metrics::Metrics;
 use alfred_model::ClusterSnapshot;
 use alfred_model::config::{Config, MigrationApiVersion, RuntimeOptions};
 use alfred_model::reason::RowReason;
@@ -606,7 +606,7 @@ impl Chaos {
                     DerivedUuids::new([0; 32]),
                 )
                 .with_identity(ALFRED_NAMESPACE, "alfred-config")
-                .with_dispatch_deadline(Some(alfred_kube::run::pass::DISPATCH_DEADLINE)),
+                .with_dispatch_deadline(Some(alfred_kube::run::decision::pass::DISPATCH_DEADLINE)),
                 breaker: ReferenceBreaker::default(),
             });
         let mut simulator = TwinSimulator::new(sim);

@@ -2,36 +2,20 @@
 //! docs/design-runtime.md#observation-loop, docs/design-runtime.md#cadence,
 //! docs/design-pass.md#rows-and-events, docs/design-runtime.md#leader-election).
 //!
-//! Every replica watches the cluster (`watch`), builds a snapshot with the pure observe
-//! function every `observationLoopInterval` and publishes the cluster gauges (`observe`),
-//! reloads `alfred-config` (`config`) and serves `/metrics`, `/healthz`, `/readyz` (`http`).
-//! The holder of the Lease `alfred.ome.io` (`leader`) runs the decision passes (`decide`,
-//! through the seam in `pass`) and applies their effects (`apply`, `events`) while, and only
-//! while, it holds the lease.
+//! The modules are grouped by concern. Every replica decodes the API server's lists and
+//! watch events (`decode`), keeps the cluster in caches, reloads `alfred-config` and builds a
+//! snapshot with the pure observe function every `observationLoopInterval` (`watch`), and
+//! reports its metrics and probes (`telemetry`). The holder of the Lease `alfred.ome.io`
+//! (`apply::leader`) runs the decision passes (`decision`) and applies their effects and Events
+//! (`apply`) while, and only while, it holds the lease.
 //!
 //! Kubernetes types stay inside this crate; the adapter holds no policy logic.
 
 pub mod apply;
-pub mod config;
-pub mod decide;
-pub mod decision_log;
-pub mod early;
-pub mod events;
-pub mod first_list;
-pub mod http;
-pub mod ids;
-pub mod leader;
-pub mod list_split;
-pub mod list_watch;
-pub mod metrics;
-pub mod observe;
-pub mod pass;
-pub mod proto_list;
-pub mod protobuf;
-pub mod slim;
-pub mod strip;
+pub mod decision;
+pub mod decode;
+pub mod telemetry;
 pub mod watch;
-pub mod workers;
 
 #[cfg(test)]
 mod transcript_tests;
@@ -50,14 +34,17 @@ use kube::runtime::WatchStreamExt;
 use kube::runtime::watcher::{self, Event};
 use tokio::sync::mpsc;
 
-use self::apply::Applier;
-use self::config::{ConfigStore, Reload, ReloadTracker};
-use self::decide::Decider;
-use self::http::HttpState;
-use self::leader::LeaderGate;
-use self::metrics::Metrics;
-use self::observe::Observer;
-use self::watch::Caches;
+use self::apply::applier::{self, Applier};
+use self::apply::leader::LeaderGate;
+use self::apply::{events, leader};
+use self::decision::decide::Decider;
+use self::decision::{decide, decision_log, pass, workers};
+use self::telemetry::http;
+use self::telemetry::http::HttpState;
+use self::telemetry::metrics::Metrics;
+use self::watch::caches::Caches;
+use self::watch::config::{ConfigStore, Reload, ReloadTracker};
+use self::watch::observe::Observer;
 
 /// Flags of `alfred run` (docs/configuration.md#flags-of-alfred-run).
 #[derive(Debug, Clone, clap::Args)]
@@ -175,8 +162,8 @@ pub struct Harness {
     /// Simulate in process (the model of `alfred replay --simulate-in-process`) instead of
     /// worker processes; satisfies `--migration-api-version v1`'s need for a simulator.
     pub simulate_in_process: bool,
-    /// Called after every write (see [`apply::WriteHook`]).
-    pub on_write: Option<apply::WriteHook>,
+    /// Called after every write (see [`applier::WriteHook`]).
+    pub on_write: Option<applier::WriteHook>,
 }
 
 /// `alfred run` in the caller's async runtime (multi-threaded) with a test [`Harness`]. Ends
@@ -500,7 +487,7 @@ async fn watch_config(
                         let outcome = applier
                             .record_event(&involved, event_type, reason.as_str(), &message)
                             .await;
-                        if outcome != apply::Outcome::Applied {
+                        if outcome != applier::Outcome::Applied {
                             tracing::warn!(
                                 outcome = outcome.label(),
                                 "cannot record PolicyReloadFailed"
