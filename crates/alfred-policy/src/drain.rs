@@ -89,8 +89,19 @@ struct Occupant {
 /// reports no allocatable of that kind: no check). The drain-plan search checks them with
 /// the GPUs, as the scheduler will: a target or a freed node short of CPU or memory is a
 /// plan the pre-submit simulation refuses, or a node the waiting pod cannot take.
-struct Room {
-    spare: Vec<[i64; 2]>,
+///
+/// A node's figures are worked out the first time the search asks for them: the search
+/// reaches a few nodes per pass, and reading every bound pod's requests (string-keyed maps
+/// spread over the whole snapshot) cost a large cluster's pass more time than the search.
+/// What is built up front is only each node's bound pods, from the index's dense pod table.
+struct Room<'s> {
+    snap: &'s alfred_model::ClusterSnapshot,
+    /// Per node position `n`: its bound pods are `pods[starts[n]..starts[n + 1]]`, in
+    /// snapshot order.
+    starts: Vec<u32>,
+    pods: Vec<u32>,
+    /// The figures worked out so far, by node position.
+    spare: std::cell::RefCell<Vec<Option<[i64; 2]>>>,
 }
 
 /// `[cpu, memory]` of a requests map.
@@ -101,40 +112,69 @@ fn cpu_memory(requests: &BTreeMap<String, i64>) -> [i64; 2] {
     ]
 }
 
-impl Room {
-    fn of(snap: &alfred_model::ClusterSnapshot, idx: &SnapshotIndex) -> Room {
-        let mut spare: Vec<[i64; 2]> = snap
-            .nodes
-            .iter()
-            .map(|n| {
-                let get = |k: &str| n.allocatable.get(k).copied().unwrap_or(i64::MAX);
-                [get("cpu"), get("memory")]
-            })
-            .collect();
-        for (p, f) in snap.pods.iter().zip(&idx.pods) {
-            if f.node == NONE
-                || matches!(
-                    p.phase,
-                    alfred_model::snapshot::PodPhase::Succeeded
-                        | alfred_model::snapshot::PodPhase::Failed
-                )
-            {
-                continue;
-            }
-            if let Some(room) = spare.get_mut(f.node as usize) {
-                let used = cpu_memory(&p.scheduling.requests);
-                for k in 0..2 {
-                    room[k] = room[k].saturating_sub(used[k]);
-                }
+impl<'s> Room<'s> {
+    fn of(snap: &'s alfred_model::ClusterSnapshot, idx: &SnapshotIndex) -> Room<'s> {
+        let nodes = snap.nodes.len();
+        let mut starts = vec![0u32; nodes + 1];
+        let on_node = |f: &alfred_model::index::PodFacts| {
+            (f.node != NONE && (f.node as usize) < nodes).then_some(f.node as usize)
+        };
+        for n in idx.pods.iter().filter_map(on_node) {
+            starts[n + 1] += 1;
+        }
+        for n in 0..nodes {
+            starts[n + 1] += starts[n];
+        }
+        let mut next = starts.clone();
+        let mut pods = vec![0u32; starts[nodes] as usize];
+        for (i, f) in idx.pods.iter().enumerate() {
+            if let (Some(n), Ok(i)) = (on_node(f), u32::try_from(i)) {
+                pods[next[n] as usize] = i;
+                next[n] += 1;
             }
         }
-        Room { spare }
+        Room {
+            snap,
+            starts,
+            pods,
+            spare: std::cell::RefCell::new(vec![None; nodes]),
+        }
+    }
+
+    /// Node `n`'s CPU and memory left (see the type's documentation).
+    fn spare(&self, n: usize) -> Option<[i64; 2]> {
+        let node = self.snap.nodes.get(n)?;
+        if let Some(known) = self.spare.borrow().get(n).copied().flatten() {
+            return Some(known);
+        }
+        let get = |k: &str| node.allocatable.get(k).copied().unwrap_or(i64::MAX);
+        let mut room = [get("cpu"), get("memory")];
+        let (lo, hi) = (self.starts[n] as usize, self.starts[n + 1] as usize);
+        for &pi in &self.pods[lo..hi] {
+            let Some(p) = self.snap.pods.get(pi as usize) else {
+                continue;
+            };
+            if matches!(
+                p.phase,
+                alfred_model::snapshot::PodPhase::Succeeded
+                    | alfred_model::snapshot::PodPhase::Failed
+            ) {
+                continue;
+            }
+            let used = cpu_memory(&p.scheduling.requests);
+            for k in 0..2 {
+                room[k] = room[k].saturating_sub(used[k]);
+            }
+        }
+        if let Some(slot) = self.spare.borrow_mut().get_mut(n) {
+            *slot = Some(room);
+        }
+        Some(room)
     }
 
     /// Whether `want` fits node `n` with `claimed` already taken there.
     fn fits(&self, n: usize, claimed: [i64; 2], want: [i64; 2]) -> bool {
-        self.spare
-            .get(n)
+        self.spare(n)
             .is_some_and(|room| (0..2).all(|k| room[k].saturating_sub(claimed[k]) >= want[k]))
     }
 }
@@ -572,7 +612,7 @@ fn best_new_plan(
     ctx: &Ctx<'_>,
     idx: &SnapshotIndex,
     occupants: &[Vec<Occupant>],
-    room: &Room,
+    room: &Room<'_>,
     protected: &BTreeSet<String>,
     nominated: &BTreeSet<String>,
     pricing: &Pricing<'_, '_>,
@@ -786,7 +826,7 @@ fn build_plan(
     ctx: &Ctx<'_>,
     idx: &SnapshotIndex,
     pricing: &Pricing<'_, '_>,
-    room: &Room,
+    room: &Room<'_>,
     protected: &BTreeSet<String>,
     pool: &str,
     n: &Node,
@@ -870,7 +910,7 @@ struct Claim {
 fn place(
     ctx: &Ctx<'_>,
     idx: &SnapshotIndex,
-    room: &Room,
+    room: &Room<'_>,
     w: &Workload,
     facts: &InstanceFacts,
     (pool, node): (&str, &str),
@@ -924,7 +964,7 @@ fn replan(
     ctx: &Ctx<'_>,
     idx: &SnapshotIndex,
     occupants: &[Vec<Occupant>],
-    room: &Room,
+    room: &Room<'_>,
     protected: &BTreeSet<String>,
     pricing: &Pricing<'_, '_>,
     r: &PlanRecord,

@@ -10,7 +10,7 @@
 //! (docs/design-pass.md#node-records). The records' lifecycle is the reporter's; markers only say
 //! what was observed.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 
 use alfred_model::Timestamp;
 use alfred_model::config::Config;
@@ -86,14 +86,10 @@ pub(crate) fn run(ctx: &Ctx<'_>) -> NodeHealthOutput {
     }
     let mut candidates = Vec::new();
     // Findings need a node with an evacuation reason: with none, every workload has none.
-    let any_evacuating = ctx
-        .snap
-        .nodes
-        .iter()
-        .any(|n| evacuation_reason(ctx, &n.name).is_some());
-    if any_evacuating {
+    let evacuating = Evacuating::of(ctx);
+    if !evacuating.reasons.is_empty() {
         for w in &ctx.snap.workloads {
-            findings(ctx, w, &mut candidates);
+            findings(ctx, &evacuating, w, &mut candidates);
         }
     }
     rank(&mut candidates);
@@ -105,7 +101,10 @@ pub(crate) fn run(ctx: &Ctx<'_>) -> NodeHealthOutput {
 
 /// `evacuationReason(n)` (docs/design-policies.md#evacuation-sources).
 fn evacuation_reason(ctx: &Ctx<'_>, node: &str) -> Option<RowReason> {
-    let n = ctx.node(node)?;
+    reason_of(ctx.node(node)?)
+}
+
+fn reason_of(n: &Node) -> Option<RowReason> {
     if n.health.state == HealthState::Unhealthy {
         Some(RowReason::NodeUnhealthy)
     } else if n.maintenance.requested {
@@ -115,15 +114,63 @@ fn evacuation_reason(ctx: &Ctx<'_>, node: &str) -> Option<RowReason> {
     }
 }
 
+/// The evacuating nodes of a pass and the GPU pods on them, read once: a cluster has few
+/// of them, and a finding's checks then look names up in these small maps instead of
+/// resolving every pod of every workload in the snapshot.
+struct Evacuating<'s> {
+    /// Node name → its evacuation reason, for the nodes that have one.
+    reasons: BTreeMap<&'s str, RowReason>,
+    /// `(namespace, name)` → node, for the pods with GPUs bound to those nodes.
+    gpu_pods: BTreeMap<(&'s str, &'s str), &'s str>,
+}
+
+impl<'s> Evacuating<'s> {
+    fn of(ctx: &'s Ctx<'_>) -> Self {
+        let reasons: BTreeMap<&str, RowReason> = ctx
+            .snap
+            .nodes
+            .iter()
+            .filter_map(|n| reason_of(n).map(|r| (n.name.as_str(), r)))
+            .collect();
+        let gpu_pods = if reasons.is_empty() {
+            BTreeMap::new()
+        } else {
+            pods_on(ctx, |node| reasons.contains_key(node))
+        };
+        Evacuating { reasons, gpu_pods }
+    }
+
+    /// The node of the GPU pod `key` (`namespace/name`) when it is on an evacuating node:
+    /// [`Ctx::pod`]'s pod, when it has GPUs and [`evacuation_reason`] gives its node one.
+    fn gpu_pod_node(&self, key: &str) -> Option<&'s str> {
+        let (ns, name) = key.split_once('/')?;
+        self.gpu_pods.get(&(ns, name)).copied()
+    }
+}
+
+/// `(namespace, name)` → node of the snapshot's pods with GPUs on the nodes `on` accepts
+/// (the pods [`Ctx::pod`] resolves: the context's snapshot has one pod per key).
+fn pods_on<'s>(
+    ctx: &'s Ctx<'_>,
+    on: impl Fn(&str) -> bool,
+) -> BTreeMap<(&'s str, &'s str), &'s str> {
+    ctx.snap
+        .pods
+        .iter()
+        .filter(|p| p.gpus > 0 && on(&p.node))
+        .map(|p| ((p.namespace.as_str(), p.name.as_str()), p.node.as_str()))
+        .collect()
+}
+
 /// The source among `nodes`: an Unhealthy node first, then one due for maintenance,
 /// ties by name.
 fn pick_source<'n>(
-    ctx: &Ctx<'_>,
+    evacuating: &Evacuating<'_>,
     nodes: impl Iterator<Item = &'n String>,
 ) -> Option<(String, RowReason)> {
     let mut best: Option<(String, RowReason)> = None;
     for n in nodes {
-        let Some(r) = evacuation_reason(ctx, n) else {
+        let Some(&r) = evacuating.reasons.get(n.as_str()) else {
             continue;
         };
         let better = match &best {
@@ -161,6 +208,7 @@ fn markers(ctx: &Ctx<'_>) -> Vec<NodeMarker> {
         .map(|n| (n.name.as_str(), (Vec::new(), false)))
         .collect();
     if !on.is_empty() {
+        let gpu_pods = pods_on(ctx, |node| on.contains_key(node));
         for w in &ctx.snap.workloads {
             let mut key: Option<String> = None;
             for c in &w.components {
@@ -169,9 +217,11 @@ fn markers(ctx: &Ctx<'_>) -> Vec<NodeMarker> {
                     .iter()
                     .chain(c.instances.iter().flat_map(|i| &i.pods))
                 {
-                    if let Some(p) = ctx.pod(k)
-                        && p.gpus > 0
-                        && let Some((workloads, _)) = on.get_mut(p.node.as_str())
+                    let node = k
+                        .split_once('/')
+                        .and_then(|(ns, name)| gpu_pods.get(&(ns, name)));
+                    if let Some(node) = node
+                        && let Some((workloads, _)) = on.get_mut(*node)
                     {
                         let key = key.get_or_insert_with(|| w.key());
                         if workloads.last() != Some(key) {
@@ -210,19 +260,19 @@ fn markers(ctx: &Ctx<'_>) -> Vec<NodeMarker> {
     out
 }
 
-fn findings(ctx: &Ctx<'_>, w: &Workload, out: &mut Vec<Candidate>) {
+fn findings(ctx: &Ctx<'_>, evacuating: &Evacuating<'_>, w: &Workload, out: &mut Vec<Candidate>) {
     let priority = if w.settings.priority.is_finite() {
         w.settings.priority
     } else {
         0.5
     };
     for c in &w.components {
-        let mut covered: Vec<&String> = Vec::new();
+        let mut covered: BTreeSet<&str> = BTreeSet::new();
         for inst in &c.instances {
             if inst.total_gpus == 0 {
                 continue;
             }
-            let Some((from, reason)) = pick_source(ctx, inst.nodes.keys()) else {
+            let Some((from, reason)) = pick_source(evacuating, inst.nodes.keys()) else {
                 continue;
             };
             let mut r = row(
@@ -254,7 +304,7 @@ fn findings(ctx: &Ctx<'_>, w: &Workload, out: &mut Vec<Candidate>) {
                 }
                 DeploymentMode::Other(_) => continue,
                 DeploymentMode::OMENative => {
-                    covered.extend(inst.pods.iter());
+                    covered.extend(inst.pods.iter().map(String::as_str));
                     if let Some(why) = ctx.model_reason(w) {
                         advice(r, why)
                     } else if !ctx.cfg.omenative_migration_enabled {
@@ -280,17 +330,14 @@ fn findings(ctx: &Ctx<'_>, w: &Workload, out: &mut Vec<Candidate>) {
         if c.mode == DeploymentMode::OMENative {
             let mut uncovered_nodes: Vec<String> = Vec::new();
             for key in &c.pods {
-                if covered.contains(&key) {
+                if covered.contains(key.as_str()) {
                     continue;
                 }
-                if let Some(p) = ctx.pod(key)
-                    && p.gpus > 0
-                    && evacuation_reason(ctx, &p.node).is_some()
-                {
-                    uncovered_nodes.push(p.node.clone());
+                if let Some(node) = evacuating.gpu_pod_node(key) {
+                    uncovered_nodes.push(node.to_owned());
                 }
             }
-            if let Some((from, reason)) = pick_source(ctx, uncovered_nodes.iter()) {
+            if let Some((from, reason)) = pick_source(evacuating, uncovered_nodes.iter()) {
                 let mut r = row(
                     Policy::NodeHealth,
                     w,

@@ -766,3 +766,47 @@ fn the_branch_and_bound_finds_the_plans_the_exhaustive_search_finds() {
     // The comparison is not vacuous: most random clusters get a plan.
     assert!(with_plans > 100, "{with_plans} of 300 clusters had a plan");
 }
+
+#[test]
+fn a_plan_at_hand_off_under_its_own_taint_goes_on() {
+    let s = PolicySettings::default();
+    let snap = ten_nodes().build();
+    let plan = only(&plans(&snap, &s, &[])).clone();
+    let mut active = record(&plan, PlanPhase::Handoff, snap.observed_at);
+    active.protection = alfred_model::plan::DrainProtectionWire::Taint;
+    // The step's Instance left: the node is empty and still carries the plan's taint (it is
+    // lifted by the dispatcher in the pass that sees the hand-off).
+    let moved = plan.steps[0].workload.clone();
+    let (_, name) = moved.split_once('/').unwrap();
+    let mut b = ClusterBuilder::new();
+    for i in 0..10 {
+        let node = format!("g-{i:02}");
+        b = b.node(&node, "H100", 8);
+        let here = if node == plan.node {
+            "g-09"
+        } else {
+            node.as_str()
+        };
+        let r = format!("r{i}");
+        if r == name && node == plan.node {
+            b = b.omenative("chat", &r, &[&[(plan.steps[0].targets[0].as_str(), 1)]]);
+        } else {
+            b = b.omenative("chat", &r, &[&[(here, 1)]]);
+        }
+    }
+    let tainted = b
+        .pending("prod", "big", 8, 47)
+        .with_node(&plan.node, |n| {
+            n.taints.push(alfred_model::snapshot::Taint {
+                key: alfred_model::plan::DRAIN_TAINT_KEY.into(),
+                value: plan.id.clone(),
+                effect: "NoSchedule".into(),
+            })
+        })
+        .build();
+    let p = plans(&tainted, &s, std::slice::from_ref(&active));
+    assert!(p.blocked.is_empty(), "{:?}", p.blocked);
+    let again = only(&p);
+    assert_eq!(again.node, plan.node);
+    assert!(again.steps.is_empty(), "{again:?}");
+}
