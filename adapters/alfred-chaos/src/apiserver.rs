@@ -12,8 +12,8 @@
 use std::collections::{BTreeMap, BTreeSet};
 use std::sync::{Arc, Mutex};
 
-use alfred_kube::run::apply::{JOURNAL_CONFIG_MAP, JOURNAL_KEY};
-use alfred_kube::run::leader::LeaderGate;
+use alfred_kube::run::apply::applier::{JOURNAL_CONFIG_MAP, JOURNAL_KEY};
+use alfred_kube::run::apply::leader::LeaderGate;
 use alfred_model::Timestamp;
 use alfred_twin::rng::Rng;
 use http::{Request, Response};

@@ -19,8 +19,8 @@ use alfred_dispatch::guard::{guard_username, healthy_guard};
 use alfred_dispatch::{
     DerivedUuids, DurableState, FreshObserver, Journal, JournalSlot, Reading, RequestPayload,
 };
-use alfred_kube::run::apply::{Applier, JOURNAL_CONFIG_MAP, Outcome};
-use alfred_kube::run::metrics::Metrics;
+use alfred_kube::run::apply::applier::{Applier, JOURNAL_CONFIG_MAP, Outcome};
+use alfred_kube::run::telemetry::metrics::Metrics;
 use alfred_model::ClusterSnapshot;
 use alfred_model::config::{Config, MigrationApiVersion, RuntimeOptions};
 use alfred_model::reason::RowReason;
@@ -606,7 +606,7 @@ impl Chaos {
                     DerivedUuids::new([0; 32]),
                 )
                 .with_identity(ALFRED_NAMESPACE, "alfred-config")
-                .with_dispatch_deadline(Some(alfred_kube::run::pass::DISPATCH_DEADLINE)),
+                .with_dispatch_deadline(Some(alfred_kube::run::decision::pass::DISPATCH_DEADLINE)),
                 breaker: ReferenceBreaker::default(),
             });
         let mut simulator = TwinSimulator::new(sim);
@@ -848,142 +848,30 @@ fn scaled(rng: &mut Rng, max: f64) -> f64 {
 pub fn run(seed: u64, passes: u32, calm: bool) -> RunReport {
     let mut rng = Rng::new(seed);
     let k = if calm { 0.0 } else { 1.0 };
-    let request_faults = RequestFaults {
-        conflict: scaled(&mut rng, k * 0.15),
-        server_error: scaled(&mut rng, k * 0.08),
-        timeout_landed: scaled(&mut rng, k * 0.05),
-        timeout_lost: scaled(&mut rng, k * 0.05),
-        lease_loss: scaled(&mut rng, k * 0.03),
-    };
-    let faults = PassFaults {
-        stale_snapshot: scaled(&mut rng, k * 0.4),
-        fresh_look_fails: scaled(&mut rng, k * 0.15),
-        slow_look: scaled(&mut rng, k * 0.1),
-        term_change: scaled(&mut rng, k * 0.1),
-        lease_lost_in_pass: scaled(&mut rng, k * 0.05),
-        journal_deleted: scaled(&mut rng, k * 0.02),
-        journal_corrupted: scaled(&mut rng, k * 0.02),
-        never_ack: scaled(&mut rng, k * 0.15),
-        late_ack: scaled(&mut rng, k * 0.4),
-        migration_fails: scaled(&mut rng, k * 0.15),
-        node_fails: scaled(&mut rng, k * 0.03),
-        foreign_migration: scaled(&mut rng, k * 0.05),
-    };
-    let node_count = 4 + rng.index(5);
-    let nodes: Vec<TraceNode> = (0..node_count)
-        .map(|i| TraceNode {
-            name: format!("n{i:02}"),
-            cpu_milli: 64_000,
-            memory_mib: 262_144,
-            gpus: 8,
-            model: "G".into(),
-        })
-        .collect();
-    let trace: Vec<TraceTask> = [1, 2, 4, 8]
-        .into_iter()
-        .map(|gpus| TraceTask {
-            name: format!("g{gpus}"),
-            cpu_milli: 1000,
-            memory_mib: 1024,
-            gpus,
-            gpu_spec: vec![],
-            creation: None,
-            deletion: None,
-        })
-        .collect();
+    let (request_faults, faults) = fault_rates(&mut rng, k);
+    let (nodes, trace) = cluster_and_trace(&mut rng);
     let interval_ms = (30 + rng.index(91) as i64) * 1000;
     let horizon = i64::from(passes) * interval_ms + interval_ms / 2;
-    let mut arrivals = Vec::new();
-    let mut at = 0i64;
-    let mean_gap = (1.0 + rng.uniform() * 4.0) * MINUTE as f64;
-    while at < horizon {
-        let r = rng.uniform();
-        let task = if r < 0.4 {
-            0
-        } else if r < 0.65 {
-            1
-        } else if r < 0.85 {
-            2
-        } else {
-            3
-        };
-        let lifetime =
-            (rng.uniform() < 0.8).then(|| (rng.exp(90.0) * MINUTE as f64) as i64 + MINUTE);
-        arrivals.push(Arrival {
-            at,
-            task,
-            lifetime,
-            gang: false,
-        });
-        at += (rng.exp(mean_gap)) as i64 + 1;
-    }
+    let arrivals = arrivals(&mut rng, horizon);
     let placement = if rng.uniform() < 0.7 {
         Placement::Spread
     } else {
         Placement::parse("binpack").unwrap_or(Placement::Spread)
     };
-    let mut config = AlfredCaretaker::new(Config::default(), seed, placement)
-        .config()
-        .clone();
-    config.recommendations_config_map_enabled = true;
-    config.recommendations_config_map_name = RECOMMENDATIONS.into();
-    config.decision_loop_interval = Duration::from_millis(interval_ms as u64);
-    config.max_in_flight_migrations = 1 + rng.index(3) as u32;
-    config.max_migrations_per_hour = 1 + rng.index(8) as u32;
-    // Short cooldowns, so that a run of a few hours dispatches often enough to matter.
-    config.recent_placement_cooldown_minutes = 1 + rng.index(10) as u32;
-    config.per_workload_cooldown_minutes = 1 + rng.index(30) as u32;
-    config.per_node_cooldown_minutes = 1 + rng.index(30) as u32;
-    config.emergency_pending_age_minutes = 1 + rng.index(10) as u32;
+    let config = campaign_config(&mut rng, seed, placement, interval_ms);
     let runtime = RuntimeOptions {
         migration_api_version: Some(MigrationApiVersion::V1),
         migration_service_account: SERVICE_ACCOUNT.into(),
         simulation_configured: true,
         ..RuntimeOptions::default()
     };
-    let opts = SimOptions {
-        horizon_ms: horizon,
-        mode: Mode::Churn,
-        warmup_ms: 0,
-        sample_every_ms: 60 * MINUTE,
-        score_every_ms: 0,
-        ack_delay_ms: (2 + rng.index(60) as i64) * 1000,
-        ready_ms: (1 + rng.index(20) as i64) * MINUTE,
-        cpu_mem: true,
-    };
+    let opts = sim_options(&mut rng, horizon);
     let rt = tokio::runtime::Builder::new_current_thread()
         .enable_time()
         .start_paused(true)
         .build()
         .expect("a current-thread tokio runtime");
-    let mut model = ApiModel::new(REPLICAS, request_faults, seed ^ 0x5EED_0A91);
-    let journal = r#"{"version":"v1","entries":[]}"#;
-    model.admin_write_journal(journal);
-    let rv = model.bump();
-    model.config_maps.insert(
-        RECOMMENDATIONS.into(),
-        StoredConfigMap {
-            rv,
-            data: BTreeMap::new(),
-        },
-    );
-    let gates = model.gates.clone();
-    let model = Arc::new(Mutex::new(model));
-    let hung: Hung = Arc::default();
-    let replicas = {
-        let _guard = rt.enter();
-        (0..REPLICAS)
-            .map(|i| Replica {
-                applier: Applier::new(
-                    apiserver::client(model.clone(), i, hung.clone()),
-                    ALFRED_NAMESPACE,
-                    gates[i].clone(),
-                    Arc::new(Metrics::new()),
-                ),
-                term: None,
-            })
-            .collect()
-    };
+    let (model, hung, replicas) = api_server(&rt, request_faults, seed);
     let _ = StoredIsvc::default();
     let mut chaos = Chaos {
         rng,
@@ -1022,4 +910,157 @@ pub fn run(seed: u64, passes: u32, calm: bool) -> RunReport {
         *chaos.report.faults.entry(k).or_insert(0) += v;
     }
     chaos.report.clone()
+}
+
+/// The run's fault rates (all zero when `k` is 0): the API server's per request, and the
+/// pass-level ones.
+fn fault_rates(rng: &mut Rng, k: f64) -> (RequestFaults, PassFaults) {
+    let request_faults = RequestFaults {
+        conflict: scaled(rng, k * 0.15),
+        server_error: scaled(rng, k * 0.08),
+        timeout_landed: scaled(rng, k * 0.05),
+        timeout_lost: scaled(rng, k * 0.05),
+        lease_loss: scaled(rng, k * 0.03),
+    };
+    let faults = PassFaults {
+        stale_snapshot: scaled(rng, k * 0.4),
+        fresh_look_fails: scaled(rng, k * 0.15),
+        slow_look: scaled(rng, k * 0.1),
+        term_change: scaled(rng, k * 0.1),
+        lease_lost_in_pass: scaled(rng, k * 0.05),
+        journal_deleted: scaled(rng, k * 0.02),
+        journal_corrupted: scaled(rng, k * 0.02),
+        never_ack: scaled(rng, k * 0.15),
+        late_ack: scaled(rng, k * 0.4),
+        migration_fails: scaled(rng, k * 0.15),
+        node_fails: scaled(rng, k * 0.03),
+        foreign_migration: scaled(rng, k * 0.05),
+    };
+    (request_faults, faults)
+}
+
+/// A few 8-GPU nodes and one task per gang size 1, 2, 4 and 8.
+fn cluster_and_trace(rng: &mut Rng) -> (Vec<TraceNode>, Vec<TraceTask>) {
+    let node_count = 4 + rng.index(5);
+    let nodes: Vec<TraceNode> = (0..node_count)
+        .map(|i| TraceNode {
+            name: format!("n{i:02}"),
+            cpu_milli: 64_000,
+            memory_mib: 262_144,
+            gpus: 8,
+            model: "G".into(),
+        })
+        .collect();
+    let trace: Vec<TraceTask> = [1, 2, 4, 8]
+        .into_iter()
+        .map(|gpus| TraceTask {
+            name: format!("g{gpus}"),
+            cpu_milli: 1000,
+            memory_mib: 1024,
+            gpus,
+            gpu_spec: vec![],
+            creation: None,
+            deletion: None,
+        })
+        .collect();
+    (nodes, trace)
+}
+
+/// Arrivals until `horizon`, mostly small tasks, most with an exponential lifetime.
+fn arrivals(rng: &mut Rng, horizon: i64) -> Vec<Arrival> {
+    let mut arrivals = Vec::new();
+    let mut at = 0i64;
+    let mean_gap = (1.0 + rng.uniform() * 4.0) * MINUTE as f64;
+    while at < horizon {
+        let r = rng.uniform();
+        let task = if r < 0.4 {
+            0
+        } else if r < 0.65 {
+            1
+        } else if r < 0.85 {
+            2
+        } else {
+            3
+        };
+        let lifetime =
+            (rng.uniform() < 0.8).then(|| (rng.exp(90.0) * MINUTE as f64) as i64 + MINUTE);
+        arrivals.push(Arrival {
+            at,
+            task,
+            lifetime,
+            gang: false,
+        });
+        at += (rng.exp(mean_gap)) as i64 + 1;
+    }
+    arrivals
+}
+
+/// The caretaker's configuration with the run's drawn budgets and short cooldowns.
+fn campaign_config(rng: &mut Rng, seed: u64, placement: Placement, interval_ms: i64) -> Config {
+    let mut config = AlfredCaretaker::new(Config::default(), seed, placement)
+        .config()
+        .clone();
+    config.recommendations_config_map_enabled = true;
+    config.recommendations_config_map_name = RECOMMENDATIONS.into();
+    config.decision_loop_interval = Duration::from_millis(interval_ms as u64);
+    config.max_in_flight_migrations = 1 + rng.index(3) as u32;
+    config.max_migrations_per_hour = 1 + rng.index(8) as u32;
+    // Short cooldowns, so that a run of a few hours dispatches often enough to matter.
+    config.recent_placement_cooldown_minutes = 1 + rng.index(10) as u32;
+    config.per_workload_cooldown_minutes = 1 + rng.index(30) as u32;
+    config.per_node_cooldown_minutes = 1 + rng.index(30) as u32;
+    config.emergency_pending_age_minutes = 1 + rng.index(10) as u32;
+    config
+}
+
+/// The simulation's options with the run's drawn ack and readiness delays.
+fn sim_options(rng: &mut Rng, horizon: i64) -> SimOptions {
+    SimOptions {
+        horizon_ms: horizon,
+        mode: Mode::Churn,
+        warmup_ms: 0,
+        sample_every_ms: 60 * MINUTE,
+        score_every_ms: 0,
+        ack_delay_ms: (2 + rng.index(60) as i64) * 1000,
+        ready_ms: (1 + rng.index(20) as i64) * MINUTE,
+        cpu_mem: true,
+    }
+}
+
+/// The in-memory API server with an empty journal and recommendations ConfigMap, and one
+/// applier per replica talking to it.
+fn api_server(
+    rt: &tokio::runtime::Runtime,
+    request_faults: RequestFaults,
+    seed: u64,
+) -> (Arc<Mutex<ApiModel>>, Hung, Vec<Replica>) {
+    let mut model = ApiModel::new(REPLICAS, request_faults, seed ^ 0x5EED_0A91);
+    let journal = r#"{"version":"v1","entries":[]}"#;
+    model.admin_write_journal(journal);
+    let rv = model.bump();
+    model.config_maps.insert(
+        RECOMMENDATIONS.into(),
+        StoredConfigMap {
+            rv,
+            data: BTreeMap::new(),
+        },
+    );
+    let gates = model.gates.clone();
+    let model = Arc::new(Mutex::new(model));
+    let hung: Hung = Arc::default();
+    let replicas = {
+        let _guard = rt.enter();
+        (0..REPLICAS)
+            .map(|i| Replica {
+                applier: Applier::new(
+                    apiserver::client(model.clone(), i, hung.clone()),
+                    ALFRED_NAMESPACE,
+                    gates[i].clone(),
+                    Arc::new(Metrics::new()),
+                ),
+                term: None,
+            })
+            .collect()
+    };
+    (model, hung, replicas)
 }

@@ -13,11 +13,11 @@
 
 use std::hint::black_box;
 
-use alfred_kube::run::list_split::ListSplitter;
-use alfred_kube::run::proto_list::ProtoListSplitter;
-use alfred_kube::run::protobuf::encode::Message;
-use alfred_kube::run::slim::{FromProtobuf, SlimNode, SlimPod};
-use alfred_kube::run::watch::CachedObjects;
+use alfred_kube::run::decode::list_split::ListSplitter;
+use alfred_kube::run::decode::proto_list::ProtoListSplitter;
+use alfred_kube::run::decode::protobuf::encode::Message;
+use alfred_kube::run::decode::slim::{FromProtobuf, SlimNode, SlimPod};
+use alfred_kube::run::watch::caches::CachedObjects;
 use alfred_model::Timestamp;
 use alfred_observe::{ClusterObjects, ObserveSettings};
 use criterion::{Criterion, Throughput, criterion_group, criterion_main};

@@ -32,7 +32,7 @@
 //! uses `WorkerPool::from_probed(file, options.simulation_timeout)`. The pool is a
 //! synchronous [`Simulator`] (it blocks while a worker runs): the decider answers a pass's
 //! simulation request on tokio's blocking pool, with a copy of the pool whose deadline
-//! (`set_deadline(Some(pass start + 30 s))`) is set when the pass begins (`run/pass.rs`).
+//! (`set_deadline(Some(pass start + 30 s))`) is set when the pass begins (`run/decision/pass.rs`).
 
 use std::io::{Read, Write};
 use std::path::Path;

@@ -469,6 +469,7 @@ impl Caretaker for AlfredCaretaker {
             .max(1000)
     }
 
+    #[allow(clippy::too_many_lines)] // split pending
     fn pass(&mut self, sim: &Sim, now: i64) -> Vec<Action> {
         self.passes += 1;
         let plans_before = self.plan_records();

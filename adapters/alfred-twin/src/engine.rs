@@ -575,6 +575,7 @@ pub struct RunResult {
 
 /// Runs the simulation with one caretaker; `progress` is called with the simulated share
 /// done (0..1) now and then.
+#[allow(clippy::too_many_lines)] // split pending
 pub fn run(
     arrivals: &[Arrival],
     trace: &[TraceTask],

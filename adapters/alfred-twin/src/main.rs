@@ -167,6 +167,7 @@ fn synthetic(spec: &str) -> Result<Vec<TraceNode>> {
         .collect())
 }
 
+#[allow(clippy::too_many_lines)] // split pending
 fn main() -> Result<()> {
     let cli = Cli::parse();
     let mode = Mode::parse(&cli.mode).context("--mode must be churn, fill or timed")?;

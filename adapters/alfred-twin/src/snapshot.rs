@@ -188,285 +188,305 @@ fn node(sim: &Sim, n: &crate::world::NodeState) -> Node {
 
 /// Adds task `ti`'s entries (pods, pending pods, workload, PodGroups) to `snap`, unsorted.
 fn add_task(snap: &mut ClusterSnapshot, sim: &Sim, ti: usize, now: i64, workloads: bool) {
+    match sim.tasks[ti].state {
+        TaskState::Gone => {}
+        TaskState::Pending => add_pending_task(snap, sim, ti),
+        TaskState::Running => add_running_task(snap, sim, ti, now, workloads),
+    }
+}
+
+/// A pending task: its pods waiting for the pools it may use (and its PodGroup for a gang).
+fn add_pending_task(snap: &mut ClusterSnapshot, sim: &Sim, ti: usize) {
+    let t = &sim.tasks[ti];
+    let labels = labels_of(t, t.incarnation);
+    let spec: &[String] = if t.gang {
+        &[]
+    } else {
+        &sim.trace[t.trace].gpu_spec
+    };
+    let mut pools: Vec<String> = spec
+        .iter()
+        .filter(|p| sim.world.pools.binary_search(p).is_ok())
+        .cloned()
+        .collect();
+    if t.gang {
+        // Gangs fit only pools whose nodes have 8 GPUs.
+        pools = sim
+            .world
+            .pools
+            .iter()
+            .enumerate()
+            .filter(|(i, _)| t.req.pools & (1 << i) != 0)
+            .map(|(_, p)| p.clone())
+            .collect();
+        snap.pod_groups.push(pod_group(t, t.incarnation));
+    }
+    pools.sort();
+    for name in pod_names(t, t.incarnation) {
+        snap.pending_pods.push(PendingPod {
+            namespace: NAMESPACE.into(),
+            name: name.clone(),
+            gpus_needed: t.req.gpus,
+            isvc: Some(t.name.clone()),
+            pending_since: ts(t.evicted_at.unwrap_or(t.arrived)),
+            // The bound pod of the same incarnation has the same uid: it is
+            // one pod object, pending and then bound.
+            uid: format!("uid-{name}"),
+            nominated_node: t
+                .nominated
+                .map(|n| sim.world.nodes[n].name.clone())
+                .unwrap_or_default(),
+            pools: if spec.is_empty() && !t.gang {
+                PoolAttribution::Any
+            } else {
+                PoolAttribution::Pools(pools.clone())
+            },
+            labels: labels.clone(),
+            scheduling: scheduling_of(sim, ti),
+        });
+    }
+}
+
+/// A running task: its bound pods and, with `workloads`, its InferenceService (with the
+/// surge pods and rows of its recent migrations) and PodGroup.
+fn add_running_task(snap: &mut ClusterSnapshot, sim: &Sim, ti: usize, now: i64, workloads: bool) {
+    let t = &sim.tasks[ti];
+    let Some(node) = t.node else { return };
+    let node_name = &sim.world.nodes[node].name;
+    let labels = labels_of(t, t.incarnation);
+    let owner = OwnerRef {
+        api_version: "ome.io/v1beta1".into(),
+        kind: "InferenceReplica".into(),
+        name: format!("{}-engine", t.name),
+        uid: format!("uid-ir-{}", t.name),
+    };
+    let pnames = pod_names(t, t.incarnation);
+    let pod_nodes = t.pod_nodes();
+    let mut keys = Vec::new();
+    let mut nodes = BTreeMap::new();
+    for (pname, &pn) in pnames.iter().zip(&pod_nodes) {
+        let nname = sim.world.nodes[pn].name.clone();
+        *nodes.entry(nname.clone()).or_insert(0u32) += 1;
+        snap.pods.push(Pod {
+            namespace: NAMESPACE.into(),
+            name: pname.clone(),
+            node: nname,
+            gpus: t.req.gpus,
+            phase: PodPhase::Running,
+            ready: true,
+            ome: true,
+            created_at: Some(ts(t.started)),
+            started_at: Some(ts(t.started)),
+            uid: format!("uid-{pname}"),
+            labels: labels.clone(),
+            controller: Some(owner.clone()),
+            scheduling: scheduling_of(sim, ti),
+            ..Pod::default()
+        });
+        keys.push(format!("{NAMESPACE}/{pname}"));
+    }
+    let _ = node_name;
+    if !workloads {
+        return;
+    }
+    if t.gang {
+        snap.pod_groups.push(PodGroup {
+            phase: "Running".into(),
+            ..pod_group(t, t.incarnation)
+        });
+    }
+    let mut pods = keys.clone();
+    let (migration, migrating) = add_migrations(snap, sim, ti, now, &owner, &mut pods);
+    pods.sort();
+    keys.sort();
+    let npods = i64::from(t.pod_count());
+    let status = InstanceStatus {
+        incarnation: i64::from(t.incarnation),
+        phase: if migrating { "Migrating" } else { "Ready" }.into(),
+        running_revision: "rev-1".into(),
+        admitted: true,
+        status_pods: npods,
+        observed_pods: npods,
+        serving_pods: npods,
+        available_pods: npods,
+        ready_pods: npods,
+        desired_pods: npods,
+        operation: migrating.then(|| "Migration".to_owned()),
+        ..InstanceStatus::default()
+    };
+    let instance = Instance {
+        index: 0,
+        pods: keys,
+        nodes,
+        total_gpus: t.total_gpus(),
+        ready_pods: t.pod_count(),
+        any_terminating: false,
+        status: Some(status),
+    };
+    let isvc_uid = format!("uid-isvc-{}", t.name);
+    let replica = ReplicaState {
+        name: owner.name.clone(),
+        uid: owner.uid.clone(),
+        resource_version: "1".into(),
+        status_fresh: true,
+        desired_replicas: 1,
+        replicas: 1,
+        ready_replicas: 1,
+        serving_replicas: 1,
+        available_replicas: 1,
+        updated_replicas: 1,
+        updated_ready_replicas: 1,
+        current_revision: "rev-1".into(),
+        update_revision: "rev-1".into(),
+        runners: if t.gang {
+            ["leader", "worker"]
+                .into_iter()
+                .map(|r| Runner {
+                    name: r.into(),
+                    size: 1,
+                    template: gang_template(sim, ti),
+                })
+                .collect()
+        } else {
+            vec![Runner {
+                name: "default".into(),
+                size: 1,
+                ..Runner::default()
+            }]
+        },
+        owner: Some(OwnerRef {
+            api_version: "ome.io/v1beta1".into(),
+            kind: "InferenceService".into(),
+            name: t.name.clone(),
+            uid: isvc_uid.clone(),
+        }),
+        spec_component: "engine".into(),
+        ..ReplicaState::default()
+    };
+    snap.workloads.push(Workload {
+        namespace: NAMESPACE.into(),
+        name: t.name.clone(),
+        uid: isvc_uid,
+        resource_version: format!("{}", t.migrations.len() + 1),
+        generation: 1,
+        components: vec![Component {
+            kind: ComponentKind::Engine,
+            mode: DeploymentMode::OMENative,
+            replica: Some(replica),
+            observation_invalid: None,
+            instances: vec![instance],
+            pods,
+            scheduler_name: if t.gang {
+                GANG_SCHEDULER.into()
+            } else {
+                String::new()
+            },
+            topology_key: if t.gang {
+                GANG_TOPOLOGY_KEY.into()
+            } else {
+                String::new()
+            },
+        }],
+        migration,
+        ..Workload::default()
+    });
+}
+
+/// The task's migrations of the last two hours as the InferenceService shows them (active
+/// ones, requests, rows, the last one's end) and the surge pods of those in `Surge`, added to
+/// `snap` and to the component's `pods`; whether one is under way.
+fn add_migrations(
+    snap: &mut ClusterSnapshot,
+    sim: &Sim,
+    ti: usize,
+    now: i64,
+    owner: &OwnerRef,
+    pods: &mut Vec<String>,
+) -> (MigrationState, bool) {
     let horizon_keep = 120 * MINUTE;
     let t = &sim.tasks[ti];
-    {
-        match t.state {
-            TaskState::Gone => {}
-            TaskState::Pending => {
-                let labels = labels_of(t, t.incarnation);
-                let spec: &[String] = if t.gang {
-                    &[]
+    let mut migration = MigrationState::default();
+    let mut migrating = false;
+    for &m in &t.migrations {
+        let mig = &sim.migrations[m];
+        if mig.ended.is_some_and(|e| now - e > horizon_keep) {
+            continue;
+        }
+        let terminal = matches!(mig.phase, MigPhase::Completed | MigPhase::Failed);
+        let from = sim.world.nodes[mig.from].name.clone();
+        if !terminal {
+            migrating = true;
+            migration.active.push(ActiveMigration {
+                uuid: mig.uuid.clone(),
+                component: "engine".into(),
+                instance: 0,
+                phase: if mig.phase == MigPhase::Requested {
+                    "Requested".into()
                 } else {
-                    &sim.trace[t.trace].gpu_spec
-                };
-                let mut pools: Vec<String> = spec
-                    .iter()
-                    .filter(|p| sim.world.pools.binary_search(p).is_ok())
-                    .cloned()
-                    .collect();
-                if t.gang {
-                    // Gangs fit only pools whose nodes have 8 GPUs.
-                    pools = sim
-                        .world
-                        .pools
-                        .iter()
-                        .enumerate()
-                        .filter(|(i, _)| t.req.pools & (1 << i) != 0)
-                        .map(|(_, p)| p.clone())
-                        .collect();
-                    snap.pod_groups.push(pod_group(t, t.incarnation));
-                }
-                pools.sort();
-                for name in pod_names(t, t.incarnation) {
-                    snap.pending_pods.push(PendingPod {
-                        namespace: NAMESPACE.into(),
-                        name: name.clone(),
-                        gpus_needed: t.req.gpus,
-                        isvc: Some(t.name.clone()),
-                        pending_since: ts(t.evicted_at.unwrap_or(t.arrived)),
-                        // The bound pod of the same incarnation has the same uid: it is
-                        // one pod object, pending and then bound.
-                        uid: format!("uid-{name}"),
-                        nominated_node: t
-                            .nominated
-                            .map(|n| sim.world.nodes[n].name.clone())
-                            .unwrap_or_default(),
-                        pools: if spec.is_empty() && !t.gang {
-                            PoolAttribution::Any
-                        } else {
-                            PoolAttribution::Pools(pools.clone())
-                        },
-                        labels: labels.clone(),
-                        scheduling: scheduling_of(sim, ti),
-                    });
-                }
+                    mig.phase.as_status().into()
+                },
+                started_at: Some(ts(mig.started.unwrap_or(mig.requested))),
+            });
+            if let Ok(p) = RequestPayload::decode(&mig.payload) {
+                migration.requests.push(MigrationRequestObserved {
+                    uuid: mig.uuid.clone(),
+                    component: p.component.as_str().into(),
+                    instance: p.instance,
+                    from_node: p.from_node.clone(),
+                    hint_target_nodes: p.hint_target_nodes.clone(),
+                    reason: p.reason.as_str().into(),
+                    requested_at: Some(p.requested_at),
+                    requested_by: "alfred".into(),
+                    raw: mig.payload.clone(),
+                });
             }
-            TaskState::Running => {
-                let Some(node) = t.node else { return };
-                let node_name = &sim.world.nodes[node].name;
-                let labels = labels_of(t, t.incarnation);
-                let owner = OwnerRef {
-                    api_version: "ome.io/v1beta1".into(),
-                    kind: "InferenceReplica".into(),
-                    name: format!("{}-engine", t.name),
-                    uid: format!("uid-ir-{}", t.name),
-                };
-                let pnames = pod_names(t, t.incarnation);
-                let pod_nodes = t.pod_nodes();
-                let mut keys = Vec::new();
-                let mut nodes = BTreeMap::new();
-                for (pname, &pn) in pnames.iter().zip(&pod_nodes) {
-                    let nname = sim.world.nodes[pn].name.clone();
-                    *nodes.entry(nname.clone()).or_insert(0u32) += 1;
+            if mig.phase == MigPhase::Surge {
+                let targets = mig.target.into_iter().chain(mig.worker_target);
+                let surge_labels = labels_of(t, t.incarnation + 1);
+                if t.gang {
+                    snap.pod_groups.push(pod_group(t, t.incarnation + 1));
+                }
+                for (sname, target) in pod_names(t, t.incarnation + 1).into_iter().zip(targets) {
+                    pods.push(format!("{NAMESPACE}/{sname}"));
                     snap.pods.push(Pod {
                         namespace: NAMESPACE.into(),
-                        name: pname.clone(),
-                        node: nname,
+                        name: sname.clone(),
+                        node: sim.world.nodes[target].name.clone(),
                         gpus: t.req.gpus,
                         phase: PodPhase::Running,
-                        ready: true,
+                        ready: false,
                         ome: true,
-                        created_at: Some(ts(t.started)),
-                        started_at: Some(ts(t.started)),
-                        uid: format!("uid-{pname}"),
-                        labels: labels.clone(),
+                        created_at: mig.started.map(ts),
+                        started_at: mig.started.map(ts),
+                        uid: format!("uid-{sname}"),
+                        labels: surge_labels.clone(),
                         controller: Some(owner.clone()),
                         scheduling: scheduling_of(sim, ti),
                         ..Pod::default()
                     });
-                    keys.push(format!("{NAMESPACE}/{pname}"));
                 }
-                let _ = node_name;
-                if !workloads {
-                    return;
-                }
-                if t.gang {
-                    snap.pod_groups.push(PodGroup {
-                        phase: "Running".into(),
-                        ..pod_group(t, t.incarnation)
-                    });
-                }
-                let mut pods = keys.clone();
-                let mut migration = MigrationState::default();
-                let mut migrating = false;
-                for &m in &t.migrations {
-                    let mig = &sim.migrations[m];
-                    if mig.ended.is_some_and(|e| now - e > horizon_keep) {
-                        continue;
-                    }
-                    let terminal = matches!(mig.phase, MigPhase::Completed | MigPhase::Failed);
-                    let from = sim.world.nodes[mig.from].name.clone();
-                    if !terminal {
-                        migrating = true;
-                        migration.active.push(ActiveMigration {
-                            uuid: mig.uuid.clone(),
-                            component: "engine".into(),
-                            instance: 0,
-                            phase: if mig.phase == MigPhase::Requested {
-                                "Requested".into()
-                            } else {
-                                mig.phase.as_status().into()
-                            },
-                            started_at: Some(ts(mig.started.unwrap_or(mig.requested))),
-                        });
-                        if let Ok(p) = RequestPayload::decode(&mig.payload) {
-                            migration.requests.push(MigrationRequestObserved {
-                                uuid: mig.uuid.clone(),
-                                component: p.component.as_str().into(),
-                                instance: p.instance,
-                                from_node: p.from_node.clone(),
-                                hint_target_nodes: p.hint_target_nodes.clone(),
-                                reason: p.reason.as_str().into(),
-                                requested_at: Some(p.requested_at),
-                                requested_by: "alfred".into(),
-                                raw: mig.payload.clone(),
-                            });
-                        }
-                        if mig.phase == MigPhase::Surge {
-                            let targets = mig.target.into_iter().chain(mig.worker_target);
-                            let surge_labels = labels_of(t, t.incarnation + 1);
-                            if t.gang {
-                                snap.pod_groups.push(pod_group(t, t.incarnation + 1));
-                            }
-                            for (sname, target) in
-                                pod_names(t, t.incarnation + 1).into_iter().zip(targets)
-                            {
-                                pods.push(format!("{NAMESPACE}/{sname}"));
-                                snap.pods.push(Pod {
-                                    namespace: NAMESPACE.into(),
-                                    name: sname.clone(),
-                                    node: sim.world.nodes[target].name.clone(),
-                                    gpus: t.req.gpus,
-                                    phase: PodPhase::Running,
-                                    ready: false,
-                                    ome: true,
-                                    created_at: mig.started.map(ts),
-                                    started_at: mig.started.map(ts),
-                                    uid: format!("uid-{sname}"),
-                                    labels: surge_labels.clone(),
-                                    controller: Some(owner.clone()),
-                                    scheduling: scheduling_of(sim, ti),
-                                    ..Pod::default()
-                                });
-                            }
-                        }
-                    } else {
-                        let end = mig.ended.unwrap_or(now);
-                        migration.last_migration =
-                            Some(migration.last_migration.map_or(ts(end), |l| l.max(ts(end))));
-                    }
-                    if let Some(started) = mig.started {
-                        migration.records.push(MigrationRecord {
-                            uuid: mig.uuid.clone(),
-                            component: "engine".into(),
-                            source_instance: 0,
-                            trigger: "Manual".into(),
-                            phase: mig.phase.as_status().into(),
-                            started_at: Some(ts(started)),
-                            completed_at: mig.ended.filter(|_| terminal).map(ts),
-                            message: String::new(),
-                            from_node: from,
-                            deadline: (!terminal).then(|| ts(started + 30 * MINUTE)),
-                        });
-                    }
-                }
-                pods.sort();
-                keys.sort();
-                let npods = i64::from(t.pod_count());
-                let status = InstanceStatus {
-                    incarnation: i64::from(t.incarnation),
-                    phase: if migrating { "Migrating" } else { "Ready" }.into(),
-                    running_revision: "rev-1".into(),
-                    admitted: true,
-                    status_pods: npods,
-                    observed_pods: npods,
-                    serving_pods: npods,
-                    available_pods: npods,
-                    ready_pods: npods,
-                    desired_pods: npods,
-                    operation: migrating.then(|| "Migration".to_owned()),
-                    ..InstanceStatus::default()
-                };
-                let instance = Instance {
-                    index: 0,
-                    pods: keys,
-                    nodes,
-                    total_gpus: t.total_gpus(),
-                    ready_pods: t.pod_count(),
-                    any_terminating: false,
-                    status: Some(status),
-                };
-                let isvc_uid = format!("uid-isvc-{}", t.name);
-                let replica = ReplicaState {
-                    name: owner.name.clone(),
-                    uid: owner.uid.clone(),
-                    resource_version: "1".into(),
-                    status_fresh: true,
-                    desired_replicas: 1,
-                    replicas: 1,
-                    ready_replicas: 1,
-                    serving_replicas: 1,
-                    available_replicas: 1,
-                    updated_replicas: 1,
-                    updated_ready_replicas: 1,
-                    current_revision: "rev-1".into(),
-                    update_revision: "rev-1".into(),
-                    runners: if t.gang {
-                        ["leader", "worker"]
-                            .into_iter()
-                            .map(|r| Runner {
-                                name: r.into(),
-                                size: 1,
-                                template: gang_template(sim, ti),
-                            })
-                            .collect()
-                    } else {
-                        vec![Runner {
-                            name: "default".into(),
-                            size: 1,
-                            ..Runner::default()
-                        }]
-                    },
-                    owner: Some(OwnerRef {
-                        api_version: "ome.io/v1beta1".into(),
-                        kind: "InferenceService".into(),
-                        name: t.name.clone(),
-                        uid: isvc_uid.clone(),
-                    }),
-                    spec_component: "engine".into(),
-                    ..ReplicaState::default()
-                };
-                snap.workloads.push(Workload {
-                    namespace: NAMESPACE.into(),
-                    name: t.name.clone(),
-                    uid: isvc_uid,
-                    resource_version: format!("{}", t.migrations.len() + 1),
-                    generation: 1,
-                    components: vec![Component {
-                        kind: ComponentKind::Engine,
-                        mode: DeploymentMode::OMENative,
-                        replica: Some(replica),
-                        observation_invalid: None,
-                        instances: vec![instance],
-                        pods,
-                        scheduler_name: if t.gang {
-                            GANG_SCHEDULER.into()
-                        } else {
-                            String::new()
-                        },
-                        topology_key: if t.gang {
-                            GANG_TOPOLOGY_KEY.into()
-                        } else {
-                            String::new()
-                        },
-                    }],
-                    migration,
-                    ..Workload::default()
-                });
             }
+        } else {
+            let end = mig.ended.unwrap_or(now);
+            migration.last_migration =
+                Some(migration.last_migration.map_or(ts(end), |l| l.max(ts(end))));
+        }
+        if let Some(started) = mig.started {
+            migration.records.push(MigrationRecord {
+                uuid: mig.uuid.clone(),
+                component: "engine".into(),
+                source_instance: 0,
+                trigger: "Manual".into(),
+                phase: mig.phase.as_status().into(),
+                started_at: Some(ts(started)),
+                completed_at: mig.ended.filter(|_| terminal).map(ts),
+                message: String::new(),
+                from_node: from,
+                deadline: (!terminal).then(|| ts(started + 30 * MINUTE)),
+            });
         }
     }
+    (migration, migrating)
 }
 
 /// What [`add_task`] reads of a task that can change while it lives, besides its

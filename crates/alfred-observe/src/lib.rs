@@ -50,8 +50,8 @@ use std::collections::{BTreeMap, BTreeSet};
 
 use alfred_model::Timestamp;
 use alfred_model::snapshot::{
-    ClusterSnapshot, ComponentKind, DeploymentMode, ExecutorState, Node, ObjectProblem, PendingPod,
-    PodGroup, PodPhase, PoolAttribution,
+    ClusterSnapshot, ComponentKind, DeploymentMode, ExecutorState, ModelInfo, Node, ObjectProblem,
+    PendingPod, PodGroup, PodPhase, PoolAttribution, Workload,
 };
 use k8s_openapi::api::core::v1 as k8s;
 
@@ -232,6 +232,8 @@ impl std::fmt::Debug for PodDigest {
 
 /// [`observe_streamed`] with the Pods already digested (`objects.nodes` and `objects.pods`
 /// are not read).
+/// [`observe_streamed`] with the Pods already digested (`objects.nodes` and `objects.pods`
+/// are not read).
 pub fn observe_digested<N>(
     objects: &ClusterObjects,
     nodes: impl IntoIterator<Item = N>,
@@ -249,44 +251,10 @@ where
     } = pods;
     drop(specs);
     let mut problems = pod_problems;
-
-    for id in &objects.unrecognised {
-        problems.add(
-            &id.kind,
-            &id.namespace,
-            &id.name,
-            "kind",
-            format!(
-                "{} {} is not read by alfred; ignored",
-                id.api_version, id.kind
-            ),
-        );
-    }
+    report_unrecognised(objects, &mut problems);
 
     // Nodes (docs/design-snapshot.md).
-    let nodes_in = nodes.into_iter();
-    let mut nodes: Vec<Node> = Vec::with_capacity(nodes_in.size_hint().0);
-    for n in nodes_in {
-        if let Some(node) = nodes::build_node(n.borrow(), settings, now, &mut problems) {
-            nodes.push(node);
-        }
-    }
-    nodes.sort_by(|a, b| a.name.cmp(&b.name));
-    let mut deduped: Vec<Node> = Vec::with_capacity(nodes.len());
-    for n in nodes {
-        if deduped.last().is_some_and(|l| l.name == n.name) {
-            problems.add(
-                "Node",
-                "",
-                &n.name,
-                "metadata.name",
-                "duplicate node; the first one is kept",
-            );
-            continue;
-        }
-        deduped.push(n);
-    }
-    let mut nodes = deduped;
+    let mut nodes = observed_nodes(nodes, settings, now, &mut problems);
     let node_index: BTreeMap<String, usize> = nodes
         .iter()
         .enumerate()
@@ -294,337 +262,18 @@ where
         .collect();
 
     // Pods.
-    pods.sort_by(|a, b| (&a.pod.namespace, &a.pod.name).cmp(&(&b.pod.namespace, &b.pod.name)));
-    pods.dedup_by(|later, kept| {
-        let duplicate =
-            (&later.pod.namespace, &later.pod.name) == (&kept.pod.namespace, &kept.pod.name);
-        if duplicate {
-            problems.add(
-                "Pod",
-                &later.pod.namespace,
-                &later.pod.name,
-                "metadata.name",
-                "duplicate pod; the first one is kept",
-            );
-        }
-        duplicate
-    });
-    let finished = |f: &PodFacts| matches!(f.pod.phase, PodPhase::Succeeded | PodPhase::Failed);
+    dedup_pods(&mut pods, &mut problems);
     report_unbound_pods_left_out(&pods, &mut problems);
-
-    // Occupancy (docs/design-snapshot.md#gpu-resources).
-    for f in &pods {
-        let p = &f.pod;
-        if p.node.is_empty() || finished(f) || p.gpus == 0 {
-            continue;
-        }
-        if let Some(&i) = node_index.get(&p.node) {
-            let n = &mut nodes[i];
-            n.allocated_gpus = n.allocated_gpus.saturating_add(p.gpus);
-            if p.terminating {
-                n.terminating_gpus = n.terminating_gpus.saturating_add(p.gpus);
-            }
-        }
-    }
-    for n in &mut nodes {
-        n.free_gpus = n.total_gpus.saturating_sub(n.allocated_gpus);
-    }
-
-    // InferenceServices and InferenceReplicas.
-    let mut isvcs: Vec<workloads::Isvc<'_>> = objects
-        .inference_services
-        .iter()
-        .map(|v| workloads::parse_isvc(v, &mut problems))
-        .collect();
-    isvcs.sort_by(|a, b| {
-        (&a.obj.meta.namespace, &a.obj.meta.name).cmp(&(&b.obj.meta.namespace, &b.obj.meta.name))
-    });
-    let mut isvc_index: BTreeMap<(String, String), usize> = BTreeMap::new();
-    for (i, s) in isvcs.iter().enumerate() {
-        let key = (s.obj.meta.namespace.clone(), s.obj.meta.name.clone());
-        if isvc_index.insert(key.clone(), i).is_some() {
-            problems.add(
-                "InferenceService",
-                &key.0,
-                &key.1,
-                "metadata.name",
-                "duplicate InferenceService; the last one is used",
-            );
-        }
-    }
-    let replicas: Vec<workloads::Replica<'_>> = objects
-        .inference_replicas
-        .iter()
-        .map(|v| workloads::parse_ir(v, &mut problems))
-        .collect();
-    let mut ir_by_parent: BTreeMap<(String, String, ComponentKind), Vec<usize>> = BTreeMap::new();
-    let mut ir_by_uid: BTreeMap<(String, String), usize> = BTreeMap::new();
-    for (i, r) in replicas.iter().enumerate() {
-        if let Some(kind) = ComponentKind::parse(&r.component) {
-            ir_by_parent
-                .entry((r.obj.meta.namespace.clone(), r.parent.clone(), kind))
-                .or_default()
-                .push(i);
-        }
-        if !r.obj.meta.uid.is_empty() {
-            ir_by_uid.insert((r.obj.meta.namespace.clone(), r.obj.meta.uid.clone()), i);
-        }
-    }
-
-    // Pod routing (docs/design-snapshot.md#workloads).
-    let mut routed: BTreeMap<usize, BTreeMap<ComponentKind, Vec<usize>>> = BTreeMap::new();
-    for (pi, f) in pods.iter().enumerate() {
-        if finished(f) {
-            continue;
-        }
-        let p = &f.pod;
-        let owner_target = p
-            .controller
-            .as_ref()
-            .filter(|_| !f.controller_conflict)
-            .and_then(|o| {
-                if o.api_version != "ome.io/v1beta1"
-                    || o.kind != "InferenceReplica"
-                    || o.name.is_empty()
-                    || o.uid.is_empty()
-                {
-                    return None;
-                }
-                let r = &replicas[*ir_by_uid.get(&(p.namespace.clone(), o.uid.clone()))?];
-                let kind = ComponentKind::parse(&r.component)?;
-                let si = *isvc_index.get(&(p.namespace.clone(), r.parent.clone()))?;
-                isvcs[si].declares_omenative(kind).then_some((si, kind))
-            });
-        if let Some((si, kind)) = owner_target {
-            routed
-                .entry(si)
-                .or_default()
-                .entry(kind)
-                .or_default()
-                .push(pi);
-            continue;
-        }
-        let Some(isvc_name) = p.labels.get(ISVC_LABEL) else {
-            continue;
-        };
-        let Some(&si) = isvc_index.get(&(p.namespace.clone(), isvc_name.clone())) else {
-            continue;
-        };
-        if let Some(kind) = p
-            .labels
-            .get(COMPONENT_LABEL)
-            .and_then(|c| ComponentKind::parse(c))
-        {
-            routed
-                .entry(si)
-                .or_default()
-                .entry(kind)
-                .or_default()
-                .push(pi);
-        } else if p
-            .labels
-            .get(MANAGED_BY_LABEL)
-            .is_some_and(|v| v == "OMENative")
-        {
-            for kind in [
-                ComponentKind::Decoder,
-                ComponentKind::Engine,
-                ComponentKind::Router,
-            ] {
-                if isvcs[si].declares_omenative(kind) {
-                    routed
-                        .entry(si)
-                        .or_default()
-                        .entry(kind)
-                        .or_default()
-                        .push(pi);
-                }
-            }
-        }
-    }
+    count_occupancy(&pods, &node_index, &mut nodes);
 
     // Workloads.
-    let mut workloads = Vec::with_capacity(isvcs.len());
-    // The InferenceReplicas whose status a workload's component reads (the one replica of
-    // an OMENative component); every other replica's migration rows are kept apart.
-    let mut attached: BTreeSet<usize> = BTreeSet::new();
-    for (si, isvc) in isvcs.iter().enumerate() {
-        if isvc_index.get(&(isvc.obj.meta.namespace.clone(), isvc.obj.meta.name.clone()))
-            != Some(&si)
-        {
-            continue;
-        }
-        let mut ir_map = BTreeMap::new();
-        for kind in [
-            ComponentKind::Decoder,
-            ComponentKind::Engine,
-            ComponentKind::Router,
-        ] {
-            let list: Vec<&workloads::Replica<'_>> = ir_by_parent
-                .get(&(
-                    isvc.obj.meta.namespace.clone(),
-                    isvc.obj.meta.name.clone(),
-                    kind,
-                ))
-                .map(|v| v.iter().map(|i| &replicas[*i]).collect())
-                .unwrap_or_default();
-            ir_map.insert(kind, list);
-        }
-        let routed_here = routed.remove(&si).unwrap_or_default();
-        for kind in isvc.declared.keys().chain(routed_here.keys()) {
-            if isvc.mode(*kind) != DeploymentMode::OMENative {
-                continue;
-            }
-            if let Some([one]) = ir_by_parent
-                .get(&(
-                    isvc.obj.meta.namespace.clone(),
-                    isvc.obj.meta.name.clone(),
-                    *kind,
-                ))
-                .map(Vec::as_slice)
-            {
-                attached.insert(*one);
-            }
-        }
-        let input = workloads::WorkloadInput {
-            isvc,
-            routed: routed_here,
-            replicas: ir_map,
-        };
-        workloads.push(workloads::build_workload(
-            &input,
-            &pods,
-            settings,
-            &mut problems,
-        ));
-    }
-
-    // Models (docs/design-snapshot.md#models-and-volumes).
-    let src = models::ModelSources {
-        cluster_base_models: objects
-            .cluster_base_models
-            .iter()
-            .filter_map(|v| Some((v.pointer("/metadata/name")?.as_str()?, v)))
-            .collect(),
-        base_models: objects
-            .base_models
-            .iter()
-            .filter_map(|v| {
-                let ns = v.pointer("/metadata/namespace")?.as_str()?;
-                Some(((ns, v.pointer("/metadata/name")?.as_str()?), v))
-            })
-            .collect(),
-        pvcs: objects
-            .pvcs
-            .iter()
-            .filter_map(|p| {
-                Some((
-                    (
-                        p.metadata.namespace.as_deref()?,
-                        p.metadata.name.as_deref()?,
-                    ),
-                    p,
-                ))
-            })
-            .collect(),
-        pvs: objects
-            .pvs
-            .iter()
-            .filter_map(|p| Some((p.metadata.name.as_deref()?, p)))
-            .collect(),
-    };
-    let mut model_infos = BTreeMap::new();
-    for w in &workloads {
-        if let Some(m) = &w.model {
-            model_infos
-                .entry(m.key())
-                .or_insert_with(|| models::resolve(m, &src, &nodes));
-        }
-    }
-
-    // Pending GPU pods (docs/design-snapshot.md#pending-pods).
-    let pools: BTreeSet<String> = nodes
-        .iter()
-        .filter(|n| n.total_gpus > 0)
-        .filter_map(|n| n.pool.clone())
-        .collect();
-    let mut attribution_cache: BTreeMap<(BTreeMap<String, String>, String), PoolAttribution> =
-        BTreeMap::new();
-    let mut pending_pods = Vec::new();
-    for f in &pods {
-        let p = &f.pod;
-        if p.gpus == 0 || !p.node.is_empty() || p.phase != PodPhase::Pending || p.terminating {
-            continue;
-        }
-        let pools_for = if pools.len() == 1 {
-            PoolAttribution::Pools(pools.iter().cloned().collect())
-        } else {
-            let selector = &p.scheduling.node_selector;
-            let affinity = f.required_affinity.as_ref();
-            if selector.is_empty() && affinity.is_none() {
-                PoolAttribution::Any
-            } else {
-                let key = (
-                    selector.clone(),
-                    affinity
-                        .and_then(|a| serde_json::to_string(a).ok())
-                        .unwrap_or_default(),
-                );
-                attribution_cache
-                    .entry(key)
-                    .or_insert_with(|| attribute(&nodes, selector, affinity))
-                    .clone()
-            }
-        };
-        pending_pods.push(PendingPod {
-            namespace: p.namespace.clone(),
-            name: p.name.clone(),
-            gpus_needed: p.gpus,
-            isvc: p
-                .labels
-                .get(ISVC_LABEL)
-                .map(|n| format!("{}/{n}", p.namespace)),
-            pending_since: f.unschedulable_since.or(p.created_at).unwrap_or(now),
-            uid: p.uid.clone(),
-            nominated_node: f.nominated_node.clone(),
-            pools: pools_for,
-            labels: p.labels.clone(),
-            scheduling: p.scheduling.clone(),
-        });
-    }
-
-    // PodGroups.
-    let pod_groups = objects
-        .pod_groups
-        .iter()
-        .map(|v| {
-            let d = dynamic::Dyn::new("PodGroup", v, &mut problems);
-            let min_member = d.int("spec.minMember", &mut problems).unwrap_or(0);
-            let min_member = u32::try_from(min_member).unwrap_or_else(|_| {
-                d.problem(
-                    &mut problems,
-                    "spec.minMember",
-                    format!("{min_member} is negative; taken as 0"),
-                );
-                0
-            });
-            PodGroup {
-                namespace: d.meta.namespace.clone(),
-                name: d.meta.name.clone(),
-                min_member,
-                topology_key: d
-                    .meta
-                    .annotations
-                    .get("ome.io/topology-key")
-                    .cloned()
-                    .unwrap_or_default(),
-                phase: d
-                    .str("status.phase", &mut problems)
-                    .unwrap_or("")
-                    .to_owned(),
-            }
-        })
-        .collect();
+    let objs = WorkloadObjects::parse(objects, &mut problems);
+    let routed = route_pods(&pods, &objs);
+    let (workloads, attached) = build_workloads(&objs, routed, &pods, settings, &mut problems);
+    let replicas = objs.replicas;
+    let model_infos = resolve_models(objects, &workloads, &nodes);
+    let pending_pods = pending_gpu_pods(&pods, &nodes, now);
+    let pod_groups = observed_pod_groups(objects, &mut problems);
 
     let unattached_replicas = replicas
         .iter()
@@ -664,6 +313,459 @@ where
     // cached in the snapshot; see `alfred_model::index`).
     drop(snapshot.index());
     Observation { snapshot }
+}
+
+fn finished(f: &PodFacts) -> bool {
+    matches!(f.pod.phase, PodPhase::Succeeded | PodPhase::Failed)
+}
+
+/// Every object of a kind alfred does not read is a problem of its own.
+fn report_unrecognised(objects: &ClusterObjects, problems: &mut Problems) {
+    for id in &objects.unrecognised {
+        problems.add(
+            &id.kind,
+            &id.namespace,
+            &id.name,
+            "kind",
+            format!(
+                "{} {} is not read by alfred; ignored",
+                id.api_version, id.kind
+            ),
+        );
+    }
+}
+
+/// The readable nodes sorted by name, the first of each name kept.
+fn observed_nodes<N>(
+    nodes: impl IntoIterator<Item = N>,
+    settings: &ObserveSettings,
+    now: Timestamp,
+    problems: &mut Problems,
+) -> Vec<Node>
+where
+    N: Borrow<k8s::Node>,
+{
+    let nodes_in = nodes.into_iter();
+    let mut nodes: Vec<Node> = Vec::with_capacity(nodes_in.size_hint().0);
+    for n in nodes_in {
+        if let Some(node) = nodes::build_node(n.borrow(), settings, now, problems) {
+            nodes.push(node);
+        }
+    }
+    nodes.sort_by(|a, b| a.name.cmp(&b.name));
+    let mut deduped: Vec<Node> = Vec::with_capacity(nodes.len());
+    for n in nodes {
+        if deduped.last().is_some_and(|l| l.name == n.name) {
+            problems.add(
+                "Node",
+                "",
+                &n.name,
+                "metadata.name",
+                "duplicate node; the first one is kept",
+            );
+            continue;
+        }
+        deduped.push(n);
+    }
+    deduped
+}
+
+/// Sorts the pods by namespace and name, keeping the first of each.
+fn dedup_pods(pods: &mut Vec<PodFacts>, problems: &mut Problems) {
+    pods.sort_by(|a, b| (&a.pod.namespace, &a.pod.name).cmp(&(&b.pod.namespace, &b.pod.name)));
+    pods.dedup_by(|later, kept| {
+        let duplicate =
+            (&later.pod.namespace, &later.pod.name) == (&kept.pod.namespace, &kept.pod.name);
+        if duplicate {
+            problems.add(
+                "Pod",
+                &later.pod.namespace,
+                &later.pod.name,
+                "metadata.name",
+                "duplicate pod; the first one is kept",
+            );
+        }
+        duplicate
+    });
+}
+
+/// GPUs held on each node by its running pods (docs/design-snapshot.md#gpu-resources).
+fn count_occupancy(pods: &[PodFacts], node_index: &BTreeMap<String, usize>, nodes: &mut [Node]) {
+    for f in pods {
+        let p = &f.pod;
+        if p.node.is_empty() || finished(f) || p.gpus == 0 {
+            continue;
+        }
+        if let Some(&i) = node_index.get(&p.node) {
+            let n = &mut nodes[i];
+            n.allocated_gpus = n.allocated_gpus.saturating_add(p.gpus);
+            if p.terminating {
+                n.terminating_gpus = n.terminating_gpus.saturating_add(p.gpus);
+            }
+        }
+    }
+    for n in nodes.iter_mut() {
+        n.free_gpus = n.total_gpus.saturating_sub(n.allocated_gpus);
+    }
+}
+
+/// InferenceServices and InferenceReplicas, indexed.
+struct WorkloadObjects<'a> {
+    /// Sorted by namespace and name.
+    isvcs: Vec<workloads::Isvc<'a>>,
+    /// (namespace, name) → the InferenceService used (the last of duplicates).
+    isvc_index: BTreeMap<(String, String), usize>,
+    replicas: Vec<workloads::Replica<'a>>,
+    /// (namespace, parent InferenceService, component) → replicas.
+    ir_by_parent: BTreeMap<(String, String, ComponentKind), Vec<usize>>,
+    /// (namespace, uid) → replica.
+    ir_by_uid: BTreeMap<(String, String), usize>,
+}
+
+impl<'a> WorkloadObjects<'a> {
+    fn parse(objects: &'a ClusterObjects, problems: &mut Problems) -> WorkloadObjects<'a> {
+        let mut isvcs: Vec<workloads::Isvc<'_>> = objects
+            .inference_services
+            .iter()
+            .map(|v| workloads::parse_isvc(v, problems))
+            .collect();
+        isvcs.sort_by(|a, b| {
+            (&a.obj.meta.namespace, &a.obj.meta.name)
+                .cmp(&(&b.obj.meta.namespace, &b.obj.meta.name))
+        });
+        let mut isvc_index: BTreeMap<(String, String), usize> = BTreeMap::new();
+        for (i, s) in isvcs.iter().enumerate() {
+            let key = (s.obj.meta.namespace.clone(), s.obj.meta.name.clone());
+            if isvc_index.insert(key.clone(), i).is_some() {
+                problems.add(
+                    "InferenceService",
+                    &key.0,
+                    &key.1,
+                    "metadata.name",
+                    "duplicate InferenceService; the last one is used",
+                );
+            }
+        }
+        let replicas: Vec<workloads::Replica<'_>> = objects
+            .inference_replicas
+            .iter()
+            .map(|v| workloads::parse_ir(v, problems))
+            .collect();
+        let mut ir_by_parent: BTreeMap<(String, String, ComponentKind), Vec<usize>> =
+            BTreeMap::new();
+        let mut ir_by_uid: BTreeMap<(String, String), usize> = BTreeMap::new();
+        for (i, r) in replicas.iter().enumerate() {
+            if let Some(kind) = ComponentKind::parse(&r.component) {
+                ir_by_parent
+                    .entry((r.obj.meta.namespace.clone(), r.parent.clone(), kind))
+                    .or_default()
+                    .push(i);
+            }
+            if !r.obj.meta.uid.is_empty() {
+                ir_by_uid.insert((r.obj.meta.namespace.clone(), r.obj.meta.uid.clone()), i);
+            }
+        }
+        WorkloadObjects {
+            isvcs,
+            isvc_index,
+            replicas,
+            ir_by_parent,
+            ir_by_uid,
+        }
+    }
+}
+
+/// The pods each InferenceService's components own, by InferenceService index
+/// (docs/design-snapshot.md#workloads): through an InferenceReplica owner first, then the
+/// component label, then OMENative's managed-by label.
+fn route_pods(
+    pods: &[PodFacts],
+    objs: &WorkloadObjects<'_>,
+) -> BTreeMap<usize, BTreeMap<ComponentKind, Vec<usize>>> {
+    let mut routed: BTreeMap<usize, BTreeMap<ComponentKind, Vec<usize>>> = BTreeMap::new();
+    for (pi, f) in pods.iter().enumerate() {
+        if finished(f) {
+            continue;
+        }
+        let p = &f.pod;
+        let owner_target = p
+            .controller
+            .as_ref()
+            .filter(|_| !f.controller_conflict)
+            .and_then(|o| {
+                if o.api_version != "ome.io/v1beta1"
+                    || o.kind != "InferenceReplica"
+                    || o.name.is_empty()
+                    || o.uid.is_empty()
+                {
+                    return None;
+                }
+                let r =
+                    &objs.replicas[*objs.ir_by_uid.get(&(p.namespace.clone(), o.uid.clone()))?];
+                let kind = ComponentKind::parse(&r.component)?;
+                let si = *objs
+                    .isvc_index
+                    .get(&(p.namespace.clone(), r.parent.clone()))?;
+                objs.isvcs[si]
+                    .declares_omenative(kind)
+                    .then_some((si, kind))
+            });
+        if let Some((si, kind)) = owner_target {
+            routed
+                .entry(si)
+                .or_default()
+                .entry(kind)
+                .or_default()
+                .push(pi);
+            continue;
+        }
+        let Some(isvc_name) = p.labels.get(ISVC_LABEL) else {
+            continue;
+        };
+        let Some(&si) = objs
+            .isvc_index
+            .get(&(p.namespace.clone(), isvc_name.clone()))
+        else {
+            continue;
+        };
+        if let Some(kind) = p
+            .labels
+            .get(COMPONENT_LABEL)
+            .and_then(|c| ComponentKind::parse(c))
+        {
+            routed
+                .entry(si)
+                .or_default()
+                .entry(kind)
+                .or_default()
+                .push(pi);
+        } else if p
+            .labels
+            .get(MANAGED_BY_LABEL)
+            .is_some_and(|v| v == "OMENative")
+        {
+            for kind in [
+                ComponentKind::Decoder,
+                ComponentKind::Engine,
+                ComponentKind::Router,
+            ] {
+                if objs.isvcs[si].declares_omenative(kind) {
+                    routed
+                        .entry(si)
+                        .or_default()
+                        .entry(kind)
+                        .or_default()
+                        .push(pi);
+                }
+            }
+        }
+    }
+
+    routed
+}
+
+/// One workload per InferenceService, and the InferenceReplicas whose status a workload's
+/// component reads (the one replica of an OMENative component); every other replica's
+/// migration rows are kept apart.
+fn build_workloads(
+    objs: &WorkloadObjects<'_>,
+    mut routed: BTreeMap<usize, BTreeMap<ComponentKind, Vec<usize>>>,
+    pods: &[PodFacts],
+    settings: &ObserveSettings,
+    problems: &mut Problems,
+) -> (Vec<Workload>, BTreeSet<usize>) {
+    let mut workloads = Vec::with_capacity(objs.isvcs.len());
+    let mut attached: BTreeSet<usize> = BTreeSet::new();
+    for (si, isvc) in objs.isvcs.iter().enumerate() {
+        if objs
+            .isvc_index
+            .get(&(isvc.obj.meta.namespace.clone(), isvc.obj.meta.name.clone()))
+            != Some(&si)
+        {
+            continue;
+        }
+        let mut ir_map = BTreeMap::new();
+        for kind in [
+            ComponentKind::Decoder,
+            ComponentKind::Engine,
+            ComponentKind::Router,
+        ] {
+            let list: Vec<&workloads::Replica<'_>> = objs
+                .ir_by_parent
+                .get(&(
+                    isvc.obj.meta.namespace.clone(),
+                    isvc.obj.meta.name.clone(),
+                    kind,
+                ))
+                .map(|v| v.iter().map(|i| &objs.replicas[*i]).collect())
+                .unwrap_or_default();
+            ir_map.insert(kind, list);
+        }
+        let routed_here = routed.remove(&si).unwrap_or_default();
+        for kind in isvc.declared.keys().chain(routed_here.keys()) {
+            if isvc.mode(*kind) != DeploymentMode::OMENative {
+                continue;
+            }
+            if let Some([one]) = objs
+                .ir_by_parent
+                .get(&(
+                    isvc.obj.meta.namespace.clone(),
+                    isvc.obj.meta.name.clone(),
+                    *kind,
+                ))
+                .map(Vec::as_slice)
+            {
+                attached.insert(*one);
+            }
+        }
+        let input = workloads::WorkloadInput {
+            isvc,
+            routed: routed_here,
+            replicas: ir_map,
+        };
+        workloads.push(workloads::build_workload(&input, pods, settings, problems));
+    }
+
+    (workloads, attached)
+}
+
+/// Each workload's model resolved once (docs/design-snapshot.md#models-and-volumes).
+fn resolve_models(
+    objects: &ClusterObjects,
+    workloads: &[Workload],
+    nodes: &[Node],
+) -> BTreeMap<String, ModelInfo> {
+    let src = models::ModelSources {
+        cluster_base_models: objects
+            .cluster_base_models
+            .iter()
+            .filter_map(|v| Some((v.pointer("/metadata/name")?.as_str()?, v)))
+            .collect(),
+        base_models: objects
+            .base_models
+            .iter()
+            .filter_map(|v| {
+                let ns = v.pointer("/metadata/namespace")?.as_str()?;
+                Some(((ns, v.pointer("/metadata/name")?.as_str()?), v))
+            })
+            .collect(),
+        pvcs: objects
+            .pvcs
+            .iter()
+            .filter_map(|p| {
+                Some((
+                    (
+                        p.metadata.namespace.as_deref()?,
+                        p.metadata.name.as_deref()?,
+                    ),
+                    p,
+                ))
+            })
+            .collect(),
+        pvs: objects
+            .pvs
+            .iter()
+            .filter_map(|p| Some((p.metadata.name.as_deref()?, p)))
+            .collect(),
+    };
+    let mut model_infos = BTreeMap::new();
+    for w in workloads {
+        if let Some(m) = &w.model {
+            model_infos
+                .entry(m.key())
+                .or_insert_with(|| models::resolve(m, &src, nodes));
+        }
+    }
+
+    model_infos
+}
+
+/// Unbound pending pods that ask for GPUs, with the pools that could take them
+/// (docs/design-snapshot.md#pending-pods).
+fn pending_gpu_pods(pods: &[PodFacts], nodes: &[Node], now: Timestamp) -> Vec<PendingPod> {
+    let pools: BTreeSet<String> = nodes
+        .iter()
+        .filter(|n| n.total_gpus > 0)
+        .filter_map(|n| n.pool.clone())
+        .collect();
+    let mut attribution_cache: BTreeMap<(BTreeMap<String, String>, String), PoolAttribution> =
+        BTreeMap::new();
+    let mut pending_pods = Vec::new();
+    for f in pods {
+        let p = &f.pod;
+        if p.gpus == 0 || !p.node.is_empty() || p.phase != PodPhase::Pending || p.terminating {
+            continue;
+        }
+        let pools_for = if pools.len() == 1 {
+            PoolAttribution::Pools(pools.iter().cloned().collect())
+        } else {
+            let selector = &p.scheduling.node_selector;
+            let affinity = f.required_affinity.as_ref();
+            if selector.is_empty() && affinity.is_none() {
+                PoolAttribution::Any
+            } else {
+                let key = (
+                    selector.clone(),
+                    affinity
+                        .and_then(|a| serde_json::to_string(a).ok())
+                        .unwrap_or_default(),
+                );
+                attribution_cache
+                    .entry(key)
+                    .or_insert_with(|| attribute(nodes, selector, affinity))
+                    .clone()
+            }
+        };
+        pending_pods.push(PendingPod {
+            namespace: p.namespace.clone(),
+            name: p.name.clone(),
+            gpus_needed: p.gpus,
+            isvc: p
+                .labels
+                .get(ISVC_LABEL)
+                .map(|n| format!("{}/{n}", p.namespace)),
+            pending_since: f.unschedulable_since.or(p.created_at).unwrap_or(now),
+            uid: p.uid.clone(),
+            nominated_node: f.nominated_node.clone(),
+            pools: pools_for,
+            labels: p.labels.clone(),
+            scheduling: p.scheduling.clone(),
+        });
+    }
+
+    pending_pods
+}
+
+/// PodGroups as the gang checks read them.
+fn observed_pod_groups(objects: &ClusterObjects, problems: &mut Problems) -> Vec<PodGroup> {
+    objects
+        .pod_groups
+        .iter()
+        .map(|v| {
+            let d = dynamic::Dyn::new("PodGroup", v, problems);
+            let min_member = d.int("spec.minMember", problems).unwrap_or(0);
+            let min_member = u32::try_from(min_member).unwrap_or_else(|_| {
+                d.problem(
+                    problems,
+                    "spec.minMember",
+                    format!("{min_member} is negative; taken as 0"),
+                );
+                0
+            });
+            PodGroup {
+                namespace: d.meta.namespace.clone(),
+                name: d.meta.name.clone(),
+                min_member,
+                topology_key: d
+                    .meta
+                    .annotations
+                    .get("ome.io/topology-key")
+                    .cloned()
+                    .unwrap_or_default(),
+                phase: d.str("status.phase", problems).unwrap_or("").to_owned(),
+            }
+        })
+        .collect()
 }
 
 /// Reports the pods the snapshot leaves out although they have not finished: a pod with no

@@ -414,31 +414,32 @@ fn omenative_component<'v>(
 ) -> Option<&'v Value> {
     let meta = &isvc.obj.meta;
     let mut invalid: Option<String> = None;
-    let mut note = |why: String| {
-        if invalid.is_none() {
-            invalid = Some(why);
-        }
-    };
     let ir = match candidates {
         [] => {
-            note(format!(
-                "no InferenceReplica for {}/{} component {}",
-                meta.namespace,
-                meta.name,
-                kind.as_str()
-            ));
+            note(
+                &mut invalid,
+                format!(
+                    "no InferenceReplica for {}/{} component {}",
+                    meta.namespace,
+                    meta.name,
+                    kind.as_str()
+                ),
+            );
             component.observation_invalid = invalid;
             return None;
         }
         [one] => *one,
         many => {
-            note(format!(
-                "{} InferenceReplicas claim {}/{} component {}",
-                many.len(),
-                meta.namespace,
-                meta.name,
-                kind.as_str()
-            ));
+            note(
+                &mut invalid,
+                format!(
+                    "{} InferenceReplicas claim {}/{} component {}",
+                    many.len(),
+                    meta.namespace,
+                    meta.name,
+                    kind.as_str()
+                ),
+            );
             component.observation_invalid = invalid;
             return None;
         }
@@ -447,10 +448,13 @@ fn omenative_component<'v>(
     let owned = matches!(irm.controllers.as_slice(), [(api, k, name, uid)]
         if api == "ome.io/v1beta1" && k == "InferenceService" && *name == meta.name && *uid == meta.uid);
     if !owned {
-        note(format!(
-            "InferenceReplica {} is not controlled by InferenceService {} (uid {})",
-            irm.name, meta.name, meta.uid
-        ));
+        note(
+            &mut invalid,
+            format!(
+                "InferenceReplica {} is not controlled by InferenceService {} (uid {})",
+                irm.name, meta.name, meta.uid
+            ),
+        );
     }
     let observed = ir
         .obj
@@ -458,13 +462,97 @@ fn omenative_component<'v>(
         .unwrap_or(0);
     let fresh = observed == irm.generation;
     if !fresh {
-        note(format!(
-            "InferenceReplica {} is stale: status.observedGeneration {observed} != metadata.generation {}",
-            irm.name, irm.generation
-        ));
+        note(
+            &mut invalid,
+            format!(
+                "InferenceReplica {} is stale: status.observedGeneration {observed} != metadata.generation {}",
+                irm.name, irm.generation
+            ),
+        );
     }
 
-    // Runner layout.
+    let (runners, layout) = runner_layout(ir, problems);
+    if layout.is_none() {
+        note(
+            &mut invalid,
+            format!("InferenceReplica {}: runner layout is invalid", irm.name),
+        );
+    }
+    if component.scheduler_name.is_empty() {
+        let main = runners
+            .iter()
+            .find(|r| r.name == "leader")
+            .or_else(|| runners.first());
+        if let Some(name) = main
+            .and_then(|r| r.template.pointer("/spec/schedulerName"))
+            .and_then(Value::as_str)
+        {
+            component.scheduler_name = name.to_owned();
+        }
+    }
+    if component.topology_key.is_empty() {
+        component.topology_key = ir
+            .obj
+            .str("spec.topologyKey", problems)
+            .unwrap_or("")
+            .to_owned();
+    }
+
+    let status = ir.obj.get("status");
+    component.replica = Some(replica_state(ir, owned && fresh, runners, problems));
+
+    // Rows.
+    let rows = match status {
+        None => Vec::new(),
+        Some(s) => match irstatus::decode(s) {
+            Ok(rows) => rows,
+            Err(e) => {
+                ir.obj.problem(problems, "status", e.clone());
+                note(&mut invalid, format!("InferenceReplica {}: {e}", irm.name));
+                Vec::new()
+            }
+        },
+    };
+    let row_index: BTreeMap<i64, usize> =
+        rows.iter().enumerate().map(|(i, r)| (r.index, i)).collect();
+    let mut joined: Vec<Vec<(usize, Identity)>> = (0..rows.len()).map(|_| Vec::new()).collect();
+    for &pi in routed {
+        match pod_identity(&pods[pi], kind, &irm.uid) {
+            Ok(id) => match row_index.get(&id.index) {
+                Some(&ri) => joined[ri].push((pi, id)),
+                None => note(
+                    &mut invalid,
+                    format!(
+                        "pod {} names Instance {} which has no status row",
+                        pods[pi].pod.key(),
+                        id.index
+                    ),
+                ),
+            },
+            Err(e) => note(&mut invalid, e),
+        }
+    }
+
+    for (row, members) in rows.iter().zip(joined) {
+        component
+            .instances
+            .push(instance(row, &members, pods, layout));
+    }
+    component.instances.sort_by_key(|i| i.index);
+    component.observation_invalid = invalid;
+    status
+}
+
+/// Keeps the first reason a component's observation is invalid.
+fn note(invalid: &mut Option<String>, why: String) {
+    if invalid.is_none() {
+        *invalid = Some(why);
+    }
+}
+
+/// The InferenceReplica's runners and the layout they form, if valid (one `default` runner
+/// of size 1, or a `leader` of size 1 with workers).
+fn runner_layout(ir: &Replica<'_>, problems: &mut Problems) -> (Vec<Runner>, Option<Layout>) {
     let mut runners = Vec::new();
     for (i, r) in ir
         .obj
@@ -512,43 +600,27 @@ fn omenative_component<'v>(
         }
         _ => None,
     };
-    if layout.is_none() {
-        note(format!(
-            "InferenceReplica {}: runner layout is invalid",
-            irm.name
-        ));
-    }
-    let desired_pods = layout.map_or(0, |l| l.desired());
-    if component.scheduler_name.is_empty() {
-        let main = runners
-            .iter()
-            .find(|r| r.name == "leader")
-            .or_else(|| runners.first());
-        if let Some(name) = main
-            .and_then(|r| r.template.pointer("/spec/schedulerName"))
-            .and_then(Value::as_str)
-        {
-            component.scheduler_name = name.to_owned();
-        }
-    }
-    if component.topology_key.is_empty() {
-        component.topology_key = ir
-            .obj
-            .str("spec.topologyKey", problems)
-            .unwrap_or("")
-            .to_owned();
-    }
+    (runners, layout)
+}
 
-    let status = ir.obj.get("status");
+/// The InferenceReplica as the component records it; `status_fresh`: owned by the
+/// InferenceService and observed at its generation.
+fn replica_state(
+    ir: &Replica<'_>,
+    status_fresh: bool,
+    runners: Vec<Runner>,
+    problems: &mut Problems,
+) -> ReplicaState {
+    let irm = &ir.obj.meta;
     let int = |path: &str, problems: &mut Problems| ir.obj.int(path, problems).unwrap_or(0);
     let str_ =
         |path: &str, problems: &mut Problems| ir.obj.str(path, problems).unwrap_or("").to_owned();
-    component.replica = Some(ReplicaState {
+    ReplicaState {
         name: irm.name.clone(),
         uid: irm.uid.clone(),
         resource_version: irm.resource_version.clone(),
         generation: irm.generation,
-        status_fresh: owned && fresh,
+        status_fresh,
         paused: ir.obj.bool("spec.paused", problems).unwrap_or(false),
         migration_never: ir.obj.str("spec.lifecycle.migrationPolicy.mode", problems)
             == Some("Never"),
@@ -572,118 +644,95 @@ fn omenative_component<'v>(
             _ => None,
         },
         spec_component: ir.component.clone(),
-    });
+    }
+}
 
-    // Rows.
-    let rows = match status {
-        None => Vec::new(),
-        Some(s) => match irstatus::decode(s) {
-            Ok(rows) => rows,
-            Err(e) => {
-                ir.obj.problem(problems, "status", e.clone());
-                note(format!("InferenceReplica {}: {e}", irm.name));
-                Vec::new()
-            }
-        },
+/// One Instance from its status row and the pods joined to it, with why it is invalid (two
+/// pods with one identity, a pod of another incarnation, or a steady Instance whose pods
+/// differ from the layout).
+fn instance(
+    row: &irstatus::Row,
+    members: &[(usize, Identity)],
+    pods: &[PodFacts],
+    layout: Option<Layout>,
+) -> Instance {
+    let desired_pods = layout.map_or(0, |l| l.desired());
+    let mut inst = Instance {
+        index: u32::try_from(row.index).unwrap_or(u32::MAX),
+        ..Instance::default()
     };
-    let row_index: BTreeMap<i64, usize> =
-        rows.iter().enumerate().map(|(i, r)| (r.index, i)).collect();
-    let mut joined: Vec<Vec<(usize, Identity)>> = (0..rows.len()).map(|_| Vec::new()).collect();
-    for &pi in routed {
-        match pod_identity(&pods[pi], kind, &irm.uid) {
-            Ok(id) => match row_index.get(&id.index) {
-                Some(&ri) => joined[ri].push((pi, id)),
-                None => note(format!(
-                    "pod {} names Instance {} which has no status row",
-                    pods[pi].pod.key(),
-                    id.index
-                )),
-            },
-            Err(e) => note(e),
+    for (pi, _) in members {
+        add_pod(&mut inst, &pods[*pi]);
+    }
+    components_finish(&mut inst);
+    let observed_pods = members.len() as i64;
+    let ready = members.iter().filter(|(pi, _)| pods[*pi].pod.ready).count() as i64;
+    let steady = row.phase == "Ready" && row.operation.is_none();
+    let mut why: Option<String> = None;
+    let mut seen = BTreeSet::new();
+    for (pi, id) in members {
+        let p = &pods[*pi].pod;
+        if !seen.insert((id.incarnation, id.runner.clone(), id.ordinal)) {
+            why.get_or_insert(format!(
+                "two pods claim incarnation {} {} ordinal {}",
+                id.incarnation, id.runner, id.ordinal
+            ));
+        }
+        if id.incarnation != row.incarnation && (steady || !p.terminating) {
+            why.get_or_insert(format!(
+                "pod {} has incarnation {} but the row has {}",
+                p.key(),
+                id.incarnation,
+                row.incarnation
+            ));
         }
     }
-
-    for (row, members) in rows.iter().zip(joined) {
-        let mut inst = Instance {
-            index: u32::try_from(row.index).unwrap_or(u32::MAX),
-            ..Instance::default()
-        };
-        for (pi, _) in &members {
-            add_pod(&mut inst, &pods[*pi]);
-        }
-        components_finish(&mut inst);
-        let observed_pods = members.len() as i64;
-        let ready = members.iter().filter(|(pi, _)| pods[*pi].pod.ready).count() as i64;
-        let steady = row.phase == "Ready" && row.operation.is_none();
-        let mut why: Option<String> = None;
-        let mut seen = BTreeSet::new();
-        for (pi, id) in &members {
-            let p = &pods[*pi].pod;
-            if !seen.insert((id.incarnation, id.runner.clone(), id.ordinal)) {
-                why.get_or_insert(format!(
-                    "two pods claim incarnation {} {} ordinal {}",
-                    id.incarnation, id.runner, id.ordinal
-                ));
-            }
-            if id.incarnation != row.incarnation && (steady || !p.terminating) {
-                why.get_or_insert(format!(
-                    "pod {} has incarnation {} but the row has {}",
-                    p.key(),
-                    id.incarnation,
-                    row.incarnation
-                ));
-            }
-        }
-        if steady
-            && why.is_none()
-            && let Some(layout) = layout
+    if steady
+        && why.is_none()
+        && let Some(layout) = layout
+    {
+        let want = layout.members(row.active_ordinal);
+        let have: BTreeSet<(String, i64)> = members
+            .iter()
+            .map(|(_, id)| (id.runner.clone(), id.ordinal))
+            .collect();
+        if have != want || members.len() != want.len() {
+            why = Some(format!(
+                "steady Instance {} does not have exactly the layout's pods",
+                row.index
+            ));
+        } else if inst.any_terminating {
+            why = Some(format!(
+                "steady Instance {} has a terminating pod",
+                row.index
+            ));
+        } else if [row.pod_count, observed_pods, ready, row.serving_pod_count]
+            .iter()
+            .any(|c| *c != desired_pods)
         {
-            let want = layout.members(row.active_ordinal);
-            let have: BTreeSet<(String, i64)> = members
-                .iter()
-                .map(|(_, id)| (id.runner.clone(), id.ordinal))
-                .collect();
-            if have != want || members.len() != want.len() {
-                why = Some(format!(
-                    "steady Instance {} does not have exactly the layout's pods",
-                    row.index
-                ));
-            } else if inst.any_terminating {
-                why = Some(format!(
-                    "steady Instance {} has a terminating pod",
-                    row.index
-                ));
-            } else if [row.pod_count, observed_pods, ready, row.serving_pod_count]
-                .iter()
-                .any(|c| *c != desired_pods)
-            {
-                why = Some(format!(
-                    "steady Instance {}: podCount {}, observed {observed_pods}, ready {ready}, serving {} != desired {desired_pods}",
-                    row.index, row.pod_count, row.serving_pod_count
-                ));
-            }
+            why = Some(format!(
+                "steady Instance {}: podCount {}, observed {observed_pods}, ready {ready}, serving {} != desired {desired_pods}",
+                row.index, row.pod_count, row.serving_pod_count
+            ));
         }
-        inst.status = Some(InstanceStatus {
-            incarnation: row.incarnation,
-            phase: row.phase.clone(),
-            running_revision: row.running_revision.clone(),
-            target_revision: row.target_revision.clone(),
-            admitted: row.admitted,
-            active_ordinal: u32::try_from(row.active_ordinal).unwrap_or(0),
-            status_pods: row.pod_count,
-            observed_pods,
-            serving_pods: row.serving_pod_count,
-            available_pods: row.available_pod_count,
-            ready_pods: ready,
-            desired_pods,
-            operation: row.operation.clone(),
-            invalid: why,
-        });
-        component.instances.push(inst);
     }
-    component.instances.sort_by_key(|i| i.index);
-    component.observation_invalid = invalid;
-    status
+    inst.status = Some(InstanceStatus {
+        incarnation: row.incarnation,
+        phase: row.phase.clone(),
+        running_revision: row.running_revision.clone(),
+        target_revision: row.target_revision.clone(),
+        admitted: row.admitted,
+        active_ordinal: u32::try_from(row.active_ordinal).unwrap_or(0),
+        status_pods: row.pod_count,
+        observed_pods,
+        serving_pods: row.serving_pod_count,
+        available_pods: row.available_pod_count,
+        ready_pods: ready,
+        desired_pods,
+        operation: row.operation.clone(),
+        invalid: why,
+    });
+    inst
 }
 
 #[derive(Debug, Clone, Copy)]

@@ -5,7 +5,7 @@ use std::cmp::Ordering;
 use alfred_model::config::Config;
 use alfred_model::index::{
     COMPONENT_REVISIONS_SETTLED, INSTANCE_PHASE_READY, INSTANCE_REVISION_CURRENT, InstanceFacts,
-    NONE, POD_READY, POD_TERMINATING, PodFacts,
+    NONE, POD_READY, POD_TERMINATING, PodFacts, SnapshotIndex,
 };
 use alfred_model::snapshot::{DeploymentMode, PoolAttribution};
 use alfred_model::{ClusterSnapshot, Timestamp};
@@ -245,10 +245,101 @@ pub fn analyze_at<'s>(
     let idx = snapshot.index();
     let pool_names: Vec<&str> = idx.pools.iter().map(String::as_str).collect();
     let np = pool_names.len();
-    let node_pool: &[u32] = &idx.node_pool;
-    let pod_facts: &[PodFacts] = &idx.pods;
+    let (bins, node_bin) = schedulable_bins(snapshot, &idx, &st, np);
+    let RunningDemand {
+        mut demand,
+        mut items,
+        state,
+    } = running_demand(snapshot, &idx, &st, now, np);
+    let pending_by_pool = add_pending_demand(snapshot, &idx, &st, now, &pool_names, &mut demand);
+    let tau = f64::from(st.pending_urgency_tau_minutes);
 
-    // Schedulable bins per pool, in name order (docs/design-scoring.md#schedulable-bins).
+    let mut out = Vec::with_capacity(np);
+    for (q, pool_bins) in bins.into_iter().enumerate() {
+        let free = pool_bins.free();
+        let cap = pool_bins.caps();
+        let total_free = pool_bins.total_free();
+        let max_cap = pool_bins.max_cap();
+
+        let weights = demand_weights(ladder, &demand[q], &st);
+        let mut per_size = Vec::with_capacity(ladder.len());
+        let mut observed = 0.0;
+        for (s, w) in ladder.iter().zip(&weights.weights) {
+            let sl = slots(free, cap, max_cap, *s);
+            let f = frag(sl, *s, total_free);
+            observed += w * f;
+            per_size.push(SizeScore {
+                size: *s,
+                slots: sl,
+                frag: f,
+            });
+        }
+        let observed = clamp01(observed);
+
+        // The FFD repack of the movable Instances' pods (docs/design-scoring.md#the-repack).
+        let pool_items = &mut items[q];
+        pool_items.retain(|it| state[it.pod as usize] == ITEM);
+        let repacked = if pool_items.is_empty() {
+            free.to_vec()
+        } else {
+            repack(free, cap, &node_bin, pool_items, pods, nodes)
+        };
+        let repacked_fragmentation = clamp01(weighted_fragmentation_raw(
+            &repacked, cap, &weights, total_free,
+        ));
+        // The published best case is never worse than leaving things where they are: FFD is a
+        // heuristic (it can stack onto one of two equally empty nodes and lose a size-2
+        // slot), and a pod lifted off an excluded node consumes free capacity, so the raw
+        // repack can score above `observed`. Only `max(0, observed − F_best)` enters the
+        // score and the threshold case, so they are unchanged.
+        let best = repacked_fragmentation.min(observed);
+        let reclaimable = (observed - repacked_fragmentation).max(0.0);
+
+        // Pending pressure (docs/design-scoring.md#pending-pressure: the pod's real size).
+        let pending_pressure =
+            pending_pressure(free, &repacked, cap, max_cap, &pending_by_pool[q], tau);
+        let score = clamp01(1.0 - (1.0 - reclaimable) * (1.0 - pending_pressure));
+        let threshold_case =
+            ThresholdCase::classify(score, observed, reclaimable, st.fragmentation_threshold);
+        out.push(PoolAnalysis {
+            score: PoolScore {
+                pool: pool_names[q].to_owned(),
+                total_free,
+                per_size,
+                observed,
+                best,
+                reclaimable,
+                pending_pressure,
+                score,
+                threshold_case,
+            },
+            bins: pool_bins,
+            weights,
+            demand: std::mem::take(&mut demand[q]),
+            repacked,
+            repacked_fragmentation,
+        });
+    }
+    let score = out
+        .iter()
+        .map(|p| p.score.score)
+        .fold(0.0, |a: f64, b| match a.partial_cmp(&b) {
+            Some(Ordering::Less) => b,
+            _ => a,
+        });
+    Analysis { score, pools: out }
+}
+
+/// Schedulable bins per pool, in name order (docs/design-scoring.md#schedulable-bins), and
+/// each node's bin within its pool (`NONE` when it is no bin).
+fn schedulable_bins<'s>(
+    snapshot: &'s ClusterSnapshot,
+    idx: &SnapshotIndex,
+    st: &ScoreSettings,
+    np: usize,
+) -> (Vec<Bins<'s>>, Vec<u32>) {
+    let nodes = &snapshot.nodes;
+    let node_pool: &[u32] = &idx.node_pool;
     let mut bins: Vec<Bins<'s>> = (0..np).map(|_| Bins::new()).collect();
     let mut node_bin = vec![NONE; nodes.len()];
     for &i in &idx.nodes_by_name {
@@ -262,13 +353,37 @@ pub fn analyze_at<'s>(
         node_bin[i] = b.len() as u32;
         b.push_sorted(&n.name, i, n.free_gpus, n.total_gpus);
     }
+    (bins, node_bin)
+}
 
+/// The running pods' demand per pool and ladder size, and which of them the repack may move.
+struct RunningDemand {
+    /// Per pool, GPUs per ladder size.
+    demand: Vec<Vec<u64>>,
+    /// Per pool, the pods of movable Instances.
+    items: Vec<Vec<Item>>,
+    /// Per pod: `UNSEEN`, `ITEM` (movable) or `FIXED`.
+    state: Vec<u8>,
+}
+
+/// Walks the workloads' Instances: every GPU pod on a pool node is demand, and a pod of an
+/// Instance that may move within its pool is a repack item.
+fn running_demand(
+    snapshot: &ClusterSnapshot,
+    idx: &SnapshotIndex,
+    st: &ScoreSettings,
+    now: Timestamp,
+    np: usize,
+) -> RunningDemand {
+    let ladder: &[u32] = &st.size_ladder;
+    let pods = &snapshot.pods;
+    let node_pool: &[u32] = &idx.node_pool;
+    let pod_facts: &[PodFacts] = &idx.pods;
     let mut demand = vec![vec![0u64; ladder.len()]; np];
     let mut items: Vec<Vec<Item>> = vec![Vec::new(); np];
     let mut state = vec![UNSEEN; pods.len()];
     let repack_possible = st.omenative_migration_enabled && snapshot.executor.available;
     let mut key_buf = String::new();
-
     // The pool of an Instance for condition 3 of docs/design-scoring.md#the-repack: all of its
     // nodes in one pool.
     let instance_pool = |inst_nodes: &[u32]| -> u32 {
@@ -358,9 +473,27 @@ pub fn analyze_at<'s>(
         }
     }
 
-    // Pending pods, in a canonical order (the urgency product is order-sensitive in f64).
+    RunningDemand {
+        demand,
+        items,
+        state,
+    }
+}
+
+/// Adds the pending pods' demand to each pool they may go to; per pool, the pending pods'
+/// (GPUs, age in minutes), in a canonical order (the urgency product is order-sensitive in
+/// f64).
+fn add_pending_demand(
+    snapshot: &ClusterSnapshot,
+    idx: &SnapshotIndex,
+    st: &ScoreSettings,
+    now: Timestamp,
+    pool_names: &[&str],
+    demand: &mut [Vec<u64>],
+) -> Vec<Vec<(u32, f64)>> {
+    let ladder: &[u32] = &st.size_ladder;
+    let np = pool_names.len();
     let pending = &snapshot.pending_pods;
-    let tau = f64::from(st.pending_urgency_tau_minutes);
     let mut pending_by_pool: Vec<Vec<(u32, f64)>> = vec![Vec::new(); np];
     let mut pools_of: Vec<u32> = Vec::new();
     for &k in &idx.pending_order {
@@ -389,122 +522,69 @@ pub fn analyze_at<'s>(
         }
     }
 
+    pending_by_pool
+}
+
+/// The blend of the pool's demand shares and the prior, per ladder size.
+fn demand_weights(ladder: &[u32], demand: &[u64], st: &ScoreSettings) -> Weights {
     let lambda = st.demand_blend_lambda;
-    let mut out = Vec::with_capacity(np);
-    for (q, pool_bins) in bins.into_iter().enumerate() {
-        let free = pool_bins.free();
-        let cap = pool_bins.caps();
-        let total_free = pool_bins.total_free();
-        let max_cap = pool_bins.max_cap();
-
-        let d_total: u64 = demand[q].iter().sum();
-        let weights = Weights {
-            sizes: ladder.to_vec(),
-            weights: ladder
-                .iter()
-                .zip(&demand[q])
-                .map(|(s, d)| {
-                    let share = if d_total == 0 {
-                        0.0
-                    } else {
-                        *d as f64 / d_total as f64
-                    };
-                    (1.0 - lambda) * share + lambda * st.prior(*s)
-                })
-                .collect(),
-        };
-        let mut per_size = Vec::with_capacity(ladder.len());
-        let mut observed = 0.0;
-        for (s, w) in ladder.iter().zip(&weights.weights) {
-            let sl = slots(free, cap, max_cap, *s);
-            let f = frag(sl, *s, total_free);
-            observed += w * f;
-            per_size.push(SizeScore {
-                size: *s,
-                slots: sl,
-                frag: f,
-            });
-        }
-        let observed = clamp01(observed);
-
-        // The FFD repack of the movable Instances' pods (docs/design-scoring.md#the-repack).
-        let pool_items = &mut items[q];
-        pool_items.retain(|it| state[it.pod as usize] == ITEM);
-        let repacked = if pool_items.is_empty() {
-            free.to_vec()
-        } else {
-            repack(free, cap, &node_bin, pool_items, pods, nodes)
-        };
-        let repacked_fragmentation = clamp01(weighted_fragmentation_raw(
-            &repacked, cap, &weights, total_free,
-        ));
-        // The published best case is never worse than leaving things where they are: FFD is a
-        // heuristic (it can stack onto one of two equally empty nodes and lose a size-2
-        // slot), and a pod lifted off an excluded node consumes free capacity, so the raw
-        // repack can score above `observed`. Only `max(0, observed − F_best)` enters the
-        // score and the threshold case, so they are unchanged.
-        let best = repacked_fragmentation.min(observed);
-        let reclaimable = (observed - repacked_fragmentation).max(0.0);
-
-        // Pending pressure (docs/design-scoring.md#pending-pressure: the pod's real size).
-        let seat_summary = |f: &[u32]| -> (u32, u64) {
-            let max_free = f.iter().copied().max().unwrap_or(0);
-            let whole = f
-                .iter()
-                .zip(cap)
-                .filter(|(x, c)| **c == max_cap && **x == **c)
-                .count() as u64;
-            (max_free, whole)
-        };
-        let seats_any = |(max_free, whole): (u32, u64), g: u32| -> bool {
-            if max_cap == 0 {
-                false
-            } else if g <= max_cap {
-                max_free >= g
-            } else {
-                whole >= u64::from(g.div_ceil(max_cap))
-            }
-        };
-        let before = seat_summary(free);
-        let after = seat_summary(&repacked);
-        let mut keep = 1.0;
-        for &(g, age) in &pending_by_pool[q] {
-            if !seats_any(before, g) && seats_any(after, g) {
-                let u = 1.0 - (-age / tau).exp();
-                keep *= 1.0 - u;
-            }
-        }
-        let pending_pressure = clamp01(1.0 - keep);
-        let score = clamp01(1.0 - (1.0 - reclaimable) * (1.0 - pending_pressure));
-        let threshold_case =
-            ThresholdCase::classify(score, observed, reclaimable, st.fragmentation_threshold);
-        out.push(PoolAnalysis {
-            score: PoolScore {
-                pool: pool_names[q].to_owned(),
-                total_free,
-                per_size,
-                observed,
-                best,
-                reclaimable,
-                pending_pressure,
-                score,
-                threshold_case,
-            },
-            bins: pool_bins,
-            weights,
-            demand: std::mem::take(&mut demand[q]),
-            repacked,
-            repacked_fragmentation,
-        });
+    let d_total: u64 = demand.iter().sum();
+    Weights {
+        sizes: ladder.to_vec(),
+        weights: ladder
+            .iter()
+            .zip(demand)
+            .map(|(s, d)| {
+                let share = if d_total == 0 {
+                    0.0
+                } else {
+                    *d as f64 / d_total as f64
+                };
+                (1.0 - lambda) * share + lambda * st.prior(*s)
+            })
+            .collect(),
     }
-    let score = out
-        .iter()
-        .map(|p| p.score.score)
-        .fold(0.0, |a: f64, b| match a.partial_cmp(&b) {
-            Some(Ordering::Less) => b,
-            _ => a,
-        });
-    Analysis { score, pools: out }
+}
+
+/// Pending pressure (docs/design-scoring.md#pending-pressure: the pod's real size): the chance
+/// that some pending pod the pool cannot seat now, and could after the repack, has waited
+/// long enough to matter.
+fn pending_pressure(
+    free: &[u32],
+    repacked: &[u32],
+    cap: &[u32],
+    max_cap: u32,
+    pending: &[(u32, f64)],
+    tau: f64,
+) -> f64 {
+    let seat_summary = |f: &[u32]| -> (u32, u64) {
+        let max_free = f.iter().copied().max().unwrap_or(0);
+        let whole = f
+            .iter()
+            .zip(cap)
+            .filter(|(x, c)| **c == max_cap && **x == **c)
+            .count() as u64;
+        (max_free, whole)
+    };
+    let seats_any = |(max_free, whole): (u32, u64), g: u32| -> bool {
+        if max_cap == 0 {
+            false
+        } else if g <= max_cap {
+            max_free >= g
+        } else {
+            whole >= u64::from(g.div_ceil(max_cap))
+        }
+    };
+    let before = seat_summary(free);
+    let after = seat_summary(repacked);
+    let mut keep = 1.0;
+    for &(g, age) in pending {
+        if !seats_any(before, g) && seats_any(after, g) {
+            let u = 1.0 - (-age / tau).exp();
+            keep *= 1.0 - u;
+        }
+    }
+    clamp01(1.0 - keep)
 }
 
 fn clamp01(x: f64) -> f64 {

@@ -1,15 +1,16 @@
 //! The worked examples of docs/design-scoring.md#worked-examples, the threshold cases of
 //! docs/design-scoring.md#threshold-cases and docs/design-scoring.md#scores-without-an-executor.
 
-mod common;
-
 use alfred_model::ClusterSnapshot;
 use alfred_model::snapshot::PoolAttribution;
 use alfred_score::{
     Bins, RepackBlock, ScoreSettings, ThresholdCase, analyze, repack_block, repack_movable,
     score_with, weighted_fragmentation,
 };
-use common::*;
+use alfred_testkit::parts::{
+    NOW, bind, executor_on, gpu_node as node, ome_pod as pod, omenative_workload,
+    pending_pod as pending, raw_workload, steady_instance,
+};
 
 const EPS: f64 = 1e-9;
 
@@ -33,7 +34,7 @@ macro_rules! assert_close {
 /// RawDeployment 4-GPU pod on n4; one 8-GPU pod pending 20 minutes.
 fn example_1(executor: bool) -> ClusterSnapshot {
     let mut s = ClusterSnapshot {
-        observed_at: now(),
+        observed_at: NOW,
         nodes: ["n1", "n2", "n3", "n4"]
             .iter()
             .map(|n| node(n, "H100", 8))
@@ -129,7 +130,7 @@ fn example_1_executor_unavailable_scores_zero_case_2() {
             &w.components[0].instances[0],
             "H100",
             &ScoreSettings::default(),
-            now()
+            NOW
         ),
         Some(RepackBlock::Unavailable)
     );
@@ -186,7 +187,7 @@ fn c9_preemptible_source_and_decision_g12() {
 /// OMENative workload, one on each node.
 fn example_2(pending_8: bool) -> ClusterSnapshot {
     let mut s = ClusterSnapshot {
-        observed_at: now(),
+        observed_at: NOW,
         nodes: (0..10)
             .map(|i| node(&format!("n{i:02}"), "H100", 8))
             .collect(),
@@ -257,7 +258,7 @@ fn example_2_ten_node_trap_with_pending_8() {
 fn example_3_sizes_above_a_node_in_the_score() {
     // Three fully free 8-GPU nodes, one 8-GPU node with 3 free, one free 4-GPU node.
     let mut s = ClusterSnapshot {
-        observed_at: now(),
+        observed_at: NOW,
         nodes: vec![
             node("a", "H100", 8),
             node("b", "H100", 8),
@@ -287,7 +288,7 @@ fn example_4_one_pending_pod_crosses_the_default_threshold_after_8_63_minutes() 
     // the repack. No other demand-weighted fragmentation may matter: use pressure alone.
     let build = |minutes: i64| {
         let mut s = ClusterSnapshot {
-            observed_at: now(),
+            observed_at: NOW,
             nodes: vec![node("n1", "H100", 8), node("n2", "H100", 8)],
             ..ClusterSnapshot::default()
         };
@@ -392,7 +393,7 @@ fn cooling_instances_stay_out_of_the_repack() {
     // docs/design-scoring.md#the-repack: A and B finished a migration 10 minutes ago (cooldown 30).
     let mut s = example_1(true);
     for w in &mut s.workloads {
-        w.migration.last_migration = Some(now().plus_minutes(-10));
+        w.migration.last_migration = Some(NOW.plus_minutes(-10));
     }
     let p = &score_with(&s, &ScoreSettings::default()).pools[0];
     assert_eq!(p.reclaimable, 0.0);
@@ -401,7 +402,7 @@ fn cooling_instances_stay_out_of_the_repack() {
     let w = &s.workloads[0];
     let (c, i) = (&w.components[0], &w.components[0].instances[0]);
     assert_eq!(
-        repack_block(&s, w, c, i, "H100", &ScoreSettings::default(), now()),
+        repack_block(&s, w, c, i, "H100", &ScoreSettings::default(), NOW),
         Some(RepackBlock::Cooldown)
     );
     // An override of 5 minutes has expired: movable again.
@@ -417,7 +418,7 @@ fn cooling_instances_stay_out_of_the_repack() {
         i,
         "H100",
         &ScoreSettings::default(),
-        now()
+        NOW
     ));
     assert!(!repack_movable(
         &s,
@@ -426,7 +427,7 @@ fn cooling_instances_stay_out_of_the_repack() {
         i,
         "A100",
         &ScoreSettings::default(),
-        now()
+        NOW
     ));
     let p = &score_with(&s, &ScoreSettings::default()).pools[0];
     assert_close!(p.reclaimable, 0.58875);
@@ -444,7 +445,7 @@ fn migration_surface_disabled_and_raw_are_not_movable() {
     assert_eq!(raw.name, "raw");
     let (c, i) = (&raw.components[0], &raw.components[0].instances[0]);
     assert_eq!(
-        repack_block(&s, raw, c, i, "H100", &ScoreSettings::default(), now()),
+        repack_block(&s, raw, c, i, "H100", &ScoreSettings::default(), NOW),
         Some(RepackBlock::NotOMENative)
     );
 }
@@ -454,7 +455,7 @@ fn pending_pressure_uses_the_real_pod_size() {
     // docs/design-scoring.md#pending-pressure: a 3-GPU pod next to a node with 3 free GPUs is not
     // stuck, even though its ladder size (4) has no seat.
     let mut s = ClusterSnapshot {
-        observed_at: now(),
+        observed_at: NOW,
         nodes: vec![node("n1", "H100", 8), node("n2", "H100", 8)],
         ..ClusterSnapshot::default()
     };

@@ -1,26 +1,21 @@
 //! Properties of the score over random clusters: several pools, mixed 1/2/4/8-GPU nodes,
 //! movable and fixed Instances, pending pods of all sizes.
 
-mod common;
-
 use alfred_model::ClusterSnapshot;
 use alfred_model::snapshot::{DeploymentMode, PoolAttribution};
 use alfred_score::{ScoreSettings, analyze, repack_movable, score_with};
-use common::*;
+use alfred_testkit::parts::{
+    NOW, bind, executor_on, gpu_node as node, ome_pod as pod, omenative_workload,
+    pending_pod as pending, raw_workload, steady_instance,
+};
 use proptest::prelude::*;
 
-struct Rng(u64);
+/// testkit's splitmix64 stream with the draws these properties need.
+struct Rng(alfred_testkit::SplitMix64);
 
 impl Rng {
-    fn next(&mut self) -> u64 {
-        self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
-        let mut z = self.0;
-        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
-        z ^ (z >> 31)
-    }
     fn below(&mut self, n: u64) -> u64 {
-        if n == 0 { 0 } else { self.next() % n }
+        self.0.below(n)
     }
     fn chance(&mut self, percent: u64) -> bool {
         self.below(100) < percent
@@ -48,11 +43,11 @@ struct Knobs {
 }
 
 fn cluster(k: Knobs) -> ClusterSnapshot {
-    let mut r = Rng(k.seed);
+    let mut r = Rng(alfred_testkit::SplitMix64::new(k.seed));
     let pools = ["A100", "H100", "L40S"];
     let npools = 1 + r.below(3) as usize;
     let mut s = ClusterSnapshot {
-        observed_at: now(),
+        observed_at: NOW,
         ..ClusterSnapshot::default()
     };
     if k.executor {
@@ -132,7 +127,7 @@ fn cluster(k: Knobs) -> ClusterSnapshot {
         };
         wl.settings.movable = !k.all_fixed && !r.chance(15);
         if r.chance(10) {
-            wl.migration.last_migration = Some(now().plus_minutes(-(r.below(60) as i64)));
+            wl.migration.last_migration = Some(NOW.plus_minutes(-(r.below(60) as i64)));
         }
         s.workloads.push(wl);
     }
@@ -228,7 +223,7 @@ fn reference_repack(
 }
 
 fn shuffled(s: &ClusterSnapshot, seed: u64) -> ClusterSnapshot {
-    let mut r = Rng(seed ^ 0xDEAD_BEEF);
+    let mut r = Rng(alfred_testkit::SplitMix64::new(seed ^ 0xDEAD_BEEF));
     let mut t = s.clone();
     r.shuffle(&mut t.nodes);
     r.shuffle(&mut t.pods);

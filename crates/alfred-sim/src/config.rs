@@ -598,8 +598,117 @@ fn to_value<T: Serialize>(t: &T) -> Value {
     serde_json::to_value(t).unwrap_or(Value::Null)
 }
 
+/// The top-level fields after validation and defaulting.
+struct TopLevel {
+    profile: RawProfile,
+    parallelism: i64,
+    percentage_of_nodes_to_score: i64,
+    initial_backoff: i64,
+    max_backoff: i64,
+    leader_election: LeaderElection,
+    client_connection: ClientConnection,
+}
+
+/// Resource names with their scoring weights.
+type WeightedResources = Vec<(String, i64)>;
+
+/// Effective plugins per extension point, in the order the scheduler runs them.
+type EffectivePlugins = BTreeMap<&'static str, Vec<(String, i64)>>;
+
 /// Parses, validates and defaults a KubeSchedulerConfiguration (YAML 1.2 or JSON).
 pub fn load_config(text: &str) -> Result<Profile, ConfigError> {
+    let raw = parse_document(text)?;
+    let top = top_level(&raw)?;
+    let p = &top.profile;
+    let scheduler_name = profile_scheduler_name(p)?;
+    let plugins = p.plugins.clone().unwrap_or_default();
+    check_enabled_plugins(&plugins)?;
+    let (effective, gang_enabled) = effective_plugins(&plugins)?;
+    let filters: Vec<String> = effective["filter"].iter().map(|(n, _)| n.clone()).collect();
+    let mut scores = Vec::new();
+    for (n, w) in &effective["score"] {
+        let w = if *w == 0 {
+            i64::from(default_weight(n))
+        } else {
+            *w
+        };
+        scores.push((n.clone(), w));
+    }
+    let preemption = effective["postFilter"]
+        .iter()
+        .any(|(n, _)| n == "DefaultPreemption");
+
+    let args_by_name = plugin_args(p)?;
+    let take = |name: &str| plugin_args_of(&args_by_name, name);
+    let (fit, fit_strategy, fit_resources) = fit_args(take("NodeResourcesFit"))?;
+    let (bal, balanced_resources) =
+        balanced_allocation_args(take("NodeResourcesBalancedAllocation"))?;
+    let (ipa, hard, ignore_pref) = inter_pod_affinity_args(take("InterPodAffinity"))?;
+    let (pts, dt, dcs) = topology_spread_args(take("PodTopologySpread"))?;
+    let na = node_affinity_args(take("NodeAffinity"))?;
+    let dp = default_preemption_args(take("DefaultPreemption"))?;
+    let vb = volume_binding_args(take("VolumeBinding"))?;
+    let dra: DynamicResourcesArgs = decode(
+        "pluginConfig[DynamicResources].args",
+        take("DynamicResources"),
+    )?;
+    check_args_meta("DynamicResources", &dra.api_version, &dra.kind)?;
+    let (gang, gang_args_norm) = gang_pack_args(gang_enabled, &args_by_name)?;
+
+    let profile_norm = serde_json::json!({
+        "schedulerName": scheduler_name,
+        "percentageOfNodesToScore": p.percentage_of_nodes_to_score,
+        "plugins": normalized_plugins(&effective),
+        "rawPlugins": to_value(&plugins),
+        "pluginConfig": {
+            "NodeResourcesFit": to_value(&fit),
+            "NodeResourcesBalancedAllocation": to_value(&bal),
+            "InterPodAffinity": to_value(&ipa),
+            "PodTopologySpread": to_value(&pts),
+            "NodeAffinity": to_value(&na),
+            "DefaultPreemption": to_value(&dp),
+            "VolumeBinding": to_value(&vb),
+            "DynamicResources": to_value(&dra),
+            "OMEGangPack": gang_args_norm,
+        },
+    });
+    let normalized = normalized_document(&raw, &top, profile_norm);
+
+    Ok(Profile {
+        scheduler_name,
+        gang_scheduling: gang_enabled,
+        filters,
+        scores,
+        preemption,
+        fit: FitConfig {
+            strategy: fit_strategy,
+            resources: fit_resources,
+            ignored_resources: fit
+                .ignored_resources
+                .unwrap_or_default()
+                .into_iter()
+                .collect(),
+            ignored_groups: fit
+                .ignored_resource_groups
+                .unwrap_or_default()
+                .into_iter()
+                .collect(),
+        },
+        balanced_resources,
+        hard_pod_affinity_weight: hard,
+        ignore_preferred_terms_of_existing_pods: ignore_pref,
+        spread: SpreadConfig {
+            system_defaulting: dt == "System",
+            default_constraints: dcs,
+        },
+        added_affinity: na.added_affinity,
+        gang,
+        normalized,
+    })
+}
+
+/// Step 1: the document as a mapping of the known top-level fields.
+fn parse_document(text: &str) -> Result<RawConfig, ConfigError> {
     // No source snippet: the message must stay one line.
     let mut options = serde_saphyr::Options::default();
     options.with_snippet = false;
@@ -612,7 +721,11 @@ pub fn load_config(text: &str) -> Result<Profile, ConfigError> {
             "must be a mapping",
         ));
     }
-    let raw: RawConfig = decode("KubeSchedulerConfiguration", value)?;
+    decode("KubeSchedulerConfiguration", value)
+}
+
+/// Step 2: top-level checks and defaults, in the order the scheduler reports them.
+fn top_level(raw: &RawConfig) -> Result<TopLevel, ConfigError> {
     let api_version = raw.api_version.clone().unwrap_or_default();
     if api_version != "kubescheduler.config.k8s.io/v1" {
         return Err(invalid(
@@ -644,7 +757,7 @@ pub fn load_config(text: &str) -> Result<Profile, ConfigError> {
             "the simulator never connects to a cluster",
         ));
     }
-    let profiles = raw.profiles.clone().unwrap_or_default();
+    let mut profiles = raw.profiles.clone().unwrap_or_default();
     if profiles.len() != 1 {
         return Err(invalid(
             "profiles",
@@ -652,7 +765,6 @@ pub fn load_config(text: &str) -> Result<Profile, ConfigError> {
             "exactly one profile is required",
         ));
     }
-    // Top-level defaults and validation.
     let parallelism = raw.parallelism.unwrap_or(16);
     if parallelism <= 0 {
         return Err(invalid(
@@ -708,8 +820,19 @@ pub fn load_config(text: &str) -> Result<Profile, ConfigError> {
             "must be non-negative",
         ));
     }
+    Ok(TopLevel {
+        profile: profiles.remove(0),
+        parallelism,
+        percentage_of_nodes_to_score: pct,
+        initial_backoff: initial,
+        max_backoff,
+        leader_election: le,
+        client_connection: cc,
+    })
+}
 
-    let p = &profiles[0];
+/// Step 3: the profile's own fields.
+fn profile_scheduler_name(p: &RawProfile) -> Result<String, ConfigError> {
     let scheduler_name = p
         .scheduler_name
         .clone()
@@ -726,8 +849,12 @@ pub fn load_config(text: &str) -> Result<Profile, ConfigError> {
             "not in valid range [0-100]",
         ));
     }
-    let plugins = p.plugins.clone().unwrap_or_default();
-    for (point, set) in &plugins {
+    Ok(scheduler_name)
+}
+
+/// Step 4: every enabled plugin is modelled, at a point it implements, with a weight in range.
+fn check_enabled_plugins(plugins: &BTreeMap<String, PluginSet>) -> Result<(), ConfigError> {
+    for (point, set) in plugins {
         if point != "multiPoint" && !EXTENSION_POINTS.contains(&point.as_str()) {
             return Err(invalid(
                 format!("profiles[0].plugins.{point}"),
@@ -769,13 +896,20 @@ pub fn load_config(text: &str) -> Result<Profile, ConfigError> {
             }
         }
     }
-    // Effective plugins per point.
+    Ok(())
+}
+
+/// Step 5: the plugins each point runs after multiPoint expansion, and whether OMEGangPack runs
+/// (it must then run at every point it needs).
+fn effective_plugins(
+    plugins: &BTreeMap<String, PluginSet>,
+) -> Result<(EffectivePlugins, bool), ConfigError> {
     let defaults: Vec<(String, i64)> = DEFAULT_PLUGINS
         .iter()
         .map(|(n, w)| (n.to_string(), i64::from(*w)))
         .collect();
     let multi = merge(&defaults, plugins.get("multiPoint"));
-    let mut effective: BTreeMap<&str, Vec<(String, i64)>> = BTreeMap::new();
+    let mut effective: EffectivePlugins = BTreeMap::new();
     for point in EXTENSION_POINTS {
         effective.insert(point, expand(point, &multi, plugins.get(*point)));
     }
@@ -796,21 +930,11 @@ pub fn load_config(text: &str) -> Result<Profile, ConfigError> {
             }
         }
     }
-    let filters: Vec<String> = effective["filter"].iter().map(|(n, _)| n.clone()).collect();
-    let mut scores = Vec::new();
-    for (n, w) in &effective["score"] {
-        let w = if *w == 0 {
-            i64::from(default_weight(n))
-        } else {
-            *w
-        };
-        scores.push((n.clone(), w));
-    }
-    let preemption = effective["postFilter"]
-        .iter()
-        .any(|(n, _)| n == "DefaultPreemption");
+    Ok((effective, gang_enabled))
+}
 
-    // Plugin args.
+/// Step 6: the args of each configured plugin by name (each plugin at most once).
+fn plugin_args(p: &RawProfile) -> Result<BTreeMap<String, Value>, ConfigError> {
     let mut seen = BTreeSet::new();
     let mut args_by_name: BTreeMap<String, Value> = BTreeMap::new();
     for (i, pc) in p.plugin_config.iter().enumerate() {
@@ -833,17 +957,22 @@ pub fn load_config(text: &str) -> Result<Profile, ConfigError> {
             pc.args.clone().unwrap_or(Value::Object(Default::default())),
         );
     }
-    let take = |name: &str| -> Value {
-        args_by_name
-            .get(name)
-            .cloned()
-            .unwrap_or(Value::Object(Default::default()))
-    };
+    Ok(args_by_name)
+}
 
-    let mut fit: NodeResourcesFitArgs = decode(
-        "pluginConfig[NodeResourcesFit].args",
-        take("NodeResourcesFit"),
-    )?;
+/// A plugin's args, an empty mapping when it is not configured.
+fn plugin_args_of(args_by_name: &BTreeMap<String, Value>, name: &str) -> Value {
+    args_by_name
+        .get(name)
+        .cloned()
+        .unwrap_or(Value::Object(Default::default()))
+}
+
+/// NodeResourcesFit's args, defaulted, with its strategy and weighted resources.
+fn fit_args(
+    args: Value,
+) -> Result<(NodeResourcesFitArgs, FitStrategy, WeightedResources), ConfigError> {
+    let mut fit: NodeResourcesFitArgs = decode("pluginConfig[NodeResourcesFit].args", args)?;
     check_args_meta("NodeResourcesFit", &fit.api_version, &fit.kind)?;
     let mut strategy = fit.scoring_strategy.clone().unwrap_or_default();
     let strategy_kind = strategy
@@ -882,23 +1011,30 @@ pub fn load_config(text: &str) -> Result<Profile, ConfigError> {
         }
     }
     strategy.kind = Some(strategy_kind);
-    strategy.resources = Some(
-        fit_resources
-            .iter()
-            .map(|(n, w)| ResourceSpec {
-                name: n.clone(),
-                weight: Some(*w),
-            })
-            .collect(),
-    );
+    strategy.resources = Some(resource_specs(&fit_resources));
     fit.scoring_strategy = Some(strategy);
     fit.ignored_resources.get_or_insert_with(Vec::new);
     fit.ignored_resource_groups.get_or_insert_with(Vec::new);
+    Ok((fit, fit_strategy, fit_resources))
+}
 
-    let mut bal: BalancedAllocationArgs = decode(
-        "pluginConfig[NodeResourcesBalancedAllocation].args",
-        take("NodeResourcesBalancedAllocation"),
-    )?;
+/// Weighted resources as the normalised document lists them.
+fn resource_specs(resources: &[(String, i64)]) -> Vec<ResourceSpec> {
+    resources
+        .iter()
+        .map(|(n, w)| ResourceSpec {
+            name: n.clone(),
+            weight: Some(*w),
+        })
+        .collect()
+}
+
+/// NodeResourcesBalancedAllocation's args, defaulted, with its weighted resources.
+fn balanced_allocation_args(
+    args: Value,
+) -> Result<(BalancedAllocationArgs, Vec<(String, i64)>), ConfigError> {
+    let mut bal: BalancedAllocationArgs =
+        decode("pluginConfig[NodeResourcesBalancedAllocation].args", args)?;
     check_args_meta(
         "NodeResourcesBalancedAllocation",
         &bal.api_version,
@@ -908,20 +1044,14 @@ pub fn load_config(text: &str) -> Result<Profile, ConfigError> {
         "pluginConfig[NodeResourcesBalancedAllocation].args.resources",
         bal.resources.take(),
     )?;
-    bal.resources = Some(
-        balanced_resources
-            .iter()
-            .map(|(n, w)| ResourceSpec {
-                name: n.clone(),
-                weight: Some(*w),
-            })
-            .collect(),
-    );
+    bal.resources = Some(resource_specs(&balanced_resources));
+    Ok((bal, balanced_resources))
+}
 
-    let mut ipa: InterPodAffinityArgs = decode(
-        "pluginConfig[InterPodAffinity].args",
-        take("InterPodAffinity"),
-    )?;
+/// InterPodAffinity's args, defaulted: the hard affinity weight and whether existing pods'
+/// preferred terms are ignored.
+fn inter_pod_affinity_args(args: Value) -> Result<(InterPodAffinityArgs, i64, bool), ConfigError> {
+    let mut ipa: InterPodAffinityArgs = decode("pluginConfig[InterPodAffinity].args", args)?;
     check_args_meta("InterPodAffinity", &ipa.api_version, &ipa.kind)?;
     let hard = *ipa.hard_pod_affinity_weight.get_or_insert(1);
     if !(0..=100).contains(&hard) {
@@ -934,11 +1064,14 @@ pub fn load_config(text: &str) -> Result<Profile, ConfigError> {
     let ignore_pref = *ipa
         .ignore_preferred_terms_of_existing_pods
         .get_or_insert(false);
+    Ok((ipa, hard, ignore_pref))
+}
 
-    let mut pts: PodTopologySpreadArgs = decode(
-        "pluginConfig[PodTopologySpread].args",
-        take("PodTopologySpread"),
-    )?;
+/// PodTopologySpread's args, defaulted: the defaulting type and the default constraints.
+fn topology_spread_args(
+    args: Value,
+) -> Result<(PodTopologySpreadArgs, String, Vec<TopologySpreadConstraint>), ConfigError> {
+    let mut pts: PodTopologySpreadArgs = decode("pluginConfig[PodTopologySpread].args", args)?;
     check_args_meta("PodTopologySpread", &pts.api_version, &pts.kind)?;
     let dt = pts
         .defaulting_type
@@ -974,8 +1107,12 @@ pub fn load_config(text: &str) -> Result<Profile, ConfigError> {
             ));
         }
     }
+    Ok((pts, dt, dcs))
+}
 
-    let na: NodeAffinityArgs = decode("pluginConfig[NodeAffinity].args", take("NodeAffinity"))?;
+/// NodeAffinity's args: an added affinity may only match fields by `metadata.name`.
+fn node_affinity_args(args: Value) -> Result<NodeAffinityArgs, ConfigError> {
+    let na: NodeAffinityArgs = decode("pluginConfig[NodeAffinity].args", args)?;
     check_args_meta("NodeAffinity", &na.api_version, &na.kind)?;
     if let Some(a) = &na.added_affinity {
         let json = to_value(a);
@@ -1001,11 +1138,12 @@ pub fn load_config(text: &str) -> Result<Profile, ConfigError> {
             ));
         }
     }
+    Ok(na)
+}
 
-    let mut dp: DefaultPreemptionArgs = decode(
-        "pluginConfig[DefaultPreemption].args",
-        take("DefaultPreemption"),
-    )?;
+/// DefaultPreemption's args, defaulted and range-checked.
+fn default_preemption_args(args: Value) -> Result<DefaultPreemptionArgs, ConfigError> {
+    let mut dp: DefaultPreemptionArgs = decode("pluginConfig[DefaultPreemption].args", args)?;
     check_args_meta("DefaultPreemption", &dp.api_version, &dp.kind)?;
     let pct_c = *dp.min_candidate_nodes_percentage.get_or_insert(10);
     let abs_c = *dp.min_candidate_nodes_absolute.get_or_insert(100);
@@ -1030,9 +1168,12 @@ pub fn load_config(text: &str) -> Result<Profile, ConfigError> {
             "cannot be zero at the same time as minCandidateNodesPercentage",
         ));
     }
+    Ok(dp)
+}
 
-    let mut vb: VolumeBindingArgs =
-        decode("pluginConfig[VolumeBinding].args", take("VolumeBinding"))?;
+/// VolumeBinding's args, defaulted and range-checked.
+fn volume_binding_args(args: Value) -> Result<VolumeBindingArgs, ConfigError> {
+    let mut vb: VolumeBindingArgs = decode("pluginConfig[VolumeBinding].args", args)?;
     check_args_meta("VolumeBinding", &vb.api_version, &vb.kind)?;
     let bts = *vb.bind_timeout_seconds.get_or_insert(600);
     if bts < 0 {
@@ -1042,87 +1183,92 @@ pub fn load_config(text: &str) -> Result<Profile, ConfigError> {
             "invalid BindTimeoutSeconds, should not be a negative value",
         ));
     }
-    let dra: DynamicResourcesArgs = decode(
-        "pluginConfig[DynamicResources].args",
-        take("DynamicResources"),
-    )?;
-    check_args_meta("DynamicResources", &dra.api_version, &dra.kind)?;
+    Ok(vb)
+}
 
-    let mut gang = None;
-    let mut gang_args_norm = Value::Null;
-    if gang_enabled {
-        let Some(gv) = args_by_name.get(OME_GANG_PACK).cloned() else {
-            return Err(invalid(
-                "profiles[0].pluginConfig",
-                "no OMEGangPack entry",
-                "OMEGangPack args with a positive gcIntervalSeconds are required",
-            ));
-        };
-        let mut g: GangPackArgs = decode("pluginConfig[OMEGangPack].args", gv)?;
-        for (field, v) in [
-            ("topologyKey", &g.topology_key),
-            (
-                "podGroupTopologyKeyAnnotation",
-                &g.pod_group_topology_key_annotation,
-            ),
-            (
-                "unsupportedPlacementGroupLabel",
-                &g.unsupported_placement_group_label,
-            ),
-        ] {
-            if let Some(v) = v
-                && !v.is_empty()
-                && !is_qualified_name(v)
-            {
-                return Err(invalid(
-                    format!("pluginConfig[OMEGangPack].args.{field}"),
-                    v,
-                    "must be empty or a qualified label or annotation key",
-                ));
-            }
+/// OMEGangPack's args: required and checked when it runs, decoded strictly when only
+/// configured (so typos are reported); with their normalised form.
+fn gang_pack_args(
+    gang_enabled: bool,
+    args_by_name: &BTreeMap<String, Value>,
+) -> Result<(Option<GangConfig>, Value), ConfigError> {
+    if !gang_enabled {
+        if !args_by_name.contains_key(OME_GANG_PACK) {
+            return Ok((None, Value::Null));
         }
-        positive_seconds(
-            "pluginConfig[OMEGangPack].args.defaultPermitTimeoutSeconds",
-            g.default_permit_timeout_seconds,
-        )?;
-        positive_seconds(
-            "pluginConfig[OMEGangPack].args.podGroupSyncTimeoutSeconds",
-            g.pod_group_sync_timeout_seconds,
-        )?;
-        positive_seconds(
-            "pluginConfig[OMEGangPack].args.gcIntervalSeconds",
-            g.gc_interval_seconds,
-        )?;
-        if g.gc_interval_seconds.is_none() {
-            return Err(invalid(
-                "pluginConfig[OMEGangPack].args.gcIntervalSeconds",
-                "absent",
-                "a positive gcIntervalSeconds is required",
-            ));
-        }
-        g.standalone_domain_packing.get_or_insert(true);
-        gang = Some(GangConfig {
-            topology_key: g.topology_key.clone().unwrap_or_default(),
-            pod_group_topology_key_annotation: g
-                .pod_group_topology_key_annotation
-                .clone()
-                .unwrap_or_default(),
-            unsupported_placement_group_label: g
-                .unsupported_placement_group_label
-                .clone()
-                .unwrap_or_default(),
-            default_permit_timeout_seconds: g.default_permit_timeout_seconds.unwrap_or(0),
-            standalone_domain_packing: g.standalone_domain_packing.unwrap_or(true),
-        });
-        gang_args_norm = to_value(&g);
-    } else if args_by_name.contains_key(OME_GANG_PACK) {
-        // Configured but not enabled: decode strictly anyway so typos are reported.
-        let _: GangPackArgs = decode("pluginConfig[OMEGangPack].args", take(OME_GANG_PACK))?;
-        gang_args_norm = take(OME_GANG_PACK);
+        let args = plugin_args_of(args_by_name, OME_GANG_PACK);
+        let _: GangPackArgs = decode("pluginConfig[OMEGangPack].args", args.clone())?;
+        return Ok((None, args));
     }
+    let Some(gv) = args_by_name.get(OME_GANG_PACK).cloned() else {
+        return Err(invalid(
+            "profiles[0].pluginConfig",
+            "no OMEGangPack entry",
+            "OMEGangPack args with a positive gcIntervalSeconds are required",
+        ));
+    };
+    let mut g: GangPackArgs = decode("pluginConfig[OMEGangPack].args", gv)?;
+    for (field, v) in [
+        ("topologyKey", &g.topology_key),
+        (
+            "podGroupTopologyKeyAnnotation",
+            &g.pod_group_topology_key_annotation,
+        ),
+        (
+            "unsupportedPlacementGroupLabel",
+            &g.unsupported_placement_group_label,
+        ),
+    ] {
+        if let Some(v) = v
+            && !v.is_empty()
+            && !is_qualified_name(v)
+        {
+            return Err(invalid(
+                format!("pluginConfig[OMEGangPack].args.{field}"),
+                v,
+                "must be empty or a qualified label or annotation key",
+            ));
+        }
+    }
+    positive_seconds(
+        "pluginConfig[OMEGangPack].args.defaultPermitTimeoutSeconds",
+        g.default_permit_timeout_seconds,
+    )?;
+    positive_seconds(
+        "pluginConfig[OMEGangPack].args.podGroupSyncTimeoutSeconds",
+        g.pod_group_sync_timeout_seconds,
+    )?;
+    positive_seconds(
+        "pluginConfig[OMEGangPack].args.gcIntervalSeconds",
+        g.gc_interval_seconds,
+    )?;
+    if g.gc_interval_seconds.is_none() {
+        return Err(invalid(
+            "pluginConfig[OMEGangPack].args.gcIntervalSeconds",
+            "absent",
+            "a positive gcIntervalSeconds is required",
+        ));
+    }
+    g.standalone_domain_packing.get_or_insert(true);
+    let gang = GangConfig {
+        topology_key: g.topology_key.clone().unwrap_or_default(),
+        pod_group_topology_key_annotation: g
+            .pod_group_topology_key_annotation
+            .clone()
+            .unwrap_or_default(),
+        unsupported_placement_group_label: g
+            .unsupported_placement_group_label
+            .clone()
+            .unwrap_or_default(),
+        default_permit_timeout_seconds: g.default_permit_timeout_seconds.unwrap_or(0),
+        standalone_domain_packing: g.standalone_domain_packing.unwrap_or(true),
+    };
+    Ok((Some(gang), to_value(&g)))
+}
 
-    // The normalised document.
-    let plugins_norm: BTreeMap<&str, Value> = effective
+/// The effective plugins with their weights, point by point.
+fn normalized_plugins(effective: &EffectivePlugins) -> BTreeMap<&str, Value> {
+    effective
         .iter()
         .map(|(k, v)| {
             (
@@ -1134,69 +1280,25 @@ pub fn load_config(text: &str) -> Result<Profile, ConfigError> {
                 ),
             )
         })
-        .collect();
-    let normalized = serde_json::json!({
+        .collect()
+}
+
+/// The defaulted, normalised configuration around its one normalised profile.
+fn normalized_document(raw: &RawConfig, top: &TopLevel, profile: Value) -> Value {
+    serde_json::json!({
         "apiVersion": "kubescheduler.config.k8s.io/v1",
         "kind": "KubeSchedulerConfiguration",
-        "parallelism": parallelism,
-        "leaderElection": to_value(&le),
-        "clientConnection": to_value(&cc),
+        "parallelism": top.parallelism,
+        "leaderElection": to_value(&top.leader_election),
+        "clientConnection": to_value(&top.client_connection),
         "enableProfiling": raw.enable_profiling.unwrap_or(true),
         "enableContentionProfiling": raw.enable_contention_profiling.unwrap_or(true),
-        "percentageOfNodesToScore": pct,
-        "podInitialBackoffSeconds": initial,
-        "podMaxBackoffSeconds": max_backoff,
+        "percentageOfNodesToScore": top.percentage_of_nodes_to_score,
+        "podInitialBackoffSeconds": top.initial_backoff,
+        "podMaxBackoffSeconds": top.max_backoff,
         "delayCacheUntilActive": raw.delay_cache_until_active.unwrap_or(false),
         "extenders": [],
-        "profiles": [{
-            "schedulerName": scheduler_name,
-            "percentageOfNodesToScore": p.percentage_of_nodes_to_score,
-            "plugins": plugins_norm,
-            "rawPlugins": to_value(&plugins),
-            "pluginConfig": {
-                "NodeResourcesFit": to_value(&fit),
-                "NodeResourcesBalancedAllocation": to_value(&bal),
-                "InterPodAffinity": to_value(&ipa),
-                "PodTopologySpread": to_value(&pts),
-                "NodeAffinity": to_value(&na),
-                "DefaultPreemption": to_value(&dp),
-                "VolumeBinding": to_value(&vb),
-                "DynamicResources": to_value(&dra),
-                "OMEGangPack": gang_args_norm,
-            },
-        }],
-    });
-
-    Ok(Profile {
-        scheduler_name,
-        gang_scheduling: gang_enabled,
-        filters,
-        scores,
-        preemption,
-        fit: FitConfig {
-            strategy: fit_strategy,
-            resources: fit_resources,
-            ignored_resources: fit
-                .ignored_resources
-                .unwrap_or_default()
-                .into_iter()
-                .collect(),
-            ignored_groups: fit
-                .ignored_resource_groups
-                .unwrap_or_default()
-                .into_iter()
-                .collect(),
-        },
-        balanced_resources,
-        hard_pod_affinity_weight: hard,
-        ignore_preferred_terms_of_existing_pods: ignore_pref,
-        spread: SpreadConfig {
-            system_defaulting: dt == "System",
-            default_constraints: dcs,
-        },
-        added_affinity: na.added_affinity,
-        gang,
-        normalized,
+        "profiles": [profile],
     })
 }
 

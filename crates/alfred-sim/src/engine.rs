@@ -195,6 +195,14 @@ struct Cycle {
     anti_counts: Vec<BTreeSet<String>>,
 }
 
+/// The cluster's nodes as the model holds them.
+struct PreparedNodes {
+    nodes: Vec<NodeInfo>,
+    node_index: BTreeMap<String, usize>,
+    /// The first node the model cannot hold.
+    unsupported: Option<Failure>,
+}
+
 impl PreparedCluster {
     /// Converts the cluster for `scheduler` (the profile's scheduler name).
     pub fn new(cluster: &Cluster, scheduler: &str) -> Result<PreparedCluster, InputError> {
@@ -202,41 +210,11 @@ impl PreparedCluster {
         for ns in &cluster.namespaces {
             ns_labels.insert(ns.metadata.name.clone(), ns.metadata.labels.clone());
         }
-        let mut unsupported = None;
-        let mut nodes = Vec::new();
-        let mut sorted: Vec<&crate::objects::Node> = cluster.nodes.iter().collect();
-        sorted.sort_by(|a, b| a.metadata.name.cmp(&b.metadata.name));
-        let mut node_index = BTreeMap::new();
-        for n in sorted {
-            if n.metadata.name.is_empty() {
-                return Err(input_err("node.metadata.name", "", "must be set"));
-            }
-            if node_index
-                .insert(n.metadata.name.clone(), nodes.len())
-                .is_some()
-            {
-                return Err(input_err(
-                    "node.metadata.name",
-                    &n.metadata.name,
-                    "duplicate node",
-                ));
-            }
-            match node_info(n) {
-                Ok(ni) => nodes.push(ni),
-                Err(f) => {
-                    unsupported.get_or_insert(f);
-                    nodes.push(NodeInfo {
-                        name: n.metadata.name.clone(),
-                        labels: Default::default(),
-                        taints: Vec::new(),
-                        unschedulable: true,
-                        alloc: Res::new(),
-                        max_pods: 0,
-                        images: Default::default(),
-                    });
-                }
-            }
-        }
+        let PreparedNodes {
+            nodes,
+            node_index,
+            unsupported,
+        } = Self::prepared_nodes(cluster)?;
         let mut pg = BTreeMap::new();
         for g in &cluster.pod_groups {
             pg.insert(
@@ -292,10 +270,63 @@ impl PreparedCluster {
             pod_group_members: BTreeMap::new(),
             held: Vec::new(),
         };
+        prepared.add_pods(cluster, scheduler)?;
+        Ok(prepared)
+    }
+
+    /// The nodes sorted by name with their index; a node the model cannot hold stays as an
+    /// unschedulable placeholder and its failure is returned (the first one).
+    fn prepared_nodes(cluster: &Cluster) -> Result<PreparedNodes, InputError> {
+        let mut unsupported = None;
+        let mut nodes = Vec::new();
+        let mut sorted: Vec<&crate::objects::Node> = cluster.nodes.iter().collect();
+        sorted.sort_by(|a, b| a.metadata.name.cmp(&b.metadata.name));
+        let mut node_index = BTreeMap::new();
+        for n in sorted {
+            if n.metadata.name.is_empty() {
+                return Err(input_err("node.metadata.name", "", "must be set"));
+            }
+            if node_index
+                .insert(n.metadata.name.clone(), nodes.len())
+                .is_some()
+            {
+                return Err(input_err(
+                    "node.metadata.name",
+                    &n.metadata.name,
+                    "duplicate node",
+                ));
+            }
+            match node_info(n) {
+                Ok(ni) => nodes.push(ni),
+                Err(f) => {
+                    unsupported.get_or_insert(f);
+                    nodes.push(NodeInfo {
+                        name: n.metadata.name.clone(),
+                        labels: Default::default(),
+                        taints: Vec::new(),
+                        unschedulable: true,
+                        alloc: Res::new(),
+                        max_pods: 0,
+                        images: Default::default(),
+                    });
+                }
+            }
+        }
+        Ok(PreparedNodes {
+            nodes,
+            node_index,
+            unsupported,
+        })
+    }
+
+    /// Places the bound pods on their nodes and queues the pending ones of `scheduler` as
+    /// competitors (highest priority, then oldest, first); a pending pod the model cannot
+    /// schedule marks the cluster unsupported.
+    fn add_pods(&mut self, cluster: &Cluster, scheduler: &str) -> Result<(), InputError> {
         let mut pods: Vec<&Pod> = cluster.pods.iter().collect();
         pods.sort_by_cached_key(|p| p.key());
         for p in pods {
-            if !prepared.pod_keys.insert(p.key()) {
+            if !self.pod_keys.insert(p.key()) {
                 return Err(input_err("pod", p.key(), "duplicate pod"));
             }
             if p.is_terminal() {
@@ -304,7 +335,7 @@ impl PreparedCluster {
             if let Some(g) = p.metadata.labels.get(crate::model::POD_GROUP_LABEL)
                 && !g.is_empty()
             {
-                *prepared
+                *self
                     .pod_group_members
                     .entry(format!("{}/{}", p.metadata.namespace, g))
                     .or_insert(0) += 1;
@@ -319,7 +350,7 @@ impl PreparedCluster {
                     .get(crate::model::POD_GROUP_LABEL)
                     .is_some_and(|g| !g.is_empty());
                 if p.effective_scheduler() != scheduler || gang_member {
-                    prepared.unsupported.get_or_insert(Failure::new(
+                    self.unsupported.get_or_insert(Failure::new(
                         if gang_member {
                             Cause::ForeignGangState
                         } else {
@@ -329,26 +360,26 @@ impl PreparedCluster {
                     ));
                     continue;
                 }
-                prepared.competitors.push(p.clone());
+                self.competitors.push(p.clone());
                 continue;
             }
-            let Some(&n) = prepared.node_index.get(&p.spec.node_name) else {
+            let Some(&n) = self.node_index.get(&p.spec.node_name) else {
                 return Err(input_err(
                     format!("pod {} spec.nodeName", p.key()),
                     &p.spec.node_name,
                     "names no supplied Node",
                 ));
             };
-            match pod_info(p, &prepared.ns_labels, false) {
+            match pod_info(p, &self.ns_labels, false) {
                 Ok(info) => {
-                    prepared.add_pod(info, n);
+                    self.add_pod(info, n);
                 }
                 Err(f) => {
-                    prepared.unsupported.get_or_insert(f);
+                    self.unsupported.get_or_insert(f);
                 }
             }
         }
-        prepared.competitors.sort_by(|a, b| {
+        self.competitors.sort_by(|a, b| {
             b.spec
                 .priority
                 .unwrap_or(0)
@@ -360,7 +391,7 @@ impl PreparedCluster {
                 })
                 .then_with(|| a.key().cmp(&b.key()))
         });
-        Ok(prepared)
+        Ok(())
     }
 
     /// Resolves a pod's requests against the resource table.
@@ -1364,7 +1395,6 @@ impl PreparedCluster {
         input: &MoveInput<'_>,
         expired: &mut dyn FnMut() -> bool,
     ) -> Result<Outcome, InputError> {
-        // Structural checks.
         if input.replacement_pods.is_empty() {
             return Err(input_err(
                 "replacementPods",
@@ -1372,6 +1402,51 @@ impl PreparedCluster {
                 "at least one pod is required",
             ));
         }
+        let excluded = self.checked_move_input(profile, input)?;
+        if let Some(f) = &self.unsupported {
+            return Ok(Outcome::failed(f.clone()));
+        }
+        let mut infos = Vec::new();
+        for p in input.replacement_pods {
+            match pod_info(p, &self.ns_labels, true) {
+                Ok(mut i) => {
+                    self.index(&mut i);
+                    infos.push(i);
+                }
+                Err(f) => return Ok(Outcome::failed(f)),
+            }
+        }
+        let gang_mode = profile.gang_scheduling && infos.iter().any(|i| i.pod_group.is_some());
+        if gang_mode && infos.iter().any(|i| i.pod_group.is_none()) {
+            return Ok(Outcome::failed(Failure::new(
+                Cause::MixedReplacementGroups,
+                "replacement pods mix gang members and standalone pods",
+            )));
+        }
+        if input.require_gang && !gang_mode {
+            return Err(input_err(
+                "requireGang",
+                true,
+                "replacement pods form no gang",
+            ));
+        }
+        if let Some(failed) = self.place_competitors(profile, expired) {
+            return Ok(failed);
+        }
+        if gang_mode {
+            return Ok(crate::gang::place_gang(
+                self, profile, infos, &excluded, expired,
+            ));
+        }
+        Ok(self.place_standalone(profile, &infos, &excluded, expired))
+    }
+
+    /// Structural checks of a move's input; the excluded nodes' indexes.
+    fn checked_move_input(
+        &self,
+        profile: &Profile,
+        input: &MoveInput<'_>,
+    ) -> Result<BTreeSet<usize>, InputError> {
         let mut excluded = BTreeSet::new();
         for e in input.excluded_nodes {
             let Some(&i) = self.node_index.get(e) else {
@@ -1417,33 +1492,16 @@ impl PreparedCluster {
                 "the profile does not simulate gangs",
             ));
         }
-        if let Some(f) = &self.unsupported {
-            return Ok(Outcome::failed(f.clone()));
-        }
-        let mut infos = Vec::new();
-        for p in input.replacement_pods {
-            match pod_info(p, &self.ns_labels, true) {
-                Ok(mut i) => {
-                    self.index(&mut i);
-                    infos.push(i);
-                }
-                Err(f) => return Ok(Outcome::failed(f)),
-            }
-        }
-        let gang_mode = profile.gang_scheduling && infos.iter().any(|i| i.pod_group.is_some());
-        if gang_mode && infos.iter().any(|i| i.pod_group.is_none()) {
-            return Ok(Outcome::failed(Failure::new(
-                Cause::MixedReplacementGroups,
-                "replacement pods mix gang members and standalone pods",
-            )));
-        }
-        if input.require_gang && !gang_mode {
-            return Err(input_err(
-                "requireGang",
-                true,
-                "replacement pods form no gang",
-            ));
-        }
+        Ok(excluded)
+    }
+
+    /// Places the pending competitors ahead of the replacements; the failed outcome when the
+    /// deadline passes or a competitor cannot be modelled.
+    fn place_competitors(
+        &mut self,
+        profile: &Profile,
+        expired: &mut dyn FnMut() -> bool,
+    ) -> Option<Outcome> {
         // Competitors first (docs/design-simulation.md#cluster-model). A nominated competitor holds
         // its requests on its nominated node until it is placed, and is tried there first.
         let mut queue = Vec::with_capacity(self.competitors.len());
@@ -1453,7 +1511,7 @@ impl PreparedCluster {
                     self.index(&mut i);
                     i
                 }
-                Err(f) => return Ok(Outcome::failed(f)),
+                Err(f) => return Some(Outcome::failed(f)),
             };
             let nominated = self.node_index.get(&c.status.nominated_node_name).copied();
             queue.push((info, nominated));
@@ -1471,7 +1529,7 @@ impl PreparedCluster {
             .collect();
         for (info, nominated) in queue {
             if expired() {
-                return Ok(Outcome::failed(Failure::new(
+                return Some(Outcome::failed(Failure::new(
                     Cause::DeadlineExceeded,
                     "deadline",
                 )));
@@ -1493,11 +1551,17 @@ impl PreparedCluster {
                 self.add_pod(info, n);
             }
         }
-        if gang_mode {
-            return Ok(crate::gang::place_gang(
-                self, profile, infos, &excluded, expired,
-            ));
-        }
+        None
+    }
+
+    /// Places standalone replacements one by one; the outcome of the move.
+    fn place_standalone(
+        &mut self,
+        profile: &Profile,
+        infos: &[PodInfo],
+        excluded: &BTreeSet<usize>,
+        expired: &mut dyn FnMut() -> bool,
+    ) -> Outcome {
         // Standalone replacements: priority descending, request order otherwise.
         let mut order: Vec<usize> = (0..infos.len()).collect();
         order.sort_by_key(|&i| std::cmp::Reverse(infos[i].priority));
@@ -1505,13 +1569,10 @@ impl PreparedCluster {
         let mut ties = Vec::new();
         for i in order {
             if expired() {
-                return Ok(Outcome::failed(Failure::new(
-                    Cause::DeadlineExceeded,
-                    "deadline",
-                )));
+                return Outcome::failed(Failure::new(Cause::DeadlineExceeded, "deadline"));
             }
             let p = &infos[i];
-            match self.schedule_one(p, None, &excluded, profile, true) {
+            match self.schedule_one(p, None, excluded, profile, true) {
                 Ok((n, tied)) => {
                     if tied.len() > 1 {
                         ties.push((
@@ -1528,14 +1589,14 @@ impl PreparedCluster {
                     } else {
                         Cause::NoNodeFits
                     };
-                    return Ok(Outcome::failed(Failure::new(
+                    return Outcome::failed(Failure::new(
                         cause,
                         format!("no node fits pod {}", p.key()),
-                    )));
+                    ));
                 }
             }
         }
-        Ok(self.feasible(&infos, &placed, ties))
+        self.feasible(infos, &placed, ties)
     }
 
     pub(crate) fn feasible(

@@ -162,6 +162,19 @@ fn order_members(w: &PreparedCluster, members: &[PodInfo]) -> Option<Vec<usize>>
     Some(order)
 }
 
+/// What a replacement gang needs, once its PodGroup and the profile's args allow it.
+struct GangPlan {
+    /// `namespace/podGroup`.
+    key: String,
+    /// Members that must be placed together (the PodGroup's minMember).
+    need: usize,
+    topology_key: String,
+    /// Member indexes in placement order.
+    order: Vec<usize>,
+    /// Members one node may hold (1 when members repel each other).
+    per_node: i64,
+}
+
 /// Places a replacement gang (docs/design-simulation.md#driver). The world is left with the members
 /// assumed on success.
 pub(crate) fn place_gang(
@@ -171,111 +184,18 @@ pub(crate) fn place_gang(
     excluded: &BTreeSet<usize>,
     expired: &mut dyn FnMut() -> bool,
 ) -> Outcome {
-    let Some(args) = profile.gang.clone() else {
-        return fail(
-            Cause::MixedReplacementGroups,
-            "profile does not run OMEGangPack",
-        );
+    let plan = match gang_plan(w, profile, &infos) {
+        Ok(plan) => plan,
+        Err(failed) => return failed,
     };
-    let first = &infos[0];
-    let group = first.pod_group.clone().unwrap_or_default();
-    let key = format!("{}/{}", first.namespace, group);
-    if infos
-        .iter()
-        .any(|i| i.pod_group.as_deref() != Some(group.as_str()) || i.namespace != first.namespace)
-    {
-        return fail(
-            Cause::MixedReplacementGroups,
-            "replacement pods belong to several gangs",
-        );
-    }
-    let Some(pg) = w.pod_group(&key).cloned() else {
-        return fail(
-            Cause::GangPodGroupMissing,
-            format!("PodGroup {key} not resolvable yet"),
-        );
-    };
-    if w.pod_group_member_count(&key) > 0 {
-        return fail(
-            Cause::ForeignGangState,
-            format!("PodGroup {key} already has pods in the snapshot"),
-        );
-    }
-    if pg.spec.min_member <= 0 {
-        return fail(
-            Cause::GangMinMemberInvalid,
-            format!("PodGroup {key} must declare a positive minMember"),
-        );
-    }
-    let need = pg.spec.min_member as usize;
-    if need != infos.len() {
-        return fail(
-            Cause::IncompleteGang,
-            format!(
-                "waiting for all PodGroup member templates for {key}: {} of {need}",
-                infos.len()
-            ),
-        );
-    }
-    let label = &args.unsupported_placement_group_label;
-    if !label.is_empty()
-        && (pg.metadata.labels.contains_key(label)
-            || infos.iter().any(|i| i.labels.contains_key(label)))
-    {
-        return fail(
-            Cause::PartnerPlacementGroup,
-            "partner placement groups are not supported",
-        );
-    }
-    let topology_key = pg
-        .metadata
-        .annotations
-        .get(&args.pod_group_topology_key_annotation)
-        .filter(|v| !args.pod_group_topology_key_annotation.is_empty() && !v.is_empty())
-        .cloned()
-        .unwrap_or_else(|| args.topology_key.clone());
-    if topology_key.is_empty() {
-        return fail(
-            Cause::GangTopologyKeyMissing,
-            format!(
-                "PodGroup {key} must declare ome.io/topology-key or the scheduler must configure topologyKey"
-            ),
-        );
-    }
-    let timeout = match pg.spec.schedule_timeout_seconds {
-        Some(t) if t > 0 => i64::from(t),
-        _ => args.default_permit_timeout_seconds,
-    };
-    if timeout <= 0 {
-        return fail(
-            Cause::GangTimeoutMissing,
-            format!(
-                "PodGroup {key} must set scheduleTimeoutSeconds or the scheduler must configure defaultPermitTimeoutSeconds"
-            ),
-        );
-    }
-    let Some(order) = order_members(w, &infos) else {
-        return fail(
-            Cause::GangSiblingCycle,
-            format!("gang {key}: sibling affinity cycle"),
-        );
-    };
-    let per_node: i64 = if infos.iter().any(|m| {
-        m.anti_req
-            .iter()
-            .any(|t| infos.iter().any(|s| !std::ptr::eq(s, m) && t.matches(s)))
-    }) {
-        1
-    } else {
-        need as i64
-    };
+    let key = &plan.key;
     // Domains over labelled, non-excluded nodes.
     let mut domains: BTreeMap<String, Vec<usize>> = BTreeMap::new();
     for (i, n) in w.nodes().iter().enumerate() {
         if excluded.contains(&i) {
             continue;
         }
-        if let Some(v) = n.labels.get(&topology_key) {
+        if let Some(v) = n.labels.get(&plan.topology_key) {
             domains.entry(v.clone()).or_default().push(i);
         }
     }
@@ -285,12 +205,12 @@ pub(crate) fn place_gang(
         if expired() {
             return fail(Cause::DeadlineExceeded, "deadline");
         }
-        let all: Vec<&PodInfo> = order.iter().map(|&i| &infos[i]).collect();
+        let all: Vec<&PodInfo> = plan.order.iter().map(|&i| &infos[i]).collect();
         let mut open: Vec<(i64, &String)> = domains
             .iter()
             .filter(|(d, _)| !failed.contains(*d))
-            .map(|(d, nodes)| (domain_room(w, &all, nodes, per_node), d))
-            .filter(|(room, _)| *room >= need as i64)
+            .map(|(d, nodes)| (domain_room(w, &all, nodes, plan.per_node), d))
+            .filter(|(room, _)| *room >= plan.need as i64)
             .collect();
         open.sort();
         let Some(&(_, d)) = open.first() else {
@@ -307,55 +227,182 @@ pub(crate) fn place_gang(
         };
         let d = d.clone();
         let nodes = domains[&d].clone();
-        let mut placed: Vec<Option<usize>> = vec![None; infos.len()];
-        let mut ties = Vec::new();
-        let mut ok = true;
-        for (pos, &mi) in order.iter().enumerate() {
-            if expired() {
-                w.undo_to(base);
-                return fail(Cause::DeadlineExceeded, "deadline");
-            }
-            let m = &infos[mi];
-            let rest: Vec<&PodInfo> = order[pos + 1..].iter().map(|&i| &infos[i]).collect();
-            let mut candidates = Vec::new();
-            for &n in &nodes {
-                if !w.fits_member(m, n) {
-                    continue;
-                }
-                if rest.is_empty() {
-                    candidates.push(n);
-                    continue;
-                }
-                let mark = w.pods_len();
-                w.assume(m.clone(), n);
-                let room = domain_room(w, &rest, &nodes, per_node);
-                w.undo_to(mark);
-                if room >= rest.len() as i64 {
-                    candidates.push(n);
-                }
-            }
-            match w.cycle(m, &candidates, excluded, profile) {
-                Some((n, tied)) => {
-                    if tied.len() > 1 {
-                        ties.push((
-                            m.key(),
-                            tied.iter().map(|&t| w.node_name(t).to_string()).collect(),
-                        ));
-                    }
-                    placed[mi] = Some(n);
-                    w.assume(m.clone(), n);
-                }
-                None => {
-                    ok = false;
-                    break;
-                }
-            }
-        }
-        if ok {
-            return w.feasible(&infos, &placed, ties);
+        if let Some(outcome) = try_domain(w, profile, &infos, &plan, &nodes, excluded, expired) {
+            return outcome;
         }
         // PostFilter: release the domain, remember it as failed, try the next.
         w.undo_to(base);
         failed.insert(d);
     }
+}
+
+/// Checks the gang against its PodGroup and the profile's args; the failed outcome when the
+/// gang cannot be simulated.
+fn gang_plan(
+    w: &PreparedCluster,
+    profile: &Profile,
+    infos: &[PodInfo],
+) -> Result<GangPlan, Outcome> {
+    let Some(args) = profile.gang.clone() else {
+        return Err(fail(
+            Cause::MixedReplacementGroups,
+            "profile does not run OMEGangPack",
+        ));
+    };
+    let first = &infos[0];
+    let group = first.pod_group.clone().unwrap_or_default();
+    let key = format!("{}/{}", first.namespace, group);
+    if infos
+        .iter()
+        .any(|i| i.pod_group.as_deref() != Some(group.as_str()) || i.namespace != first.namespace)
+    {
+        return Err(fail(
+            Cause::MixedReplacementGroups,
+            "replacement pods belong to several gangs",
+        ));
+    }
+    let Some(pg) = w.pod_group(&key).cloned() else {
+        return Err(fail(
+            Cause::GangPodGroupMissing,
+            format!("PodGroup {key} not resolvable yet"),
+        ));
+    };
+    if w.pod_group_member_count(&key) > 0 {
+        return Err(fail(
+            Cause::ForeignGangState,
+            format!("PodGroup {key} already has pods in the snapshot"),
+        ));
+    }
+    if pg.spec.min_member <= 0 {
+        return Err(fail(
+            Cause::GangMinMemberInvalid,
+            format!("PodGroup {key} must declare a positive minMember"),
+        ));
+    }
+    let need = pg.spec.min_member as usize;
+    if need != infos.len() {
+        return Err(fail(
+            Cause::IncompleteGang,
+            format!(
+                "waiting for all PodGroup member templates for {key}: {} of {need}",
+                infos.len()
+            ),
+        ));
+    }
+    let label = &args.unsupported_placement_group_label;
+    if !label.is_empty()
+        && (pg.metadata.labels.contains_key(label)
+            || infos.iter().any(|i| i.labels.contains_key(label)))
+    {
+        return Err(fail(
+            Cause::PartnerPlacementGroup,
+            "partner placement groups are not supported",
+        ));
+    }
+    let topology_key = pg
+        .metadata
+        .annotations
+        .get(&args.pod_group_topology_key_annotation)
+        .filter(|v| !args.pod_group_topology_key_annotation.is_empty() && !v.is_empty())
+        .cloned()
+        .unwrap_or_else(|| args.topology_key.clone());
+    if topology_key.is_empty() {
+        return Err(fail(
+            Cause::GangTopologyKeyMissing,
+            format!(
+                "PodGroup {key} must declare ome.io/topology-key or the scheduler must configure topologyKey"
+            ),
+        ));
+    }
+    let timeout = match pg.spec.schedule_timeout_seconds {
+        Some(t) if t > 0 => i64::from(t),
+        _ => args.default_permit_timeout_seconds,
+    };
+    if timeout <= 0 {
+        return Err(fail(
+            Cause::GangTimeoutMissing,
+            format!(
+                "PodGroup {key} must set scheduleTimeoutSeconds or the scheduler must configure defaultPermitTimeoutSeconds"
+            ),
+        ));
+    }
+    let Some(order) = order_members(w, infos) else {
+        return Err(fail(
+            Cause::GangSiblingCycle,
+            format!("gang {key}: sibling affinity cycle"),
+        ));
+    };
+    let per_node: i64 = if infos.iter().any(|m| {
+        m.anti_req
+            .iter()
+            .any(|t| infos.iter().any(|s| !std::ptr::eq(s, m) && t.matches(s)))
+    }) {
+        1
+    } else {
+        need as i64
+    };
+    Ok(GangPlan {
+        key,
+        need,
+        topology_key,
+        order,
+        per_node,
+    })
+}
+
+/// Places the gang's members in one domain's `nodes`, each where the rest still fit; the
+/// outcome when placed or out of time (members released), `None` when the domain cannot take
+/// the gang (members left assumed for the caller to release).
+fn try_domain(
+    w: &mut PreparedCluster,
+    profile: &Profile,
+    infos: &[PodInfo],
+    plan: &GangPlan,
+    nodes: &[usize],
+    excluded: &BTreeSet<usize>,
+    expired: &mut dyn FnMut() -> bool,
+) -> Option<Outcome> {
+    let base = w.pods_len();
+    let (order, per_node) = (&plan.order, plan.per_node);
+    let mut placed: Vec<Option<usize>> = vec![None; infos.len()];
+    let mut ties = Vec::new();
+    for (pos, &mi) in order.iter().enumerate() {
+        if expired() {
+            w.undo_to(base);
+            return Some(fail(Cause::DeadlineExceeded, "deadline"));
+        }
+        let m = &infos[mi];
+        let rest: Vec<&PodInfo> = order[pos + 1..].iter().map(|&i| &infos[i]).collect();
+        let mut candidates = Vec::new();
+        for &n in nodes {
+            if !w.fits_member(m, n) {
+                continue;
+            }
+            if rest.is_empty() {
+                candidates.push(n);
+                continue;
+            }
+            let mark = w.pods_len();
+            w.assume(m.clone(), n);
+            let room = domain_room(w, &rest, nodes, per_node);
+            w.undo_to(mark);
+            if room >= rest.len() as i64 {
+                candidates.push(n);
+            }
+        }
+        match w.cycle(m, &candidates, excluded, profile) {
+            Some((n, tied)) => {
+                if tied.len() > 1 {
+                    ties.push((
+                        m.key(),
+                        tied.iter().map(|&t| w.node_name(t).to_string()).collect(),
+                    ));
+                }
+                placed[mi] = Some(n);
+                w.assume(m.clone(), n);
+            }
+            None => return None,
+        }
+    }
+    Some(w.feasible(infos, &placed, ties))
 }

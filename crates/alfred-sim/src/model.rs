@@ -566,6 +566,91 @@ pub fn pod_info(
     namespaces: &BTreeMap<String, BTreeMap<String, String>>,
     to_schedule: bool,
 ) -> Result<PodInfo, Failure> {
+    check_pod_support(pod, to_schedule)?;
+    let spec = &pod.spec;
+    let (requests, nz_cpu, nz_mem) = pod_requests(pod)?;
+    let ports = host_ports(pod);
+    let PodAffinities {
+        required_node,
+        preferred_node,
+        aff_req,
+        aff_pref,
+        anti_req,
+        anti_pref,
+    } = pod_affinities(pod, namespaces)?;
+    let mut images = Vec::new();
+    for c in spec.init_containers.iter().chain(&spec.containers) {
+        if to_schedule && !c.image.is_empty() {
+            images.push(normalize_image(&c.image));
+        }
+    }
+    Ok(PodInfo {
+        namespace: pod.metadata.namespace.clone(),
+        name: pod.metadata.name.clone(),
+        uid: if to_schedule {
+            pod.metadata.uid.clone()
+        } else {
+            String::new()
+        },
+        labels: pod.metadata.labels.clone(),
+        scheduler: pod.effective_scheduler().to_string(),
+        priority: spec.priority.unwrap_or(0),
+        preempt_never: spec.preemption_policy.as_deref() == Some("Never"),
+        requests,
+        req_v: Vec::new(),
+        nz_cpu,
+        nz_mem,
+        ports,
+        // Bound pods only need what other pods' filters and scores read about them.
+        node_selector: if to_schedule {
+            spec.node_selector.clone()
+        } else {
+            BTreeMap::new()
+        },
+        required_node: required_node.filter(|_| to_schedule),
+        preferred_node: if to_schedule {
+            preferred_node
+        } else {
+            Vec::new()
+        },
+        aff_req,
+        aff_pref,
+        anti_req,
+        anti_pref,
+        tolerations: if to_schedule {
+            spec.tolerations.clone()
+        } else {
+            Vec::new()
+        },
+        spread: if to_schedule {
+            spec.topology_spread_constraints.clone()
+        } else {
+            Vec::new()
+        },
+        images: if to_schedule { images } else { Vec::new() },
+        pod_group: pod
+            .metadata
+            .labels
+            .get(POD_GROUP_LABEL)
+            .filter(|v| !v.is_empty())
+            .cloned(),
+        terminating: pod.metadata.deletion_timestamp.is_some(),
+        owners: if !to_schedule {
+            Vec::new()
+        } else {
+            pod.metadata
+                .owner_references
+                .iter()
+                .map(|o| (o.kind.clone(), o.name.clone()))
+                .collect()
+        },
+    })
+}
+
+/// Refuses what the model does not support: unknown spec fields, pod-level resources, unknown
+/// toleration or spread values, and (for a pod to schedule) scheduling gates, resource claims
+/// and volume kinds outside the modelled ones.
+fn check_pod_support(pod: &Pod, to_schedule: bool) -> Result<(), Failure> {
     let key = pod.key();
     let spec = &pod.spec;
     for k in spec.unknown.keys() {
@@ -633,7 +718,13 @@ pub fn pod_info(
             ));
         }
     }
-    let (requests, nz_cpu, nz_mem) = pod_requests(pod)?;
+    Ok(())
+}
+
+/// The host ports a pod holds as (protocol, host IP, port); with host networking every
+/// container port is one.
+fn host_ports(pod: &Pod) -> Vec<(String, String, i32)> {
+    let spec = &pod.spec;
     let host_network = spec
         .unknown
         .get("hostNetwork")
@@ -662,6 +753,25 @@ pub fn pod_info(
             }
         }
     }
+    ports
+}
+
+/// A pod's node and pod (anti-)affinity, checked, with its terms resolved.
+struct PodAffinities {
+    required_node: Option<Vec<NodeSelectorTerm>>,
+    preferred_node: Vec<PreferredSchedulingTerm>,
+    aff_req: Vec<Term>,
+    aff_pref: Vec<Term>,
+    anti_req: Vec<Term>,
+    anti_pref: Vec<Term>,
+}
+
+fn pod_affinities(
+    pod: &Pod,
+    namespaces: &BTreeMap<String, BTreeMap<String, String>>,
+) -> Result<PodAffinities, Failure> {
+    let key = pod.key();
+    let spec = &pod.spec;
     let (mut required_node, mut preferred_node) = (None, Vec::new());
     let (mut aff_req, mut aff_pref, mut anti_req, mut anti_pref) =
         (Vec::new(), Vec::new(), Vec::new(), Vec::new());
@@ -721,72 +831,13 @@ pub fn pod_info(
             }
         }
     }
-    let mut images = Vec::new();
-    for c in spec.init_containers.iter().chain(&spec.containers) {
-        if to_schedule && !c.image.is_empty() {
-            images.push(normalize_image(&c.image));
-        }
-    }
-    Ok(PodInfo {
-        namespace: pod.metadata.namespace.clone(),
-        name: pod.metadata.name.clone(),
-        uid: if to_schedule {
-            pod.metadata.uid.clone()
-        } else {
-            String::new()
-        },
-        labels: pod.metadata.labels.clone(),
-        scheduler: pod.effective_scheduler().to_string(),
-        priority: spec.priority.unwrap_or(0),
-        preempt_never: spec.preemption_policy.as_deref() == Some("Never"),
-        requests,
-        req_v: Vec::new(),
-        nz_cpu,
-        nz_mem,
-        ports,
-        // Bound pods only need what other pods' filters and scores read about them.
-        node_selector: if to_schedule {
-            spec.node_selector.clone()
-        } else {
-            BTreeMap::new()
-        },
-        required_node: required_node.filter(|_| to_schedule),
-        preferred_node: if to_schedule {
-            preferred_node
-        } else {
-            Vec::new()
-        },
+    Ok(PodAffinities {
+        required_node,
+        preferred_node,
         aff_req,
         aff_pref,
         anti_req,
         anti_pref,
-        tolerations: if to_schedule {
-            spec.tolerations.clone()
-        } else {
-            Vec::new()
-        },
-        spread: if to_schedule {
-            spec.topology_spread_constraints.clone()
-        } else {
-            Vec::new()
-        },
-        images: if to_schedule { images } else { Vec::new() },
-        pod_group: pod
-            .metadata
-            .labels
-            .get(POD_GROUP_LABEL)
-            .filter(|v| !v.is_empty())
-            .cloned(),
-        terminating: pod.metadata.deletion_timestamp.is_some(),
-        owners: if !to_schedule {
-            Vec::new()
-        } else {
-            pod.metadata
-                .owner_references
-                .iter()
-                .map(|o| (o.kind.clone(), o.name.clone()))
-                .collect()
-        },
     })
 }
 

@@ -577,27 +577,62 @@ pub fn validate_closure(req: &SimulationRequest, cluster: &Cluster) -> Result<()
             "at least one Node is required",
         ));
     }
-    let nodes: BTreeSet<&str> = cluster
-        .nodes
-        .iter()
-        .map(|n| n.metadata.name.as_str())
-        .collect();
     let namespaces: BTreeSet<&str> = cluster
         .namespaces
         .iter()
         .map(|n| n.metadata.name.as_str())
         .collect();
-    let need_ns = |what: &str, ns: &str| -> Result<(), RequestError> {
-        if namespaces.contains(ns) {
-            Ok(())
-        } else {
-            Err(bad(
-                format!("{what} namespace"),
-                ns,
-                "Namespace not supplied",
-            ))
+    let namespaces = &namespaces;
+    let uids = check_cluster_pods(cluster, namespaces)?;
+    check_pod_groups(cluster, namespaces)?;
+    let mut rep_uids = BTreeSet::new();
+    for (i, p) in req.replacement_pods.iter().enumerate() {
+        need_namespace(
+            namespaces,
+            &format!("replacementPods[{i}]"),
+            &p.metadata.namespace,
+        )?;
+        if !p.metadata.uid.is_empty()
+            && (!rep_uids.insert(p.metadata.uid.clone()) || uids.contains(&p.metadata.uid))
+        {
+            return Err(bad(
+                format!("replacementPods[{i}].metadata.uid"),
+                &p.metadata.uid,
+                "must be unique",
+            ));
         }
-    };
+    }
+    check_source_pods(req, cluster)?;
+    if let Some(from) = &req.migration_from_node {
+        check_migration_from_node(req, from)?;
+    }
+    Ok(())
+}
+
+/// The object named `what` lives in a supplied Namespace.
+fn need_namespace(namespaces: &BTreeSet<&str>, what: &str, ns: &str) -> Result<(), RequestError> {
+    if namespaces.contains(ns) {
+        Ok(())
+    } else {
+        Err(bad(
+            format!("{what} namespace"),
+            ns,
+            "Namespace not supplied",
+        ))
+    }
+}
+
+/// Every pod has a unique UID, its Namespace, its Node and its controlling owners supplied;
+/// the pods' UIDs.
+fn check_cluster_pods(
+    cluster: &Cluster,
+    namespaces: &BTreeSet<&str>,
+) -> Result<BTreeSet<String>, RequestError> {
+    let nodes: BTreeSet<&str> = cluster
+        .nodes
+        .iter()
+        .map(|n| n.metadata.name.as_str())
+        .collect();
     let owners: BTreeMap<(String, String, String), String> = cluster
         .selector_objects
         .iter()
@@ -614,7 +649,11 @@ pub fn validate_closure(req: &SimulationRequest, cluster: &Cluster) -> Result<()
         .collect();
     let mut uids = BTreeSet::new();
     for p in &cluster.pods {
-        need_ns(&format!("pod {}", p.key()), &p.metadata.namespace)?;
+        need_namespace(
+            namespaces,
+            &format!("pod {}", p.key()),
+            &p.metadata.namespace,
+        )?;
         if p.metadata.uid.is_empty() || !uids.insert(p.metadata.uid.clone()) {
             return Err(bad(
                 format!("pod {} metadata.uid", p.key()),
@@ -645,8 +684,52 @@ pub fn validate_closure(req: &SimulationRequest, cluster: &Cluster) -> Result<()
             }
         }
     }
+    let mut uids = BTreeSet::new();
+    for p in &cluster.pods {
+        need_namespace(
+            namespaces,
+            &format!("pod {}", p.key()),
+            &p.metadata.namespace,
+        )?;
+        if p.metadata.uid.is_empty() || !uids.insert(p.metadata.uid.clone()) {
+            return Err(bad(
+                format!("pod {} metadata.uid", p.key()),
+                &p.metadata.uid,
+                "must be present and unique",
+            ));
+        }
+        if !p.spec.node_name.is_empty() && !nodes.contains(p.spec.node_name.as_str()) {
+            return Err(bad(
+                format!("pod {} spec.nodeName", p.key()),
+                &p.spec.node_name,
+                "names no supplied Node",
+            ));
+        }
+        for o in &p.metadata.owner_references {
+            if matches!(
+                o.kind.as_str(),
+                "ReplicationController" | "ReplicaSet" | "StatefulSet"
+            ) {
+                let k = (o.kind.clone(), p.metadata.namespace.clone(), o.name.clone());
+                if owners.get(&k) != Some(&o.uid) {
+                    return Err(bad(
+                        format!("pod {} ownerReferences", p.key()),
+                        format!("{}/{}", o.kind, o.name),
+                        "owner not supplied with a matching UID",
+                    ));
+                }
+            }
+        }
+    }
+    Ok(uids)
+}
+
+/// Selector objects and PodGroups have their Namespace; PodGroups a unique UID, a positive
+/// timeout when set, and no deletion under way.
+fn check_pod_groups(cluster: &Cluster, namespaces: &BTreeSet<&str>) -> Result<(), RequestError> {
     for o in &cluster.selector_objects {
-        need_ns(
+        need_namespace(
+            namespaces,
             &format!("{} {}", o.kind, o.metadata.name),
             &o.metadata.namespace,
         )?;
@@ -654,7 +737,7 @@ pub fn validate_closure(req: &SimulationRequest, cluster: &Cluster) -> Result<()
     let mut pg_uids = BTreeSet::new();
     for g in &cluster.pod_groups {
         let name = format!("PodGroup {}/{}", g.metadata.namespace, g.metadata.name);
-        need_ns(&name, &g.metadata.namespace)?;
+        need_namespace(namespaces, &name, &g.metadata.namespace)?;
         if g.metadata.uid.is_empty() || !pg_uids.insert(g.metadata.uid.clone()) {
             return Err(bad(
                 format!("{name} metadata.uid"),
@@ -675,19 +758,12 @@ pub fn validate_closure(req: &SimulationRequest, cluster: &Cluster) -> Result<()
             return Err(bad(name, "deleting", "PodGroup must not be deleting"));
         }
     }
-    let mut rep_uids = BTreeSet::new();
-    for (i, p) in req.replacement_pods.iter().enumerate() {
-        need_ns(&format!("replacementPods[{i}]"), &p.metadata.namespace)?;
-        if !p.metadata.uid.is_empty()
-            && (!rep_uids.insert(p.metadata.uid.clone()) || uids.contains(&p.metadata.uid))
-        {
-            return Err(bad(
-                format!("replacementPods[{i}].metadata.uid"),
-                &p.metadata.uid,
-                "must be unique",
-            ));
-        }
-    }
+    Ok(())
+}
+
+/// Source pods are bound, appear identical in the cluster, and (without a migration node) sit
+/// on excluded nodes.
+fn check_source_pods(req: &SimulationRequest, cluster: &Cluster) -> Result<(), RequestError> {
     if req.source_pods.is_empty() {
         return Err(bad(
             "sourcePods",
@@ -716,44 +792,48 @@ pub fn validate_closure(req: &SimulationRequest, cluster: &Cluster) -> Result<()
             ));
         }
     }
-    if let Some(from) = &req.migration_from_node {
-        if req.excluded_nodes.len() != 1 || req.excluded_nodes[0] != *from {
-            return Err(bad(
-                "migrationFromNode",
-                from,
-                "must be the one excluded node",
-            ));
-        }
-        if !req.source_pods.iter().any(|s| s.spec.node_name == *from) {
-            return Err(bad("migrationFromNode", from, "must host a source pod"));
-        }
-        for (i, p) in req.replacement_pods.iter().enumerate() {
-            let terms = p
-                .spec
-                .affinity
-                .as_ref()
-                .and_then(|a| a.node_affinity.as_ref())
-                .and_then(|n| {
-                    n.required_during_scheduling_ignored_during_execution
-                        .as_ref()
+    Ok(())
+}
+
+/// A migration node is the one excluded node, hosts a source pod, and every replacement's
+/// required node terms keep off it.
+fn check_migration_from_node(req: &SimulationRequest, from: &String) -> Result<(), RequestError> {
+    if req.excluded_nodes.len() != 1 || req.excluded_nodes[0] != *from {
+        return Err(bad(
+            "migrationFromNode",
+            from,
+            "must be the one excluded node",
+        ));
+    }
+    if !req.source_pods.iter().any(|s| s.spec.node_name == *from) {
+        return Err(bad("migrationFromNode", from, "must host a source pod"));
+    }
+    for (i, p) in req.replacement_pods.iter().enumerate() {
+        let terms = p
+            .spec
+            .affinity
+            .as_ref()
+            .and_then(|a| a.node_affinity.as_ref())
+            .and_then(|n| {
+                n.required_during_scheduling_ignored_during_execution
+                    .as_ref()
+            })
+            .map(|s| s.node_selector_terms.as_slice())
+            .unwrap_or(&[]);
+        let ok = !terms.is_empty()
+            && terms.iter().all(|t| {
+                t.match_expressions.iter().any(|e| {
+                    e.key == crate::model::HOSTNAME_LABEL
+                        && e.operator == "NotIn"
+                        && e.values.contains(from)
                 })
-                .map(|s| s.node_selector_terms.as_slice())
-                .unwrap_or(&[]);
-            let ok = !terms.is_empty()
-                && terms.iter().all(|t| {
-                    t.match_expressions.iter().any(|e| {
-                        e.key == crate::model::HOSTNAME_LABEL
-                            && e.operator == "NotIn"
-                            && e.values.contains(from)
-                    })
-                });
-            if !ok {
-                return Err(bad(
-                    format!("replacementPods[{i}].spec.affinity"),
-                    p.key(),
-                    "every required term must carry kubernetes.io/hostname NotIn [migrationFromNode]",
-                ));
-            }
+            });
+        if !ok {
+            return Err(bad(
+                format!("replacementPods[{i}].spec.affinity"),
+                p.key(),
+                "every required term must carry kubernetes.io/hostname NotIn [migrationFromNode]",
+            ));
         }
     }
     Ok(())

@@ -113,8 +113,8 @@ proptest! {
         let a = outcome(&case, &c, &reps);
         let mut shuffled = c.clone();
         // A deterministic permutation from the seed.
-        let mut s = seed | 1;
-        let mut next = || { s ^= s << 13; s ^= s >> 7; s ^= s << 17; s };
+        let mut rng = alfred_testkit::XorShift64::new(seed | 1);
+        let mut next = || rng.next_u64();
         for i in (1..shuffled.nodes.len()).rev() {
             let j = (next() % (i as u64 + 1)) as usize;
             shuffled.nodes.swap(i, j);

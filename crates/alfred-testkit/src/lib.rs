@@ -81,6 +81,31 @@ impl SplitMix64 {
     }
 }
 
+/// xorshift64 (Marsaglia 2003, shifts 13, 7, 17): the stream the hand-rolled random
+/// clusters of the tests and benchmarks draw from, kept so their clusters stay the same.
+#[derive(Debug, Clone)]
+pub struct XorShift64(u64);
+
+impl XorShift64 {
+    /// A stream from a non-zero state (0 would stay 0 forever).
+    pub fn new(state: u64) -> Self {
+        Self(state)
+    }
+
+    /// The next state, which is also the output.
+    pub fn next_u64(&mut self) -> u64 {
+        self.0 ^= self.0 << 13;
+        self.0 ^= self.0 >> 7;
+        self.0 ^= self.0 << 17;
+        self.0
+    }
+
+    /// The next state reduced to `0..n` (`n` > 0).
+    pub fn below(&mut self, n: u64) -> u64 {
+        self.next_u64() % n
+    }
+}
+
 const POOLS: [(&str, u64); 3] = [("H100", 6), ("A100", 3), ("L40S", 1)];
 const NODE_SIZES: [(u32, u64); 4] = [(8, 75), (4, 12), (2, 8), (1, 5)];
 const POD_SIZES: [(u32, u64); 4] = [(1, 45), (2, 25), (4, 18), (8, 12)];
@@ -449,5 +474,16 @@ mod tests {
         let gpu_pods = a.pods.iter().filter(|p| p.gpus > 0).count();
         assert!(gpu_pods > 100, "{gpu_pods}");
         assert_ne!(a, generate_cluster(100, 1000, 43));
+    }
+
+    #[test]
+    fn xorshift_is_the_classic_13_7_17_stream() {
+        let mut x = XorShift64::new(1);
+        // 1 ^ 1<<13 = 8193; ^ >>7 = 8193 ^ 64 = 8257; ^ <<17 = 8257 ^ 1082261504.
+        assert_eq!(x.next_u64(), 1_082_269_761);
+        let mut y = XorShift64::new(1);
+        y.next_u64();
+        let next = y.clone().next_u64();
+        assert_eq!(x.below(10), next % 10);
     }
 }

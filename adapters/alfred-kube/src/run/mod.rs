@@ -2,36 +2,20 @@
 //! docs/design-runtime.md#observation-loop, docs/design-runtime.md#cadence,
 //! docs/design-pass.md#rows-and-events, docs/design-runtime.md#leader-election).
 //!
-//! Every replica watches the cluster (`watch`), builds a snapshot with the pure observe
-//! function every `observationLoopInterval` and publishes the cluster gauges (`observe`),
-//! reloads `alfred-config` (`config`) and serves `/metrics`, `/healthz`, `/readyz` (`http`).
-//! The holder of the Lease `alfred.ome.io` (`leader`) runs the decision passes (`decide`,
-//! through the seam in `pass`) and applies their effects (`apply`, `events`) while, and only
-//! while, it holds the lease.
+//! The modules are grouped by concern. Every replica decodes the API server's lists and
+//! watch events (`decode`), keeps the cluster in caches, reloads `alfred-config` and builds a
+//! snapshot with the pure observe function every `observationLoopInterval` (`watch`), and
+//! reports its metrics and probes (`telemetry`). The holder of the Lease `alfred.ome.io`
+//! (`apply::leader`) runs the decision passes (`decision`) and applies their effects and Events
+//! (`apply`) while, and only while, it holds the lease.
 //!
 //! Kubernetes types stay inside this crate; the adapter holds no policy logic.
 
 pub mod apply;
-pub mod config;
-pub mod decide;
-pub mod decision_log;
-pub mod early;
-pub mod events;
-pub mod first_list;
-pub mod http;
-pub mod ids;
-pub mod leader;
-pub mod list_split;
-pub mod list_watch;
-pub mod metrics;
-pub mod observe;
-pub mod pass;
-pub mod proto_list;
-pub mod protobuf;
-pub mod slim;
-pub mod strip;
+pub mod decision;
+pub mod decode;
+pub mod telemetry;
 pub mod watch;
-pub mod workers;
 
 #[cfg(test)]
 mod transcript_tests;
@@ -50,14 +34,17 @@ use kube::runtime::WatchStreamExt;
 use kube::runtime::watcher::{self, Event};
 use tokio::sync::mpsc;
 
-use self::apply::Applier;
-use self::config::{ConfigStore, Reload, ReloadTracker};
-use self::decide::Decider;
-use self::http::HttpState;
-use self::leader::LeaderGate;
-use self::metrics::Metrics;
-use self::observe::Observer;
-use self::watch::Caches;
+use self::apply::applier::{self, Applier};
+use self::apply::leader::LeaderGate;
+use self::apply::{events, leader};
+use self::decision::decide::Decider;
+use self::decision::{decide, decision_log, pass, workers};
+use self::telemetry::http;
+use self::telemetry::http::HttpState;
+use self::telemetry::metrics::Metrics;
+use self::watch::caches::Caches;
+use self::watch::config::{ConfigStore, Reload, ReloadTracker};
+use self::watch::observe::Observer;
 
 /// Flags of `alfred run` (docs/configuration.md#flags-of-alfred-run).
 #[derive(Debug, Clone, clap::Args)]
@@ -175,8 +162,8 @@ pub struct Harness {
     /// Simulate in process (the model of `alfred replay --simulate-in-process`) instead of
     /// worker processes; satisfies `--migration-api-version v1`'s need for a simulator.
     pub simulate_in_process: bool,
-    /// Called after every write (see [`apply::WriteHook`]).
-    pub on_write: Option<apply::WriteHook>,
+    /// Called after every write (see [`applier::WriteHook`]).
+    pub on_write: Option<applier::WriteHook>,
 }
 
 /// `alfred run` in the caller's async runtime (multi-threaded) with a test [`Harness`]. Ends
@@ -250,65 +237,13 @@ async fn bind(address: &str) -> Result<tokio::net::TcpListener, String> {
 async fn run(args: RunArgs, options: RuntimeOptions, harness: Harness) -> Result<(), String> {
     let namespace = args.effective_namespace();
     let pod = harness.pod.clone().unwrap_or_else(pod_name);
-    let metrics = Arc::new(Metrics::new());
-    for outcome in ["success", "failure"] {
-        metrics.touch(MetricId::PolicyReload, &[("outcome", outcome)]);
-    }
-    metrics.set(MetricId::LeaderStatus, &[("pod", &pod)], 0.0);
-    metrics.set(MetricId::CircuitBreakerState, &[], 0.0);
-    metrics.set(
-        MetricId::OmenativeUnavailable,
-        &[],
-        if options.executor_available() {
-            0.0
-        } else {
-            1.0
-        },
-    );
-
+    let metrics = startup_metrics(&pod, &options);
     // HTTP first, so /healthz answers while the workers are probed; /readyz waits for them.
     let ready = Arc::new(AtomicBool::new(false));
-    let state = HttpState {
-        metrics: metrics.clone(),
-        ready: ready.clone(),
-    };
-    let mut addresses = vec![args.metrics_bind_address.clone()];
-    if args.health_probe_bind_address != args.metrics_bind_address
-        && !args.health_probe_bind_address.is_empty()
-        && args.health_probe_bind_address != "0"
-    {
-        addresses.push(args.health_probe_bind_address.clone());
-    }
-    for address in addresses {
-        let listener = bind(&address).await?;
-        let router = http::router(state.clone());
-        tracing::info!(address = %address, "serving /metrics, /healthz, /readyz");
-        tokio::spawn(async move {
-            if let Err(e) = axum::serve(listener, router).await {
-                tracing::error!(error = %e, "HTTP server stopped");
-            }
-        });
-    }
-
+    serve_http(&args, &metrics, &ready).await?;
     let client = client(&args).await?;
 
-    let mut simulation = pass::Simulation::None;
-    if harness.simulate_in_process && args.simulation_workers.is_empty() {
-        tracing::info!("simulating in process (test harness)");
-        simulation = pass::Simulation::InProcess;
-    } else if !args.simulation_workers.is_empty() {
-        match workers::load_and_probe(&args.simulation_workers, options.simulation_timeout).await {
-            Ok(pool) => {
-                tracing::info!("simulation workers loaded");
-                simulation = pass::Simulation::Workers(pool);
-            }
-            Err(e) => {
-                let msg = format!("unable to configure recommendation simulation: {e}");
-                tracing::error!("{msg}");
-                return Err(msg);
-            }
-        }
-    }
+    let simulation = simulation(&args, &options, &harness).await?;
     ready.store(true, Ordering::SeqCst);
 
     let gate = if options.leader_elect {
@@ -408,6 +343,84 @@ async fn run(args: RunArgs, options: RuntimeOptions, harness: Harness) -> Result
     }
 }
 
+/// The metrics registry with the series a fresh process reports before its first pass.
+fn startup_metrics(pod: &str, options: &RuntimeOptions) -> Arc<Metrics> {
+    let metrics = Arc::new(Metrics::new());
+    for outcome in ["success", "failure"] {
+        metrics.touch(MetricId::PolicyReload, &[("outcome", outcome)]);
+    }
+    metrics.set(MetricId::LeaderStatus, &[("pod", pod)], 0.0);
+    metrics.set(MetricId::CircuitBreakerState, &[], 0.0);
+    metrics.set(
+        MetricId::OmenativeUnavailable,
+        &[],
+        if options.executor_available() {
+            0.0
+        } else {
+            1.0
+        },
+    );
+    metrics
+}
+
+/// Serves /metrics, /healthz and /readyz on the metrics address and, when it differs, on the
+/// health probe address.
+async fn serve_http(
+    args: &RunArgs,
+    metrics: &Arc<Metrics>,
+    ready: &Arc<AtomicBool>,
+) -> Result<(), String> {
+    let state = HttpState {
+        metrics: metrics.clone(),
+        ready: ready.clone(),
+    };
+    let mut addresses = vec![args.metrics_bind_address.clone()];
+    if args.health_probe_bind_address != args.metrics_bind_address
+        && !args.health_probe_bind_address.is_empty()
+        && args.health_probe_bind_address != "0"
+    {
+        addresses.push(args.health_probe_bind_address.clone());
+    }
+    for address in addresses {
+        let listener = bind(&address).await?;
+        let router = http::router(state.clone());
+        tracing::info!(address = %address, "serving /metrics, /healthz, /readyz");
+        tokio::spawn(async move {
+            if let Err(e) = axum::serve(listener, router).await {
+                tracing::error!(error = %e, "HTTP server stopped");
+            }
+        });
+    }
+    Ok(())
+}
+
+/// How passes simulate moves: in process (test harness), through the configured workers
+/// (probed first), or not at all.
+async fn simulation(
+    args: &RunArgs,
+    options: &RuntimeOptions,
+    harness: &Harness,
+) -> Result<pass::Simulation, String> {
+    if harness.simulate_in_process && args.simulation_workers.is_empty() {
+        tracing::info!("simulating in process (test harness)");
+        return Ok(pass::Simulation::InProcess);
+    }
+    if args.simulation_workers.is_empty() {
+        return Ok(pass::Simulation::None);
+    }
+    match workers::load_and_probe(&args.simulation_workers, options.simulation_timeout).await {
+        Ok(pool) => {
+            tracing::info!("simulation workers loaded");
+            Ok(pass::Simulation::Workers(pool))
+        }
+        Err(e) => {
+            let msg = format!("unable to configure recommendation simulation: {e}");
+            tracing::error!("{msg}");
+            Err(msg)
+        }
+    }
+}
+
 async fn shutdown_signal() {
     let term = async {
         match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
@@ -474,7 +487,7 @@ async fn watch_config(
                         let outcome = applier
                             .record_event(&involved, event_type, reason.as_str(), &message)
                             .await;
-                        if outcome != apply::Outcome::Applied {
+                        if outcome != applier::Outcome::Applied {
                             tracing::warn!(
                                 outcome = outcome.label(),
                                 "cannot record PolicyReloadFailed"

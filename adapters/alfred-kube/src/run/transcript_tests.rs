@@ -12,9 +12,9 @@ use kube::Client;
 use kube::client::Body;
 use serde_json::{Value, json};
 
-use super::apply::{Applier, Outcome};
-use super::leader::LeaderGate;
-use super::metrics::Metrics;
+use crate::run::apply::applier::{Applier, Outcome};
+use crate::run::apply::leader::LeaderGate;
+use crate::run::telemetry::metrics::Metrics;
 
 /// A scripted reply.
 enum Reply {
@@ -521,8 +521,8 @@ async fn the_shipped_guard_as_read_from_the_api_passes_the_guard_check() {
     policy["metadata"]["generation"] = json!(1);
     policy["status"] = json!({"observedGeneration": 1, "typeChecking": {}});
     let (client, t) = mock(vec![ok(policy), ok(binding)]);
-    let (p, b) = super::decide::read_guard(&client).await;
-    let obs = super::pass::guard_observation(p.as_ref(), b.as_ref());
+    let (p, b) = crate::run::decision::decide::read_guard(&client).await;
+    let obs = crate::run::decision::pass::guard_observation(p.as_ref(), b.as_ref());
     let username = alfred_dispatch::guard::guard_username("ome", "ome-alfred");
     assert_eq!(alfred_dispatch::guard::check_guard(&obs, &username), Ok(()));
     insta::assert_json_snapshot!(written(&t), @r#"
@@ -544,9 +544,9 @@ async fn a_missing_changed_or_unchecked_guard_fails_the_check() {
     let username = alfred_dispatch::guard::guard_username("ome", "ome-alfred");
     let check = async |replies: Vec<Reply>| {
         let (client, _) = mock(replies);
-        let (p, b) = super::decide::read_guard(&client).await;
+        let (p, b) = crate::run::decision::decide::read_guard(&client).await;
         alfred_dispatch::guard::check_guard(
-            &super::pass::guard_observation(p.as_ref(), b.as_ref()),
+            &crate::run::decision::pass::guard_observation(p.as_ref(), b.as_ref()),
             &username,
         )
     };

@@ -13,9 +13,11 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use alfred_kube::run::apply::{Applier, Outcome, drain_taint, nominate_patch, taints_patch};
-use alfred_kube::run::leader::LeaderGate;
-use alfred_kube::run::metrics::Metrics;
+use alfred_kube::run::apply::applier::{
+    Applier, Outcome, drain_taint, nominate_patch, taints_patch,
+};
+use alfred_kube::run::apply::leader::LeaderGate;
+use alfred_kube::run::telemetry::metrics::Metrics;
 use alfred_model::effect::Effect;
 use alfred_model::plan::DRAIN_TAINT_KEY;
 use k8s_openapi::api::core::v1::{Node, Pod};

@@ -13,8 +13,8 @@ use std::path::Path;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use alfred_kube::run::apply::{Outcome, WriteHook};
-use alfred_kube::run::decide::GuardSource;
+use alfred_kube::run::apply::applier::{Outcome, WriteHook};
+use alfred_kube::run::decision::decide::GuardSource;
 use alfred_kube::run::{Harness, RunArgs, run_with};
 use alfred_model::effect::Effect;
 use futures::future::BoxFuture;

@@ -98,7 +98,7 @@ async fn the_snapshot_from_real_watches_equals_the_offline_observe_of_the_same_o
     // The execute-mode re-check's uncached read (with alfred's own RBAC-bound identity) sees
     // the same cluster as the watches and the offline observe.
     let as_alfred = client(&s.alfred_kubeconfig).await;
-    let fresh = alfred_kube::run::watch::read_uncached(&as_alfred)
+    let fresh = alfred_kube::run::watch::caches::read_uncached(&as_alfred)
         .await
         .expect("uncached read");
     let objects = ClusterObjects::from_list_json(&read_back(&s.admin).await.to_string()).unwrap();
@@ -106,8 +106,8 @@ async fn the_snapshot_from_real_watches_equals_the_offline_observe_of_the_same_o
     // The watchers and the re-check read Pods and Nodes as protobuf: the same objects read
     // as JSON are equal, field for field (affinity, tolerations, owners, conditions).
     {
-        use alfred_kube::run::list_watch::{Encoding, ListFrom, list_all};
-        use alfred_kube::run::slim::{SlimNode, SlimPod};
+        use alfred_kube::run::decode::slim::{SlimNode, SlimPod};
+        use alfred_kube::run::watch::list_watch::{Encoding, ListFrom, list_all};
         let pods = |e| list_all::<SlimPod>(&as_alfred, ListFrom::Etcd, e);
         let (pb, json) = (
             pods(Encoding::PreferProtobuf).await,

@@ -16,9 +16,10 @@ use std::time::Duration;
 
 use super::error::{ConfigError, index_path, key_path, quoted};
 use super::model::{
-    Aggressiveness, ConditionStatus, ConditionTrigger, Config, DrainProtection, EarlyTickTrigger,
-    LabelTrigger, MaintenanceConfig, MaintenanceTrigger, MaintenanceWindow, Mode, SchedulingConfig,
-    SchedulingProfile, TaintEffect, TaintTrigger, TimeOfDay, TriggerRule, Weekday, defaults,
+    Aggressiveness, ConditionStatus, ConditionTrigger, Config, DefragmentationConfig,
+    DrainProtection, EarlyTickTrigger, LabelTrigger, MaintenanceConfig, MaintenanceTrigger,
+    MaintenanceWindow, Mode, NodeHealthConfig, SchedulingConfig, SchedulingProfile, TaintEffect,
+    TaintTrigger, TimeOfDay, TriggerRule, Weekday, defaults,
 };
 use super::names::{is_dns1123_subdomain, is_label_value, is_qualified_name};
 use super::tree::{Node, Obj, RawDuration};
@@ -559,132 +560,10 @@ impl RawConfig {
         }
         config.scheduling = build_profiles(self.profiles)?;
 
-        let defrag = &mut config.policies.defragmentation;
-        if let Some(enabled) = self.defrag.enabled {
-            defrag.enabled = enabled;
-        }
-        if let Some(threshold) = self.defrag.threshold {
-            check_unit_interval(THRESHOLD, threshold)?;
-            defrag.fragmentation_threshold = threshold;
-        }
-        if let Some(a) = &self.defrag.aggressiveness {
-            defrag.aggressiveness = parse_aggressiveness(DEFRAG_AGGRESSIVENESS, a)?;
-        }
-        if let Some(lambda) = self.defrag.lambda {
-            check_unit_interval(LAMBDA, lambda)?;
-            defrag.scoring.demand_blend_lambda = lambda;
-        }
-        if let Some(ladder) = self.defrag.ladder.filter(|l| !l.is_empty()) {
-            defrag.scoring.size_ladder = ladder
-                .iter()
-                .enumerate()
-                .map(|(i, &size)| to_positive_u32(&index_path(LADDER, i), size))
-                .collect::<Result<_, _>>()?;
-            check_ladder(&defrag.scoring.size_ladder)?;
-        }
-        let prior_is_default = match self.defrag.prior.filter(|p| !p.is_empty()) {
-            None => true,
-            Some(entries) => {
-                defrag.scoring.size_prior = prior_keys(entries)?;
-                false
-            }
-        };
-        check_prior(
-            &defrag.scoring.size_prior,
-            &defrag.scoring.size_ladder,
-            prior_is_default,
-        )?;
-        let drain = &mut defrag.drain_plans;
-        if let Some(enabled) = self.defrag.drain.enabled {
-            drain.enabled = enabled;
-        }
-        if let Some(p) = &self.defrag.drain.protection {
-            drain.protection = DrainProtection::from_name(p).ok_or_else(|| {
-                ConfigError::invalid(
-                    format!("{DRAIN_PLANS}.protection"),
-                    quoted(p),
-                    format!("is not a protection mode (want {})", DrainProtection::WANT),
-                )
-            })?;
-        }
-        let slots = [
-            &mut drain.max_steps_per_plan,
-            &mut drain.max_active_plans,
-            &mut drain.plan_deadline_minutes,
-            &mut drain.abandon_backoff_minutes,
-            &mut drain.lone_pod_wait_minutes,
-        ];
-        for ((key, raw), slot) in DRAIN_POSITIVE
-            .iter()
-            .zip(self.defrag.drain.positive)
-            .zip(slots)
-        {
-            let path = format!("{DRAIN_PLANS}.{key}");
-            match raw {
-                None => {}
-                Some(n) if n <= 0 => {
-                    return Err(ConfigError::invalid(path, n.to_string(), "is not positive"));
-                }
-                Some(n) => *slot = to_positive_u32(&path, n)?,
-            }
-        }
+        build_defragmentation(self.defrag, &mut config.policies.defragmentation)?;
+        build_node_health(self.health, &mut config.policies.node_health)?;
 
-        let health = &mut config.policies.node_health;
-        if let Some(enabled) = self.health.enabled {
-            health.enabled = enabled;
-        }
-        if let Some(a) = &self.health.aggressiveness {
-            health.aggressiveness = parse_aggressiveness(HEALTH_AGGRESSIVENESS, a)?;
-        }
-        if let Some(conditions) = self.health.trigger_conditions.filter(|c| !c.is_empty()) {
-            check_trigger_conditions(&conditions)?;
-            health.trigger_conditions = conditions;
-        }
-        if let Some(signal_only) = self.health.signal_only {
-            health.signal_only = signal_only;
-        }
-        let mut triggers = Vec::with_capacity(self.health.triggers.len());
-        let mut names = BTreeMap::new();
-        for (i, raw) in self.health.triggers.into_iter().enumerate() {
-            let trigger = build_trigger(i, raw)?;
-            check_trigger(i, &trigger, &mut names)?;
-            triggers.push(trigger);
-        }
-        health.maintenance = MaintenanceConfig { triggers };
-
-        let mut positive = config.positive_integers().map(|(_, v)| v);
-        for ((path, raw), value) in POSITIVE_INTEGERS
-            .iter()
-            .zip(self.positive)
-            .zip(positive.iter_mut())
-        {
-            match raw {
-                None | Some(0) => {}
-                Some(n) if n < 0 => {
-                    return Err(ConfigError::invalid(
-                        *path,
-                        n.to_string(),
-                        "is not positive",
-                    ));
-                }
-                Some(n) => *value = to_positive_u32(path, n)?,
-            }
-        }
-        [
-            config.recent_placement_cooldown_minutes,
-            config.per_workload_cooldown_minutes,
-            config.per_node_cooldown_minutes,
-            config.max_in_flight_migrations,
-            config.max_migrations_per_hour,
-            config.emergency_pending_age_minutes,
-            config
-                .policies
-                .defragmentation
-                .scoring
-                .pending_urgency_tau_minutes,
-            config.policies.node_health.health_cooldown_floor_minutes,
-            config.policies.node_health.node_suspicion_window_minutes,
-        ] = positive;
+        apply_positive_integers(self.positive, &mut config)?;
 
         for (i, raw) in self.windows.into_iter().enumerate() {
             let window = build_window(i, raw)?;
@@ -743,6 +622,139 @@ impl RawConfig {
         }
         Ok(config)
     }
+}
+
+/// Phase 2 for `policies.defragmentation`, drain plans included.
+fn build_defragmentation(
+    raw: RawDefrag,
+    defrag: &mut DefragmentationConfig,
+) -> Result<(), ConfigError> {
+    if let Some(enabled) = raw.enabled {
+        defrag.enabled = enabled;
+    }
+    if let Some(threshold) = raw.threshold {
+        check_unit_interval(THRESHOLD, threshold)?;
+        defrag.fragmentation_threshold = threshold;
+    }
+    if let Some(a) = &raw.aggressiveness {
+        defrag.aggressiveness = parse_aggressiveness(DEFRAG_AGGRESSIVENESS, a)?;
+    }
+    if let Some(lambda) = raw.lambda {
+        check_unit_interval(LAMBDA, lambda)?;
+        defrag.scoring.demand_blend_lambda = lambda;
+    }
+    if let Some(ladder) = raw.ladder.filter(|l| !l.is_empty()) {
+        defrag.scoring.size_ladder = ladder
+            .iter()
+            .enumerate()
+            .map(|(i, &size)| to_positive_u32(&index_path(LADDER, i), size))
+            .collect::<Result<_, _>>()?;
+        check_ladder(&defrag.scoring.size_ladder)?;
+    }
+    let prior_is_default = match raw.prior.filter(|p| !p.is_empty()) {
+        None => true,
+        Some(entries) => {
+            defrag.scoring.size_prior = prior_keys(entries)?;
+            false
+        }
+    };
+    check_prior(
+        &defrag.scoring.size_prior,
+        &defrag.scoring.size_ladder,
+        prior_is_default,
+    )?;
+    let drain = &mut defrag.drain_plans;
+    if let Some(enabled) = raw.drain.enabled {
+        drain.enabled = enabled;
+    }
+    if let Some(p) = &raw.drain.protection {
+        drain.protection = DrainProtection::from_name(p).ok_or_else(|| {
+            ConfigError::invalid(
+                format!("{DRAIN_PLANS}.protection"),
+                quoted(p),
+                format!("is not a protection mode (want {})", DrainProtection::WANT),
+            )
+        })?;
+    }
+    let slots = [
+        &mut drain.max_steps_per_plan,
+        &mut drain.max_active_plans,
+        &mut drain.plan_deadline_minutes,
+        &mut drain.abandon_backoff_minutes,
+        &mut drain.lone_pod_wait_minutes,
+    ];
+    for ((key, raw), slot) in DRAIN_POSITIVE.iter().zip(raw.drain.positive).zip(slots) {
+        let path = format!("{DRAIN_PLANS}.{key}");
+        match raw {
+            None => {}
+            Some(n) if n <= 0 => {
+                return Err(ConfigError::invalid(path, n.to_string(), "is not positive"));
+            }
+            Some(n) => *slot = to_positive_u32(&path, n)?,
+        }
+    }
+
+    Ok(())
+}
+
+/// Phase 2 for `policies.nodeHealth`, its maintenance triggers included.
+fn build_node_health(raw: RawHealth, health: &mut NodeHealthConfig) -> Result<(), ConfigError> {
+    if let Some(enabled) = raw.enabled {
+        health.enabled = enabled;
+    }
+    if let Some(a) = &raw.aggressiveness {
+        health.aggressiveness = parse_aggressiveness(HEALTH_AGGRESSIVENESS, a)?;
+    }
+    if let Some(conditions) = raw.trigger_conditions.filter(|c| !c.is_empty()) {
+        check_trigger_conditions(&conditions)?;
+        health.trigger_conditions = conditions;
+    }
+    if let Some(signal_only) = raw.signal_only {
+        health.signal_only = signal_only;
+    }
+    let mut triggers = Vec::with_capacity(raw.triggers.len());
+    let mut names = BTreeMap::new();
+    for (i, raw) in raw.triggers.into_iter().enumerate() {
+        let trigger = build_trigger(i, raw)?;
+        check_trigger(i, &trigger, &mut names)?;
+        triggers.push(trigger);
+    }
+    health.maintenance = MaintenanceConfig { triggers };
+    Ok(())
+}
+
+/// Phase 2 for the top-level positive integers: unset or 0 keeps the default.
+fn apply_positive_integers(raw: [Option<i128>; 9], config: &mut Config) -> Result<(), ConfigError> {
+    let mut positive = config.positive_integers().map(|(_, v)| v);
+    for ((path, raw), value) in POSITIVE_INTEGERS.iter().zip(raw).zip(positive.iter_mut()) {
+        match raw {
+            None | Some(0) => {}
+            Some(n) if n < 0 => {
+                return Err(ConfigError::invalid(
+                    *path,
+                    n.to_string(),
+                    "is not positive",
+                ));
+            }
+            Some(n) => *value = to_positive_u32(path, n)?,
+        }
+    }
+    [
+        config.recent_placement_cooldown_minutes,
+        config.per_workload_cooldown_minutes,
+        config.per_node_cooldown_minutes,
+        config.max_in_flight_migrations,
+        config.max_migrations_per_hour,
+        config.emergency_pending_age_minutes,
+        config
+            .policies
+            .defragmentation
+            .scoring
+            .pending_urgency_tau_minutes,
+        config.policies.node_health.health_cooldown_floor_minutes,
+        config.policies.node_health.node_suspicion_window_minutes,
+    ] = positive;
+    Ok(())
 }
 
 // ---------------------------------------------------------------------------------------------

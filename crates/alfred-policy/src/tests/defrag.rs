@@ -471,10 +471,25 @@ fn per_workload_cooldown_blocks_moves_and_repack() {
     );
 }
 
+/// A workload edit and the advisory reason it must give `prod/a` on example 1.
+type LadderCase = (&'static str, fn(&mut alfred_model::snapshot::Workload), A);
+
+/// Each case alone makes `prod/a` advisory with its reason, no executable move and no hint.
+fn assert_ladder_reasons(cases: Vec<LadderCase>) {
+    for (name, edit, want) in cases {
+        let rows = run(
+            example1().workload("prod/a", edit),
+            &PolicySettings::default(),
+        );
+        let a = find(&rows, "prod/a");
+        assert_eq!(a.advisory_reason, Some(want), "{name}: {a:#?}");
+        assert!(!a.executable && a.hint_target_nodes.is_empty(), "{name}");
+    }
+}
+
 #[test]
-fn eligibility_ladder_reasons() {
-    type Edit = fn(&mut alfred_model::snapshot::Workload);
-    let cases: Vec<(&str, Edit, A)> = vec![
+fn eligibility_ladder_observation_reasons() {
+    let cases: Vec<LadderCase> = vec![
         (
             "no IR",
             |w| w.components[0].replica = None,
@@ -503,6 +518,13 @@ fn eligibility_ladder_reasons() {
             },
             A::OMENativeObservationInvalid,
         ),
+    ];
+    assert_ladder_reasons(cases);
+}
+
+#[test]
+fn eligibility_ladder_state_reasons() {
+    let cases: Vec<LadderCase> = vec![
         (
             "not movable",
             |w| w.settings.movable = false,
@@ -600,15 +622,11 @@ fn eligibility_ladder_reasons() {
             A::OMENativeStateIneligible,
         ),
     ];
-    for (name, edit, want) in cases {
-        let rows = run(
-            example1().workload("prod/a", edit),
-            &PolicySettings::default(),
-        );
-        let a = find(&rows, "prod/a");
-        assert_eq!(a.advisory_reason, Some(want), "{name}: {a:#?}");
-        assert!(!a.executable && a.hint_target_nodes.is_empty(), "{name}");
-    }
+    assert_ladder_reasons(cases);
+}
+
+#[test]
+fn eligibility_ladder_unready_pod_and_reason_order() {
     // A pod that is not Ready.
     let b = example1().with(|s| {
         for p in &mut s.pods {

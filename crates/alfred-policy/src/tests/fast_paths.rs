@@ -69,13 +69,8 @@ fn fast_plan_and_price_equal_the_reference_on_a_larger_cluster() {
     use crate::settings::PolicySettings;
     use crate::testkit::ClusterBuilder;
 
-    let mut x: u64 = 0x2545_F491_4F6C_DD1D;
-    let mut next = |n: u64| {
-        x ^= x << 13;
-        x ^= x >> 7;
-        x ^= x << 17;
-        x % n
-    };
+    let mut rng = alfred_testkit::XorShift64::new(0x2545_F491_4F6C_DD1D);
+    let mut next = |n: u64| rng.below(n);
     let mut b = ClusterBuilder::new();
     let nodes = 80;
     let mut room: Vec<u32> = Vec::new();

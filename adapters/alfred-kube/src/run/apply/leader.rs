@@ -193,7 +193,7 @@ impl Default for LeaderGate {
 
 /// `<pod hostname>_<random UUID>` (docs/design-runtime.md#leader-election).
 pub fn identity(pod_name: &str) -> String {
-    format!("{pod_name}_{}", crate::run::ids::uuid_v4())
+    format!("{pod_name}_{}", crate::run::apply::ids::uuid_v4())
 }
 
 #[cfg(test)]

@@ -21,7 +21,7 @@ use std::sync::mpsc::{Receiver, SyncSender, TrySendError, sync_channel};
 
 use kube::runtime::watcher::Event;
 
-use super::slim::SlimPod;
+use crate::run::decode::slim::SlimPod;
 
 /// Pods the channel holds before the first observation reads them: it starts once the other
 /// kinds are listed (~0.2 s in), when ~5,000 of 25,000 Pods have arrived; then it reads faster

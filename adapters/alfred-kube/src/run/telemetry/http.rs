@@ -12,7 +12,7 @@ use axum::http::{HeaderMap, StatusCode, header};
 use axum::response::IntoResponse;
 use axum::routing::get;
 
-use super::metrics::Metrics;
+use crate::run::telemetry::metrics::Metrics;
 
 /// Shared state of the endpoints.
 #[derive(Clone)]

@@ -1,5 +1,5 @@
 //! Splits the protobuf body of a Kubernetes list into its items while the body is still
-//! arriving: the protobuf counterpart of [`super::list_split`].
+//! arriving: the protobuf counterpart of [`crate::run::decode::list_split`].
 //!
 //! The body is the API server's envelope: the magic `k8s\0`, then a `runtime.Unknown` message
 //! whose field 2 (`raw`) holds the list (`PodList`, `NodeList`: field 1 the `ListMeta`, field 2
@@ -8,8 +8,8 @@
 //! an item cut by a chunk boundary is copied (into `carry`); the rest is handed on from the
 //! chunk itself.
 
-use super::list_split::SplitError;
-use super::protobuf::varint;
+use crate::run::decode::list_split::SplitError;
+use crate::run::decode::protobuf::varint;
 
 /// The API server's protobuf envelope starts with these four bytes.
 const MAGIC: &[u8; 4] = b"k8s\0";
@@ -276,7 +276,7 @@ fn ended(offset: usize, expected: &'static str) -> SplitError {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::run::protobuf::encode::Message;
+    use crate::run::decode::protobuf::encode::Message;
 
     /// A list body as the API server writes it: magic, envelope, list with its metadata.
     fn body(resource_version: &str, items: &[Message]) -> Vec<u8> {

@@ -20,9 +20,9 @@ use alfred_model::ClusterSnapshot;
 use alfred_model::config::Config;
 use serde_json::Value;
 
-use super::config::ConfigStore;
-use super::observe::Observer;
-use super::pass::Reads;
+use crate::run::decision::pass::Reads;
+use crate::run::watch::config::ConfigStore;
+use crate::run::watch::observe::Observer;
 
 /// Appends JSON lines to a file (created if missing) or stdout.
 pub struct LineWriter {

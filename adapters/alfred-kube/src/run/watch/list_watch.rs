@@ -8,7 +8,7 @@
 //! 1. lists in one request, splitting the body into items while it arrives and emitting each
 //!    decoded item at once (`Init`, `InitApply`..., `InitDone`). The request asks for
 //!    protobuf, as client-go does for core kinds: the server encodes a 25,000-Pod list in
-//!    less time than as JSON, the body is a third smaller, and [`super::slim`]'s protobuf
+//!    less time than as JSON, the body is a third smaller, and [`crate::run::decode::slim`]'s protobuf
 //!    reader skips unread fields by length ([`ProtoListSplitter`]; a server that answers in
 //!    JSON gets [`ListSplitter`]). A protobuf body that does not read switches the loop to
 //!    JSON for good, so an encoding this reader does not know costs one failed list, not a
@@ -21,7 +21,7 @@
 //! 3. lists again after `410 Gone` or a failed list.
 //!
 //! It yields kube's own `watcher::Event` and `watcher::Error`, so everything downstream (the
-//! backoff, the reflector store, the health tracking in [`super::watch`]) is the same as for
+//! backoff, the reflector store, the health tracking in [`crate::run::watch::caches`]) is the same as for
 //! the kinds kube's watcher serves.
 
 use std::collections::VecDeque;
@@ -38,12 +38,12 @@ use kube::runtime::watcher::{Error, Event};
 use kube::{Client, Resource, ResourceExt};
 use serde::de::DeserializeOwned;
 
-use super::list_split::ListSplitter;
-use super::proto_list::ProtoListSplitter;
-use super::protobuf::Fields;
-use super::slim::FromProtobuf;
+use crate::run::decode::list_split::ListSplitter;
+use crate::run::decode::proto_list::ProtoListSplitter;
+use crate::run::decode::protobuf::Fields;
+use crate::run::decode::slim::FromProtobuf;
 
-/// What the list requests accept: protobuf first (the core kinds; see [`super::protobuf`]),
+/// What the list requests accept: protobuf first (the core kinds; see [`crate::run::decode::protobuf`]),
 /// JSON from a server or proxy that does not offer it.
 const ACCEPT_PROTOBUF: &str = "application/vnd.kubernetes.protobuf, application/json";
 const PROTOBUF: &str = "application/vnd.kubernetes.protobuf";
@@ -498,7 +498,9 @@ fn list_version(splitter: Splitter) -> Result<String, Error> {
 }
 
 /// `ListMeta.resourceVersion` (field 2) of a protobuf list.
-fn protobuf_list_version(list_meta: &[u8]) -> Result<Option<String>, super::protobuf::ProtoError> {
+fn protobuf_list_version(
+    list_meta: &[u8],
+) -> Result<Option<String>, crate::run::decode::protobuf::ProtoError> {
     let mut version = None;
     for field in Fields::new(list_meta) {
         let (number, value) = field.map_err(|e| e.within("metadata"))?;
@@ -563,8 +565,8 @@ mod tests {
     use kube::client::Body;
 
     use super::*;
-    use crate::run::protobuf::encode::Message;
-    use crate::run::slim::SlimPod;
+    use crate::run::decode::protobuf::encode::Message;
+    use crate::run::decode::slim::SlimPod;
 
     /// A response body delivered in the given chunks, as the network would.
     struct Chunks(VecDeque<Bytes>);

@@ -2,7 +2,7 @@
 //!
 //! A list of 25,000 Pods is a ~60 MB body. Read whole, it would be held in memory beside the
 //! objects decoded from it; paged, it costs the API server one etcd range read per page. The
-//! splitter lets [`super::list_watch`] ask for the whole list in one request and decode each
+//! splitter lets [`crate::run::watch::list_watch`] ask for the whole list in one request and decode each
 //! item the moment its last byte is in, so at most one network chunk and one item are buffered.
 //!
 //! It checks only the structure it needs (a top-level object whose `items` is an array of JSON

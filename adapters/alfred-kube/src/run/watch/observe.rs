@@ -15,10 +15,10 @@ use alfred_model::{ClusterSnapshot, Timestamp};
 use alfred_observe::ObserveSettings;
 use tokio::sync::{Mutex, Notify};
 
-use super::config::ConfigStore;
-use super::first_list::FirstList;
-use super::metrics::Metrics;
-use super::watch::Caches;
+use crate::run::decode::first_list::FirstList;
+use crate::run::telemetry::metrics::Metrics;
+use crate::run::watch::caches::Caches;
+use crate::run::watch::config::ConfigStore;
 
 /// How long a cold start waits for every kind but Pods before it gives up building the first
 /// snapshot while the Pods list ([`Observer::run`]); the other kinds are small and list in a
@@ -110,7 +110,7 @@ impl Observer {
     pub async fn observe_fresh(&self) -> Result<Arc<ClusterSnapshot>, String> {
         let (config, _) = self.config.current();
         let executor = self.runtime.executor_available();
-        let objects = super::watch::read_uncached(&self.client).await?;
+        let objects = crate::run::watch::caches::read_uncached(&self.client).await?;
         let at = now();
         tokio::task::spawn_blocking(move || {
             let settings = ObserveSettings::from_config(&config, executor);
@@ -153,7 +153,7 @@ impl Observer {
     /// when that list is already over or failed, or a kind is not ready; the observation loop
     /// then builds from the caches.
     ///
-    /// [`Caches::first_objects`]: super::watch::Caches::first_objects
+    /// [`Caches::first_objects`]: crate::run::watch::caches::Caches::first_objects
     async fn observe_first(&self) -> Result<Arc<ClusterSnapshot>, String> {
         let _serial = self.serial.lock().await;
         let started = Instant::now();

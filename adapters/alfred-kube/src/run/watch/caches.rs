@@ -2,17 +2,17 @@
 //! (docs/design-runtime.md#observation-loop).
 //!
 //! One watcher per kind, cluster-wide. Pods and Nodes, the kinds that reach tens of thousands of
-//! objects, are decoded straight into the slim types of [`super::slim`] (nothing else is ever
-//! allocated) and listed by [`super::list_watch`]: one request (the first served from the API
+//! objects, are decoded straight into the slim types of [`crate::run::decode::slim`] (nothing else is ever
+//! allocated) and listed by [`crate::run::watch::list_watch`]: one request (the first served from the API
 //! server's watch cache), in protobuf when the server offers it, each object decoded as the
 //! body streams in. The other kinds use
-//! kube's watcher and keep the `modify` hook of [`super::strip`]. Each kind tracks whether its
+//! kube's watcher and keep the `modify` hook of [`crate::run::decode::strip`]. Each kind tracks whether its
 //! first list finished and whether its watch is currently failing: a snapshot needs Nodes,
 //! Pods, InferenceServices and InferenceReplicas listed and healthy ("build snapshot: ..."
 //! otherwise), so no pass acts on a cache that stopped following the API server. Models, PVCs,
 //! PVs and PodGroups are optional (a missing CRD leaves them empty). A kind's first list
 //! completing wakes [`Caches::wait_listed`], so a snapshot waits for no poll; at a cold start
-//! the first one reads the Pods while they are listed ([`super::first_list`]).
+//! the first one reads the Pods while they are listed ([`crate::run::decode::first_list`]).
 //!
 //! The Node watcher also runs the early ticker (docs/design-policies.md#early-passes): an update
 //! whose old and new objects differ as `early::warrants` says sends a non-blocking signal on a
@@ -33,11 +33,12 @@ use kube::runtime::reflector::{self, ObjectRef, Store};
 use kube::runtime::watcher::{self, Event};
 use tokio::sync::{Notify, mpsc};
 
-use super::config::ConfigStore;
-use super::first_list::{FirstList, FirstPods};
-use super::list_watch::{self, Encoding, ListFrom};
-use super::slim::{SlimNode, SlimPod};
-use super::{early, strip};
+use crate::run::decode::first_list::{FirstList, FirstPods};
+use crate::run::decode::slim::{SlimNode, SlimPod};
+use crate::run::decode::strip;
+use crate::run::watch::config::ConfigStore;
+use crate::run::watch::early;
+use crate::run::watch::list_watch::{self, Encoding, ListFrom};
 
 /// A watch is considered failing for this long after its last error.
 const FAILING_FOR: Duration = Duration::from_secs(30);
@@ -155,7 +156,7 @@ pub struct Caches {
     pub pod_groups: Cache<DynamicObject>,
     /// Woken whenever a kind finishes its first list.
     listed: Arc<Notify>,
-    /// The Pods of the first list as they stream in ([`super::first_list`]).
+    /// The Pods of the first list as they stream in ([`crate::run::decode::first_list`]).
     first_pods: Arc<FirstPods>,
 }
 

@@ -13,12 +13,12 @@ use kube::api::{Api, ApiResource, DynamicObject, GroupVersionKind};
 use serde_json::Value;
 use tokio::sync::mpsc;
 
-use super::apply::{Applier, ApplyReport};
-use super::config::ConfigStore;
-use super::leader::LeaderGate;
-use super::metrics::Metrics;
-use super::observe::{Observer, now};
-use super::pass::{Reads, Simulation, Term};
+use crate::run::apply::applier::{Applier, ApplyReport};
+use crate::run::apply::leader::LeaderGate;
+use crate::run::decision::pass::{Reads, Simulation, Term};
+use crate::run::telemetry::metrics::Metrics;
+use crate::run::watch::config::ConfigStore;
+use crate::run::watch::observe::{Observer, now};
 use alfred_dispatch::{PassOutput, SimulationOutcome, Simulator, Step};
 
 /// The guard's name (policy and binding).
@@ -37,7 +37,7 @@ pub struct Decider {
     /// Config store.
     pub config: Arc<ConfigStore>,
     /// `--decision-log`.
-    pub decision_log: Option<Arc<super::decision_log::DecisionLog>>,
+    pub decision_log: Option<Arc<crate::run::decision::decision_log::DecisionLog>>,
     /// The observation loop.
     pub observer: Arc<Observer>,
     /// The leader gate.
@@ -169,7 +169,7 @@ impl Decider {
                     tracing::warn!(outcome = o.label(), "cannot read the dispatch journal");
                     Err(format!(
                         "read {}: {}",
-                        super::apply::JOURNAL_CONFIG_MAP,
+                        crate::run::apply::applier::JOURNAL_CONFIG_MAP,
                         o.label()
                     ))
                 }
@@ -219,7 +219,7 @@ impl Decider {
         // One outcome per write effect, in order (the contingency's after the saved prefix).
         let written = output.effects.iter().filter(|e| e.is_write());
         for (e, (_, outcome)) in written.zip(&last_apply.writes) {
-            pass.write_done(e, *outcome == super::apply::Outcome::Applied);
+            pass.write_done(e, *outcome == crate::run::apply::applier::Outcome::Applied);
         }
         if let Some(log) = &self.decision_log {
             log.after_pass(&reads, &output);
@@ -296,7 +296,7 @@ enum Asked {
 /// Where a pass's view of the migration guard comes from (docs/design-pass.md#migration-guard): the
 /// ValidatingAdmissionPolicy `ome-alfred-migration-writes` and its binding as read, `None`
 /// when missing or unreadable. `alfred run` always reads them from the API ([`ApiGuard`]);
-/// only [`super::run_with`] accepts another source (the 1.20 test API server has no
+/// only [`crate::run::run_with`] accepts another source (the 1.20 test API server has no
 /// ValidatingAdmissionPolicy API).
 pub trait GuardSource: Send + Sync {
     /// Reads the policy and its binding.

@@ -29,7 +29,7 @@ use super::{
     PodSpecWire, PodStatusWire, PodWire, SlimContainer, SlimNode, SlimPod, SlimPodSpec,
     SlimResources,
 };
-use crate::run::protobuf::{Fields, ProtoError, Value, within};
+use crate::run::decode::protobuf::{Fields, ProtoError, Value, within};
 
 type Result<T> = std::result::Result<T, ProtoError>;
 
@@ -685,19 +685,19 @@ fn node_status(buf: &[u8]) -> Result<NodeStatusWire> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::run::list_split::ListSplitter;
-    use crate::run::proto_list::ProtoListSplitter;
-    use crate::run::protobuf::encode::Message;
+    use crate::run::decode::list_split::ListSplitter;
+    use crate::run::decode::proto_list::ProtoListSplitter;
+    use crate::run::decode::protobuf::encode::Message;
     use serde::de::DeserializeOwned;
 
     /// Lists recorded from kube-apiserver v1.20.2 (the test API server), each in both
     /// encodings: three Pods (one with every field the snapshot reads: affinity of all
     /// three kinds, tolerations, spread constraints, init containers, owners, status
     /// conditions) and two Nodes (taints, `unschedulable`, annotations, conditions).
-    const PODS_JSON: &[u8] = include_bytes!("../../../tests/data/protobuf/pods.json");
-    const PODS_PB: &[u8] = include_bytes!("../../../tests/data/protobuf/pods.pb");
-    const NODES_JSON: &[u8] = include_bytes!("../../../tests/data/protobuf/nodes.json");
-    const NODES_PB: &[u8] = include_bytes!("../../../tests/data/protobuf/nodes.pb");
+    const PODS_JSON: &[u8] = include_bytes!("../../../../tests/data/protobuf/pods.json");
+    const PODS_PB: &[u8] = include_bytes!("../../../../tests/data/protobuf/pods.pb");
+    const NODES_JSON: &[u8] = include_bytes!("../../../../tests/data/protobuf/nodes.json");
+    const NODES_PB: &[u8] = include_bytes!("../../../../tests/data/protobuf/nodes.pb");
 
     fn from_json<K: DeserializeOwned>(body: &[u8]) -> Vec<K> {
         let mut items = Vec::new();

@@ -134,7 +134,7 @@ pub enum Simulation {
     /// The probed worker processes of `--simulation-workers`.
     Workers(WorkerPool),
     /// The model in process (`alfred replay --simulate-in-process`; the live tests through
-    /// [`super::run_with`]), built from each pass's configuration.
+    /// [`crate::run::run_with`]), built from each pass's configuration.
     InProcess,
 }
 
@@ -155,9 +155,12 @@ impl Term {
         config_map_name: &str,
         simulation: Simulation,
     ) -> Term {
-        let caretaker = Caretaker::new(runtime.with_helper_threads(true), super::ids::uuid_v4)
-            .with_identity(namespace, config_map_name)
-            .with_dispatch_deadline(Some(DISPATCH_DEADLINE));
+        let caretaker = Caretaker::new(
+            runtime.with_helper_threads(true),
+            crate::run::apply::ids::uuid_v4,
+        )
+        .with_identity(namespace, config_map_name)
+        .with_dispatch_deadline(Some(DISPATCH_DEADLINE));
         Term {
             caretaker,
             simulation,
@@ -246,7 +249,7 @@ impl alfred_dispatch::Simulator for Answers {
         request: &alfred_dispatch::MoveSimulation<'_>,
     ) -> alfred_dispatch::SimulationOutcome {
         let mut out = self.0.simulate(request);
-        out.answered_at = Some(super::observe::now());
+        out.answered_at = Some(crate::run::watch::observe::now());
         out
     }
 }

@@ -8,7 +8,7 @@
 //! * `UpdateRecommendations`: GET (uncached), set/delete the keys, PUT with the read
 //!   `resourceVersion`; a 409 re-reads and retries (at most [`CONFLICT_RETRIES`] times); other
 //!   keys are preserved. A missing ConfigMap is logged once and skipped. Never server-side apply.
-//! * `RecordEvent`: a core v1 Event (see [`super::events`]).
+//! * `RecordEvent`: a core v1 Event (see [`crate::run::apply::events`]).
 //! * `RequestMigration`: GET the InferenceService (the annotation already holding the identical
 //!   payload counts as done), then one JSON Patch: `test /metadata/uid`,
 //!   `test /metadata/resourceVersion`, `add /metadata/annotations {}` only when absent, `add` the
@@ -57,9 +57,9 @@ use kube::api::{
 };
 use serde_json::{Value, json};
 
-use super::events::{self, EventMemory, EventWrite};
-use super::leader::LeaderGate;
-use super::metrics::Metrics;
+use crate::run::apply::events::{self, EventMemory, EventWrite};
+use crate::run::apply::leader::LeaderGate;
+use crate::run::telemetry::metrics::Metrics;
 
 /// Conflict retries of the recommendations read-modify-write.
 pub const CONFLICT_RETRIES: usize = 5;
@@ -272,7 +272,7 @@ pub struct ApplyReport {
     pub writes: Vec<(&'static str, Outcome)>,
 }
 
-/// A test hook called after every write with the effect and its outcome ([`super::run_with`]
+/// A test hook called after every write with the effect and its outcome ([`crate::run::run_with`]
 /// only). `true` freezes this process right there, as if it had been killed between two
 /// writes: nothing after that write is sent (the test then stops the process).
 pub type WriteHook = Arc<dyn Fn(&Effect, &Outcome) -> bool + Send + Sync>;

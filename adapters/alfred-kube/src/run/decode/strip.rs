@@ -3,7 +3,7 @@
 //! Applied by the watchers' `modify` hook before an object enters a reflector store. Each
 //! function removes fields `alfred-observe` never reads, so `observe` of a stripped object
 //! equals `observe` of the original (the live equality test). Pods and Nodes, the large kinds,
-//! never carry those fields in the first place: they are decoded into [`super::slim`] types.
+//! never carry those fields in the first place: they are decoded into [`crate::run::decode::slim`] types.
 
 use kube::api::DynamicObject;
 use kube::core::TypeMeta;
