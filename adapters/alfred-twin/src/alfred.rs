@@ -311,6 +311,111 @@ const ALFRED_NAMESPACE: &str = "alfred";
 const SERVICE_ACCOUNT: &str = "alfred-migrator";
 
 impl AlfredCaretaker {
+    /// The twin's side of a pass's writes: the actions they make in the simulated cluster
+    /// (moves, nominations, taints), the requests dispatched (uuid, InferenceService) and the
+    /// pools the moves touch; plan Events and protection writes are counted on the way.
+    fn actions_of(
+        &mut self,
+        sim: &Sim,
+        effects: &[Effect],
+    ) -> (Vec<Action>, Vec<(String, String)>, Vec<String>) {
+        let mut actions = Vec::new();
+        let mut dispatched = Vec::new();
+        let mut pools = Vec::new();
+        for e in effects {
+            match e {
+                Effect::RecordEvent(ev) if ev.regarding.kind == "Node" => {
+                    self.plans.event(sim, &ev.reason, &ev.message);
+                }
+                Effect::NominatePod {
+                    namespace,
+                    name,
+                    node,
+                    ..
+                }
+                | Effect::ClearNomination {
+                    namespace,
+                    name,
+                    node,
+                    ..
+                } if namespace == NAMESPACE => {
+                    let set = matches!(e, Effect::NominatePod { .. });
+                    *self
+                        .plans
+                        .protection_writes
+                        .entry(if set { "nominate" } else { "clearNomination" })
+                        .or_insert(0) += 1;
+                    if let (Some((task, incarnation)), Some(node)) =
+                        (pod_task(sim, name), sim.world.node_index(node))
+                    {
+                        actions.push(if set {
+                            Action::Nominate {
+                                task,
+                                incarnation,
+                                node,
+                            }
+                        } else {
+                            Action::ClearNomination {
+                                task,
+                                incarnation,
+                                node,
+                            }
+                        });
+                    }
+                }
+                Effect::TaintNode { node, plan_id, .. }
+                | Effect::UntaintNode { node, plan_id, .. } => {
+                    let tainted = matches!(e, Effect::TaintNode { .. });
+                    *self
+                        .plans
+                        .protection_writes
+                        .entry(if tainted { "taint" } else { "untaint" })
+                        .or_insert(0) += 1;
+                    if let Some(node) = sim.world.node_index(node) {
+                        actions.push(Action::Taint {
+                            node,
+                            tainted,
+                            value: plan_id.clone(),
+                        });
+                    }
+                }
+                _ => {}
+            }
+            if let Effect::RequestMigration {
+                name,
+                payload,
+                uuid,
+                ..
+            } = e
+            {
+                let Some(task) = sim.task_index(name) else {
+                    continue;
+                };
+                let hints = RequestPayload::decode(payload)
+                    .map(|p| {
+                        p.hint_target_nodes
+                            .iter()
+                            .filter_map(|h| sim.world.node_index(h))
+                            .collect()
+                    })
+                    .unwrap_or_default();
+                if let Some(n) = sim.tasks[task].node {
+                    let pool = sim.world.pools[sim.world.nodes[n].pool].clone();
+                    if !pools.contains(&pool) {
+                        pools.push(pool);
+                    }
+                }
+                dispatched.push((uuid.clone(), format!("{NAMESPACE}/{name}")));
+                actions.push(Action::Migrate {
+                    task,
+                    uuid: uuid.clone(),
+                    payload: payload.clone(),
+                    hints,
+                });
+            }
+        }
+        (actions, dispatched, pools)
+    }
     /// A caretaker with this configuration (forced to execute mode, OMENative migration
     /// on) and seed (for request UUIDs). When the configuration has no
     /// `scheduling.profiles.default-scheduler`, the twin's own scheduler model is added as
@@ -469,7 +574,6 @@ impl Caretaker for AlfredCaretaker {
             .max(1000)
     }
 
-    #[allow(clippy::too_many_lines)] // split pending
     fn pass(&mut self, sim: &Sim, now: i64) -> Vec<Action> {
         self.passes += 1;
         let plans_before = self.plan_records();
@@ -491,101 +595,7 @@ impl Caretaker for AlfredCaretaker {
         }
         // Every write lands in the twin: the core carries the journal as the pass left it.
         self.operator_round(sim, now);
-        let mut actions = Vec::new();
-        let mut dispatched = Vec::new();
-        let mut pools = Vec::new();
-        for e in &out.effects {
-            match e {
-                Effect::RecordEvent(ev) if ev.regarding.kind == "Node" => {
-                    self.plans.event(sim, &ev.reason, &ev.message);
-                }
-                Effect::NominatePod {
-                    namespace,
-                    name,
-                    node,
-                    ..
-                }
-                | Effect::ClearNomination {
-                    namespace,
-                    name,
-                    node,
-                    ..
-                } if namespace == NAMESPACE => {
-                    let set = matches!(e, Effect::NominatePod { .. });
-                    *self
-                        .plans
-                        .protection_writes
-                        .entry(if set { "nominate" } else { "clearNomination" })
-                        .or_insert(0) += 1;
-                    if let (Some((task, incarnation)), Some(node)) =
-                        (pod_task(sim, name), sim.world.node_index(node))
-                    {
-                        actions.push(if set {
-                            Action::Nominate {
-                                task,
-                                incarnation,
-                                node,
-                            }
-                        } else {
-                            Action::ClearNomination {
-                                task,
-                                incarnation,
-                                node,
-                            }
-                        });
-                    }
-                }
-                Effect::TaintNode { node, plan_id, .. }
-                | Effect::UntaintNode { node, plan_id, .. } => {
-                    let tainted = matches!(e, Effect::TaintNode { .. });
-                    *self
-                        .plans
-                        .protection_writes
-                        .entry(if tainted { "taint" } else { "untaint" })
-                        .or_insert(0) += 1;
-                    if let Some(node) = sim.world.node_index(node) {
-                        actions.push(Action::Taint {
-                            node,
-                            tainted,
-                            value: plan_id.clone(),
-                        });
-                    }
-                }
-                _ => {}
-            }
-            if let Effect::RequestMigration {
-                name,
-                payload,
-                uuid,
-                ..
-            } = e
-            {
-                let Some(task) = sim.task_index(name) else {
-                    continue;
-                };
-                let hints = RequestPayload::decode(payload)
-                    .map(|p| {
-                        p.hint_target_nodes
-                            .iter()
-                            .filter_map(|h| sim.world.node_index(h))
-                            .collect()
-                    })
-                    .unwrap_or_default();
-                if let Some(n) = sim.tasks[task].node {
-                    let pool = sim.world.pools[sim.world.nodes[n].pool].clone();
-                    if !pools.contains(&pool) {
-                        pools.push(pool);
-                    }
-                }
-                dispatched.push((uuid.clone(), format!("{NAMESPACE}/{name}")));
-                actions.push(Action::Migrate {
-                    task,
-                    uuid: uuid.clone(),
-                    payload: payload.clone(),
-                    hints,
-                });
-            }
-        }
+        let (actions, dispatched, pools) = self.actions_of(sim, &out.effects);
         // The pass's plan lines precede its decision line (as `alfred run` writes them).
         if self.logging {
             let after = self.plan_records();

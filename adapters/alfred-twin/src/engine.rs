@@ -575,7 +575,6 @@ pub struct RunResult {
 
 /// Runs the simulation with one caretaker; `progress` is called with the simulated share
 /// done (0..1) now and then.
-#[allow(clippy::too_many_lines)] // split pending
 pub fn run(
     arrivals: &[Arrival],
     trace: &[TraceTask],
@@ -584,29 +583,7 @@ pub fn run(
     caretaker: &mut dyn Caretaker,
     progress: &mut dyn FnMut(f64),
 ) -> RunResult {
-    let n_nodes = world.nodes.len();
-    let capacity = world.total_gpus();
-    let mut sim = Sim {
-        world,
-        trace: trace.to_vec(),
-        tasks: Vec::with_capacity(arrivals.len()),
-        migrations: Vec::new(),
-        pending: Vec::new(),
-        on_node: vec![Vec::new(); n_nodes],
-        opts: opts.clone(),
-        move_times: Vec::new(),
-        moves_completed: 0,
-        moves_failed: 0,
-        evictions: 0,
-        nominations: 0,
-        disruption_ms: 0,
-        samples: Vec::new(),
-        score_samples: Vec::new(),
-        arrived_gpus: 0,
-        capacity,
-        surge_on_node: vec![Vec::new(); n_nodes],
-        new_departures: Vec::new(),
-    };
+    let mut sim = Sim::new(world, trace, opts, arrivals.len());
     let mut heap: BinaryHeap<Reverse<(i64, u64, Ev)>> = BinaryHeap::new();
     let mut seq = 0u64;
     let mut push = |heap: &mut BinaryHeap<Reverse<(i64, u64, Ev)>>, t: i64, e: Ev| {
@@ -653,46 +630,7 @@ pub fn run(
             progress(now as f64 / end.max(1) as f64);
         }
         match ev {
-            Ev::Arrival(i) => {
-                let a = &arrivals[i];
-                let tt = &trace[a.task];
-                let req = Request {
-                    gpus: if a.gang { GANG_POD_GPUS } else { tt.gpus },
-                    cpu: if opts.cpu_mem { tt.cpu_milli } else { 0 },
-                    mem: if opts.cpu_mem { tt.memory_mib } else { 0 },
-                    pools: if a.gang {
-                        sim.world.gang_pools(GANG_POD_GPUS)
-                    } else {
-                        sim.world.pool_mask(&tt.gpu_spec)
-                    },
-                };
-                let id = sim.tasks.len();
-                sim.tasks.push(Task {
-                    gang: a.gang,
-                    worker: None,
-                    name: format!("t{id:06}"),
-                    trace: a.task,
-                    req,
-                    arrived: now,
-                    state: TaskState::Pending,
-                    node: None,
-                    started: now,
-                    first_placed: None,
-                    lifetime: a.lifetime,
-                    depart_at: None,
-                    depart_pending: false,
-                    migration: None,
-                    migrations: Vec::new(),
-                    evicted_at: None,
-                    incarnation: 1,
-                    nominated: None,
-                });
-                sim.arrived_gpus += u64::from(sim.tasks[id].total_gpus());
-                match sim.choose_for(id, &[], &[]) {
-                    Some(n) => sim.place(id, &n, now),
-                    None => sim.pending.push(id),
-                }
-            }
+            Ev::Arrival(i) => sim.arrive(&arrivals[i], now),
             Ev::Depart(task) => sim.depart(task, now),
             Ev::Sample => {
                 sim.sample(now);
@@ -711,142 +649,9 @@ pub fn run(
                 push(&mut heap, now + opts.score_every_ms, Ev::Score);
             }
             Ev::Pass => {
-                let actions = caretaker.pass(&sim, now);
-                for a in actions {
-                    match a {
-                        Action::Migrate {
-                            task,
-                            uuid,
-                            payload,
-                            hints,
-                        } => {
-                            let t = &sim.tasks[task];
-                            if t.state != TaskState::Running || t.migration.is_some() {
-                                continue;
-                            }
-                            let m = sim.migrations.len();
-                            // The node the request names (a gang's worker node, say),
-                            // else the (leader) pod's.
-                            let from = RequestPayload::decode(&payload)
-                                .ok()
-                                .and_then(|p| sim.world.node_index(&p.from_node))
-                                .filter(|n| t.pod_nodes().contains(n))
-                                .or(t.node)
-                                .unwrap_or(0);
-                            sim.migrations.push(Migration {
-                                uuid,
-                                task,
-                                from,
-                                hints,
-                                payload,
-                                requested: now,
-                                started: None,
-                                target: None,
-                                worker_target: None,
-                                ended: None,
-                                phase: MigPhase::Requested,
-                            });
-                            sim.tasks[task].migration = Some(m);
-                            sim.tasks[task].migrations.push(m);
-                            sim.move_times.push(now);
-                            push(&mut heap, now + opts.ack_delay_ms, Ev::MigAck(m));
-                        }
-                        Action::Cordon { node, cordoned } => {
-                            sim.world.nodes[node].cordoned = cordoned;
-                            if !cordoned {
-                                sim.retry(Some(node), now);
-                            }
-                        }
-                        Action::Nominate {
-                            task,
-                            incarnation,
-                            node,
-                        } => {
-                            let t = &sim.tasks[task];
-                            if t.state != TaskState::Pending
-                                || t.incarnation != incarnation
-                                || t.nominated.is_some()
-                                || t.gang
-                            {
-                                continue;
-                            }
-                            let req = t.req;
-                            sim.tasks[task].nominated = Some(node);
-                            sim.world.hold(node, &req);
-                            sim.nominations += 1;
-                            // The pod's update puts it back in the scheduler's active queue.
-                            sim.retry(Some(node), now);
-                        }
-                        Action::ClearNomination {
-                            task,
-                            incarnation,
-                            node,
-                        } => {
-                            let t = &sim.tasks[task];
-                            if t.incarnation != incarnation || t.nominated != Some(node) {
-                                continue;
-                            }
-                            sim.clear_nomination(task);
-                            sim.retry(Some(node), now);
-                        }
-                        Action::Taint {
-                            node,
-                            tainted,
-                            value,
-                        } => {
-                            sim.world.nodes[node].tainted = tainted;
-                            sim.world.nodes[node].taint_value =
-                                if tainted { value } else { String::new() };
-                            if !tainted {
-                                sim.retry(Some(node), now);
-                            }
-                        }
-                        Action::FailMigration { task } => {
-                            let Some(m) = sim.tasks[task].migration else {
-                                continue;
-                            };
-                            // The surge pods already placed go with the failed move.
-                            let req = sim.tasks[task].req;
-                            let placed: Vec<usize> = sim.migrations[m]
-                                .target
-                                .into_iter()
-                                .chain(sim.migrations[m].worker_target)
-                                .collect();
-                            for n in placed {
-                                sim.surge_on_node[n].retain(|&x| x != m);
-                                sim.world.release(n, &req);
-                                sim.retry(Some(n), now);
-                            }
-                            sim.migrations[m].target = None;
-                            sim.migrations[m].worker_target = None;
-                            // OMENative picked it up to fail it: its status row exists.
-                            sim.migrations[m].started.get_or_insert(now);
-                            sim.end_migration(m, MigPhase::Failed, now);
-                        }
-                        Action::Evict { task } => {
-                            let t = &sim.tasks[task];
-                            if t.state != TaskState::Running || t.migration.is_some() || t.gang {
-                                continue;
-                            }
-                            let node = sim.unplace(task).first().copied();
-                            sim.evictions += 1;
-                            sim.move_times.push(now);
-                            let t = &mut sim.tasks[task];
-                            t.state = TaskState::Pending;
-                            t.evicted_at = Some(now);
-                            t.incarnation += 1;
-                            sim.pending.push(task);
-                            // The scheduler re-places it at once if it can.
-                            let excluded: Vec<usize> = node.into_iter().collect();
-                            let choice = sim
-                                .choose_for(task, &excluded, &[])
-                                .or_else(|| sim.choose_for(task, &[], &[]));
-                            if let Some(n) = choice {
-                                sim.pending.retain(|&x| x != task);
-                                sim.place(task, &n, now);
-                            }
-                            sim.retry(node, now);
-                        }
+                for a in caretaker.pass(&sim, now) {
+                    if let Some(m) = sim.apply(a, now) {
+                        push(&mut heap, now + opts.ack_delay_ms, Ev::MigAck(m));
                     }
                 }
                 for w in caretaker.wake_times() {
@@ -860,25 +665,8 @@ pub fn run(
             // A migration ended early (FailMigration) has no acknowledgement or readiness.
             Ev::MigAck(m) | Ev::MigReady(m) if sim.migrations[m].ended.is_some() => {}
             Ev::MigAck(m) => {
-                let mig = &sim.migrations[m];
-                let task = mig.task;
-                let req = sim.tasks[task].req;
-                // OMENative places the surge pods (a gang: all or nothing, one domain),
-                // preferring the hints in order, never on the node the request leaves.
-                let target = sim.choose_for(task, &[mig.from], &mig.hints.clone());
-                sim.migrations[m].started = Some(now);
-                match target {
-                    Some(nodes) => {
-                        for &n in &nodes {
-                            sim.world.bind(n, &req);
-                            sim.surge_on_node[n].push(m);
-                        }
-                        sim.migrations[m].target = nodes.first().copied();
-                        sim.migrations[m].worker_target = nodes.get(1).copied();
-                        sim.migrations[m].phase = MigPhase::Surge;
-                        push(&mut heap, now + opts.ready_ms, Ev::MigReady(m));
-                    }
-                    None => sim.end_migration(m, MigPhase::Failed, now),
+                if sim.acknowledge(m, now) {
+                    push(&mut heap, now + opts.ready_ms, Ev::MigReady(m));
                 }
             }
             Ev::MigReady(m) => sim.end_migration(m, MigPhase::Completed, now),
@@ -897,4 +685,240 @@ pub fn run(
     caretaker.finish(&sim, end);
     progress(1.0);
     RunResult { sim, end }
+}
+
+impl Sim {
+    /// The simulation's starting state: the world, no task yet.
+    fn new(world: World, trace: &[TraceTask], opts: &SimOptions, expected_tasks: usize) -> Sim {
+        let n_nodes = world.nodes.len();
+        let capacity = world.total_gpus();
+        Sim {
+            world,
+            trace: trace.to_vec(),
+            tasks: Vec::with_capacity(expected_tasks),
+            migrations: Vec::new(),
+            pending: Vec::new(),
+            on_node: vec![Vec::new(); n_nodes],
+            opts: opts.clone(),
+            move_times: Vec::new(),
+            moves_completed: 0,
+            moves_failed: 0,
+            evictions: 0,
+            nominations: 0,
+            disruption_ms: 0,
+            samples: Vec::new(),
+            score_samples: Vec::new(),
+            arrived_gpus: 0,
+            capacity,
+            surge_on_node: vec![Vec::new(); n_nodes],
+            new_departures: Vec::new(),
+        }
+    }
+
+    /// A task of the trace arrives: its pod is placed at once when it fits, else it waits.
+    fn arrive(&mut self, a: &Arrival, now: i64) {
+        let tt = &self.trace[a.task];
+        let cpu_mem = self.opts.cpu_mem;
+        let req = Request {
+            gpus: if a.gang { GANG_POD_GPUS } else { tt.gpus },
+            cpu: if cpu_mem { tt.cpu_milli } else { 0 },
+            mem: if cpu_mem { tt.memory_mib } else { 0 },
+            pools: if a.gang {
+                self.world.gang_pools(GANG_POD_GPUS)
+            } else {
+                self.world.pool_mask(&tt.gpu_spec)
+            },
+        };
+        let id = self.tasks.len();
+        self.tasks.push(Task {
+            gang: a.gang,
+            worker: None,
+            name: format!("t{id:06}"),
+            trace: a.task,
+            req,
+            arrived: now,
+            state: TaskState::Pending,
+            node: None,
+            started: now,
+            first_placed: None,
+            lifetime: a.lifetime,
+            depart_at: None,
+            depart_pending: false,
+            migration: None,
+            migrations: Vec::new(),
+            evicted_at: None,
+            incarnation: 1,
+            nominated: None,
+        });
+        self.arrived_gpus += u64::from(self.tasks[id].total_gpus());
+        match self.choose_for(id, &[], &[]) {
+            Some(n) => self.place(id, &n, now),
+            None => self.pending.push(id),
+        }
+    }
+
+    /// Applies one action of a caretaker's pass; the migration it requested, if any (its
+    /// acknowledgement is due `ack_delay_ms` later).
+    fn apply(&mut self, action: Action, now: i64) -> Option<usize> {
+        match action {
+            Action::Migrate {
+                task,
+                uuid,
+                payload,
+                hints,
+            } => {
+                let t = &self.tasks[task];
+                if t.state != TaskState::Running || t.migration.is_some() {
+                    return None;
+                }
+                let m = self.migrations.len();
+                // The node the request names (a gang's worker node, say),
+                // else the (leader) pod's.
+                let from = RequestPayload::decode(&payload)
+                    .ok()
+                    .and_then(|p| self.world.node_index(&p.from_node))
+                    .filter(|n| t.pod_nodes().contains(n))
+                    .or(t.node)
+                    .unwrap_or(0);
+                self.migrations.push(Migration {
+                    uuid,
+                    task,
+                    from,
+                    hints,
+                    payload,
+                    requested: now,
+                    started: None,
+                    target: None,
+                    worker_target: None,
+                    ended: None,
+                    phase: MigPhase::Requested,
+                });
+                self.tasks[task].migration = Some(m);
+                self.tasks[task].migrations.push(m);
+                self.move_times.push(now);
+                return Some(m);
+            }
+            Action::Cordon { node, cordoned } => {
+                self.world.nodes[node].cordoned = cordoned;
+                if !cordoned {
+                    self.retry(Some(node), now);
+                }
+            }
+            Action::Nominate {
+                task,
+                incarnation,
+                node,
+            } => {
+                let t = &self.tasks[task];
+                if t.state != TaskState::Pending
+                    || t.incarnation != incarnation
+                    || t.nominated.is_some()
+                    || t.gang
+                {
+                    return None;
+                }
+                let req = t.req;
+                self.tasks[task].nominated = Some(node);
+                self.world.hold(node, &req);
+                self.nominations += 1;
+                // The pod's update puts it back in the scheduler's active queue.
+                self.retry(Some(node), now);
+            }
+            Action::ClearNomination {
+                task,
+                incarnation,
+                node,
+            } => {
+                let t = &self.tasks[task];
+                if t.incarnation != incarnation || t.nominated != Some(node) {
+                    return None;
+                }
+                self.clear_nomination(task);
+                self.retry(Some(node), now);
+            }
+            Action::Taint {
+                node,
+                tainted,
+                value,
+            } => {
+                self.world.nodes[node].tainted = tainted;
+                self.world.nodes[node].taint_value = if tainted { value } else { String::new() };
+                if !tainted {
+                    self.retry(Some(node), now);
+                }
+            }
+            Action::FailMigration { task } => {
+                let m = self.tasks[task].migration?;
+                // The surge pods already placed go with the failed move.
+                let req = self.tasks[task].req;
+                let placed: Vec<usize> = self.migrations[m]
+                    .target
+                    .into_iter()
+                    .chain(self.migrations[m].worker_target)
+                    .collect();
+                for n in placed {
+                    self.surge_on_node[n].retain(|&x| x != m);
+                    self.world.release(n, &req);
+                    self.retry(Some(n), now);
+                }
+                self.migrations[m].target = None;
+                self.migrations[m].worker_target = None;
+                // OMENative picked it up to fail it: its status row exists.
+                self.migrations[m].started.get_or_insert(now);
+                self.end_migration(m, MigPhase::Failed, now);
+            }
+            Action::Evict { task } => {
+                let t = &self.tasks[task];
+                if t.state != TaskState::Running || t.migration.is_some() || t.gang {
+                    return None;
+                }
+                let node = self.unplace(task).first().copied();
+                self.evictions += 1;
+                self.move_times.push(now);
+                let t = &mut self.tasks[task];
+                t.state = TaskState::Pending;
+                t.evicted_at = Some(now);
+                t.incarnation += 1;
+                self.pending.push(task);
+                // The scheduler re-places it at once if it can.
+                let excluded: Vec<usize> = node.into_iter().collect();
+                let choice = self
+                    .choose_for(task, &excluded, &[])
+                    .or_else(|| self.choose_for(task, &[], &[]));
+                if let Some(n) = choice {
+                    self.pending.retain(|&x| x != task);
+                    self.place(task, &n, now);
+                }
+                self.retry(node, now);
+            }
+        }
+        None
+    }
+
+    /// OMENative picks migration `m` up and places its surge pods (a gang: all or nothing,
+    /// one domain), preferring the hints in order, never on the node the request leaves.
+    /// Whether the surge started (its readiness is due `ready_ms` later); else it failed.
+    fn acknowledge(&mut self, m: usize, now: i64) -> bool {
+        let mig = &self.migrations[m];
+        let task = mig.task;
+        let req = self.tasks[task].req;
+        let target = self.choose_for(task, &[mig.from], &mig.hints.clone());
+        self.migrations[m].started = Some(now);
+        match target {
+            Some(nodes) => {
+                for &n in &nodes {
+                    self.world.bind(n, &req);
+                    self.surge_on_node[n].push(m);
+                }
+                self.migrations[m].target = nodes.first().copied();
+                self.migrations[m].worker_target = nodes.get(1).copied();
+                self.migrations[m].phase = MigPhase::Surge;
+                true
+            }
+            None => {
+                self.end_migration(m, MigPhase::Failed, now);
+                false
+            }
+        }
+    }
 }

@@ -167,38 +167,12 @@ fn synthetic(spec: &str) -> Result<Vec<TraceNode>> {
         .collect())
 }
 
-#[allow(clippy::too_many_lines)] // split pending
 fn main() -> Result<()> {
     let cli = Cli::parse();
     let mode = Mode::parse(&cli.mode).context("--mode must be churn, fill or timed")?;
     let placement =
         Placement::parse(&cli.placement).context("--placement must be spread or binpack")?;
-    let nodes = match (&cli.nodes, &cli.synthetic_pool) {
-        (_, Some(s)) => synthetic(s)?,
-        (Some(p), None) => trace::parse_nodes(
-            &std::fs::read_to_string(p).with_context(|| format!("read {}", p.display()))?,
-        )?,
-        (None, None) => bail!("--nodes or --synthetic-pool is required"),
-    };
-    let mut tasks = trace::parse_pods(
-        &std::fs::read_to_string(&cli.pods)
-            .with_context(|| format!("read {}", cli.pods.display()))?,
-    )?;
-    if let Some(m) = cli.max_tasks {
-        tasks.truncate(m);
-    }
-    if cli.synthetic_pool.is_some() {
-        for t in &mut tasks {
-            t.gpu_spec.clear();
-        }
-    }
-    let config = match &cli.config {
-        Some(p) => Config::from_yaml(
-            &std::fs::read_to_string(p).with_context(|| format!("read {}", p.display()))?,
-        )
-        .map_err(|e| anyhow::anyhow!("{}: {e}", p.display()))?,
-        None => Config::default(),
-    };
+    let (nodes, tasks, config) = read_inputs(&cli)?;
     let world = World::new(&nodes, placement);
     let horizon_ms = (cli.days * 86_400_000.0) as i64;
     let lifetime_ms = cli.mean_lifetime * 3_600_000.0;
@@ -217,21 +191,7 @@ fn main() -> Result<()> {
             seed: cli.seed,
         },
     )?;
-    let warmup_ms = match cli.warmup_hours {
-        Some(h) => (h * 3_600_000.0) as i64,
-        None if mode == Mode::Churn => ((2.0 * lifetime_ms) as i64).min(horizon_ms / 3),
-        None => 0,
-    };
-    let opts = SimOptions {
-        horizon_ms,
-        mode,
-        warmup_ms,
-        sample_every_ms: (cli.sample_minutes * MINUTE as f64) as i64,
-        score_every_ms: (cli.score_minutes * MINUTE as f64) as i64,
-        ack_delay_ms: (cli.ack_seconds * 1000.0) as i64,
-        ready_ms: (cli.ready_minutes * MINUTE as f64) as i64,
-        cpu_mem: !cli.no_cpu_mem,
-    };
+    let opts = sim_options(&cli, mode, horizon_ms, lifetime_ms);
     std::fs::create_dir_all(&cli.out).with_context(|| format!("create {}", cli.out.display()))?;
     eprintln!(
         "alfred-twin: {} nodes, {} GPUs, {} pools; {} trace tasks; {} arrivals over {} days ({}, {})",
@@ -306,28 +266,7 @@ fn main() -> Result<()> {
             .as_ref()
             .map_or_else(|| name.clone(), |a| a.name.clone());
         if let Some(a) = &alfred {
-            let file = if a.name == "alfred" {
-                format!("decisions-{}.jsonl", cli.placement)
-            } else {
-                format!("decisions-{}-{}.jsonl", cli.placement, a.name)
-            };
-            let path = cli.out.join(file);
-            let mut text = a.log.join("\n");
-            if !text.is_empty() {
-                text.push('\n');
-            }
-            std::fs::write(&path, text).with_context(|| format!("write {}", path.display()))?;
-            extra = serde_json::json!({
-                "passes": a.passes,
-                "coreSeconds": (a.core_seconds * 1000.0).round() / 1000.0,
-                "decisionLog": path.file_name().map(|f| f.to_string_lossy().into_owned()),
-                "maxMigrationsPerHourConfigured": a.config().max_migrations_per_hour,
-                "drainPlansConfigured": a.config().policies.defragmentation.drain_plans,
-                "drainPlans": a.plans.summary(&res.sim, res.end),
-                "nominationsApplied": res.sim.nominations,
-                "operatorClears": a.operator_clears,
-                "operatorMinutes": cli.operator_minutes,
-            });
+            extra = write_alfred_log(&cli, a, &res)?;
         }
         eprintln!(
             "  {name:<12} done in {wall:.1}s: {} moves/evictions",
@@ -354,4 +293,82 @@ fn main() -> Result<()> {
     }
     println!("{}", serde_json::to_string_pretty(&summaries)?);
     Ok(())
+}
+
+/// The trace's nodes (or a synthetic pool), its tasks and alfred's configuration, as the
+/// command line names them.
+fn read_inputs(cli: &Cli) -> Result<(Vec<TraceNode>, Vec<trace::TraceTask>, Config)> {
+    let nodes = match (&cli.nodes, &cli.synthetic_pool) {
+        (_, Some(s)) => synthetic(s)?,
+        (Some(p), None) => trace::parse_nodes(
+            &std::fs::read_to_string(p).with_context(|| format!("read {}", p.display()))?,
+        )?,
+        (None, None) => bail!("--nodes or --synthetic-pool is required"),
+    };
+    let mut tasks = trace::parse_pods(
+        &std::fs::read_to_string(&cli.pods)
+            .with_context(|| format!("read {}", cli.pods.display()))?,
+    )?;
+    if let Some(m) = cli.max_tasks {
+        tasks.truncate(m);
+    }
+    if cli.synthetic_pool.is_some() {
+        for t in &mut tasks {
+            t.gpu_spec.clear();
+        }
+    }
+    let config = match &cli.config {
+        Some(p) => Config::from_yaml(
+            &std::fs::read_to_string(p).with_context(|| format!("read {}", p.display()))?,
+        )
+        .map_err(|e| anyhow::anyhow!("{}: {e}", p.display()))?,
+        None => Config::default(),
+    };
+    Ok((nodes, tasks, config))
+}
+
+/// The simulation's options from the command line (the warm-up defaults to twice the mean
+/// lifetime under churn, at most a third of the run).
+fn sim_options(cli: &Cli, mode: Mode, horizon_ms: i64, lifetime_ms: f64) -> SimOptions {
+    let warmup_ms = match cli.warmup_hours {
+        Some(h) => (h * 3_600_000.0) as i64,
+        None if mode == Mode::Churn => ((2.0 * lifetime_ms) as i64).min(horizon_ms / 3),
+        None => 0,
+    };
+    SimOptions {
+        horizon_ms,
+        mode,
+        warmup_ms,
+        sample_every_ms: (cli.sample_minutes * MINUTE as f64) as i64,
+        score_every_ms: (cli.score_minutes * MINUTE as f64) as i64,
+        ack_delay_ms: (cli.ack_seconds * 1000.0) as i64,
+        ready_ms: (cli.ready_minutes * MINUTE as f64) as i64,
+        cpu_mem: !cli.no_cpu_mem,
+    }
+}
+
+/// Writes alfred's decision log into the output folder; the summary's alfred fields.
+fn write_alfred_log(cli: &Cli, a: &AlfredCaretaker, res: &RunResult) -> Result<serde_json::Value> {
+    let file = if a.name == "alfred" {
+        format!("decisions-{}.jsonl", cli.placement)
+    } else {
+        format!("decisions-{}-{}.jsonl", cli.placement, a.name)
+    };
+    let path = cli.out.join(file);
+    let mut text = a.log.join("\n");
+    if !text.is_empty() {
+        text.push('\n');
+    }
+    std::fs::write(&path, text).with_context(|| format!("write {}", path.display()))?;
+    Ok(serde_json::json!({
+        "passes": a.passes,
+        "coreSeconds": (a.core_seconds * 1000.0).round() / 1000.0,
+        "decisionLog": path.file_name().map(|f| f.to_string_lossy().into_owned()),
+        "maxMigrationsPerHourConfigured": a.config().max_migrations_per_hour,
+        "drainPlansConfigured": a.config().policies.defragmentation.drain_plans,
+        "drainPlans": a.plans.summary(&res.sim, res.end),
+        "nominationsApplied": res.sim.nominations,
+        "operatorClears": a.operator_clears,
+        "operatorMinutes": cli.operator_minutes,
+    }))
 }

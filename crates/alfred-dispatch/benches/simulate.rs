@@ -175,14 +175,12 @@ fn snapshot() -> (ClusterSnapshot, Vec<(String, &'static str, bool)>) {
     };
     // Fragmented occupancy: the same deterministic mix of 1-, 2-, 4- and 8-GPU pods as
     // alfred-sim's surge benchmark.
-    let mut x: u64 = 0x9E37_79B9_7F4A_7C15;
+    let mut rng = alfred_testkit::XorShift64::new(0x9E37_79B9_7F4A_7C15);
     for i in 0..NODES {
         let mut free = 8;
         let mut k = 0;
         loop {
-            x ^= x << 13;
-            x ^= x >> 7;
-            x ^= x << 17;
+            let x = rng.next_u64();
             let g = [1, 2, 4, 8][(x % 4) as usize];
             if g > free || x.is_multiple_of(5) {
                 break;

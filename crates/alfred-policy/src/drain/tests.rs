@@ -704,13 +704,8 @@ fn a_started_plan_goes_on_with_a_single_target() {
 /// A random pool of 8-GPU nodes holding 1-, 2- and 4-GPU replicas (some pinned by a non-OME
 /// pod), with pending pods of 4 and 8 GPUs.
 fn random_cluster(seed: u64) -> ClusterBuilder {
-    let mut state = seed.wrapping_mul(0x9E37_79B9_7F4A_7C15) | 1;
-    let mut next = move |n: u64| {
-        state ^= state << 13;
-        state ^= state >> 7;
-        state ^= state << 17;
-        state % n
-    };
+    let mut rng = crate::testkit::XorShift64::new(seed.wrapping_mul(0x9E37_79B9_7F4A_7C15) | 1);
+    let mut next = move |n: u64| rng.below(n);
     let mut b = ClusterBuilder::new();
     let nodes = 4 + next(20);
     for i in 0..nodes {
