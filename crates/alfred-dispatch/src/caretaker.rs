@@ -26,7 +26,7 @@ use sha2::{Digest, Sha256};
 use crate::dispatch::JournalSlot;
 use crate::guard::GuardObservation;
 use crate::pass::{DurableState, PassOutput, Session};
-use crate::preflight::FreshObserver;
+use crate::recheck::FreshObserver;
 use crate::sim::Simulator;
 use crate::stages::{CoreStages, Stages};
 use crate::steps::{Held, PassRun, RunInput, drive};

@@ -13,7 +13,7 @@ use alfred_model::snapshot::DeploymentMode;
 
 use crate::guard::{GuardObservation, check_guard, guard_username};
 use crate::journal::{Entry, Journal, Phase, WorkloadRef, retention};
-use crate::preflight::{Cleared, Prepared, Proposal, Recheck, conclude, judge_simulation, prepare};
+use crate::recheck::{Cleared, Prepared, Proposal, Recheck, conclude, judge_simulation, prepare};
 use crate::request::{RequestPayload, annotation_key};
 use crate::schedule::fresh;
 use crate::sim::SimulationOutcome;

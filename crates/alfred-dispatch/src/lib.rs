@@ -91,7 +91,7 @@
 //!   ([`Step::Look`]; `alfred run` answers with a new observation from uncached reads). The
 //!   capture of
 //!   scheduling inputs is the snapshot's nodes, pods, PodGroups and workloads
-//!   ([`preflight::same_scheduling_inputs`]); what lies outside it (the models' storage
+//!   ([`recheck::same_scheduling_inputs`]); what lies outside it (the models' storage
 //!   constraints, the executor's state) can still change the arbiter's verdict, which
 //!   is `SafetyStateChanged`. `replay` and the twin read a frozen cluster (a reading that is
 //!   not live): it cannot change during a pass.
@@ -123,7 +123,7 @@ pub mod ledger;
 pub mod model_sim;
 pub mod pass;
 pub mod pass_report;
-pub mod preflight;
+pub mod recheck;
 pub mod report;
 pub mod request;
 pub mod schedule;
@@ -139,7 +139,7 @@ pub use guard::GuardObservation;
 pub use journal::{Entry, Journal, JournalError, Phase};
 pub use model_sim::{ModelProfiles, ModelSimulator};
 pub use pass::{Contingency, DurableState, Explained, PassInput, PassOutput, Session, run_pass};
-pub use preflight::{FreshLooks, FreshObserver};
+pub use recheck::{FreshLooks, FreshObserver};
 pub use request::RequestPayload;
 #[cfg(any(test, feature = "testkit"))]
 pub use sim::ScriptedSimulator;

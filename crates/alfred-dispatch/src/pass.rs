@@ -14,7 +14,7 @@ use serde::{Deserialize, Serialize};
 use crate::dispatch::{Breaker, JournalSlot};
 use crate::guard::GuardObservation;
 use crate::journal::Journal;
-use crate::preflight::FreshLooks;
+use crate::recheck::FreshLooks;
 use crate::sim::Simulator;
 use crate::stages::{PoolGauge, Stages};
 use crate::steps::{Held, PassRun, RunInput, drive};

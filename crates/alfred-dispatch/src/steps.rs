@@ -30,7 +30,7 @@ use crate::guard::GuardObservation;
 use crate::journal::Journal;
 use crate::pass::{DurableState, PassOutput, Session};
 use crate::pass_report::{PassReport, report_pass};
-use crate::preflight::{FreshObserver, Prepared, Proposal};
+use crate::recheck::{FreshObserver, Prepared, Proposal};
 use crate::report;
 use crate::schedule::{Prediction, gate_and_plan_predictions, record_prediction};
 use crate::sim::{MoveSimulation, SimulationOutcome, Simulator};

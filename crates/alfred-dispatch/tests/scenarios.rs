@@ -3,7 +3,7 @@
 mod common;
 
 use alfred_dispatch::journal::Phase;
-use alfred_dispatch::preflight::CAPTURE_PROBLEM_KIND;
+use alfred_dispatch::recheck::CAPTURE_PROBLEM_KIND;
 use alfred_dispatch::{DurableState, JournalSlot, SimulationOutcome};
 use alfred_model::config::Mode;
 use alfred_model::effect::Effect;
@@ -44,7 +44,7 @@ fn execute_submits_one_request_and_serialises_the_rest() {
 }
 
 /// The re-check on the pass's own snapshot object reads the pass's proposal instead of running
-/// the policies again (`preflight::Proposal`); on an equal copy it runs them. Both must decide
+/// the policies again (`recheck::Proposal`); on an equal copy it runs them. Both must decide
 /// alike, pass after pass: two admitted moves (one submitted, one held by the serial limit),
 /// then the following passes while the first is in flight.
 #[test]

@@ -24,8 +24,11 @@ use alfred_score::{
     Bins, LadderSlots, PoolAnalysis, PoolScore, ThresholdCase, weighted_fragmentation,
 };
 
-use crate::common::{Ctx, SurgePlan, omenative_eligibility_at, plan_surge_at, row};
+use crate::context::Ctx;
+use crate::eligibility::omenative_eligibility_at;
+use crate::rows::row;
 use crate::settings::PolicySettings;
+use crate::surge::{SurgePlan, plan_surge_at};
 
 /// Runs the defragmentation policy on `snapshot` at `now` (the snapshot time `T`).
 pub fn evaluate(snapshot: &ClusterSnapshot, config: &Config, now: Timestamp) -> Vec<Candidate> {

@@ -56,7 +56,9 @@ use alfred_model::plan::PlanStepRef;
 use alfred_model::reason::{AdvisoryReason, RowReason};
 use alfred_model::record::{Candidate, Policy};
 
-use crate::common::{Ctx, omenative_eligibility_at, row};
+use crate::context::Ctx;
+use crate::eligibility::omenative_eligibility_at;
+use crate::rows::row;
 
 /// Most waiting pods tried per pool and pass: pods of one size and spec find the same nodes,
 /// so past a few the search only repeats itself.

@@ -69,12 +69,15 @@
 //! assert!(proposal.candidates.is_empty(), "nothing runs there to move");
 //! ```
 
-mod common;
+mod context;
 pub mod defragmentation;
 pub mod drain;
 pub mod early_tick;
+mod eligibility;
 pub mod nodehealth;
+mod rows;
 pub mod settings;
+mod surge;
 #[cfg(test)]
 use alfred_testkit as testkit;
 
@@ -125,7 +128,7 @@ pub fn propose_with_plans(
     plans: &[PlanRecord],
 ) -> Proposal {
     let cfg = settings.sanitized();
-    let ctx = common::Ctx::new(snapshot, &cfg, now);
+    let ctx = context::Ctx::new(snapshot, &cfg, now);
     propose_in(&ctx, plans)
 }
 
@@ -187,7 +190,7 @@ fn analyze_and_propose_at_once<'s>(
     let (analysis, mut ctx) = if concurrent {
         std::thread::scope(|scope| {
             let analysis = scope.spawn(|| alfred_score::analyze(snapshot, scoring));
-            let ctx = common::Ctx::new(snapshot, &cfg, now);
+            let ctx = context::Ctx::new(snapshot, &cfg, now);
             let analysis = analysis
                 .join()
                 .unwrap_or_else(|panic| std::panic::resume_unwind(panic));
@@ -196,7 +199,7 @@ fn analyze_and_propose_at_once<'s>(
     } else {
         (
             alfred_score::analyze(snapshot, scoring),
-            common::Ctx::new(snapshot, &cfg, now),
+            context::Ctx::new(snapshot, &cfg, now),
         )
     };
     if matches!(ctx.snap, std::borrow::Cow::Borrowed(_))
@@ -210,7 +213,7 @@ fn analyze_and_propose_at_once<'s>(
     (analysis, proposal)
 }
 
-fn propose_in(ctx: &common::Ctx<'_>, plans: &[PlanRecord]) -> Proposal {
+fn propose_in(ctx: &context::Ctx<'_>, plans: &[PlanRecord]) -> Proposal {
     let nh = nodehealth::run(ctx);
     let mut candidates = nh.candidates;
     let mut defrag = defragmentation::run(ctx);

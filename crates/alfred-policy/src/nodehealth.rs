@@ -20,8 +20,11 @@ use alfred_model::snapshot::{
     ClusterSnapshot, DeploymentMode, HealthState, Maintenance, Node, NodeHealth, Workload,
 };
 
-use crate::common::{Ctx, omenative_eligibility, plan_surge, row};
+use crate::context::Ctx;
+use crate::eligibility::omenative_eligibility;
+use crate::rows::row;
 use crate::settings::PolicySettings;
+use crate::surge::plan_surge;
 
 /// What the reporter needs to keep a `node.<name>` record and emit Node events
 /// (docs/design-policies.md#node-health, docs/design-pass.md#node-records): one per node whose

@@ -7,8 +7,9 @@ use alfred_model::snapshot::DeploymentMode;
 use proptest::prelude::*;
 
 use super::props::{build, case};
-use crate::common::{Ctx, plan_surge, plan_surge_reference};
+use crate::context::Ctx;
 use crate::defragmentation::{Pricer, price, price_by_clone};
+use crate::surge::{plan_surge, plan_surge_reference};
 
 proptest! {
     #![proptest_config(ProptestConfig { cases: 512, ..ProptestConfig::default() })]
@@ -184,7 +185,7 @@ proptest! {
         let owned = Ctx::new(&snap, &cfg, snap.observed_at);
         let normalized = owned.snap.clone().into_owned();
         let borrowed = Ctx::new(&normalized, &cfg, snap.observed_at);
-        prop_assert!(crate::common::is_normalized(&normalized));
+        prop_assert!(crate::context::is_normalized(&normalized));
         prop_assert!(matches!(borrowed.snap, std::borrow::Cow::Borrowed(_)));
         prop_assert_eq!(&*owned.snap, &*borrowed.snap);
         prop_assert_eq!(
@@ -310,14 +311,14 @@ fn index_forms_agree(ctx: &Ctx<'_>) {
                     ctx.primary_node(&inst.pods, Some(inst))
                 );
                 assert_eq!(
-                    crate::common::plan_surge_at(ctx, &idx, &facts, w, inst),
-                    crate::common::plan_surge(ctx, w, inst)
+                    crate::surge::plan_surge_at(ctx, &idx, &facts, w, inst),
+                    crate::surge::plan_surge(ctx, w, inst)
                 );
                 assert_eq!(
-                    crate::common::omenative_eligibility_at(
+                    crate::eligibility::omenative_eligibility_at(
                         ctx, &idx, w, comp, flags, inst, &facts
                     ),
-                    crate::common::omenative_eligibility(ctx, w, comp, inst)
+                    crate::eligibility::omenative_eligibility(ctx, w, comp, inst)
                 );
             }
         }
