@@ -5,8 +5,8 @@
 
 use alfred_fuzz::{assert_error_line, chunking};
 use alfred_kube::run::decode::list_split::ListSplitter;
-use alfred_kube::run::watch::list_watch::ItemError;
 use alfred_kube::run::decode::slim::{SlimNode, SlimPod};
+use alfred_kube::run::watch::list_watch::ItemError;
 use libfuzzer_sys::fuzz_target;
 
 /// The items of a body, and its outcome: the list's metadata bytes, or the error line.

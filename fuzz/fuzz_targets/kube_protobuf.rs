@@ -5,9 +5,9 @@
 #![no_main]
 
 use alfred_fuzz::{assert_error_line, chunking};
-use alfred_kube::run::watch::list_watch::ItemError;
 use alfred_kube::run::decode::proto_list::ProtoListSplitter;
 use alfred_kube::run::decode::slim::{FromProtobuf, SlimNode, SlimPod};
+use alfred_kube::run::watch::list_watch::ItemError;
 use libfuzzer_sys::fuzz_target;
 
 /// The items of a body, and its outcome: the list's metadata bytes, or the error line.
