@@ -682,6 +682,28 @@ fn targets_and_the_freed_node_need_the_cpu_and_memory_the_pods_ask() {
 }
 
 #[test]
+fn pods_that_ended_hold_no_cpu_on_their_node() {
+    // Every node's CPU is taken by a job except g-05's; on g-03 the job has ended, so g-03's
+    // CPU is free again and, first by name among equals, it is the node freed.
+    let cpu = |n: i64| std::collections::BTreeMap::from([("cpu".to_owned(), n)]);
+    let mut b = ten_nodes().with_pending("prod/big", |p| p.scheduling.requests = cpu(60_000));
+    for i in 0..10 {
+        let node = format!("g-{i:02}");
+        b = b.with_node(&node, |n| n.allocatable = cpu(64_000));
+        if i != 5 {
+            let mut job = ClusterBuilder::pod("batch", &format!("cpu{i}"), &node, 0, None);
+            job.scheduling.requests = cpu(8_000);
+            if i == 3 {
+                job.phase = alfred_model::snapshot::PodPhase::Succeeded;
+            }
+            b = b.bound_pod(job);
+        }
+    }
+    let plan = only(&plans(&b.build(), &PolicySettings::default(), &[])).clone();
+    assert_eq!(plan.node, "g-03", "{plan:?}");
+}
+
+#[test]
 fn a_started_plan_goes_on_with_a_single_target() {
     // As `a_move_needs_a_second_node_that_would_take_it`, with the plan already started: its
     // step keeps its one target rather than the plan being given up.
