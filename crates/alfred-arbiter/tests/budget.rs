@@ -167,6 +167,27 @@ fn hourly_cap_counts_annotations_rows_and_journal_entries_once_each() {
 }
 
 #[test]
+fn alfreds_request_for_a_deleted_inference_service_still_counts_for_its_hour() {
+    // ns/gone was deleted after alfred's request started 20 minutes ago: only the journal
+    // still knows of it, and it counts; one of 61 minutes ago does not.
+    let snap = fleet(1).build();
+    let journal = vec![
+        (identity("uid-gone", "recent"), at(-20)),
+        (identity("uid-gone", "older"), at(-61)),
+    ];
+    assert_eq!(
+        migrations_started_within(&snap, &journal, NOW, HOURLY_WINDOW),
+        1
+    );
+    let mut settings = ArbiterSettings::default();
+    settings.max_migrations_per_hour = 1;
+    let mut ledger = Ledger::new();
+    ledger.record(record("recent", "ns/gone", "uid-gone", at(-20)));
+    let v = judge_all(&fleet_moves(1), &snap, &settings, &ledger);
+    assert_eq!(reasons(&v), vec![Some(RejectReason::HourlyCap)]);
+}
+
+#[test]
 fn hourly_window_edges_are_inclusive_at_one_hour() {
     let hour = HOURLY_WINDOW;
     assert!(within_window(NOW.minus(hour), NOW, hour));
