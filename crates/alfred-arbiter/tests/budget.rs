@@ -179,8 +179,10 @@ fn alfreds_request_for_a_deleted_inference_service_still_counts_for_its_hour() {
         migrations_started_within(&snap, &journal, NOW, HOURLY_WINDOW),
         1
     );
-    let mut settings = ArbiterSettings::default();
-    settings.max_migrations_per_hour = 1;
+    let settings = ArbiterSettings {
+        max_migrations_per_hour: 1,
+        ..ArbiterSettings::default()
+    };
     let mut ledger = Ledger::new();
     ledger.record(record("recent", "ns/gone", "uid-gone", at(-20)));
     let v = judge_all(&fleet_moves(1), &snap, &settings, &ledger);
