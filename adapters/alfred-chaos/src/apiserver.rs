@@ -3,8 +3,10 @@
 //!
 //! It holds what the applier reads and writes: alfred's ConfigMaps (the journal
 //! `alfred-dispatch-state`, the recommendations), the InferenceServices of the twin's
-//! running tasks (uid, resourceVersion, annotations), Events (accepted and dropped), and the
-//! Lease holder. Every request can be hit by a fault drawn from the run's RNG: a 409 on a
+//! running tasks (uid, resourceVersion, annotations), the twin's pending Pods
+//! (`status.nominatedNodeName`) and Nodes (`spec.taints`) with uids and resourceVersions,
+//! Events (accepted and dropped), and the Lease holder. JSON Patches are applied with their
+//! `test`s to the object as served; a failed `test` is a 422, as kube-apiserver answers. Every request can be hit by a fault drawn from the run's RNG: a 409 on a
 //! write, a 500, a timeout after the write landed or before it did, a failed read, and the
 //! lease moving away right after the request. Every write that lands is logged with what the
 //! invariants need to judge it at that instant (who held the lease, what was in flight).
@@ -15,6 +17,7 @@ use std::sync::{Arc, Mutex};
 use alfred_kube::run::apply::applier::{JOURNAL_CONFIG_MAP, JOURNAL_KEY};
 use alfred_kube::run::apply::leader::LeaderGate;
 use alfred_model::Timestamp;
+use alfred_model::plan::PlanRecord;
 use alfred_twin::rng::Rng;
 use http::{Request, Response};
 use kube::Client;
@@ -87,6 +90,80 @@ pub struct PassContext {
     /// Every migration request UUID known to have started within the last hour (alfred's
     /// landed requests and everyone's migrations).
     pub hourly: BTreeSet<String>,
+    /// The configuration in force for the pass has drain plans on (defragmentation and
+    /// `drainPlans.enabled`).
+    pub plans_enabled: bool,
+    /// The configuration in force for the pass is in execute mode.
+    pub executing: bool,
+    /// The plans of the journal as the pass read it.
+    pub journal_plans: Vec<PlanRecord>,
+}
+
+/// A taint as stored.
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord)]
+pub struct StoredTaint {
+    /// Key.
+    pub key: String,
+    /// Value.
+    pub value: String,
+    /// Effect.
+    pub effect: String,
+}
+
+/// A pending Pod as stored (namespace `twin`).
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct StoredPod {
+    /// Its uid.
+    pub uid: String,
+    /// Its resourceVersion.
+    pub rv: u64,
+    /// `status.nominatedNodeName`.
+    pub nominated: Option<String>,
+}
+
+/// A Node as stored.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct StoredNode {
+    /// Its uid.
+    pub uid: String,
+    /// Its resourceVersion.
+    pub rv: u64,
+    /// `spec.taints`, in order.
+    pub taints: Vec<StoredTaint>,
+}
+
+/// A drain-plan protection write that landed: what it changed.
+#[derive(Debug, Clone, PartialEq)]
+pub enum ProtectionChange {
+    /// `status.nominatedNodeName` of `pod` (`namespace/name`) went from `before` to `after`.
+    Nomination {
+        /// The Pod.
+        pod: String,
+        /// Before the write.
+        before: Option<String>,
+        /// After it.
+        after: Option<String>,
+    },
+    /// `spec.taints` of `node` went from `before` to `after`.
+    Taints {
+        /// The Node.
+        node: String,
+        /// Before the write.
+        before: Vec<StoredTaint>,
+        /// After it.
+        after: Vec<StoredTaint>,
+    },
+}
+
+/// A protection write that landed, with the durable state at that instant.
+#[derive(Debug, Clone, PartialEq)]
+pub struct LandedProtection {
+    /// What changed.
+    pub change: ProtectionChange,
+    /// The plans of the journal stored at that instant (`None`: missing or unreadable).
+    pub durable_plans: Option<Vec<PlanRecord>>,
+    /// The pass context it was written under.
+    pub context: PassContext,
 }
 
 /// One write that reached the server (landed or not) — what the invariants judge.
@@ -104,6 +181,8 @@ pub struct WriteRecord {
     pub request: Option<LandedRequest>,
     /// The journal text it stored.
     pub journal: Option<String>,
+    /// A nomination or taint change it made.
+    pub protection: Option<LandedProtection>,
 }
 
 /// A migration request annotation that landed, with the state at that instant.
@@ -137,6 +216,10 @@ pub struct ApiModel {
     pub config_maps: BTreeMap<String, StoredConfigMap>,
     /// InferenceServices of namespace `twin` by name.
     pub isvcs: BTreeMap<String, StoredIsvc>,
+    /// Pending Pods by `namespace/name`.
+    pub pods: BTreeMap<String, StoredPod>,
+    /// Nodes by name.
+    pub nodes: BTreeMap<String, StoredNode>,
     /// The replica holding the Lease.
     pub lease: Option<usize>,
     /// Each replica's leader gate (closed when its lease is lost).
@@ -162,6 +245,8 @@ impl ApiModel {
         ApiModel {
             config_maps: BTreeMap::new(),
             isvcs: BTreeMap::new(),
+            pods: BTreeMap::new(),
+            nodes: BTreeMap::new(),
             lease: None,
             gates: (0..replicas).map(|_| LeaderGate::new()).collect(),
             faults,
@@ -266,6 +351,7 @@ impl ApiModel {
                 landed: false,
                 request: None,
                 journal: None,
+                protection: None,
             });
         }
         if self.lease == Some(replica) && self.rng.uniform() < f.lease_loss {
@@ -315,6 +401,7 @@ impl ApiModel {
                     landed: true,
                     request: None,
                     journal,
+                    protection: None,
                 });
                 Reply::Json(200, reply)
             }
@@ -355,6 +442,7 @@ impl ApiModel {
                     landed: true,
                     request: None,
                     journal: None,
+                    protection: None,
                 });
                 let mut ev = body.clone();
                 if ev.is_object() {
@@ -363,7 +451,22 @@ impl ApiModel {
                 }
                 Reply::Json(201, ev)
             }
-            // Pods and Nodes (drain-plan protection writes) are not modelled: not found.
+            ("GET", ["api", "v1", "namespaces", ns, "pods", name]) => {
+                match self.pods.get(&format!("{ns}/{name}")) {
+                    Some(p) => Reply::Json(200, pod_json(ns, name, p)),
+                    None => status(404, "NotFound"),
+                }
+            }
+            ("PATCH", ["api", "v1", "namespaces", ns, "pods", name, "status"]) => {
+                self.patch_pod(replica, ns, name, body, &what(method, path))
+            }
+            ("GET", ["api", "v1", "nodes", name]) => match self.nodes.get(*name) {
+                Some(n) => Reply::Json(200, node_json(name, n)),
+                None => status(404, "NotFound"),
+            },
+            ("PATCH", ["api", "v1", "nodes", name]) => {
+                self.patch_node(replica, name, body, &what(method, path))
+            }
             _ => status(404, "NotFound"),
         }
     }
@@ -453,9 +556,119 @@ impl ApiModel {
             landed: true,
             request,
             journal: None,
+            protection: None,
         });
         Reply::Json(200, reply)
     }
+
+    /// The plans of the journal stored now (`None`: missing or unreadable).
+    pub fn durable_plans(&self) -> Option<Vec<PlanRecord>> {
+        let text = self.journal_text()?;
+        alfred_dispatch::Journal::parse(text).ok().map(|j| j.plans)
+    }
+
+    /// A JSON Patch of `pods/<name>/status`: applied to the Pod as served, `test`s and all.
+    fn patch_pod(&mut self, replica: usize, ns: &str, name: &str, body: &Value, what: &str) -> Reply {
+        let key = format!("{ns}/{name}");
+        let Some(pod) = self.pods.get(&key) else {
+            return status(404, "NotFound");
+        };
+        let mut doc = pod_json(ns, name, pod);
+        if let Err(r) = json_patch_apply(&mut doc, body) {
+            return r;
+        }
+        let after = doc
+            .pointer("/status/nominatedNodeName")
+            .and_then(Value::as_str)
+            .map(str::to_owned);
+        let before = pod.nominated.clone();
+        let rv = self.bump();
+        let pod = self.pods.get_mut(&key).expect("checked above");
+        pod.nominated = after.clone();
+        pod.rv = rv;
+        let reply = pod_json(ns, name, pod);
+        let protection = self.landed_protection(ProtectionChange::Nomination {
+            pod: key,
+            before,
+            after,
+        });
+        self.writes.push(WriteRecord {
+            replica,
+            lease_held: self.lease == Some(replica),
+            what: what.to_owned(),
+            landed: true,
+            request: None,
+            journal: None,
+            protection: Some(protection),
+        });
+        Reply::Json(200, reply)
+    }
+
+    /// A JSON Patch of a Node: applied to the Node as served, `test`s and all.
+    fn patch_node(&mut self, replica: usize, name: &str, body: &Value, what: &str) -> Reply {
+        let Some(node) = self.nodes.get(name) else {
+            return status(404, "NotFound");
+        };
+        let mut doc = node_json(name, node);
+        if let Err(r) = json_patch_apply(&mut doc, body) {
+            return r;
+        }
+        let after: Vec<StoredTaint> = doc
+            .pointer("/spec/taints")
+            .and_then(Value::as_array)
+            .into_iter()
+            .flatten()
+            .map(|t| StoredTaint {
+                key: str_at(t, "key"),
+                value: str_at(t, "value"),
+                effect: str_at(t, "effect"),
+            })
+            .collect();
+        let before = node.taints.clone();
+        let rv = self.bump();
+        let node = self.nodes.get_mut(name).expect("checked above");
+        node.taints = after.clone();
+        node.rv = rv;
+        let reply = node_json(name, node);
+        let protection = self.landed_protection(ProtectionChange::Taints {
+            node: name.to_owned(),
+            before,
+            after,
+        });
+        self.writes.push(WriteRecord {
+            replica,
+            lease_held: self.lease == Some(replica),
+            what: what.to_owned(),
+            landed: true,
+            request: None,
+            journal: None,
+            protection: Some(protection),
+        });
+        Reply::Json(200, reply)
+    }
+
+    fn landed_protection(&self, change: ProtectionChange) -> LandedProtection {
+        LandedProtection {
+            change,
+            durable_plans: self.durable_plans(),
+            context: self.context.clone(),
+        }
+    }
+}
+
+/// Applies a JSON Patch document to `doc`: a malformed patch is a 400, a failed `test` (or
+/// an op on a missing path) a 422, as kube-apiserver answers.
+fn json_patch_apply(doc: &mut Value, body: &Value) -> Result<(), Reply> {
+    let patch: json_patch::Patch =
+        serde_json::from_value(body.clone()).map_err(|_| status(400, "BadRequest"))?;
+    json_patch::patch(doc, &patch).map_err(|_| status(422, "Invalid"))
+}
+
+fn str_at(v: &Value, key: &str) -> String {
+    v.get(key)
+        .and_then(Value::as_str)
+        .unwrap_or_default()
+        .to_owned()
 }
 
 fn what(method: &str, path: &str) -> String {
@@ -498,6 +711,35 @@ fn isvc_json(ns: &str, name: &str, i: &StoredIsvc) -> Value {
         meta["annotations"] = json!(i.annotations);
     }
     json!({"apiVersion": "ome.io/v1beta1", "kind": "InferenceService", "metadata": meta})
+}
+
+fn pod_json(ns: &str, name: &str, p: &StoredPod) -> Value {
+    let mut status = json!({"phase": "Pending"});
+    if let Some(n) = &p.nominated {
+        status["nominatedNodeName"] = json!(n);
+    }
+    json!({
+        "apiVersion": "v1", "kind": "Pod",
+        "metadata": {"name": name, "namespace": ns, "uid": p.uid, "resourceVersion": p.rv.to_string()},
+        "status": status,
+    })
+}
+
+fn node_json(name: &str, n: &StoredNode) -> Value {
+    let mut spec = json!({});
+    if !n.taints.is_empty() {
+        let taints: Vec<Value> = n
+            .taints
+            .iter()
+            .map(|t| json!({"key": t.key, "value": t.value, "effect": t.effect}))
+            .collect();
+        spec["taints"] = json!(taints);
+    }
+    json!({
+        "apiVersion": "v1", "kind": "Node",
+        "metadata": {"name": name, "uid": n.uid, "resourceVersion": n.rv.to_string()},
+        "spec": spec,
+    })
 }
 
 /// Requests left unanswered (their client times out); dropped at the end of the pass.

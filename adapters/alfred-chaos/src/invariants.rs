@@ -5,13 +5,17 @@
 //! ([`WriteRecord`], [`LandedRequest`]); state-level checks judge the cluster and the
 //! stored journal after each pass.
 
-use std::collections::{BTreeSet, VecDeque};
+use std::collections::{BTreeMap, BTreeSet, VecDeque};
 use std::time::Duration;
 
 use alfred_dispatch::{Breaker, Journal};
 use alfred_model::Timestamp;
+use alfred_model::plan::{DRAIN_TAINT_KEY, DrainProtectionWire, PlanRecord};
 
-use crate::apiserver::{LandedRequest, WriteRecord};
+use crate::apiserver::{
+    LandedProtection, LandedRequest, ProtectionChange, StoredNode, StoredPod, StoredTaint,
+    WriteRecord,
+};
 
 /// The observed snapshot a new request may be built on is at most this old
 /// (docs/design-pass.md#dispatch-pass: `ObservationStale`).
@@ -241,6 +245,194 @@ pub fn journal_reads_back(text: &str) -> Result<(), Violation> {
             format!("written journal does not re-encode: {e}"),
         ),
     }
+}
+
+/// No request lands from a pass whose configuration is recommend-only.
+pub fn no_request_in_recommend_only(r: &LandedRequest) -> Result<(), Violation> {
+    if r.context.executing {
+        return Ok(());
+    }
+    fail(
+        "recommend-only-writes-no-request",
+        format!("request {} for {} written in recommend-only", r.uuid, r.isvc),
+    )
+}
+
+fn ours(taints: &[StoredTaint]) -> Vec<&StoredTaint> {
+    taints.iter().filter(|t| t.key == DRAIN_TAINT_KEY).collect()
+}
+
+fn others(taints: &[StoredTaint]) -> Vec<&StoredTaint> {
+    taints.iter().filter(|t| t.key != DRAIN_TAINT_KEY).collect()
+}
+
+/// The nomination or taint a protection write put in place, if it set one: (`pod` or
+/// node, node or plan id).
+fn set_by(p: &LandedProtection) -> Option<(&str, String)> {
+    match &p.change {
+        ProtectionChange::Nomination {
+            pod,
+            before,
+            after: Some(after),
+        } if before.as_ref() != Some(after) => Some((pod.as_str(), after.clone())),
+        ProtectionChange::Taints {
+            node,
+            before,
+            after,
+        } => {
+            let now = ours(after);
+            let was = ours(before);
+            (now.len() == 1 && !was.contains(&now[0])).then(|| (node.as_str(), now[0].value.clone()))
+        }
+        ProtectionChange::Nomination { .. } => None,
+    }
+}
+
+/// alfred sets `status.nominatedNodeName` only where it was unset, and clears only its own
+/// value: the node of a plan (active or ended, in the stored journal or as the pass read
+/// it) for that pod.
+pub fn nomination_only_where_unset(p: &LandedProtection) -> Result<(), Violation> {
+    let ProtectionChange::Nomination { pod, before, after } = &p.change else {
+        return Ok(());
+    };
+    match (before, after) {
+        (Some(b), Some(a)) if a != b => fail(
+            "nomination-only-where-unset",
+            format!("{pod}: nomination {b:?} overwritten with {a:?}"),
+        ),
+        (Some(b), None) => {
+            let own = p
+                .durable_plans
+                .iter()
+                .flatten()
+                .chain(&p.context.journal_plans)
+                .any(|r| r.pod == *pod && r.node == *b);
+            if own {
+                Ok(())
+            } else {
+                fail(
+                    "nomination-only-where-unset",
+                    format!("{pod}: nomination {b:?} cleared, and no plan of alfred's names it"),
+                )
+            }
+        }
+        _ => Ok(()),
+    }
+}
+
+/// Every nomination or taint alfred sets names a plan the stored journal holds as active at
+/// that instant, on that pod and node, with that protection; a taint write keeps every
+/// other taint as it was and leaves at most one of alfred's key.
+pub fn protection_names_an_active_plan(p: &LandedProtection) -> Result<(), Violation> {
+    const NAME: &str = "protection-names-an-active-plan";
+    if let ProtectionChange::Taints {
+        node,
+        before,
+        after,
+    } = &p.change
+    {
+        if others(before) != others(after) {
+            return fail(
+                NAME,
+                format!("node {node}: taints {before:?} became {after:?} (others' changed)"),
+            );
+        }
+        if ours(after).len() > 1 {
+            return fail(NAME, format!("node {node}: several of alfred's taints {after:?}"));
+        }
+        if ours(after).iter().any(|t| t.effect != "NoSchedule") {
+            return fail(NAME, format!("node {node}: alfred's taint is not NoSchedule: {after:?}"));
+        }
+    }
+    let Some((object, value)) = set_by(p) else {
+        return Ok(());
+    };
+    let plans = p.durable_plans.as_deref().unwrap_or_default();
+    let named = plans.iter().filter(|r| r.active()).any(|r| match &p.change {
+        ProtectionChange::Nomination { .. } => {
+            r.pod == object && r.node == value && r.protection == DrainProtectionWire::Nominate
+        }
+        ProtectionChange::Taints { .. } => {
+            r.node == object && r.id == value && r.protection == DrainProtectionWire::Taint
+        }
+    });
+    if named {
+        return Ok(());
+    }
+    fail(
+        NAME,
+        format!(
+            "{object}: {value:?} set while the stored journal holds no such active plan ({})",
+            if p.durable_plans.is_some() {
+                "readable"
+            } else {
+                "missing or unreadable"
+            }
+        ),
+    )
+}
+
+/// With drain plans disabled or in recommend-only, alfred sets no nomination or taint
+/// (removing its own is allowed: that is how plans end).
+pub fn no_protection_while_plans_are_off(p: &LandedProtection) -> Result<(), Violation> {
+    if p.context.plans_enabled && p.context.executing {
+        return Ok(());
+    }
+    match set_by(p) {
+        None => Ok(()),
+        Some((object, value)) => fail(
+            "no-protection-while-plans-are-off",
+            format!(
+                "{object}: {value:?} set with plans {} and {}",
+                if p.context.plans_enabled { "on" } else { "off" },
+                if p.context.executing { "execute" } else { "recommend-only" }
+            ),
+        ),
+    }
+}
+
+/// After a clean pass of a leader (journal read, fresh snapshot, lease kept, every write
+/// landed without a fault): every taint of alfred's names an active plan on its node, and
+/// every nomination (only alfred nominates in the campaign) names an active `nominate` plan
+/// for its pod and node. A nomination on a pod no plan of the stored journal names at all
+/// is let be: its record went with a journal an operator reset, and a nomination carries
+/// nothing that tells alfred's from the scheduler's.
+pub fn no_leftover_protection(
+    pods: &BTreeMap<String, StoredPod>,
+    nodes: &BTreeMap<String, StoredNode>,
+    plans: &[PlanRecord],
+) -> Result<(), Violation> {
+    const NAME: &str = "no-leftover-protection";
+    for (name, n) in nodes {
+        for t in ours(&n.taints) {
+            let named = plans
+                .iter()
+                .any(|r| r.active() && r.node == *name && r.id == t.value);
+            if !named {
+                return fail(
+                    NAME,
+                    format!("node {name} keeps alfred's taint {:?}, no active plan names it", t.value),
+                );
+            }
+        }
+    }
+    for (pod, p) in pods {
+        let Some(node) = &p.nominated else { continue };
+        let known = plans.iter().any(|r| r.pod == *pod);
+        let named = plans.iter().any(|r| {
+            r.active()
+                && r.pod == *pod
+                && r.node == *node
+                && r.protection == DrainProtectionWire::Nominate
+        });
+        if known && !named {
+            return fail(
+                NAME,
+                format!("pod {pod} keeps nomination {node:?}, no active plan names it"),
+            );
+        }
+    }
+    Ok(())
 }
 
 #[cfg(test)]
