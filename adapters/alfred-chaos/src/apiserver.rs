@@ -568,7 +568,14 @@ impl ApiModel {
     }
 
     /// A JSON Patch of `pods/<name>/status`: applied to the Pod as served, `test`s and all.
-    fn patch_pod(&mut self, replica: usize, ns: &str, name: &str, body: &Value, what: &str) -> Reply {
+    fn patch_pod(
+        &mut self,
+        replica: usize,
+        ns: &str,
+        name: &str,
+        body: &Value,
+        what: &str,
+    ) -> Reply {
         let key = format!("{ns}/{name}");
         let Some(pod) = self.pods.get(&key) else {
             return status(404, "NotFound");

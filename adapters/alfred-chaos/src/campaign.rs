@@ -21,8 +21,8 @@ use alfred_dispatch::{
 };
 use alfred_kube::run::apply::applier::{Applier, JOURNAL_CONFIG_MAP, Outcome};
 use alfred_kube::run::telemetry::metrics::Metrics;
-use alfred_model::ClusterSnapshot;
 use alfred_kube::run::watch::config::{Reload, ReloadTracker};
+use alfred_model::ClusterSnapshot;
 use alfred_model::config::{Config, DrainProtection, MigrationApiVersion, Mode, RuntimeOptions};
 use alfred_model::plan::DRAIN_TAINT_KEY;
 use alfred_model::reason::RowReason;
@@ -37,8 +37,8 @@ use alfred_twin::world::{Placement, World};
 
 use crate::apiserver::{
     self, ALFRED_NAMESPACE, ApiModel, Hung, PassContext, ProtectionChange, RECOMMENDATIONS,
-    REQUEST_PREFIX, RequestFaults, StoredConfigMap, StoredIsvc, StoredNode, StoredPod,
-    StoredTaint, lock,
+    REQUEST_PREFIX, RequestFaults, StoredConfigMap, StoredIsvc, StoredNode, StoredPod, StoredTaint,
+    lock,
 };
 use crate::invariants::{self, ReferenceBreaker, Violation};
 
@@ -763,10 +763,12 @@ impl Chaos {
             }
         }
         let text = doc.to_string();
-        match self
-            .reloads
-            .observe(ALFRED_NAMESPACE, "alfred-config", "config.yaml", Some(&text))
-        {
+        match self.reloads.observe(
+            ALFRED_NAMESPACE,
+            "alfred-config",
+            "config.yaml",
+            Some(&text),
+        ) {
             Reload::Loaded(c) => {
                 self.report.config_reloads += 1;
                 self.config = *c;
@@ -857,7 +859,10 @@ impl Chaos {
             else {
                 continue;
             };
-            let stored = pod.nominated.as_deref().and_then(|n| sim.world.node_index(n));
+            let stored = pod
+                .nominated
+                .as_deref()
+                .and_then(|n| sim.world.node_index(n));
             let twin = sim.tasks[task].nominated;
             if stored == twin {
                 continue;
@@ -883,7 +888,10 @@ impl Chaos {
             };
             let ours = node.taints.iter().find(|t| t.key == DRAIN_TAINT_KEY);
             let twin = &sim.world.nodes[i];
-            let (tainted, value) = (ours.is_some(), ours.map(|t| t.value.clone()).unwrap_or_default());
+            let (tainted, value) = (
+                ours.is_some(),
+                ours.map(|t| t.value.clone()).unwrap_or_default(),
+            );
             if tainted != twin.tainted || value != twin.taint_value {
                 actions.push(Action::Taint {
                     node: i,
@@ -908,9 +916,9 @@ impl Chaos {
             .map(|p| p.id.clone())
             .collect();
         let verdict = match (&plans, clean) {
-            (Some(plans), true) => Some(invariants::no_leftover_protection(
-                &m.pods, &m.nodes, plans,
-            )),
+            (Some(plans), true) => {
+                Some(invariants::no_leftover_protection(&m.pods, &m.nodes, plans))
+            }
             _ => None,
         };
         drop(m);
@@ -998,9 +1006,7 @@ impl Chaos {
                         self.report.nominations_cleared += 1
                     }
                     ProtectionChange::Taints { before, after, .. } => {
-                        let ours = |ts: &[StoredTaint]| {
-                            ts.iter().any(|t| t.key == DRAIN_TAINT_KEY)
-                        };
+                        let ours = |ts: &[StoredTaint]| ts.iter().any(|t| t.key == DRAIN_TAINT_KEY);
                         if ours(after) && before != after {
                             self.report.taints_set += 1;
                         } else if ours(before) && !ours(after) {
@@ -1251,7 +1257,7 @@ fn cluster_and_trace(rng: &mut Rng) -> (Vec<TraceNode>, Vec<TraceTask>) {
 }
 
 /// Mean GPUs of an arrival (the mix below).
-const MEAN_ARRIVAL_GPUS: f64 = 0.4 + 0.25 * 2.0 + 0.2 * 4.0 + 0.15 * 8.0;
+const MEAN_ARRIVAL_GPUS: f64 = 0.4 + 0.2 * 2.0 + 0.15 * 4.0 + 0.25 * 8.0;
 /// Mean lifetime of an arrival that departs, in minutes.
 const MEAN_LIFETIME_MINUTES: f64 = 91.0;
 
@@ -1262,16 +1268,16 @@ const MEAN_LIFETIME_MINUTES: f64 = 91.0;
 fn arrivals(rng: &mut Rng, horizon: i64, gpus: u32) -> Vec<Arrival> {
     let mut arrivals = Vec::new();
     let mut at = 0i64;
-    let load = 0.6 + rng.uniform() * 0.5;
+    let load = 0.8 + rng.uniform() * 0.5;
     let mean_gap =
         MEAN_ARRIVAL_GPUS * MEAN_LIFETIME_MINUTES / (f64::from(gpus) * load) * MINUTE as f64;
     while at < horizon {
         let r = rng.uniform();
         let task = if r < 0.4 {
             0
-        } else if r < 0.65 {
+        } else if r < 0.6 {
             1
-        } else if r < 0.85 {
+        } else if r < 0.75 {
             2
         } else {
             3
@@ -1306,7 +1312,11 @@ fn campaign_config(rng: &mut Rng, seed: u64, placement: Placement, interval_ms: 
     config.emergency_pending_age_minutes = 1 + rng.index(10) as u32;
     config.policies.defragmentation.drain_plans.protection = draw_protection(rng);
     // Plans for lone pods after a short wait, so that runs of a few hours see plans.
-    config.policies.defragmentation.drain_plans.lone_pod_wait_minutes = 1 + rng.index(30) as u32;
+    config
+        .policies
+        .defragmentation
+        .drain_plans
+        .lone_pod_wait_minutes = 1 + rng.index(30) as u32;
     config
 }
 

@@ -254,7 +254,10 @@ pub fn no_request_in_recommend_only(r: &LandedRequest) -> Result<(), Violation> 
     }
     fail(
         "recommend-only-writes-no-request",
-        format!("request {} for {} written in recommend-only", r.uuid, r.isvc),
+        format!(
+            "request {} for {} written in recommend-only",
+            r.uuid, r.isvc
+        ),
     )
 }
 
@@ -282,7 +285,8 @@ fn set_by(p: &LandedProtection) -> Option<(&str, String)> {
         } => {
             let now = ours(after);
             let was = ours(before);
-            (now.len() == 1 && !was.contains(&now[0])).then(|| (node.as_str(), now[0].value.clone()))
+            (now.len() == 1 && !was.contains(&now[0]))
+                .then(|| (node.as_str(), now[0].value.clone()))
         }
         ProtectionChange::Nomination { .. } => None,
     }
@@ -338,24 +342,33 @@ pub fn protection_names_an_active_plan(p: &LandedProtection) -> Result<(), Viola
             );
         }
         if ours(after).len() > 1 {
-            return fail(NAME, format!("node {node}: several of alfred's taints {after:?}"));
+            return fail(
+                NAME,
+                format!("node {node}: several of alfred's taints {after:?}"),
+            );
         }
         if ours(after).iter().any(|t| t.effect != "NoSchedule") {
-            return fail(NAME, format!("node {node}: alfred's taint is not NoSchedule: {after:?}"));
+            return fail(
+                NAME,
+                format!("node {node}: alfred's taint is not NoSchedule: {after:?}"),
+            );
         }
     }
     let Some((object, value)) = set_by(p) else {
         return Ok(());
     };
     let plans = p.durable_plans.as_deref().unwrap_or_default();
-    let named = plans.iter().filter(|r| r.active()).any(|r| match &p.change {
-        ProtectionChange::Nomination { .. } => {
-            r.pod == object && r.node == value && r.protection == DrainProtectionWire::Nominate
-        }
-        ProtectionChange::Taints { .. } => {
-            r.node == object && r.id == value && r.protection == DrainProtectionWire::Taint
-        }
-    });
+    let named = plans
+        .iter()
+        .filter(|r| r.active())
+        .any(|r| match &p.change {
+            ProtectionChange::Nomination { .. } => {
+                r.pod == object && r.node == value && r.protection == DrainProtectionWire::Nominate
+            }
+            ProtectionChange::Taints { .. } => {
+                r.node == object && r.id == value && r.protection == DrainProtectionWire::Taint
+            }
+        });
     if named {
         return Ok(());
     }
@@ -385,7 +398,11 @@ pub fn no_protection_while_plans_are_off(p: &LandedProtection) -> Result<(), Vio
             format!(
                 "{object}: {value:?} set with plans {} and {}",
                 if p.context.plans_enabled { "on" } else { "off" },
-                if p.context.executing { "execute" } else { "recommend-only" }
+                if p.context.executing {
+                    "execute"
+                } else {
+                    "recommend-only"
+                }
             ),
         ),
     }
@@ -411,7 +428,10 @@ pub fn no_leftover_protection(
             if !named {
                 return fail(
                     NAME,
-                    format!("node {name} keeps alfred's taint {:?}, no active plan names it", t.value),
+                    format!(
+                        "node {name} keeps alfred's taint {:?}, no active plan names it",
+                        t.value
+                    ),
                 );
             }
         }
