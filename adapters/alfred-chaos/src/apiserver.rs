@@ -785,3 +785,170 @@ pub fn client(model: Arc<Mutex<ApiModel>>, replica: usize, hung: Hung) -> Client
 pub fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
     m.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use alfred_kube::run::apply::applier::{Applier, Outcome};
+    use alfred_kube::run::telemetry::metrics::Metrics;
+    use alfred_model::effect::Effect;
+    use alfred_model::plan::DRAIN_TAINT_KEY;
+
+    const POD: &str = "twin/t3-engine-0";
+
+    fn model() -> Arc<Mutex<ApiModel>> {
+        let mut m = ApiModel::new(1, RequestFaults::default(), 7);
+        m.set_lease(Some(0));
+        m.pods.insert(
+            POD.into(),
+            StoredPod {
+                uid: "uid-p".into(),
+                rv: 5,
+                nominated: None,
+            },
+        );
+        m.nodes.insert(
+            "n01".into(),
+            StoredNode {
+                uid: "uid-n01".into(),
+                rv: 6,
+                taints: vec![StoredTaint {
+                    key: "example.com/gpu".into(),
+                    value: "bad".into(),
+                    effect: "PreferNoSchedule".into(),
+                }],
+            },
+        );
+        Arc::new(Mutex::new(m))
+    }
+
+    /// Applies `effects` in turn with the real applier; their outcomes.
+    fn apply(model: &Arc<Mutex<ApiModel>>, effects: &[Effect]) -> Vec<Outcome> {
+        let rt = tokio::runtime::Builder::new_current_thread()
+            .enable_time()
+            .start_paused(true)
+            .build()
+            .expect("a runtime");
+        let gate = lock(model).gates[0].clone();
+        rt.block_on(async {
+            let applier = Applier::new(
+                client(model.clone(), 0, Hung::default()),
+                ALFRED_NAMESPACE,
+                gate,
+                Arc::new(Metrics::new()),
+            );
+            let mut out = Vec::new();
+            for e in effects {
+                out.push(applier.apply_one(e).await);
+            }
+            out
+        })
+    }
+
+    fn nominate(node: &str) -> Effect {
+        Effect::NominatePod {
+            namespace: "twin".into(),
+            name: "t3-engine-0".into(),
+            uid: "uid-p".into(),
+            node: node.into(),
+            plan_id: "dp-1".into(),
+        }
+    }
+
+    #[test]
+    fn the_applier_nominates_clears_and_never_overwrites_a_nomination() {
+        let m = model();
+        let clear = Effect::ClearNomination {
+            namespace: "twin".into(),
+            name: "t3-engine-0".into(),
+            uid: "uid-p".into(),
+            node: "n01".into(),
+            plan_id: "dp-1".into(),
+        };
+        assert_eq!(apply(&m, &[nominate("n01")]), vec![Outcome::Applied]);
+        let rv = {
+            let g = lock(&m);
+            assert_eq!(g.pods[POD].nominated.as_deref(), Some("n01"));
+            g.pods[POD].rv
+        };
+        assert!(rv > 5, "the write bumps the resourceVersion");
+        // Nominated elsewhere: never overwritten, nothing sent; clearing leaves it too.
+        lock(&m).pods.get_mut(POD).expect("pod").nominated = Some("n02".into());
+        assert_eq!(apply(&m, &[nominate("n01")]), vec![Outcome::Conflict]);
+        assert_eq!(apply(&m, &[clear.clone()]), vec![Outcome::Applied]);
+        assert_eq!(lock(&m).pods[POD].nominated.as_deref(), Some("n02"));
+        lock(&m).pods.get_mut(POD).expect("pod").nominated = Some("n01".into());
+        assert_eq!(apply(&m, &[clear]), vec![Outcome::Applied]);
+        assert_eq!(lock(&m).pods[POD].nominated, None);
+        let writes = std::mem::take(&mut lock(&m).writes);
+        assert_eq!(writes.iter().filter(|w| w.protection.is_some()).count(), 2);
+    }
+
+    #[test]
+    fn a_failed_json_patch_test_is_a_422_and_changes_nothing() {
+        let m = model();
+        let stale = json!([
+            {"op": "test", "path": "/metadata/uid", "value": "uid-p"},
+            {"op": "test", "path": "/metadata/resourceVersion", "value": "4"},
+            {"op": "add", "path": "/status/nominatedNodeName", "value": "n01"},
+        ]);
+        let mut g = lock(&m);
+        let Reply::Json(code, _) = g.serve(
+            0,
+            "PATCH",
+            "/api/v1/namespaces/twin/pods/t3-engine-0/status",
+            &stale,
+        ) else {
+            panic!("an answer");
+        };
+        assert_eq!(code, 422);
+        assert_eq!(g.pods[POD].nominated, None);
+        let Reply::Json(code, _) =
+            g.serve(0, "GET", "/api/v1/namespaces/twin/pods/gone", &Value::Null)
+        else {
+            panic!("an answer");
+        };
+        assert_eq!(code, 404);
+    }
+
+    #[test]
+    fn the_applier_taints_and_untaints_keeping_other_taints() {
+        let m = model();
+        let taint = Effect::TaintNode {
+            node: "n01".into(),
+            uid: "uid-n01".into(),
+            plan_id: "dp-1".into(),
+        };
+        let untaint = Effect::UntaintNode {
+            node: "n01".into(),
+            uid: "uid-n01".into(),
+            plan_id: "dp-1".into(),
+        };
+        assert_eq!(apply(&m, &[taint]), vec![Outcome::Applied]);
+        let taints = lock(&m).nodes["n01"].taints.clone();
+        assert_eq!(taints.len(), 2);
+        assert_eq!(taints[0].key, "example.com/gpu");
+        assert_eq!(
+            (
+                taints[1].key.as_str(),
+                taints[1].value.as_str(),
+                taints[1].effect.as_str()
+            ),
+            (DRAIN_TAINT_KEY, "dp-1", "NoSchedule")
+        );
+        assert_eq!(apply(&m, &[untaint]), vec![Outcome::Applied]);
+        let taints = lock(&m).nodes["n01"].taints.clone();
+        assert_eq!(taints.len(), 1);
+        assert_eq!(taints[0].key, "example.com/gpu");
+    }
+
+    #[test]
+    fn a_protection_write_without_the_lease_is_not_sent() {
+        let m = model();
+        lock(&m).set_lease(None);
+        assert_ne!(apply(&m, &[nominate("n01")]), vec![Outcome::Applied]);
+        let g = lock(&m);
+        assert_eq!(g.pods[POD].nominated, None);
+        assert!(g.writes.is_empty(), "{:?}", g.writes);
+    }
+}

@@ -489,6 +489,7 @@ mod tests {
             landed: true,
             request: None,
             journal: None,
+            protection: None,
         };
         assert!(no_write_without_lease(&w).is_ok());
         w.lease_held = false;
@@ -626,5 +627,199 @@ mod tests {
         let v = journal_reads_back(&good[..good.len() / 2]).unwrap_err();
         assert_eq!(v.invariant, "journal-reads-back");
         assert!(journal_reads_back("{\"version\":\"v2\",\"entries\":[]}").is_err());
+    }
+
+    #[test]
+    fn a_request_in_recommend_only_is_caught() {
+        let mut r = landed();
+        r.context.executing = true;
+        assert!(no_request_in_recommend_only(&r).is_ok());
+        r.context.executing = false;
+        let v = no_request_in_recommend_only(&r).unwrap_err();
+        assert_eq!(v.invariant, "recommend-only-writes-no-request");
+    }
+
+    const POD: &str = "twin/t3-engine-0";
+
+    fn plan(id: &str, node: &str, protection: DrainProtectionWire, phase: &str) -> PlanRecord {
+        serde_json::from_value(serde_json::json!({
+            "id": id, "pool": "G", "node": node, "pod": POD, "gpus": 8,
+            "protection": protection, "phase": phase,
+            "startedAt": "2026-11-30T00:00:00Z", "deadline": "2026-11-30T01:00:00Z",
+            "pendingSince": "2026-11-29T23:50:00Z",
+        }))
+        .expect("a plan record")
+    }
+
+    fn taint(key: &str, value: &str) -> StoredTaint {
+        StoredTaint {
+            key: key.into(),
+            value: value.into(),
+            effect: "NoSchedule".into(),
+        }
+    }
+
+    fn protection(change: ProtectionChange, plans: Vec<PlanRecord>) -> LandedProtection {
+        LandedProtection {
+            change,
+            durable_plans: Some(plans),
+            context: PassContext {
+                plans_enabled: true,
+                executing: true,
+                ..PassContext::default()
+            },
+        }
+    }
+
+    fn nomination(before: Option<&str>, after: Option<&str>) -> ProtectionChange {
+        ProtectionChange::Nomination {
+            pod: POD.into(),
+            before: before.map(Into::into),
+            after: after.map(Into::into),
+        }
+    }
+
+    #[test]
+    fn a_nomination_overwritten_or_a_foreign_one_cleared_is_caught() {
+        let plans = vec![plan(
+            "dp-1",
+            "n01",
+            DrainProtectionWire::Nominate,
+            "protecting",
+        )];
+        let set = protection(nomination(None, Some("n01")), plans.clone());
+        assert!(nomination_only_where_unset(&set).is_ok());
+        let clear = protection(nomination(Some("n01"), None), plans.clone());
+        assert!(nomination_only_where_unset(&clear).is_ok());
+        let over = protection(nomination(Some("n02"), Some("n01")), plans.clone());
+        let v = nomination_only_where_unset(&over).unwrap_err();
+        assert_eq!(v.invariant, "nomination-only-where-unset");
+        let foreign = protection(nomination(Some("n02"), None), plans);
+        assert!(nomination_only_where_unset(&foreign).is_err());
+    }
+
+    #[test]
+    fn a_protection_no_active_plan_names_is_caught() {
+        let active = plan("dp-1", "n01", DrainProtectionWire::Nominate, "draining");
+        let ended = plan("dp-1", "n01", DrainProtectionWire::Nominate, "abandoned");
+        let tainting = plan("dp-2", "n01", DrainProtectionWire::Taint, "protecting");
+        let ok = protection(nomination(None, Some("n01")), vec![active.clone()]);
+        assert!(protection_names_an_active_plan(&ok).is_ok());
+        for plans in [vec![], vec![ended], vec![tainting.clone()]] {
+            let p = protection(nomination(None, Some("n01")), plans);
+            let v = protection_names_an_active_plan(&p).unwrap_err();
+            assert_eq!(v.invariant, "protection-names-an-active-plan");
+        }
+        let elsewhere = protection(nomination(None, Some("n02")), vec![active]);
+        assert!(protection_names_an_active_plan(&elsewhere).is_err());
+        let mut unreadable = protection(nomination(None, Some("n01")), vec![]);
+        unreadable.durable_plans = None;
+        assert!(protection_names_an_active_plan(&unreadable).is_err());
+
+        let other = taint("example.com/gpu", "bad");
+        let taints = |before: Vec<StoredTaint>, after: Vec<StoredTaint>| ProtectionChange::Taints {
+            node: "n01".into(),
+            before,
+            after,
+        };
+        let good = taints(
+            vec![other.clone()],
+            vec![other.clone(), taint(DRAIN_TAINT_KEY, "dp-2")],
+        );
+        assert!(
+            protection_names_an_active_plan(&protection(good.clone(), vec![tainting.clone()]))
+                .is_ok()
+        );
+        assert!(protection_names_an_active_plan(&protection(good, vec![])).is_err());
+        let wrong_plan = taints(vec![], vec![taint(DRAIN_TAINT_KEY, "dp-9")]);
+        assert!(
+            protection_names_an_active_plan(&protection(wrong_plan, vec![tainting.clone()]))
+                .is_err()
+        );
+        let dropped_other = taints(vec![other.clone()], vec![taint(DRAIN_TAINT_KEY, "dp-2")]);
+        assert!(
+            protection_names_an_active_plan(&protection(dropped_other, vec![tainting.clone()]))
+                .is_err()
+        );
+        let two = taints(
+            vec![],
+            vec![
+                taint(DRAIN_TAINT_KEY, "dp-2"),
+                taint(DRAIN_TAINT_KEY, "dp-3"),
+            ],
+        );
+        assert!(protection_names_an_active_plan(&protection(two, vec![tainting.clone()])).is_err());
+        let mut soft = taint(DRAIN_TAINT_KEY, "dp-2");
+        soft.effect = "PreferNoSchedule".into();
+        let soft = taints(vec![], vec![soft]);
+        assert!(
+            protection_names_an_active_plan(&protection(soft, vec![tainting.clone()])).is_err()
+        );
+        let removed = taints(
+            vec![other.clone(), taint(DRAIN_TAINT_KEY, "dp-7")],
+            vec![other],
+        );
+        assert!(protection_names_an_active_plan(&protection(removed, vec![])).is_ok());
+    }
+
+    #[test]
+    fn a_protection_set_with_plans_off_or_in_recommend_only_is_caught() {
+        let plans = vec![plan(
+            "dp-1",
+            "n01",
+            DrainProtectionWire::Nominate,
+            "protecting",
+        )];
+        let mut p = protection(nomination(None, Some("n01")), plans.clone());
+        assert!(no_protection_while_plans_are_off(&p).is_ok());
+        p.context.plans_enabled = false;
+        let v = no_protection_while_plans_are_off(&p).unwrap_err();
+        assert_eq!(v.invariant, "no-protection-while-plans-are-off");
+        p.context.plans_enabled = true;
+        p.context.executing = false;
+        assert!(no_protection_while_plans_are_off(&p).is_err());
+        let mut clear = protection(nomination(Some("n01"), None), plans);
+        clear.context.executing = false;
+        assert!(no_protection_while_plans_are_off(&clear).is_ok());
+    }
+
+    #[test]
+    fn a_leftover_nomination_or_taint_is_caught() {
+        let pod = |nominated: Option<&str>| {
+            BTreeMap::from([(
+                POD.to_owned(),
+                StoredPod {
+                    uid: "u".into(),
+                    rv: 1,
+                    nominated: nominated.map(Into::into),
+                },
+            )])
+        };
+        let node = |taints: Vec<StoredTaint>| {
+            BTreeMap::from([(
+                "n01".to_owned(),
+                StoredNode {
+                    uid: "un".into(),
+                    rv: 1,
+                    taints,
+                },
+            )])
+        };
+        let active = plan("dp-1", "n01", DrainProtectionWire::Nominate, "handoff");
+        let ended = plan("dp-1", "n01", DrainProtectionWire::Nominate, "completed");
+        let tainting = plan("dp-2", "n01", DrainProtectionWire::Taint, "draining");
+        let none = node(vec![taint("example.com/gpu", "bad")]);
+        assert!(no_leftover_protection(&pod(Some("n01")), &none, &[active]).is_ok());
+        let v = no_leftover_protection(&pod(Some("n01")), &none, std::slice::from_ref(&ended))
+            .unwrap_err();
+        assert_eq!(v.invariant, "no-leftover-protection");
+        // A nomination on a pod no plan names at all (its record lost with a reset journal).
+        assert!(no_leftover_protection(&pod(Some("n01")), &none, &[]).is_ok());
+        let tainted = node(vec![taint(DRAIN_TAINT_KEY, "dp-2")]);
+        assert!(
+            no_leftover_protection(&pod(None), &tainted, std::slice::from_ref(&tainting)).is_ok()
+        );
+        assert!(no_leftover_protection(&pod(None), &tainted, &[ended]).is_err());
+        assert!(no_leftover_protection(&pod(None), &tainted, &[]).is_err());
     }
 }
