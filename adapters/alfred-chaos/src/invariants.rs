@@ -375,12 +375,13 @@ pub fn protection_names_an_active_plan(p: &LandedProtection) -> Result<(), Viola
     fail(
         NAME,
         format!(
-            "{object}: {value:?} set while the stored journal holds no such active plan ({})",
+            "{object}: {value:?} set while the stored journal holds no such active plan ({}; {:?})",
             if p.durable_plans.is_some() {
                 "readable"
             } else {
                 "missing or unreadable"
-            }
+            },
+            p.change
         ),
     )
 }
