@@ -97,6 +97,8 @@ pub struct PassContext {
     pub executing: bool,
     /// The plans of the journal as the pass read it.
     pub journal_plans: Vec<PlanRecord>,
+    /// The migration guard read healthy for the pass.
+    pub guard_healthy: bool,
 }
 
 /// A taint as stored.

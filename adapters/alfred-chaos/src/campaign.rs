@@ -15,7 +15,7 @@ use std::collections::{BTreeMap, BTreeSet, VecDeque};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use alfred_dispatch::guard::{guard_username, healthy_guard};
+use alfred_dispatch::guard::{GuardObservation, check_guard, guard_username, healthy_guard};
 use alfred_dispatch::{
     DerivedUuids, DurableState, FreshObserver, Journal, JournalSlot, Reading, RequestPayload,
 };
@@ -82,6 +82,9 @@ pub struct PassFaults {
     /// alfred's configuration is reloaded (between passes); a quarter of the reloads are
     /// invalid and must leave the last good configuration in force.
     pub config_reload: f64,
+    /// The migration guard (the admission policy and its binding) reads broken this pass:
+    /// missing, being deleted, changed or not type-checked.
+    pub guard_broken: f64,
 }
 
 /// Everything one run counted.
@@ -633,7 +636,9 @@ impl Chaos {
             plan: RefCell::new(plan),
         };
         let uuids: Vec<String> = (0..4).map(|_| self.rng.uuid()).collect();
-        let guard = healthy_guard(&guard_username(ALFRED_NAMESPACE, SERVICE_ACCOUNT));
+        let guard = self.guard();
+        let guard_healthy =
+            check_guard(&guard, &guard_username(ALFRED_NAMESPACE, SERVICE_ACCOUNT)).is_ok();
         let runtime = &self.runtime;
         let term = self.replicas[leader]
             .term
@@ -697,6 +702,7 @@ impl Chaos {
                     hourly,
                     plans_enabled: plans_enabled(&self.config),
                     executing: self.config.mode == Mode::Execute,
+                    guard_healthy,
                     journal_plans: before.as_ref().map(|j| j.plans.clone()).unwrap_or_default(),
                 };
             }
@@ -726,6 +732,36 @@ impl Chaos {
         self.follow_plans(clean && self.config.mode == Mode::Execute);
         self.deliver_protection(sim, &mut actions);
         actions
+    }
+
+    /// The guard as the pass reads it: as installed, or broken as drawn.
+    fn guard(&mut self) -> GuardObservation {
+        let mut g = healthy_guard(&guard_username(ALFRED_NAMESPACE, SERVICE_ACCOUNT));
+        if self.rng.uniform() >= self.faults.guard_broken {
+            return g;
+        }
+        self.pass_faults_count("guard_broken");
+        match self.rng.index(5) {
+            0 => g.policy = None,
+            1 => g.binding = None,
+            2 => {
+                if let Some(p) = g.policy.as_mut() {
+                    p.deleting = true;
+                }
+            }
+            3 => {
+                if let Some(p) = g.policy.as_mut() {
+                    p.observed_generation = 0;
+                }
+            }
+            _ => {
+                if let Some(b) = g.binding.as_mut() {
+                    b.spec =
+                        serde_json::json!({"policyName": "other", "validationActions": ["Warn"]});
+                }
+            }
+        }
+        g
     }
 
     /// alfred's configuration changes between passes the way `alfred run` reloads
@@ -1018,6 +1054,7 @@ impl Chaos {
             let Some(r) = w.request else { continue };
             self.report.requests += 1;
             self.check(invariants::no_request_in_recommend_only(&r));
+            self.check(invariants::no_request_without_a_healthy_guard(&r));
             self.check(invariants::no_second_request_for_an_instance(&r));
             self.check(invariants::within_caps(&r, max_in_flight, per_hour));
             self.check(invariants::built_on_a_fresh_snapshot(&r));
@@ -1225,6 +1262,7 @@ fn fault_rates(rng: &mut Rng, k: f64) -> (RequestFaults, PassFaults) {
         node_fails: scaled(rng, k * 0.03),
         foreign_migration: scaled(rng, k * 0.05),
         config_reload: scaled(rng, k * 0.05),
+        guard_broken: scaled(rng, k * 0.05),
     };
     (request_faults, faults)
 }
@@ -1271,6 +1309,10 @@ fn arrivals(rng: &mut Rng, horizon: i64, gpus: u32) -> Vec<Arrival> {
     let load = 0.8 + rng.uniform() * 0.5;
     let mean_gap =
         MEAN_ARRIVAL_GPUS * MEAN_LIFETIME_MINUTES / (f64::from(gpus) * load) * MINUTE as f64;
+    // The cluster starts about as busy as the arrivals keep it (one every second until
+    // the offered GPUs reach the load), instead of filling up over the first hours.
+    let mut offered = 0.0;
+    let mut warm = true;
     while at < horizon {
         let r = rng.uniform();
         let task = if r < 0.4 {
@@ -1290,7 +1332,13 @@ fn arrivals(rng: &mut Rng, horizon: i64, gpus: u32) -> Vec<Arrival> {
             lifetime,
             gang: false,
         });
-        at += (rng.exp(mean_gap)) as i64 + 1;
+        if warm {
+            offered += f64::from(1u32 << task);
+            warm = offered < f64::from(gpus) * load;
+            at += 1000;
+        } else {
+            at += (rng.exp(mean_gap)) as i64 + 1;
+        }
     }
     arrivals
 }

@@ -261,6 +261,21 @@ pub fn no_request_in_recommend_only(r: &LandedRequest) -> Result<(), Violation> 
     )
 }
 
+/// No request lands from a pass whose migration guard read unhealthy
+/// (docs/design-pass.md#migration-guard).
+pub fn no_request_without_a_healthy_guard(r: &LandedRequest) -> Result<(), Violation> {
+    if r.context.guard_healthy {
+        return Ok(());
+    }
+    fail(
+        "no-request-without-the-guard",
+        format!(
+            "request {} for {} written with the guard unhealthy",
+            r.uuid, r.isvc
+        ),
+    )
+}
+
 fn ours(taints: &[StoredTaint]) -> Vec<&StoredTaint> {
     taints.iter().filter(|t| t.key == DRAIN_TAINT_KEY).collect()
 }
@@ -638,6 +653,16 @@ mod tests {
         r.context.executing = false;
         let v = no_request_in_recommend_only(&r).unwrap_err();
         assert_eq!(v.invariant, "recommend-only-writes-no-request");
+    }
+
+    #[test]
+    fn a_request_with_the_guard_unhealthy_is_caught() {
+        let mut r = landed();
+        r.context.guard_healthy = true;
+        assert!(no_request_without_a_healthy_guard(&r).is_ok());
+        r.context.guard_healthy = false;
+        let v = no_request_without_a_healthy_guard(&r).unwrap_err();
+        assert_eq!(v.invariant, "no-request-without-the-guard");
     }
 
     const POD: &str = "twin/t3-engine-0";
