@@ -877,7 +877,10 @@ mod tests {
         // Nominated elsewhere: never overwritten, nothing sent; clearing leaves it too.
         lock(&m).pods.get_mut(POD).expect("pod").nominated = Some("n02".into());
         assert_eq!(apply(&m, &[nominate("n01")]), vec![Outcome::Conflict]);
-        assert_eq!(apply(&m, &[clear.clone()]), vec![Outcome::Applied]);
+        assert_eq!(
+            apply(&m, std::slice::from_ref(&clear)),
+            vec![Outcome::Applied]
+        );
         assert_eq!(lock(&m).pods[POD].nominated.as_deref(), Some("n02"));
         lock(&m).pods.get_mut(POD).expect("pod").nominated = Some("n01".into());
         assert_eq!(apply(&m, &[clear]), vec![Outcome::Applied]);

@@ -619,18 +619,7 @@ impl Chaos {
             _ => None,
         };
         let mut clean = fresh && before.is_some();
-        let plan: VecDeque<Look> = (0..4)
-            .map(|_| {
-                let r = self.rng.uniform();
-                if r < self.faults.fresh_look_fails {
-                    Look::Fails
-                } else if r < self.faults.fresh_look_fails + self.faults.slow_look {
-                    Look::Slow(20 + self.rng.index(21) as u64)
-                } else {
-                    Look::Good
-                }
-            })
-            .collect();
+        let plan = self.draw_looks();
         let looks = Looks {
             snapshot: &current,
             plan: RefCell::new(plan),
@@ -732,6 +721,22 @@ impl Chaos {
         self.follow_plans(clean && self.config.mode == Mode::Execute);
         self.deliver_protection(sim, &mut actions);
         actions
+    }
+
+    /// The pass's fresh looks: good, failing or slow, as drawn.
+    fn draw_looks(&mut self) -> VecDeque<Look> {
+        (0..4)
+            .map(|_| {
+                let r = self.rng.uniform();
+                if r < self.faults.fresh_look_fails {
+                    Look::Fails
+                } else if r < self.faults.fresh_look_fails + self.faults.slow_look {
+                    Look::Slow(20 + self.rng.index(21) as u64)
+                } else {
+                    Look::Good
+                }
+            })
+            .collect()
     }
 
     /// The guard as the pass reads it: as installed, or broken as drawn.
