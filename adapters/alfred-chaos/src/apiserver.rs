@@ -3,8 +3,10 @@
 //!
 //! It holds what the applier reads and writes: alfred's ConfigMaps (the journal
 //! `alfred-dispatch-state`, the recommendations), the InferenceServices of the twin's
-//! running tasks (uid, resourceVersion, annotations), Events (accepted and dropped), and the
-//! Lease holder. Every request can be hit by a fault drawn from the run's RNG: a 409 on a
+//! running tasks (uid, resourceVersion, annotations), the twin's pending Pods
+//! (`status.nominatedNodeName`) and Nodes (`spec.taints`) with uids and resourceVersions,
+//! Events (accepted and dropped), and the Lease holder. JSON Patches are applied with their
+//! `test`s to the object as served; a failed `test` is a 422, as kube-apiserver answers. Every request can be hit by a fault drawn from the run's RNG: a 409 on a
 //! write, a 500, a timeout after the write landed or before it did, a failed read, and the
 //! lease moving away right after the request. Every write that lands is logged with what the
 //! invariants need to judge it at that instant (who held the lease, what was in flight).
@@ -15,6 +17,7 @@ use std::sync::{Arc, Mutex};
 use alfred_kube::run::apply::applier::{JOURNAL_CONFIG_MAP, JOURNAL_KEY};
 use alfred_kube::run::apply::leader::LeaderGate;
 use alfred_model::Timestamp;
+use alfred_model::plan::PlanRecord;
 use alfred_twin::rng::Rng;
 use http::{Request, Response};
 use kube::Client;
@@ -87,6 +90,82 @@ pub struct PassContext {
     /// Every migration request UUID known to have started within the last hour (alfred's
     /// landed requests and everyone's migrations).
     pub hourly: BTreeSet<String>,
+    /// The configuration in force for the pass has drain plans on (defragmentation and
+    /// `drainPlans.enabled`).
+    pub plans_enabled: bool,
+    /// The configuration in force for the pass is in execute mode.
+    pub executing: bool,
+    /// The plans of the journal as the pass read it.
+    pub journal_plans: Vec<PlanRecord>,
+    /// The migration guard read healthy for the pass.
+    pub guard_healthy: bool,
+}
+
+/// A taint as stored.
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord)]
+pub struct StoredTaint {
+    /// Key.
+    pub key: String,
+    /// Value.
+    pub value: String,
+    /// Effect.
+    pub effect: String,
+}
+
+/// A pending Pod as stored (namespace `twin`).
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct StoredPod {
+    /// Its uid.
+    pub uid: String,
+    /// Its resourceVersion.
+    pub rv: u64,
+    /// `status.nominatedNodeName`.
+    pub nominated: Option<String>,
+}
+
+/// A Node as stored.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct StoredNode {
+    /// Its uid.
+    pub uid: String,
+    /// Its resourceVersion.
+    pub rv: u64,
+    /// `spec.taints`, in order.
+    pub taints: Vec<StoredTaint>,
+}
+
+/// A drain-plan protection write that landed: what it changed.
+#[derive(Debug, Clone, PartialEq)]
+pub enum ProtectionChange {
+    /// `status.nominatedNodeName` of `pod` (`namespace/name`) went from `before` to `after`.
+    Nomination {
+        /// The Pod.
+        pod: String,
+        /// Before the write.
+        before: Option<String>,
+        /// After it.
+        after: Option<String>,
+    },
+    /// `spec.taints` of `node` went from `before` to `after`.
+    Taints {
+        /// The Node.
+        node: String,
+        /// Before the write.
+        before: Vec<StoredTaint>,
+        /// After it.
+        after: Vec<StoredTaint>,
+    },
+}
+
+/// A protection write that landed, with the durable state at that instant.
+#[derive(Debug, Clone, PartialEq)]
+pub struct LandedProtection {
+    /// What changed.
+    pub change: ProtectionChange,
+    /// The plans of the journal stored at that instant (`None`: missing or unreadable).
+    pub durable_plans: Option<Vec<PlanRecord>>,
+    /// The pass context it was written under.
+    pub context: PassContext,
 }
 
 /// One write that reached the server (landed or not) — what the invariants judge.
@@ -104,6 +183,8 @@ pub struct WriteRecord {
     pub request: Option<LandedRequest>,
     /// The journal text it stored.
     pub journal: Option<String>,
+    /// A nomination or taint change it made.
+    pub protection: Option<LandedProtection>,
 }
 
 /// A migration request annotation that landed, with the state at that instant.
@@ -137,6 +218,10 @@ pub struct ApiModel {
     pub config_maps: BTreeMap<String, StoredConfigMap>,
     /// InferenceServices of namespace `twin` by name.
     pub isvcs: BTreeMap<String, StoredIsvc>,
+    /// Pending Pods by `namespace/name`.
+    pub pods: BTreeMap<String, StoredPod>,
+    /// Nodes by name.
+    pub nodes: BTreeMap<String, StoredNode>,
     /// The replica holding the Lease.
     pub lease: Option<usize>,
     /// Each replica's leader gate (closed when its lease is lost).
@@ -162,6 +247,8 @@ impl ApiModel {
         ApiModel {
             config_maps: BTreeMap::new(),
             isvcs: BTreeMap::new(),
+            pods: BTreeMap::new(),
+            nodes: BTreeMap::new(),
             lease: None,
             gates: (0..replicas).map(|_| LeaderGate::new()).collect(),
             faults,
@@ -266,6 +353,7 @@ impl ApiModel {
                 landed: false,
                 request: None,
                 journal: None,
+                protection: None,
             });
         }
         if self.lease == Some(replica) && self.rng.uniform() < f.lease_loss {
@@ -315,6 +403,7 @@ impl ApiModel {
                     landed: true,
                     request: None,
                     journal,
+                    protection: None,
                 });
                 Reply::Json(200, reply)
             }
@@ -355,6 +444,7 @@ impl ApiModel {
                     landed: true,
                     request: None,
                     journal: None,
+                    protection: None,
                 });
                 let mut ev = body.clone();
                 if ev.is_object() {
@@ -363,7 +453,22 @@ impl ApiModel {
                 }
                 Reply::Json(201, ev)
             }
-            // Pods and Nodes (drain-plan protection writes) are not modelled: not found.
+            ("GET", ["api", "v1", "namespaces", ns, "pods", name]) => {
+                match self.pods.get(&format!("{ns}/{name}")) {
+                    Some(p) => Reply::Json(200, pod_json(ns, name, p)),
+                    None => status(404, "NotFound"),
+                }
+            }
+            ("PATCH", ["api", "v1", "namespaces", ns, "pods", name, "status"]) => {
+                self.patch_pod(replica, ns, name, body, &what(method, path))
+            }
+            ("GET", ["api", "v1", "nodes", name]) => match self.nodes.get(*name) {
+                Some(n) => Reply::Json(200, node_json(name, n)),
+                None => status(404, "NotFound"),
+            },
+            ("PATCH", ["api", "v1", "nodes", name]) => {
+                self.patch_node(replica, name, body, &what(method, path))
+            }
             _ => status(404, "NotFound"),
         }
     }
@@ -453,9 +558,126 @@ impl ApiModel {
             landed: true,
             request,
             journal: None,
+            protection: None,
         });
         Reply::Json(200, reply)
     }
+
+    /// The plans of the journal stored now (`None`: missing or unreadable).
+    pub fn durable_plans(&self) -> Option<Vec<PlanRecord>> {
+        let text = self.journal_text()?;
+        alfred_dispatch::Journal::parse(text).ok().map(|j| j.plans)
+    }
+
+    /// A JSON Patch of `pods/<name>/status`: applied to the Pod as served, `test`s and all.
+    fn patch_pod(
+        &mut self,
+        replica: usize,
+        ns: &str,
+        name: &str,
+        body: &Value,
+        what: &str,
+    ) -> Reply {
+        let key = format!("{ns}/{name}");
+        let Some(pod) = self.pods.get(&key) else {
+            return status(404, "NotFound");
+        };
+        let mut doc = pod_json(ns, name, pod);
+        if let Err(r) = json_patch_apply(&mut doc, body) {
+            return r;
+        }
+        let after = doc
+            .pointer("/status/nominatedNodeName")
+            .and_then(Value::as_str)
+            .map(str::to_owned);
+        let before = pod.nominated.clone();
+        let rv = self.bump();
+        let pod = self.pods.get_mut(&key).expect("checked above");
+        pod.nominated = after.clone();
+        pod.rv = rv;
+        let reply = pod_json(ns, name, pod);
+        let protection = self.landed_protection(ProtectionChange::Nomination {
+            pod: key,
+            before,
+            after,
+        });
+        self.writes.push(WriteRecord {
+            replica,
+            lease_held: self.lease == Some(replica),
+            what: what.to_owned(),
+            landed: true,
+            request: None,
+            journal: None,
+            protection: Some(protection),
+        });
+        Reply::Json(200, reply)
+    }
+
+    /// A JSON Patch of a Node: applied to the Node as served, `test`s and all.
+    fn patch_node(&mut self, replica: usize, name: &str, body: &Value, what: &str) -> Reply {
+        let Some(node) = self.nodes.get(name) else {
+            return status(404, "NotFound");
+        };
+        let mut doc = node_json(name, node);
+        if let Err(r) = json_patch_apply(&mut doc, body) {
+            return r;
+        }
+        let after: Vec<StoredTaint> = doc
+            .pointer("/spec/taints")
+            .and_then(Value::as_array)
+            .into_iter()
+            .flatten()
+            .map(|t| StoredTaint {
+                key: str_at(t, "key"),
+                value: str_at(t, "value"),
+                effect: str_at(t, "effect"),
+            })
+            .collect();
+        let before = node.taints.clone();
+        let rv = self.bump();
+        let node = self.nodes.get_mut(name).expect("checked above");
+        node.taints = after.clone();
+        node.rv = rv;
+        let reply = node_json(name, node);
+        let protection = self.landed_protection(ProtectionChange::Taints {
+            node: name.to_owned(),
+            before,
+            after,
+        });
+        self.writes.push(WriteRecord {
+            replica,
+            lease_held: self.lease == Some(replica),
+            what: what.to_owned(),
+            landed: true,
+            request: None,
+            journal: None,
+            protection: Some(protection),
+        });
+        Reply::Json(200, reply)
+    }
+
+    fn landed_protection(&self, change: ProtectionChange) -> LandedProtection {
+        LandedProtection {
+            change,
+            durable_plans: self.durable_plans(),
+            context: self.context.clone(),
+        }
+    }
+}
+
+/// Applies a JSON Patch document to `doc`: a malformed patch is a 400, a failed `test` (or
+/// an op on a missing path) a 422, as kube-apiserver answers.
+fn json_patch_apply(doc: &mut Value, body: &Value) -> Result<(), Reply> {
+    let patch: json_patch::Patch =
+        serde_json::from_value(body.clone()).map_err(|_| status(400, "BadRequest"))?;
+    json_patch::patch(doc, &patch).map_err(|_| status(422, "Invalid"))
+}
+
+fn str_at(v: &Value, key: &str) -> String {
+    v.get(key)
+        .and_then(Value::as_str)
+        .unwrap_or_default()
+        .to_owned()
 }
 
 fn what(method: &str, path: &str) -> String {
@@ -500,6 +722,35 @@ fn isvc_json(ns: &str, name: &str, i: &StoredIsvc) -> Value {
     json!({"apiVersion": "ome.io/v1beta1", "kind": "InferenceService", "metadata": meta})
 }
 
+fn pod_json(ns: &str, name: &str, p: &StoredPod) -> Value {
+    let mut status = json!({"phase": "Pending"});
+    if let Some(n) = &p.nominated {
+        status["nominatedNodeName"] = json!(n);
+    }
+    json!({
+        "apiVersion": "v1", "kind": "Pod",
+        "metadata": {"name": name, "namespace": ns, "uid": p.uid, "resourceVersion": p.rv.to_string()},
+        "status": status,
+    })
+}
+
+fn node_json(name: &str, n: &StoredNode) -> Value {
+    let mut spec = json!({});
+    if !n.taints.is_empty() {
+        let taints: Vec<Value> = n
+            .taints
+            .iter()
+            .map(|t| json!({"key": t.key, "value": t.value, "effect": t.effect}))
+            .collect();
+        spec["taints"] = json!(taints);
+    }
+    json!({
+        "apiVersion": "v1", "kind": "Node",
+        "metadata": {"name": name, "uid": n.uid, "resourceVersion": n.rv.to_string()},
+        "spec": spec,
+    })
+}
+
 /// Requests left unanswered (their client times out); dropped at the end of the pass.
 pub type Hung = Arc<Mutex<Vec<tower_test::mock::SendResponse<Response<Body>>>>>;
 
@@ -535,4 +786,174 @@ pub fn client(model: Arc<Mutex<ApiModel>>, replica: usize, hung: Hung) -> Client
 /// Locks a mutex, poisoned or not.
 pub fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
     m.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use alfred_kube::run::apply::applier::{Applier, Outcome};
+    use alfred_kube::run::telemetry::metrics::Metrics;
+    use alfred_model::effect::Effect;
+    use alfred_model::plan::DRAIN_TAINT_KEY;
+
+    const POD: &str = "twin/t3-engine-0";
+
+    fn model() -> Arc<Mutex<ApiModel>> {
+        let mut m = ApiModel::new(1, RequestFaults::default(), 7);
+        m.set_lease(Some(0));
+        m.pods.insert(
+            POD.into(),
+            StoredPod {
+                uid: "uid-p".into(),
+                rv: 5,
+                nominated: None,
+            },
+        );
+        m.nodes.insert(
+            "n01".into(),
+            StoredNode {
+                uid: "uid-n01".into(),
+                rv: 6,
+                taints: vec![StoredTaint {
+                    key: "example.com/gpu".into(),
+                    value: "bad".into(),
+                    effect: "PreferNoSchedule".into(),
+                }],
+            },
+        );
+        Arc::new(Mutex::new(m))
+    }
+
+    /// Applies `effects` in turn with the real applier; their outcomes.
+    fn apply(model: &Arc<Mutex<ApiModel>>, effects: &[Effect]) -> Vec<Outcome> {
+        let rt = tokio::runtime::Builder::new_current_thread()
+            .enable_time()
+            .start_paused(true)
+            .build()
+            .expect("a runtime");
+        let gate = lock(model).gates[0].clone();
+        rt.block_on(async {
+            let applier = Applier::new(
+                client(model.clone(), 0, Hung::default()),
+                ALFRED_NAMESPACE,
+                gate,
+                Arc::new(Metrics::new()),
+            );
+            let mut out = Vec::new();
+            for e in effects {
+                out.push(applier.apply_one(e).await);
+            }
+            out
+        })
+    }
+
+    fn nominate(node: &str) -> Effect {
+        Effect::NominatePod {
+            namespace: "twin".into(),
+            name: "t3-engine-0".into(),
+            uid: "uid-p".into(),
+            node: node.into(),
+            plan_id: "dp-1".into(),
+        }
+    }
+
+    #[test]
+    fn the_applier_nominates_clears_and_never_overwrites_a_nomination() {
+        let m = model();
+        let clear = Effect::ClearNomination {
+            namespace: "twin".into(),
+            name: "t3-engine-0".into(),
+            uid: "uid-p".into(),
+            node: "n01".into(),
+            plan_id: "dp-1".into(),
+        };
+        assert_eq!(apply(&m, &[nominate("n01")]), vec![Outcome::Applied]);
+        let rv = {
+            let g = lock(&m);
+            assert_eq!(g.pods[POD].nominated.as_deref(), Some("n01"));
+            g.pods[POD].rv
+        };
+        assert!(rv > 5, "the write bumps the resourceVersion");
+        // Nominated elsewhere: never overwritten, nothing sent; clearing leaves it too.
+        lock(&m).pods.get_mut(POD).expect("pod").nominated = Some("n02".into());
+        assert_eq!(apply(&m, &[nominate("n01")]), vec![Outcome::Conflict]);
+        assert_eq!(
+            apply(&m, std::slice::from_ref(&clear)),
+            vec![Outcome::Applied]
+        );
+        assert_eq!(lock(&m).pods[POD].nominated.as_deref(), Some("n02"));
+        lock(&m).pods.get_mut(POD).expect("pod").nominated = Some("n01".into());
+        assert_eq!(apply(&m, &[clear]), vec![Outcome::Applied]);
+        assert_eq!(lock(&m).pods[POD].nominated, None);
+        let writes = std::mem::take(&mut lock(&m).writes);
+        assert_eq!(writes.iter().filter(|w| w.protection.is_some()).count(), 2);
+    }
+
+    #[test]
+    fn a_failed_json_patch_test_is_a_422_and_changes_nothing() {
+        let m = model();
+        let stale = json!([
+            {"op": "test", "path": "/metadata/uid", "value": "uid-p"},
+            {"op": "test", "path": "/metadata/resourceVersion", "value": "4"},
+            {"op": "add", "path": "/status/nominatedNodeName", "value": "n01"},
+        ]);
+        let mut g = lock(&m);
+        let Reply::Json(code, _) = g.serve(
+            0,
+            "PATCH",
+            "/api/v1/namespaces/twin/pods/t3-engine-0/status",
+            &stale,
+        ) else {
+            panic!("an answer");
+        };
+        assert_eq!(code, 422);
+        assert_eq!(g.pods[POD].nominated, None);
+        let Reply::Json(code, _) =
+            g.serve(0, "GET", "/api/v1/namespaces/twin/pods/gone", &Value::Null)
+        else {
+            panic!("an answer");
+        };
+        assert_eq!(code, 404);
+    }
+
+    #[test]
+    fn the_applier_taints_and_untaints_keeping_other_taints() {
+        let m = model();
+        let taint = Effect::TaintNode {
+            node: "n01".into(),
+            uid: "uid-n01".into(),
+            plan_id: "dp-1".into(),
+        };
+        let untaint = Effect::UntaintNode {
+            node: "n01".into(),
+            uid: "uid-n01".into(),
+            plan_id: "dp-1".into(),
+        };
+        assert_eq!(apply(&m, &[taint]), vec![Outcome::Applied]);
+        let taints = lock(&m).nodes["n01"].taints.clone();
+        assert_eq!(taints.len(), 2);
+        assert_eq!(taints[0].key, "example.com/gpu");
+        assert_eq!(
+            (
+                taints[1].key.as_str(),
+                taints[1].value.as_str(),
+                taints[1].effect.as_str()
+            ),
+            (DRAIN_TAINT_KEY, "dp-1", "NoSchedule")
+        );
+        assert_eq!(apply(&m, &[untaint]), vec![Outcome::Applied]);
+        let taints = lock(&m).nodes["n01"].taints.clone();
+        assert_eq!(taints.len(), 1);
+        assert_eq!(taints[0].key, "example.com/gpu");
+    }
+
+    #[test]
+    fn a_protection_write_without_the_lease_is_not_sent() {
+        let m = model();
+        lock(&m).set_lease(None);
+        assert_ne!(apply(&m, &[nominate("n01")]), vec![Outcome::Applied]);
+        let g = lock(&m);
+        assert_eq!(g.pods[POD].nominated, None);
+        assert!(g.writes.is_empty(), "{:?}", g.writes);
+    }
 }

@@ -15,18 +15,20 @@ use std::collections::{BTreeMap, BTreeSet, VecDeque};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use alfred_dispatch::guard::{guard_username, healthy_guard};
+use alfred_dispatch::guard::{GuardObservation, check_guard, guard_username, healthy_guard};
 use alfred_dispatch::{
     DerivedUuids, DurableState, FreshObserver, Journal, JournalSlot, Reading, RequestPayload,
 };
 use alfred_kube::run::apply::applier::{Applier, JOURNAL_CONFIG_MAP, Outcome};
 use alfred_kube::run::telemetry::metrics::Metrics;
+use alfred_kube::run::watch::config::{Reload, ReloadTracker};
 use alfred_model::ClusterSnapshot;
-use alfred_model::config::{Config, MigrationApiVersion, RuntimeOptions};
+use alfred_model::config::{Config, DrainProtection, MigrationApiVersion, Mode, RuntimeOptions};
+use alfred_model::plan::DRAIN_TAINT_KEY;
 use alfred_model::reason::RowReason;
 use alfred_model::snapshot::{ComponentKind, MigrationRequestObserved};
 use alfred_twin::alfred::{AlfredCaretaker, TwinSimulator};
-use alfred_twin::arrivals::{Arrival, Mode};
+use alfred_twin::arrivals::{self, Arrival};
 use alfred_twin::engine::{self, Action, Caretaker, MINUTE, MigPhase, Sim, SimOptions, ts};
 use alfred_twin::rng::Rng;
 use alfred_twin::snapshot;
@@ -34,8 +36,9 @@ use alfred_twin::trace::{TraceNode, TraceTask};
 use alfred_twin::world::{Placement, World};
 
 use crate::apiserver::{
-    self, ALFRED_NAMESPACE, ApiModel, Hung, PassContext, RECOMMENDATIONS, REQUEST_PREFIX,
-    RequestFaults, StoredConfigMap, StoredIsvc, lock,
+    self, ALFRED_NAMESPACE, ApiModel, Hung, PassContext, ProtectionChange, RECOMMENDATIONS,
+    REQUEST_PREFIX, RequestFaults, StoredConfigMap, StoredIsvc, StoredNode, StoredPod, StoredTaint,
+    lock,
 };
 use crate::invariants::{self, ReferenceBreaker, Violation};
 
@@ -76,6 +79,12 @@ pub struct PassFaults {
     pub node_fails: f64,
     /// Someone else (an operator) requests a migration.
     pub foreign_migration: f64,
+    /// alfred's configuration is reloaded (between passes); a quarter of the reloads are
+    /// invalid and must leave the last good configuration in force.
+    pub config_reload: f64,
+    /// The migration guard (the admission policy and its binding) reads broken this pass:
+    /// missing, being deleted, changed or not type-checked.
+    pub guard_broken: f64,
 }
 
 /// Everything one run counted.
@@ -99,6 +108,26 @@ pub struct RunReport {
     pub faults: BTreeMap<&'static str, u64>,
     /// Violations, with the pass they were seen in (the run stops at the first).
     pub violations: Vec<(u32, Violation)>,
+    /// The drain-plan protection the run started with (`nominate`, `taint`, `none`).
+    pub protection: &'static str,
+    /// Drain plans that became active in the stored journal.
+    pub plans_started: u64,
+    /// Plans that left the active set of the stored journal (ended, or lost with it).
+    pub plans_ended: u64,
+    /// Nominations alfred set / cleared (writes that landed).
+    pub nominations_set: u64,
+    /// Cleared.
+    pub nominations_cleared: u64,
+    /// alfred's taint set / removed (writes that landed).
+    pub taints_set: u64,
+    /// Removed.
+    pub taints_removed: u64,
+    /// Passes after which no leftover nomination or taint was allowed, and checked.
+    pub leftover_checks: u64,
+    /// Valid configurations loaded between passes.
+    pub config_reloads: u64,
+    /// Invalid ones rejected (the last good one kept).
+    pub config_rejected: u64,
 }
 
 /// The seam of `alfred run`'s `Term`, one per leadership term: the core's caretaker
@@ -170,6 +199,12 @@ struct Chaos {
     journal_broken_at: Option<u32>,
     /// The last journal alfred wrote.
     last_good_journal: Option<String>,
+    /// Taints of others on every Node (alfred must keep them).
+    foreign_taints: Vec<StoredTaint>,
+    /// Plans active in the stored journal after the last pass.
+    active_plans: BTreeSet<String>,
+    /// The `alfred-config` reload path of `alfred run`.
+    reloads: ReloadTracker,
     report: RunReport,
 }
 
@@ -546,8 +581,13 @@ impl Chaos {
         self.journal_faults();
         self.world_faults(sim, now, &mut actions);
         self.sync_isvcs(sim);
+        self.config_reload();
         let current = self.overlay(snapshot::build(sim, now, true));
+        self.sync_pods_and_nodes(&current);
+        let injected_before: u64 = lock(&self.model).injected.values().sum();
+        let stale_before = self.report.faults.get("stale_snapshot").copied();
         let cached = self.cached_snapshot(sim, now, &current);
+        let fresh = self.report.faults.get("stale_snapshot").copied() == stale_before;
         self.history.push_front(current.clone());
         self.history.truncate(3);
         let leader = self.leader();
@@ -578,24 +618,16 @@ impl Chaos {
             JournalSlot::Readable(j) => Some(j.clone()),
             _ => None,
         };
-        let plan: VecDeque<Look> = (0..4)
-            .map(|_| {
-                let r = self.rng.uniform();
-                if r < self.faults.fresh_look_fails {
-                    Look::Fails
-                } else if r < self.faults.fresh_look_fails + self.faults.slow_look {
-                    Look::Slow(20 + self.rng.index(21) as u64)
-                } else {
-                    Look::Good
-                }
-            })
-            .collect();
+        let mut clean = fresh && before.is_some();
+        let plan = self.draw_looks();
         let looks = Looks {
             snapshot: &current,
             plan: RefCell::new(plan),
         };
         let uuids: Vec<String> = (0..4).map(|_| self.rng.uuid()).collect();
-        let guard = healthy_guard(&guard_username(ALFRED_NAMESPACE, SERVICE_ACCOUNT));
+        let guard = self.guard();
+        let guard_healthy =
+            check_guard(&guard, &guard_username(ALFRED_NAMESPACE, SERVICE_ACCOUNT)).is_ok();
         let runtime = &self.runtime;
         let term = self.replicas[leader]
             .term
@@ -657,6 +689,10 @@ impl Chaos {
                         .map(|x| (x.uuid.clone(), sim.tasks[x.task].name.clone()))
                         .collect(),
                     hourly,
+                    plans_enabled: plans_enabled(&self.config),
+                    executing: self.config.mode == Mode::Execute,
+                    guard_healthy,
+                    journal_plans: before.as_ref().map(|j| j.plans.clone()).unwrap_or_default(),
                 };
             }
             let replica = &self.replicas[leader];
@@ -672,10 +708,268 @@ impl Chaos {
                     term.caretaker.write_done(e, *o == Outcome::Applied);
                 }
             }
+            clean &= report.writes.iter().all(|(_, o)| *o == Outcome::Applied);
+        } else {
+            clean = false;
+        }
+        {
+            let m = lock(&self.model);
+            clean &= m.lease == Some(leader) && m.injected.values().sum::<u64>() == injected_before;
         }
         self.after_writes(sim, now);
         self.check_state(sim);
+        self.follow_plans(clean && self.config.mode == Mode::Execute);
+        self.deliver_protection(sim, &mut actions);
         actions
+    }
+
+    /// The pass's fresh looks: good, failing or slow, as drawn.
+    fn draw_looks(&mut self) -> VecDeque<Look> {
+        (0..4)
+            .map(|_| {
+                let r = self.rng.uniform();
+                if r < self.faults.fresh_look_fails {
+                    Look::Fails
+                } else if r < self.faults.fresh_look_fails + self.faults.slow_look {
+                    Look::Slow(20 + self.rng.index(21) as u64)
+                } else {
+                    Look::Good
+                }
+            })
+            .collect()
+    }
+
+    /// The guard as the pass reads it: as installed, or broken as drawn.
+    fn guard(&mut self) -> GuardObservation {
+        let mut g = healthy_guard(&guard_username(ALFRED_NAMESPACE, SERVICE_ACCOUNT));
+        if self.rng.uniform() >= self.faults.guard_broken {
+            return g;
+        }
+        self.pass_faults_count("guard_broken");
+        match self.rng.index(5) {
+            0 => g.policy = None,
+            1 => g.binding = None,
+            2 => {
+                if let Some(p) = g.policy.as_mut() {
+                    p.deleting = true;
+                }
+            }
+            3 => {
+                if let Some(p) = g.policy.as_mut() {
+                    p.observed_generation = 0;
+                }
+            }
+            _ => {
+                if let Some(b) = g.binding.as_mut() {
+                    b.spec =
+                        serde_json::json!({"policyName": "other", "validationActions": ["Warn"]});
+                }
+            }
+        }
+        g
+    }
+
+    /// alfred's configuration changes between passes the way `alfred run` reloads
+    /// `alfred-config`: a new document through the same parsing and validation, an invalid
+    /// one keeping the last good configuration.
+    fn config_reload(&mut self) {
+        if self.rng.uniform() >= self.faults.config_reload {
+            return;
+        }
+        let mut next = self.config.clone();
+        next.max_in_flight_migrations = 1 + self.rng.index(3) as u32;
+        next.max_migrations_per_hour = 1 + self.rng.index(8) as u32;
+        next.per_workload_cooldown_minutes = 1 + self.rng.index(30) as u32;
+        next.per_node_cooldown_minutes = 1 + self.rng.index(30) as u32;
+        let plans = &mut next.policies.defragmentation.drain_plans;
+        plans.protection = draw_protection(&mut self.rng);
+        plans.enabled = self.rng.uniform() < 0.8;
+        next.mode = if self.rng.uniform() < 0.8 {
+            Mode::Execute
+        } else {
+            Mode::RecommendOnly
+        };
+        let Ok(mut doc) = serde_json::to_value(&next) else {
+            return;
+        };
+        if self.rng.uniform() < 0.25 {
+            match self.rng.index(4) {
+                0 => doc["maxMigrationsPerHour"] = serde_json::json!(-1),
+                1 => doc["mode"] = serde_json::json!("sideways"),
+                2 => {
+                    doc["policies"]["defragmentation"]["drainPlans"]["protection"] =
+                        serde_json::json!("glue")
+                }
+                _ => doc["maxInFlightMigrations"] = serde_json::json!("three"),
+            }
+        }
+        let text = doc.to_string();
+        match self.reloads.observe(
+            ALFRED_NAMESPACE,
+            "alfred-config",
+            "config.yaml",
+            Some(&text),
+        ) {
+            Reload::Loaded(c) => {
+                self.report.config_reloads += 1;
+                self.config = *c;
+            }
+            Reload::Failed(_) => self.report.config_rejected += 1,
+            Reload::Unchanged => {}
+        }
+    }
+
+    /// The API server's pending Pods and Nodes follow the twin's (whose scheduler binds
+    /// pods, drops their nominations and honours alfred's taint): a nomination or taint
+    /// alfred wrote reached the twin at the end of its pass, so what differs now is the
+    /// scheduler's doing. Others' taints stay on every Node.
+    fn sync_pods_and_nodes(&mut self, snap: &ClusterSnapshot) {
+        let mut m = lock(&self.model);
+        let pending: BTreeMap<String, (&str, Option<String>)> = snap
+            .pending_pods
+            .iter()
+            .map(|p| {
+                (
+                    format!("{}/{}", p.namespace, p.name),
+                    (
+                        p.uid.as_str(),
+                        Some(p.nominated_node.clone()).filter(|n| !n.is_empty()),
+                    ),
+                )
+            })
+            .collect();
+        m.pods.retain(|k, _| pending.contains_key(k));
+        for (key, (uid, nominated)) in pending {
+            let stale = m
+                .pods
+                .get(&key)
+                .is_none_or(|p| p.uid != uid || p.nominated != nominated);
+            if stale {
+                let rv = m.bump();
+                m.pods.insert(
+                    key,
+                    StoredPod {
+                        uid: uid.to_owned(),
+                        rv,
+                        nominated,
+                    },
+                );
+            }
+        }
+        for n in &snap.nodes {
+            let ours: Vec<StoredTaint> = n
+                .taints
+                .iter()
+                .filter(|t| t.key == DRAIN_TAINT_KEY)
+                .map(|t| StoredTaint {
+                    key: t.key.clone(),
+                    value: t.value.clone(),
+                    effect: t.effect.clone(),
+                })
+                .collect();
+            let stored_ours: Option<Vec<StoredTaint>> = m.nodes.get(&n.name).map(|s| {
+                s.taints
+                    .iter()
+                    .filter(|t| t.key == DRAIN_TAINT_KEY)
+                    .cloned()
+                    .collect()
+            });
+            if stored_ours.as_ref() == Some(&ours) {
+                continue;
+            }
+            let rv = m.bump();
+            let node = m.nodes.entry(n.name.clone()).or_insert_with(|| StoredNode {
+                uid: n.uid.clone(),
+                rv,
+                taints: self.foreign_taints.clone(),
+            });
+            node.taints.retain(|t| t.key != DRAIN_TAINT_KEY);
+            node.taints.extend(ours);
+            node.rv = rv;
+        }
+    }
+
+    /// Hands the nominations and taints that landed in this pass to the twin (its scheduler
+    /// honours them from now on).
+    fn deliver_protection(&self, sim: &Sim, actions: &mut Vec<Action>) {
+        let m = lock(&self.model);
+        for (key, pod) in &m.pods {
+            let Some((task, incarnation)) = key
+                .split_once('/')
+                .and_then(|(_, name)| twin_pod_task(sim, name))
+            else {
+                continue;
+            };
+            let stored = pod
+                .nominated
+                .as_deref()
+                .and_then(|n| sim.world.node_index(n));
+            let twin = sim.tasks[task].nominated;
+            if stored == twin {
+                continue;
+            }
+            if let Some(node) = twin {
+                actions.push(Action::ClearNomination {
+                    task,
+                    incarnation,
+                    node,
+                });
+            }
+            if let Some(node) = stored {
+                actions.push(Action::Nominate {
+                    task,
+                    incarnation,
+                    node,
+                });
+            }
+        }
+        for (name, node) in &m.nodes {
+            let Some(i) = sim.world.node_index(name) else {
+                continue;
+            };
+            let ours = node.taints.iter().find(|t| t.key == DRAIN_TAINT_KEY);
+            let twin = &sim.world.nodes[i];
+            let (tainted, value) = (
+                ours.is_some(),
+                ours.map(|t| t.value.clone()).unwrap_or_default(),
+            );
+            if tainted != twin.tainted || value != twin.taint_value {
+                actions.push(Action::Taint {
+                    node: i,
+                    tainted,
+                    value,
+                });
+            }
+        }
+    }
+
+    /// Counts the plans the stored journal starts and ends; after a clean pass (the
+    /// leader read its journal, decided on a fresh snapshot, kept the lease and every write
+    /// landed without a fault) checks that no nomination or taint of alfred's is left that no
+    /// active plan names.
+    fn follow_plans(&mut self, clean: bool) {
+        let m = lock(&self.model);
+        let plans = m.durable_plans();
+        let active: BTreeSet<String> = plans
+            .iter()
+            .flatten()
+            .filter(|p| p.active())
+            .map(|p| p.id.clone())
+            .collect();
+        let verdict = match (&plans, clean) {
+            (Some(plans), true) => {
+                Some(invariants::no_leftover_protection(&m.pods, &m.nodes, plans))
+            }
+            _ => None,
+        };
+        drop(m);
+        self.report.plans_started += active.difference(&self.active_plans).count() as u64;
+        self.report.plans_ended += self.active_plans.difference(&active).count() as u64;
+        self.active_plans = active;
+        if let Some(v) = verdict {
+            self.report.leftover_checks += 1;
+            self.check(v);
+        }
     }
 
     /// Every request started in the last hour, as far as the cluster and the stored
@@ -741,8 +1035,31 @@ impl Chaos {
                 self.check(invariants::journal_reads_back(text));
                 self.last_good_journal = Some(text.clone());
             }
+            if let Some(p) = &w.protection {
+                self.check(invariants::nomination_only_where_unset(p));
+                self.check(invariants::protection_names_an_active_plan(p));
+                self.check(invariants::no_protection_while_plans_are_off(p));
+                match &p.change {
+                    ProtectionChange::Nomination { after: Some(_), .. } => {
+                        self.report.nominations_set += 1
+                    }
+                    ProtectionChange::Nomination { after: None, .. } => {
+                        self.report.nominations_cleared += 1
+                    }
+                    ProtectionChange::Taints { before, after, .. } => {
+                        let ours = |ts: &[StoredTaint]| ts.iter().any(|t| t.key == DRAIN_TAINT_KEY);
+                        if ours(after) && before != after {
+                            self.report.taints_set += 1;
+                        } else if ours(before) && !ours(after) {
+                            self.report.taints_removed += 1;
+                        }
+                    }
+                }
+            }
             let Some(r) = w.request else { continue };
             self.report.requests += 1;
+            self.check(invariants::no_request_in_recommend_only(&r));
+            self.check(invariants::no_request_without_a_healthy_guard(&r));
             self.check(invariants::no_second_request_for_an_instance(&r));
             self.check(invariants::within_caps(&r, max_in_flight, per_hour));
             self.check(invariants::built_on_a_fresh_snapshot(&r));
@@ -852,13 +1169,23 @@ pub fn run(seed: u64, passes: u32, calm: bool) -> RunReport {
     let (nodes, trace) = cluster_and_trace(&mut rng);
     let interval_ms = (30 + rng.index(91) as i64) * 1000;
     let horizon = i64::from(passes) * interval_ms + interval_ms / 2;
-    let arrivals = arrivals(&mut rng, horizon);
+    let arrivals = arrivals(&mut rng, horizon, nodes.len() as u32 * 8);
     let placement = if rng.uniform() < 0.7 {
         Placement::Spread
     } else {
         Placement::parse("binpack").unwrap_or(Placement::Spread)
     };
     let config = campaign_config(&mut rng, seed, placement, interval_ms);
+    let protection = protection_name(config.policies.defragmentation.drain_plans.protection);
+    let foreign_taints = if rng.uniform() < 0.5 {
+        vec![StoredTaint {
+            key: "example.com/gpu-firmware".into(),
+            value: "pending".into(),
+            effect: "PreferNoSchedule".into(),
+        }]
+    } else {
+        Vec::new()
+    };
     let runtime = RuntimeOptions {
         migration_api_version: Some(MigrationApiVersion::V1),
         migration_service_account: SERVICE_ACCOUNT.into(),
@@ -891,8 +1218,12 @@ pub fn run(seed: u64, passes: u32, calm: bool) -> RunReport {
         stalled_since: BTreeMap::new(),
         journal_broken_at: None,
         last_good_journal: None,
+        foreign_taints,
+        active_plans: BTreeSet::new(),
+        reloads: ReloadTracker::default(),
         report: RunReport {
             seed,
+            protection,
             ..RunReport::default()
         },
     };
@@ -935,6 +1266,8 @@ fn fault_rates(rng: &mut Rng, k: f64) -> (RequestFaults, PassFaults) {
         migration_fails: scaled(rng, k * 0.15),
         node_fails: scaled(rng, k * 0.03),
         foreign_migration: scaled(rng, k * 0.05),
+        config_reload: scaled(rng, k * 0.05),
+        guard_broken: scaled(rng, k * 0.05),
     };
     (request_faults, faults)
 }
@@ -966,31 +1299,51 @@ fn cluster_and_trace(rng: &mut Rng) -> (Vec<TraceNode>, Vec<TraceTask>) {
     (nodes, trace)
 }
 
-/// Arrivals until `horizon`, mostly small tasks, most with an exponential lifetime.
-fn arrivals(rng: &mut Rng, horizon: i64) -> Vec<Arrival> {
+/// Mean GPUs of an arrival (the mix below).
+const MEAN_ARRIVAL_GPUS: f64 = 0.4 + 0.2 * 2.0 + 0.15 * 4.0 + 0.25 * 8.0;
+/// Mean lifetime of an arrival that departs, in minutes.
+const MEAN_LIFETIME_MINUTES: f64 = 91.0;
+
+/// Arrivals until `horizon`, mostly small tasks, most with an exponential lifetime, offering
+/// 60–110 % of the cluster's `gpus`: a busy, fragmented cluster where large pods wait for a
+/// node and drain plans have room to move the small ones out of the way (a cluster far
+/// beyond its capacity leaves no room to move anything).
+fn arrivals(rng: &mut Rng, horizon: i64, gpus: u32) -> Vec<Arrival> {
     let mut arrivals = Vec::new();
     let mut at = 0i64;
-    let mean_gap = (1.0 + rng.uniform() * 4.0) * MINUTE as f64;
+    let load = 0.8 + rng.uniform() * 0.5;
+    let mean_gap =
+        MEAN_ARRIVAL_GPUS * MEAN_LIFETIME_MINUTES / (f64::from(gpus) * load) * MINUTE as f64;
+    // The cluster starts about as busy as the arrivals keep it (one every second until
+    // the offered GPUs reach the load), instead of filling up over the first hours.
+    let mut offered = 0.0;
+    let mut warm = true;
     while at < horizon {
         let r = rng.uniform();
         let task = if r < 0.4 {
             0
-        } else if r < 0.65 {
+        } else if r < 0.6 {
             1
-        } else if r < 0.85 {
+        } else if r < 0.75 {
             2
         } else {
             3
         };
         let lifetime =
-            (rng.uniform() < 0.8).then(|| (rng.exp(90.0) * MINUTE as f64) as i64 + MINUTE);
+            (rng.uniform() < 0.95).then(|| (rng.exp(90.0) * MINUTE as f64) as i64 + MINUTE);
         arrivals.push(Arrival {
             at,
             task,
             lifetime,
             gang: false,
         });
-        at += (rng.exp(mean_gap)) as i64 + 1;
+        if warm {
+            offered += f64::from(1u32 << task);
+            warm = offered < f64::from(gpus) * load;
+            at += 1000;
+        } else {
+            at += (rng.exp(mean_gap)) as i64 + 1;
+        }
     }
     arrivals
 }
@@ -1010,14 +1363,51 @@ fn campaign_config(rng: &mut Rng, seed: u64, placement: Placement, interval_ms: 
     config.per_workload_cooldown_minutes = 1 + rng.index(30) as u32;
     config.per_node_cooldown_minutes = 1 + rng.index(30) as u32;
     config.emergency_pending_age_minutes = 1 + rng.index(10) as u32;
+    config.policies.defragmentation.drain_plans.protection = draw_protection(rng);
+    // Plans for lone pods after a short wait, so that runs of a few hours see plans.
     config
+        .policies
+        .defragmentation
+        .drain_plans
+        .lone_pod_wait_minutes = 1 + rng.index(30) as u32;
+    config
+}
+
+/// The drain-plan protection of a run or a reload: nominate, taint or none.
+fn draw_protection(rng: &mut Rng) -> DrainProtection {
+    match rng.index(5) {
+        0 | 1 => DrainProtection::Nominate,
+        2 | 3 => DrainProtection::Taint,
+        _ => DrainProtection::None,
+    }
+}
+
+fn protection_name(p: DrainProtection) -> &'static str {
+    match p {
+        DrainProtection::Nominate => "nominate",
+        DrainProtection::Taint => "taint",
+        DrainProtection::None => "none",
+    }
+}
+
+/// Drain plans may run under `config` (defragmentation and `drainPlans.enabled` on).
+fn plans_enabled(config: &Config) -> bool {
+    let d = &config.policies.defragmentation;
+    d.enabled && d.drain_plans.enabled
+}
+
+/// The task and incarnation of a twin pod name (`t<id>-engine-<incarnation>`).
+fn twin_pod_task(sim: &Sim, name: &str) -> Option<(usize, u32)> {
+    let (task, inc) = name.split_once("-engine-")?;
+    let inc: u32 = inc.split('-').next()?.parse().ok()?;
+    Some((sim.task_index(task)?, inc))
 }
 
 /// The simulation's options with the run's drawn ack and readiness delays.
 fn sim_options(rng: &mut Rng, horizon: i64) -> SimOptions {
     SimOptions {
         horizon_ms: horizon,
-        mode: Mode::Churn,
+        mode: arrivals::Mode::Churn,
         warmup_ms: 0,
         sample_every_ms: 60 * MINUTE,
         score_every_ms: 0,

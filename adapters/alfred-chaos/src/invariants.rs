@@ -5,13 +5,17 @@
 //! ([`WriteRecord`], [`LandedRequest`]); state-level checks judge the cluster and the
 //! stored journal after each pass.
 
-use std::collections::{BTreeSet, VecDeque};
+use std::collections::{BTreeMap, BTreeSet, VecDeque};
 use std::time::Duration;
 
 use alfred_dispatch::{Breaker, Journal};
 use alfred_model::Timestamp;
+use alfred_model::plan::{DRAIN_TAINT_KEY, DrainProtectionWire, PlanRecord};
 
-use crate::apiserver::{LandedRequest, WriteRecord};
+use crate::apiserver::{
+    LandedProtection, LandedRequest, ProtectionChange, StoredNode, StoredPod, StoredTaint,
+    WriteRecord,
+};
 
 /// The observed snapshot a new request may be built on is at most this old
 /// (docs/design-pass.md#dispatch-pass: `ObservationStale`).
@@ -243,6 +247,230 @@ pub fn journal_reads_back(text: &str) -> Result<(), Violation> {
     }
 }
 
+/// No request lands from a pass whose configuration is recommend-only.
+pub fn no_request_in_recommend_only(r: &LandedRequest) -> Result<(), Violation> {
+    if r.context.executing {
+        return Ok(());
+    }
+    fail(
+        "recommend-only-writes-no-request",
+        format!(
+            "request {} for {} written in recommend-only",
+            r.uuid, r.isvc
+        ),
+    )
+}
+
+/// No request lands from a pass whose migration guard read unhealthy
+/// (docs/design-pass.md#migration-guard).
+pub fn no_request_without_a_healthy_guard(r: &LandedRequest) -> Result<(), Violation> {
+    if r.context.guard_healthy {
+        return Ok(());
+    }
+    fail(
+        "no-request-without-the-guard",
+        format!(
+            "request {} for {} written with the guard unhealthy",
+            r.uuid, r.isvc
+        ),
+    )
+}
+
+fn ours(taints: &[StoredTaint]) -> Vec<&StoredTaint> {
+    taints.iter().filter(|t| t.key == DRAIN_TAINT_KEY).collect()
+}
+
+fn others(taints: &[StoredTaint]) -> Vec<&StoredTaint> {
+    taints.iter().filter(|t| t.key != DRAIN_TAINT_KEY).collect()
+}
+
+/// The nomination or taint a protection write put in place, if it set one: (`pod` or
+/// node, node or plan id).
+fn set_by(p: &LandedProtection) -> Option<(&str, String)> {
+    match &p.change {
+        ProtectionChange::Nomination {
+            pod,
+            before,
+            after: Some(after),
+        } if before.as_ref() != Some(after) => Some((pod.as_str(), after.clone())),
+        ProtectionChange::Taints {
+            node,
+            before,
+            after,
+        } => {
+            let now = ours(after);
+            let was = ours(before);
+            (now.len() == 1 && !was.contains(&now[0]))
+                .then(|| (node.as_str(), now[0].value.clone()))
+        }
+        ProtectionChange::Nomination { .. } => None,
+    }
+}
+
+/// alfred sets `status.nominatedNodeName` only where it was unset, and clears only its own
+/// value: the node of a plan (active or ended, in the stored journal or as the pass read
+/// it) for that pod.
+pub fn nomination_only_where_unset(p: &LandedProtection) -> Result<(), Violation> {
+    let ProtectionChange::Nomination { pod, before, after } = &p.change else {
+        return Ok(());
+    };
+    match (before, after) {
+        (Some(b), Some(a)) if a != b => fail(
+            "nomination-only-where-unset",
+            format!("{pod}: nomination {b:?} overwritten with {a:?}"),
+        ),
+        (Some(b), None) => {
+            let own = p
+                .durable_plans
+                .iter()
+                .flatten()
+                .chain(&p.context.journal_plans)
+                .any(|r| r.pod == *pod && r.node == *b);
+            if own {
+                Ok(())
+            } else {
+                fail(
+                    "nomination-only-where-unset",
+                    format!("{pod}: nomination {b:?} cleared, and no plan of alfred's names it"),
+                )
+            }
+        }
+        _ => Ok(()),
+    }
+}
+
+/// Every nomination or taint alfred sets names a plan the stored journal holds as active at
+/// that instant, on that pod and node, with that protection; a taint write keeps every
+/// other taint as it was and leaves at most one of alfred's key.
+pub fn protection_names_an_active_plan(p: &LandedProtection) -> Result<(), Violation> {
+    const NAME: &str = "protection-names-an-active-plan";
+    if let ProtectionChange::Taints {
+        node,
+        before,
+        after,
+    } = &p.change
+    {
+        if others(before) != others(after) {
+            return fail(
+                NAME,
+                format!("node {node}: taints {before:?} became {after:?} (others' changed)"),
+            );
+        }
+        if ours(after).len() > 1 {
+            return fail(
+                NAME,
+                format!("node {node}: several of alfred's taints {after:?}"),
+            );
+        }
+        if ours(after).iter().any(|t| t.effect != "NoSchedule") {
+            return fail(
+                NAME,
+                format!("node {node}: alfred's taint is not NoSchedule: {after:?}"),
+            );
+        }
+    }
+    let Some((object, value)) = set_by(p) else {
+        return Ok(());
+    };
+    let plans = p.durable_plans.as_deref().unwrap_or_default();
+    let named = plans
+        .iter()
+        .filter(|r| r.active())
+        .any(|r| match &p.change {
+            ProtectionChange::Nomination { .. } => {
+                r.pod == object && r.node == value && r.protection == DrainProtectionWire::Nominate
+            }
+            ProtectionChange::Taints { .. } => {
+                r.node == object && r.id == value && r.protection == DrainProtectionWire::Taint
+            }
+        });
+    if named {
+        return Ok(());
+    }
+    fail(
+        NAME,
+        format!(
+            "{object}: {value:?} set while the stored journal holds no such active plan ({}; {:?})",
+            if p.durable_plans.is_some() {
+                "readable"
+            } else {
+                "missing or unreadable"
+            },
+            p.change
+        ),
+    )
+}
+
+/// With drain plans disabled or in recommend-only, alfred sets no nomination or taint
+/// (removing its own is allowed: that is how plans end).
+pub fn no_protection_while_plans_are_off(p: &LandedProtection) -> Result<(), Violation> {
+    if p.context.plans_enabled && p.context.executing {
+        return Ok(());
+    }
+    match set_by(p) {
+        None => Ok(()),
+        Some((object, value)) => fail(
+            "no-protection-while-plans-are-off",
+            format!(
+                "{object}: {value:?} set with plans {} and {}",
+                if p.context.plans_enabled { "on" } else { "off" },
+                if p.context.executing {
+                    "execute"
+                } else {
+                    "recommend-only"
+                }
+            ),
+        ),
+    }
+}
+
+/// After a clean pass of a leader (journal read, fresh snapshot, lease kept, every write
+/// landed without a fault): every taint of alfred's names an active plan on its node, and
+/// every nomination (only alfred nominates in the campaign) names an active `nominate` plan
+/// for its pod and node. A nomination on a pod no plan of the stored journal names at all
+/// is let be: its record went with a journal an operator reset, and a nomination carries
+/// nothing that tells alfred's from the scheduler's.
+pub fn no_leftover_protection(
+    pods: &BTreeMap<String, StoredPod>,
+    nodes: &BTreeMap<String, StoredNode>,
+    plans: &[PlanRecord],
+) -> Result<(), Violation> {
+    const NAME: &str = "no-leftover-protection";
+    for (name, n) in nodes {
+        for t in ours(&n.taints) {
+            let named = plans
+                .iter()
+                .any(|r| r.active() && r.node == *name && r.id == t.value);
+            if !named {
+                return fail(
+                    NAME,
+                    format!(
+                        "node {name} keeps alfred's taint {:?}, no active plan names it",
+                        t.value
+                    ),
+                );
+            }
+        }
+    }
+    for (pod, p) in pods {
+        let Some(node) = &p.nominated else { continue };
+        let known = plans.iter().any(|r| r.pod == *pod);
+        let named = plans.iter().any(|r| {
+            r.active()
+                && r.pod == *pod
+                && r.node == *node
+                && r.protection == DrainProtectionWire::Nominate
+        });
+        if known && !named {
+            return fail(
+                NAME,
+                format!("pod {pod} keeps nomination {node:?}, no active plan names it"),
+            );
+        }
+    }
+    Ok(())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -277,6 +505,7 @@ mod tests {
             landed: true,
             request: None,
             journal: None,
+            protection: None,
         };
         assert!(no_write_without_lease(&w).is_ok());
         w.lease_held = false;
@@ -414,5 +643,209 @@ mod tests {
         let v = journal_reads_back(&good[..good.len() / 2]).unwrap_err();
         assert_eq!(v.invariant, "journal-reads-back");
         assert!(journal_reads_back("{\"version\":\"v2\",\"entries\":[]}").is_err());
+    }
+
+    #[test]
+    fn a_request_in_recommend_only_is_caught() {
+        let mut r = landed();
+        r.context.executing = true;
+        assert!(no_request_in_recommend_only(&r).is_ok());
+        r.context.executing = false;
+        let v = no_request_in_recommend_only(&r).unwrap_err();
+        assert_eq!(v.invariant, "recommend-only-writes-no-request");
+    }
+
+    #[test]
+    fn a_request_with_the_guard_unhealthy_is_caught() {
+        let mut r = landed();
+        r.context.guard_healthy = true;
+        assert!(no_request_without_a_healthy_guard(&r).is_ok());
+        r.context.guard_healthy = false;
+        let v = no_request_without_a_healthy_guard(&r).unwrap_err();
+        assert_eq!(v.invariant, "no-request-without-the-guard");
+    }
+
+    const POD: &str = "twin/t3-engine-0";
+
+    fn plan(id: &str, node: &str, protection: DrainProtectionWire, phase: &str) -> PlanRecord {
+        serde_json::from_value(serde_json::json!({
+            "id": id, "pool": "G", "node": node, "pod": POD, "gpus": 8,
+            "protection": protection, "phase": phase,
+            "startedAt": "2026-11-30T00:00:00Z", "deadline": "2026-11-30T01:00:00Z",
+            "pendingSince": "2026-11-29T23:50:00Z",
+        }))
+        .expect("a plan record")
+    }
+
+    fn taint(key: &str, value: &str) -> StoredTaint {
+        StoredTaint {
+            key: key.into(),
+            value: value.into(),
+            effect: "NoSchedule".into(),
+        }
+    }
+
+    fn protection(change: ProtectionChange, plans: Vec<PlanRecord>) -> LandedProtection {
+        LandedProtection {
+            change,
+            durable_plans: Some(plans),
+            context: PassContext {
+                plans_enabled: true,
+                executing: true,
+                ..PassContext::default()
+            },
+        }
+    }
+
+    fn nomination(before: Option<&str>, after: Option<&str>) -> ProtectionChange {
+        ProtectionChange::Nomination {
+            pod: POD.into(),
+            before: before.map(Into::into),
+            after: after.map(Into::into),
+        }
+    }
+
+    #[test]
+    fn a_nomination_overwritten_or_a_foreign_one_cleared_is_caught() {
+        let plans = vec![plan(
+            "dp-1",
+            "n01",
+            DrainProtectionWire::Nominate,
+            "protecting",
+        )];
+        let set = protection(nomination(None, Some("n01")), plans.clone());
+        assert!(nomination_only_where_unset(&set).is_ok());
+        let clear = protection(nomination(Some("n01"), None), plans.clone());
+        assert!(nomination_only_where_unset(&clear).is_ok());
+        let over = protection(nomination(Some("n02"), Some("n01")), plans.clone());
+        let v = nomination_only_where_unset(&over).unwrap_err();
+        assert_eq!(v.invariant, "nomination-only-where-unset");
+        let foreign = protection(nomination(Some("n02"), None), plans);
+        assert!(nomination_only_where_unset(&foreign).is_err());
+    }
+
+    #[test]
+    fn a_protection_no_active_plan_names_is_caught() {
+        let active = plan("dp-1", "n01", DrainProtectionWire::Nominate, "draining");
+        let ended = plan("dp-1", "n01", DrainProtectionWire::Nominate, "abandoned");
+        let tainting = plan("dp-2", "n01", DrainProtectionWire::Taint, "protecting");
+        let ok = protection(nomination(None, Some("n01")), vec![active.clone()]);
+        assert!(protection_names_an_active_plan(&ok).is_ok());
+        for plans in [vec![], vec![ended], vec![tainting.clone()]] {
+            let p = protection(nomination(None, Some("n01")), plans);
+            let v = protection_names_an_active_plan(&p).unwrap_err();
+            assert_eq!(v.invariant, "protection-names-an-active-plan");
+        }
+        let elsewhere = protection(nomination(None, Some("n02")), vec![active]);
+        assert!(protection_names_an_active_plan(&elsewhere).is_err());
+        let mut unreadable = protection(nomination(None, Some("n01")), vec![]);
+        unreadable.durable_plans = None;
+        assert!(protection_names_an_active_plan(&unreadable).is_err());
+
+        let other = taint("example.com/gpu", "bad");
+        let taints = |before: Vec<StoredTaint>, after: Vec<StoredTaint>| ProtectionChange::Taints {
+            node: "n01".into(),
+            before,
+            after,
+        };
+        let good = taints(
+            vec![other.clone()],
+            vec![other.clone(), taint(DRAIN_TAINT_KEY, "dp-2")],
+        );
+        assert!(
+            protection_names_an_active_plan(&protection(good.clone(), vec![tainting.clone()]))
+                .is_ok()
+        );
+        assert!(protection_names_an_active_plan(&protection(good, vec![])).is_err());
+        let wrong_plan = taints(vec![], vec![taint(DRAIN_TAINT_KEY, "dp-9")]);
+        assert!(
+            protection_names_an_active_plan(&protection(wrong_plan, vec![tainting.clone()]))
+                .is_err()
+        );
+        let dropped_other = taints(vec![other.clone()], vec![taint(DRAIN_TAINT_KEY, "dp-2")]);
+        assert!(
+            protection_names_an_active_plan(&protection(dropped_other, vec![tainting.clone()]))
+                .is_err()
+        );
+        let two = taints(
+            vec![],
+            vec![
+                taint(DRAIN_TAINT_KEY, "dp-2"),
+                taint(DRAIN_TAINT_KEY, "dp-3"),
+            ],
+        );
+        assert!(protection_names_an_active_plan(&protection(two, vec![tainting.clone()])).is_err());
+        let mut soft = taint(DRAIN_TAINT_KEY, "dp-2");
+        soft.effect = "PreferNoSchedule".into();
+        let soft = taints(vec![], vec![soft]);
+        assert!(
+            protection_names_an_active_plan(&protection(soft, vec![tainting.clone()])).is_err()
+        );
+        let removed = taints(
+            vec![other.clone(), taint(DRAIN_TAINT_KEY, "dp-7")],
+            vec![other],
+        );
+        assert!(protection_names_an_active_plan(&protection(removed, vec![])).is_ok());
+    }
+
+    #[test]
+    fn a_protection_set_with_plans_off_or_in_recommend_only_is_caught() {
+        let plans = vec![plan(
+            "dp-1",
+            "n01",
+            DrainProtectionWire::Nominate,
+            "protecting",
+        )];
+        let mut p = protection(nomination(None, Some("n01")), plans.clone());
+        assert!(no_protection_while_plans_are_off(&p).is_ok());
+        p.context.plans_enabled = false;
+        let v = no_protection_while_plans_are_off(&p).unwrap_err();
+        assert_eq!(v.invariant, "no-protection-while-plans-are-off");
+        p.context.plans_enabled = true;
+        p.context.executing = false;
+        assert!(no_protection_while_plans_are_off(&p).is_err());
+        let mut clear = protection(nomination(Some("n01"), None), plans);
+        clear.context.executing = false;
+        assert!(no_protection_while_plans_are_off(&clear).is_ok());
+    }
+
+    #[test]
+    fn a_leftover_nomination_or_taint_is_caught() {
+        let pod = |nominated: Option<&str>| {
+            BTreeMap::from([(
+                POD.to_owned(),
+                StoredPod {
+                    uid: "u".into(),
+                    rv: 1,
+                    nominated: nominated.map(Into::into),
+                },
+            )])
+        };
+        let node = |taints: Vec<StoredTaint>| {
+            BTreeMap::from([(
+                "n01".to_owned(),
+                StoredNode {
+                    uid: "un".into(),
+                    rv: 1,
+                    taints,
+                },
+            )])
+        };
+        let active = plan("dp-1", "n01", DrainProtectionWire::Nominate, "handoff");
+        let ended = plan("dp-1", "n01", DrainProtectionWire::Nominate, "completed");
+        let tainting = plan("dp-2", "n01", DrainProtectionWire::Taint, "draining");
+        let none = node(vec![taint("example.com/gpu", "bad")]);
+        assert!(no_leftover_protection(&pod(Some("n01")), &none, &[active]).is_ok());
+        let v = no_leftover_protection(&pod(Some("n01")), &none, std::slice::from_ref(&ended))
+            .unwrap_err();
+        assert_eq!(v.invariant, "no-leftover-protection");
+        // A nomination on a pod no plan names at all (its record lost with a reset journal).
+        assert!(no_leftover_protection(&pod(Some("n01")), &none, &[]).is_ok());
+        let tainted = node(vec![taint(DRAIN_TAINT_KEY, "dp-2")]);
+        assert!(
+            no_leftover_protection(&pod(None), &tainted, std::slice::from_ref(&tainting)).is_ok()
+        );
+        assert!(no_leftover_protection(&pod(None), &tainted, &[ended]).is_err());
+        assert!(no_leftover_protection(&pod(None), &tainted, &[]).is_err());
     }
 }

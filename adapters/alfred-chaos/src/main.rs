@@ -31,15 +31,46 @@ fn main() -> ExitCode {
     let args = Args::parse();
     let started = std::time::Instant::now();
     let mut totals = alfred_chaos::campaign::RunReport::default();
+    let mut runs_by_protection = std::collections::BTreeMap::new();
+    let mut runs_with_plans = 0u64;
     for i in 0..args.runs {
         let seed = args.seed.wrapping_add(i);
         let r = alfred_chaos::campaign::run(seed, args.passes, args.calm);
         if args.verbose {
             println!(
-                "seed {seed}: {} passes, {} requests, {} completed, {} failed, {} API requests, faults {:?}",
-                r.passes, r.requests, r.completed, r.failed, r.api_requests, r.faults
+                "seed {seed}: {} passes, {} requests, {} completed, {} failed, {} API requests, \
+                 protection {}, plans {} started {} ended, nominations {} set {} cleared, taints {} set {} removed, \
+                 reloads {} loaded {} rejected, faults {:?}",
+                r.passes,
+                r.requests,
+                r.completed,
+                r.failed,
+                r.api_requests,
+                r.protection,
+                r.plans_started,
+                r.plans_ended,
+                r.nominations_set,
+                r.nominations_cleared,
+                r.taints_set,
+                r.taints_removed,
+                r.config_reloads,
+                r.config_rejected,
+                r.faults
             );
         }
+        *runs_by_protection.entry(r.protection).or_insert(0u64) += 1;
+        if r.plans_started > 0 {
+            runs_with_plans += 1;
+        }
+        totals.plans_started += r.plans_started;
+        totals.plans_ended += r.plans_ended;
+        totals.nominations_set += r.nominations_set;
+        totals.nominations_cleared += r.nominations_cleared;
+        totals.taints_set += r.taints_set;
+        totals.taints_removed += r.taints_removed;
+        totals.leftover_checks += r.leftover_checks;
+        totals.config_reloads += r.config_reloads;
+        totals.config_rejected += r.config_rejected;
         totals.passes += r.passes;
         totals.requests += r.requests;
         totals.completed += r.completed;
@@ -70,6 +101,18 @@ fn main() -> ExitCode {
         totals.api_requests,
         totals.writes,
         started.elapsed().as_secs_f64()
+    );
+    println!(
+        "chaos: drain plans: {runs_with_plans} runs started plans (protection by run {runs_by_protection:?}), {} started, {} ended; nominations {} set, {} cleared; taints {} set, {} removed; {} leftover checks; config reloads {} loaded, {} rejected",
+        totals.plans_started,
+        totals.plans_ended,
+        totals.nominations_set,
+        totals.nominations_cleared,
+        totals.taints_set,
+        totals.taints_removed,
+        totals.leftover_checks,
+        totals.config_reloads,
+        totals.config_rejected
     );
     println!("chaos: faults by kind: {:?}", totals.faults);
     ExitCode::SUCCESS

@@ -322,6 +322,12 @@ impl PlanBook {
         }
         self.changed = true;
         let r = self.plans[i].clone();
+        // A protection `review` queued for the plan earlier in the pass must not go out
+        // after the journal records the plan as ended: it would name no active plan.
+        self.effects.retain(|e| {
+            !matches!(e, Effect::NominatePod { plan_id, .. } | Effect::TaintNode { plan_id, .. }
+                if *plan_id == r.id)
+        });
         self.remove_protection(&r, snap);
         let (reason, outcome) = if phase == PlanPhase::Completed {
             (EventReason::DrainPlanCompleted, "completed")

@@ -258,6 +258,42 @@ fn the_policies_blocking_a_plan_ends_it() {
 }
 
 #[test]
+fn a_plan_the_policies_end_sends_none_of_the_protection_review_queued_for_it() {
+    let mut taint_cfg = execute_config();
+    taint_cfg.policies.defragmentation.drain_plans.protection = DrainProtection::Taint;
+    for (protection, cfg) in [
+        (DrainProtectionWire::Taint, taint_cfg),
+        (DrainProtectionWire::Nominate, execute_config()),
+    ] {
+        let p = plan(protection);
+        let mut snap = cluster();
+        // The protection is missing: review puts it back in place (a nomination at
+        // hand-off, a taint while draining).
+        snap.pending_pods[0].nominated_node.clear();
+        let j = if protection == DrainProtectionWire::Nominate {
+            snap.nodes[0] = node("n1", 8);
+            journal(&p, Phase::Completed)
+        } else {
+            journal(&p, Phase::Acknowledged)
+        };
+        let mut book = review(&snap, &cfg, &j, true);
+        let (_, fx) = book.clone().finish(Some(&j), &[]);
+        assert!(
+            kinds(&fx).contains(&"taint") || kinds(&fx).contains(&"nominate"),
+            "{:?}",
+            kinds(&fx)
+        );
+        book.block(
+            &[(p.id.clone(), PlanEndReason::StepIneligible)],
+            &snap,
+            t(0),
+        );
+        let (_, fx) = book.finish(Some(&j), &[]);
+        assert_eq!(kinds(&fx), vec!["journal", "abandoned-event", "other"]);
+    }
+}
+
+#[test]
 fn hand_off_when_the_node_has_room_and_the_nomination_is_set_again() {
     let cfg = execute_config();
     let p = plan(DrainProtectionWire::Nominate);

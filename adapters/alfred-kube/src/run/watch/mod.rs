@@ -3,7 +3,7 @@
 //! snapshots built from the caches (`observe`).
 
 pub mod caches;
-pub(crate) mod config;
+pub mod config;
 pub(crate) mod early;
 pub mod list_watch;
 pub(crate) mod observe;
