@@ -467,9 +467,36 @@ fn nominations(ctx: &Ctx<'_>) -> BTreeSet<String> {
         .collect()
 }
 
+/// Every node's GPU-holding Instances, in walk order: one flat list and, per node, the
+/// positions of its occupants in it (a list per node cost a large cluster's pass thousands
+/// of small allocations).
+struct Occupants {
+    /// Every occupant, in walk order (an Instance on two nodes is here twice).
+    all: Vec<Occupant>,
+    /// Per node position `n`: its occupants are `all[order[starts[n]..starts[n + 1]]]`.
+    starts: Vec<u32>,
+    order: Vec<u32>,
+}
+
+impl Occupants {
+    /// Node position `n`'s occupants, in walk order.
+    fn at(&self, n: usize) -> impl Iterator<Item = &Occupant> + Clone {
+        let range = match (self.starts.get(n), self.starts.get(n + 1)) {
+            (Some(&lo), Some(&hi)) => lo as usize..hi as usize,
+            _ => 0..0,
+        };
+        self.order[range]
+            .iter()
+            .filter_map(|&i| self.all.get(i as usize))
+    }
+}
+
 /// Every node's GPU-holding Instances (by node position), in walk order.
-fn occupants_by_node(ctx: &Ctx<'_>, idx: &SnapshotIndex) -> Vec<Vec<Occupant>> {
-    let mut out: Vec<Vec<Occupant>> = vec![Vec::new(); ctx.snap.nodes.len()];
+fn occupants_by_node(ctx: &Ctx<'_>, idx: &SnapshotIndex) -> Occupants {
+    let node_count = ctx.snap.nodes.len();
+    let mut all: Vec<Occupant> = Vec::new();
+    // The node position of each of `all`.
+    let mut node_of: Vec<u32> = Vec::new();
     // An Instance's GPUs per node, ascending node (most Instances have one pod).
     let mut per_node: Vec<(u32, u32)> = Vec::new();
     let (mut next_component, mut next_instance) = (0usize, 0usize);
@@ -514,20 +541,36 @@ fn occupants_by_node(ctx: &Ctx<'_>, idx: &SnapshotIndex) -> Vec<Vec<Occupant>> {
                     && c.mode == DeploymentMode::OMENative
                     && omenative_eligibility_at(ctx, idx, w, c, flags, inst, &facts).is_none();
                 for &(node, gpus) in &per_node {
-                    let Some(here) = out.get_mut(node as usize) else {
+                    if node as usize >= node_count {
                         continue;
-                    };
-                    here.push(Occupant {
+                    }
+                    all.push(Occupant {
                         at: (wi, ci, ii),
                         facts,
                         gpus,
                         movable,
                     });
+                    node_of.push(node);
                 }
             }
         }
     }
-    out
+    // A stable counting sort of `all`'s positions by node: each node's in walk order.
+    let mut starts = vec![0u32; node_count + 1];
+    for &n in &node_of {
+        starts[n as usize + 1] += 1;
+    }
+    for n in 0..node_count {
+        starts[n + 1] += starts[n];
+    }
+    let mut next = starts.clone();
+    let mut order = vec![0u32; node_of.len()];
+    for (i, &n) in node_of.iter().enumerate() {
+        let slot = &mut next[n as usize];
+        order[*slot as usize] = u32::try_from(i).unwrap_or(u32::MAX);
+        *slot += 1;
+    }
+    Occupants { all, starts, order }
 }
 
 /// The pool's bins priced as unusable free GPUs (see the module documentation).
@@ -613,7 +656,7 @@ enum Search {
 fn best_new_plan(
     ctx: &Ctx<'_>,
     idx: &SnapshotIndex,
-    occupants: &[Vec<Occupant>],
+    occupants: &Occupants,
     room: &Room<'_>,
     protected: &BTreeSet<String>,
     nominated: &BTreeSet<String>,
@@ -625,7 +668,6 @@ fn best_new_plan(
 ) -> Option<DrainPlan> {
     let prune = search == Search::BranchAndBound;
     let seat = f64::from(pod.gpus_needed) * pricing.weight_of(pod.gpus_needed);
-    let empty = Vec::new();
     let mut candidates: Vec<(f64, usize, Vec<&Occupant>)> = Vec::new();
     for (pos, n) in ctx.snap.nodes.iter().enumerate() {
         if n.total_gpus < pod.gpus_needed
@@ -638,8 +680,8 @@ fn best_new_plan(
             continue;
         }
         let need = pod.gpus_needed.saturating_sub(n.free_gpus);
-        let here = occupants.get(pos).unwrap_or(&empty);
-        let Some(moves) = choose_moves(here, need, ctx.cfg.drain_max_steps_per_plan) else {
+        let Some(moves) = choose_moves(occupants.at(pos), need, ctx.cfg.drain_max_steps_per_plan)
+        else {
             continue;
         };
         let freed: u32 = moves.iter().map(|o| o.gpus).sum();
@@ -768,11 +810,15 @@ fn better(a: &DrainPlan, b: &DrainPlan) -> bool {
 
 /// The fewest movable occupants whose GPUs reach `need` (at most `max_steps`), ties to
 /// fewer GPUs moved, then walk order; `Some(vec![])` when nothing needs to move.
-fn choose_moves(here: &[Occupant], need: u32, max_steps: u32) -> Option<Vec<&Occupant>> {
+fn choose_moves<'o>(
+    here: impl Iterator<Item = &'o Occupant>,
+    need: u32,
+    max_steps: u32,
+) -> Option<Vec<&'o Occupant>> {
     if need == 0 {
         return Some(Vec::new());
     }
-    let mut movable: Vec<&Occupant> = here.iter().filter(|o| o.movable).collect();
+    let mut movable: Vec<&Occupant> = here.filter(|o| o.movable).collect();
     movable.sort_by(|a, b| b.gpus.cmp(&a.gpus).then(a.at.cmp(&b.at)));
     // The fewest moves: the k largest reach `need` first.
     let mut sum = 0u32;
@@ -965,7 +1011,7 @@ fn place(
 fn replan(
     ctx: &Ctx<'_>,
     idx: &SnapshotIndex,
-    occupants: &[Vec<Occupant>],
+    occupants: &Occupants,
     room: &Room<'_>,
     protected: &BTreeSet<String>,
     pricing: &Pricing<'_, '_>,
@@ -980,8 +1026,7 @@ fn replan(
         .iter()
         .find(|p| p.key() == r.pod)
         .ok_or(PlanEndReason::PodGone)?;
-    let empty = Vec::new();
-    let here = occupants.get(pos).unwrap_or(&empty);
+    let here = occupants.at(pos);
     // Instances a step already asked to leave count as gone.
     let leaving = |o: &Occupant| {
         let w = &ctx.snap.workloads[o.at.0];
@@ -994,8 +1039,8 @@ fn replan(
                 && s.instance == i64::from(inst.index)
         })
     };
-    let leaving_gpus: u32 = here.iter().filter(|o| leaving(o)).map(|o| o.gpus).sum();
-    let staying: Vec<Occupant> = here.iter().filter(|o| !leaving(o)).cloned().collect();
+    let leaving_gpus: u32 = here.clone().filter(|o| leaving(o)).map(|o| o.gpus).sum();
+    let staying: Vec<&Occupant> = here.filter(|o| !leaving(o)).collect();
     let need = r
         .gpus
         .saturating_sub(n.free_gpus.saturating_add(leaving_gpus));
@@ -1007,7 +1052,7 @@ fn replan(
     )
     .unwrap_or(u32::MAX);
     let left = ctx.cfg.drain_max_steps_per_plan.saturating_sub(done);
-    let moves = choose_moves(&staying, need, left).ok_or_else(|| {
+    let moves = choose_moves(staying.iter().copied(), need, left).ok_or_else(|| {
         // GPUs held by what no plan can move (other pods, immovable Instances).
         let movable: u32 = staying.iter().filter(|o| o.movable).map(|o| o.gpus).sum();
         let fixed = n

@@ -215,7 +215,6 @@ fn analyze_and_propose_at_once<'s>(
 
 fn propose_in(ctx: &context::Ctx<'_>, plans: &[PlanRecord]) -> Proposal {
     let nh = nodehealth::run(ctx);
-    let mut candidates = nh.candidates;
     // One analysis for the walk and the drain-plan search (a whole scoring of the
     // snapshot: on a large cluster, about as much as the search itself).
     let own;
@@ -232,20 +231,30 @@ fn propose_in(ctx: &context::Ctx<'_>, plans: &[PlanRecord]) -> Proposal {
         Some(a) if ctx.cfg.drain_plans_enabled => drain::run(ctx, a, plans),
         _ => DrainProposal::default(),
     };
-    if !drain.plans.is_empty() {
-        // A plan's rows take the place of its Instances' own defragmentation rows (one row
-        // per Instance), ahead of the other moves.
-        let steps = drain::candidates(ctx, &drain);
+    // A plan's rows take the place of its Instances' own defragmentation rows (one row per
+    // Instance), ahead of the other moves.
+    let steps = if drain.plans.is_empty() {
+        Vec::new()
+    } else {
+        drain::candidates(ctx, &drain)
+    };
+    if !steps.is_empty() {
         defrag.retain(|r| {
             !steps.iter().any(|s| {
                 s.workload == r.workload && s.component == r.component && s.instance == r.instance
             })
         });
-        let mut rows = steps;
-        rows.extend(defrag);
-        defrag = rows;
     }
-    candidates.extend(defrag);
+    // Rows are large and a big cluster's pass has thousands: moved once at most.
+    let candidates = if nh.candidates.is_empty() && steps.is_empty() {
+        defrag
+    } else {
+        let mut all = Vec::with_capacity(nh.candidates.len() + steps.len() + defrag.len());
+        all.extend(nh.candidates);
+        all.extend(steps);
+        all.extend(defrag);
+        all
+    };
     Proposal {
         candidates,
         node_markers: nh.node_markers,
