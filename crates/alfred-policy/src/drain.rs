@@ -82,8 +82,29 @@ struct Occupant {
     facts: InstanceFacts,
     /// GPUs it holds on the node.
     gpus: u32,
+    /// Whether it passes the cheap half of [`Occupant::movable`] (workload, single node,
+    /// OMENative).
+    may_move: bool,
+    /// Its component's index flags.
+    component_flags: u8,
+    /// The eligibility ladder's answer, worked out the first time a search asks: the
+    /// search reads the occupants of one pool's nodes, not the cluster's.
+    eligible: std::cell::OnceCell<bool>,
+}
+
+impl Occupant {
     /// Whether a plan may move it.
-    movable: bool,
+    fn movable(&self, ctx: &Ctx<'_>, idx: &SnapshotIndex) -> bool {
+        self.may_move
+            && *self.eligible.get_or_init(|| {
+                let (wi, ci, ii) = self.at;
+                let w = &ctx.snap.workloads[wi];
+                let c = &w.components[ci];
+                let inst = &c.instances[ii];
+                omenative_eligibility_at(ctx, idx, w, c, self.component_flags, inst, &self.facts)
+                    .is_none()
+            })
+    }
 }
 
 /// CPU (millicores) and memory (bytes) each node has left for new pods: `status.allocatable`
@@ -512,7 +533,7 @@ fn occupants_by_node(ctx: &Ctx<'_>, idx: &SnapshotIndex) -> Occupants {
                 .copied()
                 .unwrap_or(0);
             next_component += 1;
-            for (ii, inst) in c.instances.iter().enumerate() {
+            for ii in 0..c.instances.len() {
                 let Some(facts) = idx.instances.get(next_instance).copied() else {
                     next_instance += 1;
                     continue;
@@ -536,10 +557,7 @@ fn occupants_by_node(ctx: &Ctx<'_>, idx: &SnapshotIndex) -> Occupants {
                 }
                 per_node.sort_unstable_by_key(|(n, _)| *n);
                 let single_node = nodes.len() == 1 && nodes[0] != NONE;
-                let movable = workload_ok
-                    && single_node
-                    && c.mode == DeploymentMode::OMENative
-                    && omenative_eligibility_at(ctx, idx, w, c, flags, inst, &facts).is_none();
+                let may_move = workload_ok && single_node && c.mode == DeploymentMode::OMENative;
                 for &(node, gpus) in &per_node {
                     if node as usize >= node_count {
                         continue;
@@ -548,7 +566,9 @@ fn occupants_by_node(ctx: &Ctx<'_>, idx: &SnapshotIndex) -> Occupants {
                         at: (wi, ci, ii),
                         facts,
                         gpus,
-                        movable,
+                        may_move,
+                        component_flags: flags,
+                        eligible: std::cell::OnceCell::new(),
                     });
                     node_of.push(node);
                 }
@@ -680,8 +700,12 @@ fn best_new_plan(
             continue;
         }
         let need = pod.gpus_needed.saturating_sub(n.free_gpus);
-        let Some(moves) = choose_moves(occupants.at(pos), need, ctx.cfg.drain_max_steps_per_plan)
-        else {
+        let Some(moves) = choose_moves(
+            occupants.at(pos),
+            |o| o.movable(ctx, idx),
+            need,
+            ctx.cfg.drain_max_steps_per_plan,
+        ) else {
             continue;
         };
         let freed: u32 = moves.iter().map(|o| o.gpus).sum();
@@ -812,13 +836,14 @@ fn better(a: &DrainPlan, b: &DrainPlan) -> bool {
 /// fewer GPUs moved, then walk order; `Some(vec![])` when nothing needs to move.
 fn choose_moves<'o>(
     here: impl Iterator<Item = &'o Occupant>,
+    movable: impl Fn(&Occupant) -> bool,
     need: u32,
     max_steps: u32,
 ) -> Option<Vec<&'o Occupant>> {
     if need == 0 {
         return Some(Vec::new());
     }
-    let mut movable: Vec<&Occupant> = here.filter(|o| o.movable).collect();
+    let mut movable: Vec<&Occupant> = here.filter(|o| movable(o)).collect();
     movable.sort_by(|a, b| b.gpus.cmp(&a.gpus).then(a.at.cmp(&b.at)));
     // The fewest moves: the k largest reach `need` first.
     let mut sum = 0u32;
@@ -1052,20 +1077,25 @@ fn replan(
     )
     .unwrap_or(u32::MAX);
     let left = ctx.cfg.drain_max_steps_per_plan.saturating_sub(done);
-    let moves = choose_moves(staying.iter().copied(), need, left).ok_or_else(|| {
-        // GPUs held by what no plan can move (other pods, immovable Instances).
-        let movable: u32 = staying.iter().filter(|o| o.movable).map(|o| o.gpus).sum();
-        let fixed = n
-            .total_gpus
-            .saturating_sub(n.free_gpus)
-            .saturating_sub(leaving_gpus)
-            .saturating_sub(movable);
-        if n.total_gpus.saturating_sub(fixed) < r.gpus {
-            PlanEndReason::NodeRefilled
-        } else {
-            PlanEndReason::StepIneligible
-        }
-    })?;
+    let moves = choose_moves(staying.iter().copied(), |o| o.movable(ctx, idx), need, left)
+        .ok_or_else(|| {
+            // GPUs held by what no plan can move (other pods, immovable Instances).
+            let movable: u32 = staying
+                .iter()
+                .filter(|o| o.movable(ctx, idx))
+                .map(|o| o.gpus)
+                .sum();
+            let fixed = n
+                .total_gpus
+                .saturating_sub(n.free_gpus)
+                .saturating_sub(leaving_gpus)
+                .saturating_sub(movable);
+            if n.total_gpus.saturating_sub(fixed) < r.gpus {
+                PlanEndReason::NodeRefilled
+            } else {
+                PlanEndReason::StepIneligible
+            }
+        })?;
     // Its own node is not protected from itself.
     let others: BTreeSet<String> = protected
         .iter()
