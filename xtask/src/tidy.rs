@@ -150,6 +150,7 @@ pub(crate) fn run_all(root: &Path) -> Result<()> {
         ("metric names", metric_name_violations(root)?),
         ("driving loop", driving_loop_violations(root)?),
         ("long functions", long_function_allow_violations(root)?),
+        ("snapshot builders", snapshot_builder_violations(root)?),
         ("self-contained crates", outside_reference_violations(root)?),
         (
             "self-contained text files",
@@ -584,6 +585,59 @@ pub(crate) fn history_wording_violations(root: &Path) -> Result<Vec<String>> {
         }
     }
     Ok(violations)
+}
+
+/// The files allowed to build a snapshot step by step: the model's builder for embedders and
+/// the testkit's for tests. A third builder drifts from both (its accounting, its defaults).
+const SNAPSHOT_BUILDERS: [&str; 2] = [
+    "crates/alfred-model/src/build.rs",
+    "crates/alfred-testkit/src/builder.rs",
+];
+
+/// Tests, benches and the twin share one cluster builder and one random cluster generator
+/// (`alfred-testkit`): no other file defines a builder's `build(self) -> ClusterSnapshot` or
+/// a hand-rolled xorshift or splitmix step.
+pub(crate) fn snapshot_builder_violations(root: &Path) -> Result<Vec<String>> {
+    let mut violations = Vec::new();
+    for file in rust_files(root)? {
+        let name = relative(root, &file);
+        // The twin's own generator drives its simulation (arrivals, faults), not test
+        // clusters, and a product binary does not take its randomness from a test kit.
+        if name.starts_with("crates/alfred-testkit/")
+            || name.starts_with("xtask/")
+            || name == "adapters/alfred-twin/src/rng.rs"
+        {
+            continue;
+        }
+        for (n, line) in read(&file)?.lines().enumerate() {
+            if let Some(what) = second_generator(line) {
+                if what == "a snapshot builder" && SNAPSHOT_BUILDERS.contains(&name.as_str()) {
+                    continue;
+                }
+                violations.push(format!("{name}:{}: {what} outside alfred-testkit", n + 1));
+            }
+        }
+    }
+    Ok(violations)
+}
+
+/// What kind of second builder or generator the line defines, if any.
+fn second_generator(line: &str) -> Option<&'static str> {
+    let code = line.split("//").next().unwrap_or("");
+    let compact: String = code.chars().filter(|c| !c.is_whitespace()).collect();
+    if compact.contains("fnbuild(") && compact.contains("self)->ClusterSnapshot") {
+        return Some("a snapshot builder");
+    }
+    let xorshift = [
+        "^=x<<13", "^=x>>7", "^=x<<17", "^=x>>12", "^=x<<25", "^=x>>27",
+    ];
+    if xorshift.iter().any(|step| compact.contains(step)) {
+        return Some("a hand-rolled xorshift generator");
+    }
+    if compact.contains("0xbf58476d1ce4e5b9") || compact.contains("0xBF58_476D_1CE4_E5B9") {
+        return Some("a hand-rolled splitmix generator");
+    }
+    None
 }
 
 /// A function over clippy's line threshold is split along its steps; where it is not (yet),
@@ -1369,6 +1423,35 @@ mod tests {
         fail_on(
             "core dependency closure",
             core_dependency_violations(&metadata).unwrap(),
+        );
+    }
+
+    #[test]
+    fn a_second_snapshot_builder_or_generator_is_found() {
+        assert_eq!(
+            second_generator("    pub fn build(mut self) -> ClusterSnapshot {"),
+            Some("a snapshot builder")
+        );
+        assert_eq!(
+            second_generator("        x ^= x << 13;"),
+            Some("a hand-rolled xorshift generator")
+        );
+        assert_eq!(
+            second_generator("    z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);"),
+            Some("a hand-rolled splitmix generator")
+        );
+        assert_eq!(
+            second_generator("    fn build(snap: &ClusterSnapshot) -> Index {"),
+            None
+        );
+        assert_eq!(second_generator("    // x ^= x << 13 in a comment"), None);
+    }
+
+    #[test]
+    fn one_cluster_builder_and_one_generator_serve_every_test() {
+        fail_on(
+            "snapshot builders",
+            snapshot_builder_violations(&workspace_root()).unwrap(),
         );
     }
 

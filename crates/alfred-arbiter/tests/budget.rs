@@ -28,12 +28,12 @@ fn judge_all(
 
 /// `n` movable workloads `ns/w<i>`, each with a 1-GPU pod on `src`, and one empty target
 /// node per workload `t<i>`.
-fn fleet(n: usize) -> Cluster {
-    let mut k = Cluster::new().node("src", 0);
+fn fleet(n: usize) -> ClusterBuilder {
+    let mut k = cluster().free_node("src", 0);
     for i in 0..n {
         k = k
-            .node(&format!("t{i}"), 8)
-            .workload(&format!("ns/w{i}"), &[("src", 1)]);
+            .free_node(&format!("t{i}"), 8)
+            .serving(&format!("ns/w{i}"), &[("src", 1)]);
     }
     k
 }
@@ -52,8 +52,8 @@ fn fleet_moves(n: usize) -> Vec<Candidate> {
 }
 
 /// A workload `ns/other` that carries the given migration evidence.
-fn other(k: Cluster) -> Cluster {
-    k.node("o", 0).workload("ns/other", &[("o", 1)])
+fn other(k: ClusterBuilder) -> ClusterBuilder {
+    k.free_node("o", 0).serving("ns/other", &[("o", 1)])
 }
 
 fn record(uuid: &str, workload: &str, uid: &str, created: Timestamp) -> DispatchRecord {
@@ -80,7 +80,12 @@ fn reasons(v: &[Verdict]) -> Vec<Option<RejectReason>> {
 fn in_flight_cap_counts_everyones_migrations_and_this_passs_admissions() {
     // One migration in flight (a person's); cap 3 → two admissions, then InFlightCap.
     let snap = other(fleet(4))
-        .edit(|k| k.wl_mut("ns/other").migration.active.push(active("p1")))
+        .edit(|k| {
+            k.workload_mut("ns/other")
+                .migration
+                .active
+                .push(active("p1"))
+        })
         .build();
     let v = judge_all(
         &fleet_moves(4),
@@ -100,7 +105,12 @@ fn in_flight_cap_counts_everyones_migrations_and_this_passs_admissions() {
     // Alfred's own live request (ledger) counts too, united by identity with the
     // cluster's view of the same request.
     let snap = other(fleet(4))
-        .edit(|k| k.wl_mut("ns/other").migration.active.push(active("p1")))
+        .edit(|k| {
+            k.workload_mut("ns/other")
+                .migration
+                .active
+                .push(active("p1"))
+        })
         .build();
     let mut ledger = Ledger::new();
     ledger.record(record("p1", "ns/other", "uid-other", at(-3))); // same request: no double count
@@ -118,7 +128,7 @@ fn hourly_cap_counts_annotations_rows_and_journal_entries_once_each() {
     // Sources of the same identity are united: annotation + row + journal of "same".
     let snap = other(fleet(1))
         .edit(|k| {
-            let m = &mut k.wl_mut("ns/other").migration;
+            let m = &mut k.workload_mut("ns/other").migration;
             m.requests.push(request("same", Some(at(-10))));
             m.records.push(row("same", "Accepted", Some(at(-9))));
             m.requests.push(request("ann-only", Some(at(-20))));
@@ -157,6 +167,29 @@ fn hourly_cap_counts_annotations_rows_and_journal_entries_once_each() {
 }
 
 #[test]
+fn alfreds_request_for_a_deleted_inference_service_still_counts_for_its_hour() {
+    // ns/gone was deleted after alfred's request started 20 minutes ago: only the journal
+    // still knows of it, and it counts; one of 61 minutes ago does not.
+    let snap = fleet(1).build();
+    let journal = vec![
+        (identity("uid-gone", "recent"), at(-20)),
+        (identity("uid-gone", "older"), at(-61)),
+    ];
+    assert_eq!(
+        migrations_started_within(&snap, &journal, NOW, HOURLY_WINDOW),
+        1
+    );
+    let settings = ArbiterSettings {
+        max_migrations_per_hour: 1,
+        ..ArbiterSettings::default()
+    };
+    let mut ledger = Ledger::new();
+    ledger.record(record("recent", "ns/gone", "uid-gone", at(-20)));
+    let v = judge_all(&fleet_moves(1), &snap, &settings, &ledger);
+    assert_eq!(reasons(&v), vec![Some(RejectReason::HourlyCap)]);
+}
+
+#[test]
 fn hourly_window_edges_are_inclusive_at_one_hour() {
     let hour = HOURLY_WINDOW;
     assert!(within_window(NOW.minus(hour), NOW, hour));
@@ -171,7 +204,7 @@ fn hourly_window_edges_are_inclusive_at_one_hour() {
     );
     let snap = other(fleet(0))
         .edit(|k| {
-            let m = &mut k.wl_mut("ns/other").migration;
+            let m = &mut k.workload_mut("ns/other").migration;
             m.records
                 .push(row("edge", "Completed", Some(NOW.minus(hour))));
             m.records.push(row(
@@ -198,7 +231,7 @@ fn hourly_cap_is_reached_at_hourly_plus_admitted_equal_cap() {
     let snap = other(fleet(3))
         .edit(|k| {
             for i in 0..5 {
-                k.wl_mut("ns/other").migration.records.push(row(
+                k.workload_mut("ns/other").migration.records.push(row(
                     &format!("r{i}"),
                     "Completed",
                     Some(at(-59)),
@@ -232,11 +265,11 @@ fn hourly_cap_is_reached_at_hourly_plus_admitted_equal_cap() {
 
 #[test]
 fn ledger_claims_reduce_capacity_until_absorbed() {
-    let snap = Cluster::new()
-        .node("src", 0)
-        .node("t1", 4)
-        .workload("ns/a", &[("src", 2)])
-        .workload("ns/b", &[("x", 1)])
+    let snap = cluster()
+        .free_node("src", 0)
+        .free_node("t1", 4)
+        .serving("ns/a", &[("src", 2)])
+        .serving("ns/b", &[("x", 1)])
         .build();
     let c = defrag("ns/a", "src", &["t1"], &[2]);
     let mut r = record("u1", "ns/b", "uid-b", at(-30));
@@ -286,10 +319,10 @@ fn ledger_claims_reduce_capacity_until_absorbed() {
 
 #[test]
 fn a_live_ledger_record_keeps_its_workload_busy_and_ends_its_cooldown() {
-    let snap = Cluster::new()
-        .node("src", 0)
-        .node("t1", 8)
-        .workload("ns/a", &[("src", 2)])
+    let snap = cluster()
+        .free_node("src", 0)
+        .free_node("t1", 8)
+        .serving("ns/a", &[("src", 2)])
         .build();
     let c = defrag("ns/a", "src", &["t1"], &[2]);
     let settings = ArbiterSettings::default();
@@ -322,12 +355,12 @@ fn a_live_ledger_record_keeps_its_workload_busy_and_ends_its_cooldown() {
 
 #[test]
 fn node_cooling_holds_back_sources_and_targets_but_not_health_sources() {
-    let snap = Cluster::new()
-        .node("src", 0)
-        .node("t1", 8)
-        .node("t2", 8)
-        .workload("ns/a", &[("src", 2)])
-        .workload("ns/z", &[("zz", 1)])
+    let snap = cluster()
+        .free_node("src", 0)
+        .free_node("t1", 8)
+        .free_node("t2", 8)
+        .serving("ns/a", &[("src", 2)])
+        .serving("ns/z", &[("zz", 1)])
         .build();
     let settings = ArbiterSettings::default(); // perNodeCooldown 10
     // A request of another workload left `src` 5 minutes ago and landed on `t1`.

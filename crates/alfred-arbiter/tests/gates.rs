@@ -34,12 +34,12 @@ fn reason(a: &Arbitration, i: usize) -> Option<RejectReason> {
 }
 
 /// One movable workload `ns/a` with a 2-GPU pod on `src`, targets `t1` (4 free), `t2` (8 free).
-fn base() -> Cluster {
-    Cluster::new()
-        .node("src", 0)
-        .node("t1", 4)
-        .node("t2", 8)
-        .workload("ns/a", &[("src", 2)])
+fn base() -> ClusterBuilder {
+    cluster()
+        .free_node("src", 0)
+        .free_node("t1", 4)
+        .free_node("t2", 8)
+        .serving("ns/a", &[("src", 2)])
 }
 
 fn one(snap: &ClusterSnapshot, c: Candidate) -> Option<RejectReason> {
@@ -105,13 +105,13 @@ fn every_rejection_reason_has_a_scenario() {
     check(RejectReason::InstanceGone, one(&snap, gone));
     // 3 NotMovable
     let snap = base()
-        .edit(|k| k.wl_mut("ns/a").settings.movable = false)
+        .edit(|k| k.workload_mut("ns/a").settings.movable = false)
         .build();
     check(RejectReason::NotMovable, one(&snap, c()));
     // 4 MalformedRequestPending
     let snap = base()
         .edit(|k| {
-            k.wl_mut("ns/a")
+            k.workload_mut("ns/a")
                 .migration
                 .malformed_requests
                 .push("bad".into())
@@ -120,31 +120,31 @@ fn every_rejection_reason_has_a_scenario() {
     check(RejectReason::MalformedRequestPending, one(&snap, c()));
     // 5 MigrationStateInvalid
     let snap = base()
-        .edit(|k| k.wl_mut("ns/a").migration.valid = false)
+        .edit(|k| k.workload_mut("ns/a").migration.valid = false)
         .build();
     check(RejectReason::MigrationStateInvalid, one(&snap, c()));
     // 6 InstanceTerminating (a pod with a deletion timestamp; or the Instance flag)
     let snap = base()
-        .edit(|k| k.pod_mut("ns/a-0-0").terminating = true)
+        .edit(|k| k.pod_mut("ns/a-engine-0-0").terminating = true)
         .build();
     check(RejectReason::InstanceTerminating, one(&snap, c()));
     let snap = base()
-        .edit(|k| k.wl_mut("ns/a").components[0].instances[0].any_terminating = true)
+        .edit(|k| k.workload_mut("ns/a").components[0].instances[0].any_terminating = true)
         .build();
     check(RejectReason::InstanceTerminating, one(&snap, c()));
     // 7 WorkloadBusy (someone's migration of the workload in flight)
     let snap = base()
-        .edit(|k| k.wl_mut("ns/a").migration.active.push(active("m1")))
+        .edit(|k| k.workload_mut("ns/a").migration.active.push(active("m1")))
         .build();
     check(RejectReason::WorkloadBusy, one(&snap, c()));
     // 8 Cooldown (last migration ended 10 min ago, window 30)
     let snap = base()
-        .edit(|k| k.wl_mut("ns/a").migration.last_migration = Some(at(-10)))
+        .edit(|k| k.workload_mut("ns/a").migration.last_migration = Some(at(-10)))
         .build();
     check(RejectReason::Cooldown, one(&snap, c()));
     // 9 PlacementCooldown (a pod started 5 min ago, window 10)
     let snap = base()
-        .edit(|k| k.pod_mut("ns/a-0-0").started_at = Some(at(-5)))
+        .edit(|k| k.pod_mut("ns/a-engine-0-0").started_at = Some(at(-5)))
         .build();
     check(RejectReason::PlacementCooldown, one(&snap, c()));
     // 10 TargetUnavailable (the only target is cordoned)
@@ -154,7 +154,7 @@ fn every_rejection_reason_has_a_scenario() {
         one(&snap, defrag("ns/a", "src", &["t1"], &[2])),
     );
     // 11 TargetUnderEvacuation (the target is the source of a maintenance move)
-    let snap = base().workload("ns/b", &[("t1", 1)]).build();
+    let snap = base().serving("ns/b", &[("t1", 1)]).build();
     let a = run(
         &[
             cand("ns/b", RowReason::NodeMaintenance, "t1", &["t2"], &[1]),
@@ -164,7 +164,7 @@ fn every_rejection_reason_has_a_scenario() {
     );
     check(RejectReason::TargetUnderEvacuation, reason(&a, 1));
     // 12 TargetNodeBusy (the only target already receives a move this pass)
-    let snap = base().workload("ns/b", &[("src", 2)]).build();
+    let snap = base().serving("ns/b", &[("src", 2)]).build();
     let a = run(
         &[
             defrag("ns/a", "src", &["t1"], &[2]),
@@ -182,22 +182,22 @@ fn every_rejection_reason_has_a_scenario() {
     );
     // 14 InFlightCap: three migrations in flight elsewhere, anyone's
     let snap = base()
-        .workload("ns/b", &[("t2", 1)])
-        .workload("ns/c", &[("t2", 1)])
-        .workload("ns/d", &[("t2", 1)])
+        .serving("ns/b", &[("t2", 1)])
+        .serving("ns/c", &[("t2", 1)])
+        .serving("ns/d", &[("t2", 1)])
         .edit(|k| {
             for w in ["ns/b", "ns/c", "ns/d"] {
-                k.wl_mut(w).migration.active.push(active(w));
+                k.workload_mut(w).migration.active.push(active(w));
             }
         })
         .build();
     check(RejectReason::InFlightCap, one(&snap, c()));
     // 15 HourlyCap: ten migrations started within the hour (finished rows)
     let snap = base()
-        .workload("ns/b", &[("t2", 1)])
+        .serving("ns/b", &[("t2", 1)])
         .edit(|k| {
             for i in 0..10 {
-                k.wl_mut("ns/b").migration.records.push(row(
+                k.workload_mut("ns/b").migration.records.push(row(
                     &format!("r{i}"),
                     "Completed",
                     Some(at(-50)),
@@ -211,10 +211,10 @@ fn every_rejection_reason_has_a_scenario() {
     // hour, a three-step plan would
     // make eleven.
     let snap = base()
-        .workload("ns/b", &[("t2", 1)])
+        .serving("ns/b", &[("t2", 1)])
         .edit(|k| {
             for i in 0..8 {
-                k.wl_mut("ns/b").migration.records.push(row(
+                k.workload_mut("ns/b").migration.records.push(row(
                     &format!("r{i}"),
                     "Completed",
                     Some(at(-50)),
@@ -249,10 +249,10 @@ fn plan_step(mut c: Candidate, steps: u32, starts: bool) -> Candidate {
 fn a_plan_that_the_hourly_budget_covers_starts_and_a_started_one_is_not_held_by_it() {
     let started = |n: usize, minutes_ago: i64| {
         base()
-            .workload("ns/b", &[("t2", 1)])
+            .serving("ns/b", &[("t2", 1)])
             .edit(move |k| {
                 for i in 0..n {
-                    k.wl_mut("ns/b").migration.records.push(row(
+                    k.workload_mut("ns/b").migration.records.push(row(
                         &format!("r{i}"),
                         "Completed",
                         Some(at(-minutes_ago)),
@@ -380,14 +380,14 @@ fn no_move_targets_a_node_a_plan_frees() {
 fn a_move_failing_several_gates_gets_the_first() {
     // Not movable, cooling down, recently placed, no capacity, caps reached: NotMovable.
     let snap = base()
-        .workload("ns/b", &[("t2", 1)])
+        .serving("ns/b", &[("t2", 1)])
         .edit(|k| {
-            let w = k.wl_mut("ns/a");
+            let w = k.workload_mut("ns/a");
             w.settings.movable = false;
             w.migration.last_migration = Some(at(-1));
-            k.pod_mut("ns/a-0-0").started_at = Some(at(-1));
+            k.pod_mut("ns/a-engine-0-0").started_at = Some(at(-1));
             for i in 0..10 {
-                k.wl_mut("ns/b")
+                k.workload_mut("ns/b")
                     .migration
                     .active
                     .push(active(&format!("x{i}")));
@@ -410,13 +410,13 @@ fn a_move_failing_several_gates_gets_the_first() {
     assert_eq!(reason(&a, 0), Some(RejectReason::CircuitBreakerOpen));
     // Terminating beats busy; busy beats cooldown; cooldown beats placement cooldown;
     // placement cooldown beats targets; targets beat caps.
-    let mut k = base().workload("ns/b", &[("t2", 1)]);
-    k.pod_mut("ns/a-0-0").terminating = true;
-    k.wl_mut("ns/a").migration.active.push(active("m"));
-    k.wl_mut("ns/a").migration.last_migration = Some(at(-1));
-    k.pod_mut("ns/a-0-0").started_at = Some(at(-1));
+    let mut k = base().serving("ns/b", &[("t2", 1)]);
+    k.pod_mut("ns/a-engine-0-0").terminating = true;
+    k.workload_mut("ns/a").migration.active.push(active("m"));
+    k.workload_mut("ns/a").migration.last_migration = Some(at(-1));
+    k.pod_mut("ns/a-engine-0-0").started_at = Some(at(-1));
     for i in 0..10 {
-        k.wl_mut("ns/b")
+        k.workload_mut("ns/b")
             .migration
             .active
             .push(active(&format!("x{i}")));
@@ -455,14 +455,14 @@ fn a_move_failing_several_gates_gets_the_first() {
 #[test]
 fn target_marks_report_in_precedence_order() {
     // Targets: t1 landed this pass, t2 evacuating, t3 cordoned: unavailable wins.
-    let snap = Cluster::new()
-        .node("src", 0)
-        .node("t1", 8)
-        .node("t2", 8)
-        .node("t3", 8)
-        .workload("ns/a", &[("src", 2)])
-        .workload("ns/b", &[("src", 2)])
-        .workload("ns/c", &[("t2", 2)])
+    let snap = cluster()
+        .free_node("src", 0)
+        .free_node("t1", 8)
+        .free_node("t2", 8)
+        .free_node("t3", 8)
+        .serving("ns/a", &[("src", 2)])
+        .serving("ns/b", &[("src", 2)])
+        .serving("ns/c", &[("t2", 2)])
         .edit(|k| k.node_mut("t3").cordoned = true)
         .build();
     let cands = [
@@ -490,8 +490,8 @@ fn target_marks_report_in_precedence_order() {
 fn excluded_targets_are_unavailable() {
     let c = || defrag("ns/a", "src", &["t1"], &[2]);
     for edit in [
-        (|k: &mut Cluster| k.node_mut("t1").health.state = HealthState::Unhealthy)
-            as fn(&mut Cluster),
+        (|k: &mut ClusterBuilder| k.node_mut("t1").health.state = HealthState::Unhealthy)
+            as fn(&mut ClusterBuilder),
         |k| k.node_mut("t1").health.state = HealthState::Suspect,
         |k| k.node_mut("t1").maintenance.requested = true,
         |k| k.node_mut("t1").scale_down_marked = true,
@@ -502,9 +502,9 @@ fn excluded_targets_are_unavailable() {
         assert_eq!(one(&snap, c()), Some(RejectReason::TargetUnavailable));
     }
     // The move's own source is never a target.
-    let snap = Cluster::new()
-        .node("src", 8)
-        .workload("ns/a", &[("src", 2)])
+    let snap = cluster()
+        .free_node("src", 8)
+        .serving("ns/a", &[("src", 2)])
         .build();
     assert_eq!(
         one(&snap, defrag("ns/a", "src", &["src"], &[2])),
@@ -528,7 +528,7 @@ fn excluded_targets_are_unavailable() {
     let snap = base()
         .edit(|k| {
             k.node_mut("t1").preemptible = true;
-            k.wl_mut("ns/a").settings.spot_policy = SpotOverride::Avoid;
+            k.workload_mut("ns/a").settings.spot_policy = SpotOverride::Avoid;
         })
         .build();
     let a = arbitrate(
@@ -548,14 +548,14 @@ fn excluded_targets_are_unavailable() {
                 namespace: String::new(),
                 name: "llama".into(),
             };
-            k.snap.models.insert(
+            k.snapshot_mut().models.insert(
                 m.key(),
                 ModelInfo {
                     allowed_nodes: Some(["t2".to_string()].into_iter().collect()),
                     ..ModelInfo::default()
                 },
             );
-            k.wl_mut("ns/a").model = Some(m);
+            k.workload_mut("ns/a").model = Some(m);
         })
         .build();
     assert_eq!(one(&snap, c()), Some(RejectReason::TargetUnavailable));
@@ -566,11 +566,11 @@ fn excluded_targets_are_unavailable() {
 #[test]
 fn surge_replay_places_pods_largest_first_and_packs_a_node() {
     // Pods 1, 4, 2 GPUs; t1 has 4 free, t2 has 3 free.
-    let snap = Cluster::new()
-        .node("src", 0)
-        .node("t1", 4)
-        .node("t2", 3)
-        .workload("ns/a", &[("src", 1), ("src", 4), ("src", 2)])
+    let snap = cluster()
+        .free_node("src", 0)
+        .free_node("t1", 4)
+        .free_node("t2", 3)
+        .serving("ns/a", &[("src", 1), ("src", 4), ("src", 2)])
         .build();
     let a = run(&[defrag("ns/a", "src", &["t1", "t2"], &[1, 4, 2])], &snap);
     let v = verdict(&a, 0);
@@ -582,10 +582,10 @@ fn surge_replay_places_pods_largest_first_and_packs_a_node() {
     );
     assert_eq!(v.target, "t1");
     // Several pods may share a node: 2 + 2 on one 4-free node.
-    let snap = Cluster::new()
-        .node("src", 0)
-        .node("t1", 4)
-        .workload("ns/a", &[("src", 2), ("src", 2)])
+    let snap = cluster()
+        .free_node("src", 0)
+        .free_node("t1", 4)
+        .serving("ns/a", &[("src", 2), ("src", 2)])
         .build();
     let a = run(&[defrag("ns/a", "src", &["t1"], &[2, 2])], &snap);
     assert_eq!(verdict(&a, 0).placement, vec![("t1".to_string(), 4)]);
@@ -648,14 +648,14 @@ fn ordering_is_class_then_score_then_size_then_input_order() {
 
 #[test]
 fn one_move_per_workload_and_per_target_node_but_several_off_one_source() {
-    let snap = Cluster::new()
-        .node("bad", 0)
-        .node("t1", 8)
-        .node("t2", 8)
-        .node("t3", 8)
-        .workload("ns/a", &[("bad", 2)])
-        .workload("ns/b", &[("bad", 2)])
-        .workload("ns/c", &[("bad", 2)])
+    let snap = cluster()
+        .free_node("bad", 0)
+        .free_node("t1", 8)
+        .free_node("t2", 8)
+        .free_node("t3", 8)
+        .serving("ns/a", &[("bad", 2)])
+        .serving("ns/b", &[("bad", 2)])
+        .serving("ns/c", &[("bad", 2)])
         .edit(|k| k.node_mut("bad").health.state = HealthState::Unhealthy)
         .build();
     let h = |w: &str, t: &[&str]| cand(w, RowReason::NodeUnhealthy, "bad", t, &[2]);
@@ -684,7 +684,7 @@ fn health_moves_get_the_floor_and_cooldown_overridden() {
     let m = || cand("ns/a", RowReason::NodeMaintenance, "src", &["t1"], &[2]);
     let with_last = |mins: i64| {
         base()
-            .edit(|k| k.wl_mut("ns/a").migration.last_migration = Some(at(-mins)))
+            .edit(|k| k.workload_mut("ns/a").migration.last_migration = Some(at(-mins)))
             .build()
     };
     let judge = |c: Candidate, snap: &ClusterSnapshot| {
@@ -713,7 +713,7 @@ fn health_moves_get_the_floor_and_cooldown_overridden() {
     // The annotation overrides the standard window.
     let snap = base()
         .edit(|k| {
-            let w = k.wl_mut("ns/a");
+            let w = k.workload_mut("ns/a");
             w.migration.last_migration = Some(at(-12));
             w.settings.cooldown_minutes = Some(10);
         })
@@ -728,7 +728,7 @@ fn health_moves_get_the_floor_and_cooldown_overridden() {
     // Placement cooldown: health uses the floor, the others the full window.
     let placed = |mins: i64| {
         base()
-            .edit(|k| k.pod_mut("ns/a-0-0").started_at = Some(at(-mins)))
+            .edit(|k| k.pod_mut("ns/a-engine-0-0").started_at = Some(at(-mins)))
             .build()
     };
     assert_eq!(
@@ -748,7 +748,7 @@ fn health_moves_get_the_floor_and_cooldown_overridden() {
     // Without startTime the creation time counts.
     let snap = base()
         .edit(|k| {
-            let p = k.pod_mut("ns/a-0-0");
+            let p = k.pod_mut("ns/a-engine-0-0");
             p.started_at = None;
             p.created_at = Some(at(-2));
         })
@@ -761,12 +761,12 @@ fn health_moves_get_the_floor_and_cooldown_overridden() {
 
 #[test]
 fn evacuation_sources_are_never_targets_even_when_the_health_move_is_rejected() {
-    let snap = Cluster::new()
-        .node("src", 0)
-        .node("m", 8)
-        .workload("ns/a", &[("src", 2)])
-        .workload("ns/b", &[("m", 2)])
-        .edit(|k| k.wl_mut("ns/b").settings.movable = false)
+    let snap = cluster()
+        .free_node("src", 0)
+        .free_node("m", 8)
+        .serving("ns/a", &[("src", 2)])
+        .serving("ns/b", &[("m", 2)])
+        .edit(|k| k.workload_mut("ns/b").settings.movable = false)
         .build();
     let a = run(
         &[
@@ -831,7 +831,7 @@ fn arbitrate_one_matches_a_single_candidate_pass() {
 
 #[test]
 fn advice_spends_no_budget() {
-    let snap = base().workload("ns/b", &[("src", 2)]).build();
+    let snap = base().serving("ns/b", &[("src", 2)]).build();
     let mut adv = defrag("ns/b", "src", &["t1"], &[2]);
     adv.executable = false;
     let settings = ArbiterSettings {
@@ -853,7 +853,7 @@ fn advice_spends_no_budget() {
 
 #[test]
 fn unnormalised_snapshots_are_still_read() {
-    let mut snap = base().workload("ns/0", &[("t2", 1)]).build();
+    let mut snap = base().serving("ns/0", &[("t2", 1)]).build();
     snap.nodes.reverse();
     snap.workloads.reverse();
     snap.pods.reverse();
@@ -867,8 +867,9 @@ fn odd_inputs_never_panic() {
     let snap = base()
         .edit(|k| {
             k.node_mut("t1").free_gpus = u32::MAX;
-            k.wl_mut("ns/a").migration.last_migration = Some(Timestamp::from_unix_nanos(i64::MIN));
-            k.pod_mut("ns/a-0-0").started_at = Some(Timestamp::from_unix_nanos(i64::MAX));
+            k.workload_mut("ns/a").migration.last_migration =
+                Some(Timestamp::from_unix_nanos(i64::MIN));
+            k.pod_mut("ns/a-engine-0-0").started_at = Some(Timestamp::from_unix_nanos(i64::MAX));
         })
         .build();
     let mut weird = vec![

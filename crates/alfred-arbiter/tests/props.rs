@@ -202,9 +202,9 @@ fn wl_name(i: usize) -> String {
 
 fn build(w: &World) -> (ClusterSnapshot, Vec<Candidate>, Ledger, Breaker) {
     let nn = w.nodes.len();
-    let mut k = Cluster::new();
+    let mut k = cluster();
     for (i, n) in w.nodes.iter().enumerate() {
-        k = k.node(&node_name(nn, i), n.free);
+        k = k.free_node(&node_name(nn, i), n.free);
         let node = k.node_mut(&node_name(nn, i));
         node.cordoned = n.cordoned;
         node.preemptible = n.preemptible;
@@ -222,12 +222,12 @@ fn build(w: &World) -> (ClusterSnapshot, Vec<Candidate>, Ledger, Breaker) {
             .collect();
         let refs: Vec<(&str, u32)> = pods.iter().map(|(n, g)| (n.as_str(), *g)).collect();
         let key = wl_name(i);
-        k = k.workload(&key, &refs);
+        k = k.serving(&key, &refs);
         for (j, (_, _, started)) in ws.pods.iter().enumerate() {
             let name = key.replace("ns/", "");
-            k.pod_mut(&format!("ns/{name}-0-{j}")).started_at = Some(at(-started));
+            k.pod_mut(&format!("ns/{name}-engine-0-{j}")).started_at = Some(at(-started));
         }
-        let wl = k.wl_mut(&key);
+        let wl = k.workload_mut(&key);
         wl.settings.movable = ws.movable;
         wl.settings.cooldown_minutes = ws.cooldown;
         if ws.avoid_spot {

@@ -173,27 +173,17 @@ fn snapshot() -> (ClusterSnapshot, Vec<(String, &'static str, bool)>) {
         nodes: (0..NODES).map(node).collect(),
         ..ClusterSnapshot::default()
     };
-    // Fragmented occupancy: the same deterministic mix of 1-, 2-, 4- and 8-GPU pods as
-    // alfred-sim's surge benchmark.
-    let mut rng = alfred_testkit::XorShift64::new(0x9E37_79B9_7F4A_7C15);
-    for i in 0..NODES {
-        let mut free = 8;
-        let mut k = 0;
-        loop {
-            let x = rng.next_u64();
-            let g = [1, 2, 4, 8][(x % 4) as usize];
-            if g > free || x.is_multiple_of(5) {
-                break;
-            }
-            free -= g;
+    // Fragmented occupancy, the same as alfred-sim's surge benchmark.
+    let occupancy = alfred_testkit::random::fragmented_occupancy(NODES, 0x9E37_79B9_7F4A_7C15);
+    for (i, pods) in occupancy.iter().enumerate() {
+        for (k, gpus) in pods.iter().enumerate() {
             s.pods.push(pod(
                 &format!("w-{i:05}-{k}"),
-                g,
+                *gpus,
                 &node_name(i),
                 "default-scheduler",
                 None,
             ));
-            k += 1;
         }
     }
     let mut moves = Vec::new();

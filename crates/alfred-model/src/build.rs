@@ -8,6 +8,8 @@
 //! has no method for goes in through [`SnapshotBuilder::node`],
 //! [`SnapshotBuilder::pod`] and the other raw setters, at the struct's `Default`s.
 
+use std::collections::BTreeMap;
+
 use crate::Timestamp;
 use crate::snapshot::{ClusterSnapshot, ExecutorState, Node, PendingPod, Pod, PodPhase, Workload};
 
@@ -134,19 +136,31 @@ impl SnapshotBuilder {
     /// (terminating ones among them also as terminating GPUs), its free GPUs what is left,
     /// and every list sorted.
     pub fn build(mut self) -> ClusterSnapshot {
-        let s = &mut self.snapshot;
-        for node in &mut s.nodes {
-            let bound = s.pods.iter().filter(|p| p.node == node.name);
-            let (allocated, terminating) = bound.fold((0u32, 0u32), |(a, t), p| {
-                let t = if p.terminating { t + p.gpus } else { t };
-                (a.saturating_add(p.gpus), t)
-            });
+        self.snapshot.account_node_gpus();
+        self.snapshot.normalize();
+        self.snapshot
+    }
+}
+
+impl ClusterSnapshot {
+    /// Sets each node's allocated, terminating and free GPUs from the pods bound to it, for
+    /// snapshots built in code (the observer takes them from the objects instead).
+    pub fn account_node_gpus(&mut self) {
+        let mut by_node: BTreeMap<&str, (u32, u32)> = BTreeMap::new();
+        for p in &self.pods {
+            let (allocated, terminating) = by_node.entry(p.node.as_str()).or_default();
+            *allocated = allocated.saturating_add(p.gpus);
+            if p.terminating {
+                *terminating = terminating.saturating_add(p.gpus);
+            }
+        }
+        for node in &mut self.nodes {
+            let (allocated, terminating) =
+                by_node.get(node.name.as_str()).copied().unwrap_or_default();
             node.allocated_gpus = allocated;
             node.terminating_gpus = terminating;
             node.free_gpus = node.total_gpus.saturating_sub(allocated);
         }
-        s.normalize();
-        self.snapshot
     }
 }
 

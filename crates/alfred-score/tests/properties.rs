@@ -2,150 +2,10 @@
 //! movable and fixed Instances, pending pods of all sizes.
 
 use alfred_model::ClusterSnapshot;
-use alfred_model::snapshot::{DeploymentMode, PoolAttribution};
+use alfred_model::snapshot::DeploymentMode;
 use alfred_score::{ScoreSettings, analyze, repack_movable, score_with};
-use alfred_testkit::parts::{
-    NOW, bind, executor_on, gpu_node as node, ome_pod as pod, omenative_workload,
-    pending_pod as pending, raw_workload, steady_instance,
-};
+use alfred_testkit::random::{SmallClusterShape as Knobs, shuffled, small_cluster as cluster};
 use proptest::prelude::*;
-
-/// testkit's splitmix64 stream with the draws these properties need.
-struct Rng(alfred_testkit::SplitMix64);
-
-impl Rng {
-    fn below(&mut self, n: u64) -> u64 {
-        self.0.below(n)
-    }
-    fn chance(&mut self, percent: u64) -> bool {
-        self.below(100) < percent
-    }
-    fn pick<T: Copy>(&mut self, xs: &[T]) -> T {
-        xs[self.below(xs.len() as u64) as usize]
-    }
-    fn shuffle<T>(&mut self, xs: &mut [T]) {
-        for i in (1..xs.len()).rev() {
-            let j = self.below(i as u64 + 1) as usize;
-            xs.swap(i, j);
-        }
-    }
-}
-
-#[derive(Debug, Clone, Copy)]
-struct Knobs {
-    seed: u64,
-    nodes: usize,
-    workloads: usize,
-    pending: usize,
-    executor: bool,
-    all_fixed: bool,
-    excluded_percent: u64,
-}
-
-fn cluster(k: Knobs) -> ClusterSnapshot {
-    let mut r = Rng(alfred_testkit::SplitMix64::new(k.seed));
-    let pools = ["A100", "H100", "L40S"];
-    let npools = 1 + r.below(3) as usize;
-    let mut s = ClusterSnapshot {
-        observed_at: NOW,
-        ..ClusterSnapshot::default()
-    };
-    if k.executor {
-        executor_on(&mut s);
-    }
-    for i in 0..k.nodes {
-        let mut n = node(
-            &format!("node-{i:03}"),
-            pools[r.below(npools as u64) as usize],
-            r.pick(&[1, 2, 4, 8, 8, 8]),
-        );
-        if r.chance(k.excluded_percent) {
-            match r.below(4) {
-                0 => n.cordoned = true,
-                1 => n.preemptible = true,
-                2 => n.maintenance.requested = true,
-                _ => n.scale_down_marked = true,
-            }
-        }
-        s.nodes.push(n);
-    }
-    // Non-OME occupants.
-    for j in 0..r.below(4) {
-        let ni = r.below(k.nodes as u64) as usize;
-        let free = s.nodes[ni].free_gpus;
-        if free > 0 {
-            let g = 1 + r.below(u64::from(free)) as u32;
-            let mut p = pod("batch", &format!("job-{j}"), &s.nodes[ni].name.clone(), g);
-            p.ome = false;
-            bind(&mut s, p);
-        }
-    }
-    for w in 0..k.workloads {
-        let ns = format!("ns{}", r.below(3));
-        let name = format!("w{w:02}");
-        let ninst = 1 + r.below(3) as u32;
-        let mut instances = Vec::new();
-        for i in 0..ninst {
-            let npods = 1 + r.below(2) as usize;
-            let mut pods = Vec::new();
-            for p in 0..npods {
-                let g: u32 = r.pick(&[1, 1, 1, 2, 2, 4, 8]);
-                // A node with room, tried from a random start.
-                let start = r.below(k.nodes as u64) as usize;
-                let found = (0..k.nodes)
-                    .map(|d| (start + d) % k.nodes)
-                    .find(|ni| s.nodes[*ni].free_gpus >= g);
-                if let Some(ni) = found {
-                    let pname = format!("{name}-{i}-{p}");
-                    let nname = s.nodes[ni].name.clone();
-                    bind(&mut s, pod(&ns, &pname, &nname, g));
-                    pods.push((pname, nname, g));
-                }
-            }
-            if !pods.is_empty() {
-                instances.push(steady_instance(&ns, i, &pods));
-            }
-        }
-        if instances.is_empty() {
-            continue;
-        }
-        let mut wl = if r.chance(20) {
-            let flat: Vec<_> = instances
-                .iter()
-                .flat_map(|inst| {
-                    inst.pods.iter().map(|key| {
-                        let p = s.pod_by_key(key).cloned().unwrap_or_else(|| {
-                            s.pods.iter().find(|p| &p.key() == key).cloned().unwrap()
-                        });
-                        (p.name.clone(), p.node.clone(), p.gpus)
-                    })
-                })
-                .collect();
-            raw_workload(&ns, &name, &flat)
-        } else {
-            omenative_workload(&ns, &name, instances)
-        };
-        wl.settings.movable = !k.all_fixed && !r.chance(15);
-        if r.chance(10) {
-            wl.migration.last_migration = Some(NOW.plus_minutes(-(r.below(60) as i64)));
-        }
-        s.workloads.push(wl);
-    }
-    for i in 0..k.pending {
-        let mut p = pending(
-            &format!("ns{}", r.below(3)),
-            &format!("pend-{i}"),
-            r.pick(&[1, 2, 3, 4, 6, 8, 12, 16]),
-            r.below(120) as i64,
-        );
-        if r.chance(40) {
-            p.pools = PoolAttribution::Pools(vec![pools[r.below(3) as usize].to_string()]);
-        }
-        s.pending_pods.push(p);
-    }
-    s.normalize();
-    s
-}
 
 fn knobs() -> impl Strategy<Value = Knobs> {
     (
@@ -220,21 +80,6 @@ fn reference_repack(
         }
     }
     f
-}
-
-fn shuffled(s: &ClusterSnapshot, seed: u64) -> ClusterSnapshot {
-    let mut r = Rng(alfred_testkit::SplitMix64::new(seed ^ 0xDEAD_BEEF));
-    let mut t = s.clone();
-    r.shuffle(&mut t.nodes);
-    r.shuffle(&mut t.pods);
-    r.shuffle(&mut t.pending_pods);
-    r.shuffle(&mut t.workloads);
-    for w in &mut t.workloads {
-        for c in &mut w.components {
-            r.shuffle(&mut c.instances);
-        }
-    }
-    t
 }
 
 proptest! {

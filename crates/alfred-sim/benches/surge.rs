@@ -77,23 +77,19 @@ fn cluster() -> (Cluster, Vec<Move>) {
         ],
         ..Default::default()
     };
-    // Fragmented occupancy: a deterministic mix of 1-, 2-, 4- and 8-GPU pods.
-    let mut rng = alfred_testkit::XorShift64::new(0x9E37_79B9_7F4A_7C15);
-    for i in 0..NODES {
-        let mut free = 8;
-        let mut k = 0;
-        loop {
-            let x = rng.next_u64();
-            let g = [1, 2, 4, 8][(x % 4) as usize];
-            if g > free || x.is_multiple_of(5) {
-                break;
-            }
-            free -= g;
+    // Fragmented occupancy, the same as alfred-dispatch's simulation benchmark.
+    let occupancy = alfred_testkit::random::fragmented_occupancy(NODES, 0x9E37_79B9_7F4A_7C15);
+    for (i, pods) in occupancy.iter().enumerate() {
+        for (k, gpus) in pods.iter().enumerate() {
             let name = format!("w-{i:05}-{k}");
             let n = format!("gpu-{i:05}");
-            c.pods
-                .push(pod(&name, g, Some(&n), "default-scheduler", None));
-            k += 1;
+            c.pods.push(pod(
+                &name,
+                i64::from(*gpus),
+                Some(&n),
+                "default-scheduler",
+                None,
+            ));
         }
     }
     let mut moves = Vec::new();

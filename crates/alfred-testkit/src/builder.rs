@@ -40,6 +40,8 @@ pub fn at(text: &str) -> Timestamp {
 #[derive(Debug, Clone)]
 pub struct ClusterBuilder {
     snap: ClusterSnapshot,
+    /// Whether [`ClusterBuilder::build`] leaves the nodes' GPU accounting as set.
+    accounting_as_set: bool,
 }
 
 impl Default for ClusterBuilder {
@@ -60,6 +62,71 @@ impl ClusterBuilder {
                 },
                 ..ClusterSnapshot::default()
             },
+            accounting_as_set: false,
+        }
+    }
+
+    /// Keeps every node's allocated and free GPUs as set (with [`ClusterBuilder::free_gpus`]
+    /// or [`ClusterBuilder::with_node`]) instead of recomputing them from the bound pods at
+    /// [`ClusterBuilder::build`]. The arbiter judges claims against the free GPUs a node
+    /// reports, so its tests set them apart from what runs there.
+    pub fn keep_node_accounting(mut self) -> Self {
+        self.accounting_as_set = true;
+        self
+    }
+
+    /// Sets a node's free GPUs (the rest of its GPUs allocated); only lasts with
+    /// [`ClusterBuilder::keep_node_accounting`].
+    pub fn free_gpus(self, name: &str, free: u32) -> Self {
+        self.with_node(name, |n| {
+            n.free_gpus = free.min(n.total_gpus);
+            n.allocated_gpus = n.total_gpus - n.free_gpus;
+        })
+    }
+
+    /// Applies `f` to the builder in place, for edits through
+    /// [`ClusterBuilder::node_mut`], [`ClusterBuilder::workload_mut`] and
+    /// [`ClusterBuilder::pod_mut`] inside a chain.
+    pub fn edit(mut self, f: impl FnOnce(&mut Self)) -> Self {
+        f(&mut self);
+        self
+    }
+
+    /// The snapshot as built so far, to change directly.
+    pub fn snapshot_mut(&mut self) -> &mut ClusterSnapshot {
+        &mut self.snap
+    }
+
+    /// A node already added.
+    ///
+    /// # Panics
+    /// When no node has that name: a test that edits a node it never added is wrong.
+    pub fn node_mut(&mut self, name: &str) -> &mut Node {
+        match self.snap.nodes.iter_mut().find(|n| n.name == name) {
+            Some(n) => n,
+            None => panic!("the test cluster has no node {name:?}"),
+        }
+    }
+
+    /// A workload already added (`ns/name`).
+    ///
+    /// # Panics
+    /// When no workload has that key.
+    pub fn workload_mut(&mut self, key: &str) -> &mut Workload {
+        match self.snap.workloads.iter_mut().find(|w| w.key() == key) {
+            Some(w) => w,
+            None => panic!("the test cluster has no workload {key:?}"),
+        }
+    }
+
+    /// A bound pod already added (`ns/name`).
+    ///
+    /// # Panics
+    /// When no bound pod has that key.
+    pub fn pod_mut(&mut self, key: &str) -> &mut Pod {
+        match self.snap.pods.iter_mut().find(|p| p.key() == key) {
+            Some(p) => p,
+            None => panic!("the test cluster has no bound pod {key:?}"),
         }
     }
 
@@ -334,19 +401,14 @@ impl ClusterBuilder {
         self
     }
 
-    /// The snapshot: node GPU accounting recomputed from the bound pods, lists normalized.
+    /// The snapshot: node GPU accounting (allocated, terminating, free) recomputed from the
+    /// bound pods unless [`ClusterBuilder::keep_node_accounting`], lists normalized.
     pub fn build(mut self) -> ClusterSnapshot {
-        for n in &mut self.snap.nodes {
-            let allocated: u32 = self
-                .snap
-                .pods
-                .iter()
-                .filter(|p| p.node == n.name)
-                .map(|p| p.gpus)
-                .fold(0u32, u32::saturating_add);
-            n.allocated_gpus = allocated;
-            n.free_gpus = n.total_gpus.saturating_sub(allocated);
+        if self.accounting_as_set {
+            self.snap.normalize();
+            return self.snap;
         }
+        self.snap.account_node_gpus();
         self.snap.normalize();
         self.snap
     }

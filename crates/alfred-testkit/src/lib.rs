@@ -24,6 +24,7 @@
 
 pub mod builder;
 pub mod parts;
+pub mod random;
 
 pub use builder::*;
 

@@ -1,15 +1,16 @@
-//! Small snapshot and candidate builders shared by the arbiter's tests.
+//! The arbiter's scenarios over the shared cluster builder, and the candidates, requests and
+//! migration rows they judge.
 #![allow(dead_code)]
 
 use std::collections::BTreeMap;
 
+use alfred_model::Timestamp;
 use alfred_model::reason::RowReason;
 use alfred_model::record::{Candidate, Policy};
 use alfred_model::snapshot::{
-    ActiveMigration, Component, ComponentKind, DeploymentMode, Instance, MigrationRecord,
-    MigrationRequestObserved, MigrationState, Node, Pod, PodPhase, Workload,
+    ActiveMigration, ComponentKind, DeploymentMode, MigrationRecord, MigrationRequestObserved,
 };
-use alfred_model::{ClusterSnapshot, Timestamp};
+pub use alfred_testkit::ClusterBuilder;
 
 /// The pass instant of every scenario.
 pub const NOW: Timestamp = Timestamp::from_unix_secs(1_800_000_000);
@@ -19,114 +20,40 @@ pub fn at(minutes: i64) -> Timestamp {
     NOW.plus_minutes(minutes)
 }
 
-/// A ready H100 node with `total` GPUs, `allocated` in use.
-pub fn node(name: &str, total: u32, allocated: u32) -> Node {
-    Node {
-        allocated_gpus: allocated,
-        free_gpus: total.saturating_sub(allocated),
-        ..alfred_testkit::parts::gpu_node(name, "H100", total)
-    }
+/// The cluster of an arbiter scenario: observed at [`NOW`], node accounting as set (the
+/// arbiter judges claims against the free GPUs a node reports).
+pub fn cluster() -> ClusterBuilder {
+    ClusterBuilder::new()
+        .observed_at(NOW)
+        .keep_node_accounting()
 }
 
-/// A snapshot under construction.
-#[derive(Default)]
-pub struct Cluster {
-    pub snap: ClusterSnapshot,
+/// The two shapes every arbiter scenario is made of, over the shared builder.
+pub trait Scenario: Sized {
+    /// An 8-GPU H100 node with `free` GPUs free.
+    fn free_node(self, name: &str, free: u32) -> Self;
+    /// An InferenceService `ns/name` (uid `uid-<name>`) whose OMENative engine has one
+    /// Instance with one pod per `(node, gpus)`, started two hours ago.
+    fn serving(self, key: &str, pods: &[(&str, u32)]) -> Self;
 }
 
-impl Cluster {
-    pub fn new() -> Self {
-        Self::default()
+impl Scenario for ClusterBuilder {
+    fn free_node(self, name: &str, free: u32) -> Self {
+        self.node(name, "H100", 8).free_gpus(name, free)
     }
 
-    /// Adds a node with `free` of 8 GPUs free.
-    pub fn node(mut self, name: &str, free: u32) -> Self {
-        self.snap
-            .nodes
-            .push(node(name, 8, 8u32.saturating_sub(free)));
-        self
-    }
-
-    /// Adds an InferenceService `ns/name` (uid `uid-<name>`) with one OMENative engine
-    /// whose Instance 0 has one pod per `(node, gpus)`, started two hours ago.
-    pub fn workload(mut self, key: &str, pods: &[(&str, u32)]) -> Self {
+    fn serving(self, key: &str, pods: &[(&str, u32)]) -> Self {
         let (ns, name) = key.split_once('/').expect("ns/name");
-        let mut inst = Instance {
-            index: 0,
-            ..Instance::default()
-        };
-        for (i, (n, gpus)) in pods.iter().enumerate() {
-            let pod = Pod {
-                namespace: ns.into(),
-                name: format!("{name}-0-{i}"),
-                node: (*n).into(),
-                gpus: *gpus,
-                phase: PodPhase::Running,
-                ready: true,
-                ome: true,
-                created_at: Some(at(-121)),
-                started_at: Some(at(-120)),
-                ..Pod::default()
-            };
-            inst.pods.push(pod.key());
-            *inst.nodes.entry((*n).to_string()).or_insert(0) += 1;
-            inst.total_gpus += gpus;
-            inst.ready_pods += 1;
-            self.snap.pods.push(pod);
-        }
-        self.snap.workloads.push(Workload {
-            namespace: ns.into(),
-            name: name.into(),
-            uid: format!("uid-{name}"),
-            components: vec![Component {
-                kind: ComponentKind::Engine,
-                mode: DeploymentMode::OMENative,
-                replica: None,
-                observation_invalid: None,
-                pods: inst.pods.clone(),
-                instances: vec![inst],
-                scheduler_name: String::new(),
-                topology_key: String::new(),
-            }],
-            migration: MigrationState::default(),
-            ..Workload::default()
-        });
-        self
-    }
-
-    pub fn node_mut(&mut self, name: &str) -> &mut Node {
-        self.snap
-            .nodes
-            .iter_mut()
-            .find(|n| n.name == name)
-            .expect("node")
-    }
-
-    pub fn wl_mut(&mut self, key: &str) -> &mut Workload {
-        self.snap
-            .workloads
-            .iter_mut()
-            .find(|w| w.key() == key)
-            .expect("workload")
-    }
-
-    pub fn pod_mut(&mut self, key: &str) -> &mut Pod {
-        self.snap
-            .pods
-            .iter_mut()
-            .find(|p| p.key() == key)
-            .expect("pod")
-    }
-
-    pub fn edit(mut self, f: impl FnOnce(&mut Self)) -> Self {
-        f(&mut self);
-        self
-    }
-
-    pub fn build(mut self) -> ClusterSnapshot {
-        self.snap.observed_at = NOW;
-        self.snap.normalize();
-        self.snap
+        self.omenative(ns, name, &[pods]).edit(|k| {
+            let workload = k.workload_mut(key);
+            workload.uid = format!("uid-{name}");
+            let pod_keys = workload.components[0].pods.clone();
+            for pod_key in pod_keys {
+                let pod = k.pod_mut(&pod_key);
+                pod.created_at = Some(at(-121));
+                pod.started_at = Some(at(-120));
+            }
+        })
     }
 }
 
