@@ -386,17 +386,12 @@ impl World {
         let balanced = if r.cpu == 0 && r.mem == 0 {
             0
         } else {
-            let mut fr = Vec::with_capacity(2);
-            if n.cpu > 0 {
-                fr.push(((n.req_cpu + r.cpu) as f64 / n.cpu as f64).min(1.0));
-            }
-            if n.mem > 0 {
-                fr.push(((n.req_mem + r.mem) as f64 / n.mem as f64).min(1.0));
-            }
-            let std = if fr.len() == 2 {
-                (fr[0] - fr[1]).abs() / 2.0
-            } else {
-                0.0
+            // No list of the fractions: this runs for every node at every placement.
+            let cpu = (n.cpu > 0).then(|| ((n.req_cpu + r.cpu) as f64 / n.cpu as f64).min(1.0));
+            let mem = (n.mem > 0).then(|| ((n.req_mem + r.mem) as f64 / n.mem as f64).min(1.0));
+            let std = match (cpu, mem) {
+                (Some(c), Some(m)) => (c - m).abs() / 2.0,
+                _ => 0.0,
             };
             ((1.0 - std) * MAX_NODE_SCORE as f64) as i64
         };

@@ -21,7 +21,7 @@ use alfred_model::snapshot::{
     ClusterSnapshot, Component, DeploymentMode, Instance, PendingPod, Workload,
 };
 use alfred_score::{
-    Bins, LadderSlots, PoolAnalysis, PoolScore, ThresholdCase, weighted_fragmentation,
+    Analysis, Bins, LadderSlots, PoolAnalysis, PoolScore, ThresholdCase, weighted_fragmentation,
 };
 
 use crate::context::Ctx;
@@ -43,7 +43,10 @@ pub fn evaluate_with(
 ) -> Vec<Candidate> {
     let cfg = settings.sanitized();
     let ctx = Ctx::new(snapshot, &cfg, now);
-    run(&ctx)
+    if !ctx.cfg.defragmentation_enabled {
+        return Vec::new();
+    }
+    run(&ctx, &ctx.analyze())
 }
 
 /// The pool scores the policy decides on (alfred-score's, on the policy's normalized
@@ -64,14 +67,16 @@ pub fn pool_scores(
         .collect()
 }
 
-/// The walk, in two halves on two threads when the settings allow a helper thread.
-pub(crate) fn run(ctx: &Ctx<'_>) -> Vec<Candidate> {
+/// The walk on `analysis` (alfred-score's analysis of the context's snapshot at its `now`:
+/// the caller makes it once for this policy and the drain-plan search), in two halves on
+/// two threads when the settings allow a helper thread.
+pub(crate) fn run(ctx: &Ctx<'_>, analysis: &Analysis<'_>) -> Vec<Candidate> {
     let split_min = if ctx.cfg.helper_threads {
         SPLIT_MIN_VISITS
     } else {
         usize::MAX
     };
-    run_split(ctx, split_min)
+    run_split_on(ctx, analysis, split_min)
 }
 
 /// The fewest component visits (summed over the pools the walk visits) for which
@@ -84,10 +89,8 @@ const SPLIT_MIN_VISITS: usize = 4096;
 /// in visit order and the second half's follow the first's, so the rows (and the sort
 /// after) are exactly the one-thread walk's. The other thread gets its own [`Ctx`] (same
 /// snapshot, settings and lookups; its own cache of target lists, which only saves work).
+#[cfg(test)]
 pub(crate) fn run_split(ctx: &Ctx<'_>, split_min_visits: usize) -> Vec<Candidate> {
-    if !ctx.cfg.defragmentation_enabled {
-        return Vec::new();
-    }
     let own;
     let analysis = match ctx.shared {
         Some(a) => a,
@@ -96,6 +99,14 @@ pub(crate) fn run_split(ctx: &Ctx<'_>, split_min_visits: usize) -> Vec<Candidate
             &own
         }
     };
+    run_split_on(ctx, analysis, split_min_visits)
+}
+
+/// [`run_split`] on the caller's analysis.
+fn run_split_on(ctx: &Ctx<'_>, analysis: &Analysis<'_>, split_min_visits: usize) -> Vec<Candidate> {
+    if !ctx.cfg.defragmentation_enabled {
+        return Vec::new();
+    }
     // The snapshot's index (cached in it; the analysis above built it): the Instances' pods
     // and nodes resolved, in walk order.
     let idx = ctx.snap.index();

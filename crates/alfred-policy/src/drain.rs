@@ -82,8 +82,29 @@ struct Occupant {
     facts: InstanceFacts,
     /// GPUs it holds on the node.
     gpus: u32,
+    /// Whether it passes the cheap half of [`Occupant::movable`] (workload, single node,
+    /// OMENative).
+    may_move: bool,
+    /// Its component's index flags.
+    component_flags: u8,
+    /// The eligibility ladder's answer, worked out the first time a search asks: the
+    /// search reads the occupants of one pool's nodes, not the cluster's.
+    eligible: std::cell::OnceCell<bool>,
+}
+
+impl Occupant {
     /// Whether a plan may move it.
-    movable: bool,
+    fn movable(&self, ctx: &Ctx<'_>, idx: &SnapshotIndex) -> bool {
+        self.may_move
+            && *self.eligible.get_or_init(|| {
+                let (wi, ci, ii) = self.at;
+                let w = &ctx.snap.workloads[wi];
+                let c = &w.components[ci];
+                let inst = &c.instances[ii];
+                omenative_eligibility_at(ctx, idx, w, c, self.component_flags, inst, &self.facts)
+                    .is_none()
+            })
+    }
 }
 
 /// CPU (millicores) and memory (bytes) each node has left for new pods: `status.allocatable`
@@ -467,9 +488,36 @@ fn nominations(ctx: &Ctx<'_>) -> BTreeSet<String> {
         .collect()
 }
 
+/// Every node's GPU-holding Instances, in walk order: one flat list and, per node, the
+/// positions of its occupants in it (a list per node cost a large cluster's pass thousands
+/// of small allocations).
+struct Occupants {
+    /// Every occupant, in walk order (an Instance on two nodes is here twice).
+    all: Vec<Occupant>,
+    /// Per node position `n`: its occupants are `all[order[starts[n]..starts[n + 1]]]`.
+    starts: Vec<u32>,
+    order: Vec<u32>,
+}
+
+impl Occupants {
+    /// Node position `n`'s occupants, in walk order.
+    fn at(&self, n: usize) -> impl Iterator<Item = &Occupant> + Clone {
+        let range = match (self.starts.get(n), self.starts.get(n + 1)) {
+            (Some(&lo), Some(&hi)) => lo as usize..hi as usize,
+            _ => 0..0,
+        };
+        self.order[range]
+            .iter()
+            .filter_map(|&i| self.all.get(i as usize))
+    }
+}
+
 /// Every node's GPU-holding Instances (by node position), in walk order.
-fn occupants_by_node(ctx: &Ctx<'_>, idx: &SnapshotIndex) -> Vec<Vec<Occupant>> {
-    let mut out: Vec<Vec<Occupant>> = vec![Vec::new(); ctx.snap.nodes.len()];
+fn occupants_by_node(ctx: &Ctx<'_>, idx: &SnapshotIndex) -> Occupants {
+    let node_count = ctx.snap.nodes.len();
+    let mut all: Vec<Occupant> = Vec::new();
+    // The node position of each of `all`.
+    let mut node_of: Vec<u32> = Vec::new();
     // An Instance's GPUs per node, ascending node (most Instances have one pod).
     let mut per_node: Vec<(u32, u32)> = Vec::new();
     let (mut next_component, mut next_instance) = (0usize, 0usize);
@@ -485,7 +533,7 @@ fn occupants_by_node(ctx: &Ctx<'_>, idx: &SnapshotIndex) -> Vec<Vec<Occupant>> {
                 .copied()
                 .unwrap_or(0);
             next_component += 1;
-            for (ii, inst) in c.instances.iter().enumerate() {
+            for ii in 0..c.instances.len() {
                 let Some(facts) = idx.instances.get(next_instance).copied() else {
                     next_instance += 1;
                     continue;
@@ -509,25 +557,40 @@ fn occupants_by_node(ctx: &Ctx<'_>, idx: &SnapshotIndex) -> Vec<Vec<Occupant>> {
                 }
                 per_node.sort_unstable_by_key(|(n, _)| *n);
                 let single_node = nodes.len() == 1 && nodes[0] != NONE;
-                let movable = workload_ok
-                    && single_node
-                    && c.mode == DeploymentMode::OMENative
-                    && omenative_eligibility_at(ctx, idx, w, c, flags, inst, &facts).is_none();
+                let may_move = workload_ok && single_node && c.mode == DeploymentMode::OMENative;
                 for &(node, gpus) in &per_node {
-                    let Some(here) = out.get_mut(node as usize) else {
+                    if node as usize >= node_count {
                         continue;
-                    };
-                    here.push(Occupant {
+                    }
+                    all.push(Occupant {
                         at: (wi, ci, ii),
                         facts,
                         gpus,
-                        movable,
+                        may_move,
+                        component_flags: flags,
+                        eligible: std::cell::OnceCell::new(),
                     });
+                    node_of.push(node);
                 }
             }
         }
     }
-    out
+    // A stable counting sort of `all`'s positions by node: each node's in walk order.
+    let mut starts = vec![0u32; node_count + 1];
+    for &n in &node_of {
+        starts[n as usize + 1] += 1;
+    }
+    for n in 0..node_count {
+        starts[n + 1] += starts[n];
+    }
+    let mut next = starts.clone();
+    let mut order = vec![0u32; node_of.len()];
+    for (i, &n) in node_of.iter().enumerate() {
+        let slot = &mut next[n as usize];
+        order[*slot as usize] = u32::try_from(i).unwrap_or(u32::MAX);
+        *slot += 1;
+    }
+    Occupants { all, starts, order }
 }
 
 /// The pool's bins priced as unusable free GPUs (see the module documentation).
@@ -613,7 +676,7 @@ enum Search {
 fn best_new_plan(
     ctx: &Ctx<'_>,
     idx: &SnapshotIndex,
-    occupants: &[Vec<Occupant>],
+    occupants: &Occupants,
     room: &Room<'_>,
     protected: &BTreeSet<String>,
     nominated: &BTreeSet<String>,
@@ -625,7 +688,6 @@ fn best_new_plan(
 ) -> Option<DrainPlan> {
     let prune = search == Search::BranchAndBound;
     let seat = f64::from(pod.gpus_needed) * pricing.weight_of(pod.gpus_needed);
-    let empty = Vec::new();
     let mut candidates: Vec<(f64, usize, Vec<&Occupant>)> = Vec::new();
     for (pos, n) in ctx.snap.nodes.iter().enumerate() {
         if n.total_gpus < pod.gpus_needed
@@ -638,8 +700,12 @@ fn best_new_plan(
             continue;
         }
         let need = pod.gpus_needed.saturating_sub(n.free_gpus);
-        let here = occupants.get(pos).unwrap_or(&empty);
-        let Some(moves) = choose_moves(here, need, ctx.cfg.drain_max_steps_per_plan) else {
+        let Some(moves) = choose_moves(
+            occupants.at(pos),
+            |o| o.movable(ctx, idx),
+            need,
+            ctx.cfg.drain_max_steps_per_plan,
+        ) else {
             continue;
         };
         let freed: u32 = moves.iter().map(|o| o.gpus).sum();
@@ -768,11 +834,16 @@ fn better(a: &DrainPlan, b: &DrainPlan) -> bool {
 
 /// The fewest movable occupants whose GPUs reach `need` (at most `max_steps`), ties to
 /// fewer GPUs moved, then walk order; `Some(vec![])` when nothing needs to move.
-fn choose_moves(here: &[Occupant], need: u32, max_steps: u32) -> Option<Vec<&Occupant>> {
+fn choose_moves<'o>(
+    here: impl Iterator<Item = &'o Occupant>,
+    movable: impl Fn(&Occupant) -> bool,
+    need: u32,
+    max_steps: u32,
+) -> Option<Vec<&'o Occupant>> {
     if need == 0 {
         return Some(Vec::new());
     }
-    let mut movable: Vec<&Occupant> = here.iter().filter(|o| o.movable).collect();
+    let mut movable: Vec<&Occupant> = here.filter(|o| movable(o)).collect();
     movable.sort_by(|a, b| b.gpus.cmp(&a.gpus).then(a.at.cmp(&b.at)));
     // The fewest moves: the k largest reach `need` first.
     let mut sum = 0u32;
@@ -965,7 +1036,7 @@ fn place(
 fn replan(
     ctx: &Ctx<'_>,
     idx: &SnapshotIndex,
-    occupants: &[Vec<Occupant>],
+    occupants: &Occupants,
     room: &Room<'_>,
     protected: &BTreeSet<String>,
     pricing: &Pricing<'_, '_>,
@@ -980,8 +1051,7 @@ fn replan(
         .iter()
         .find(|p| p.key() == r.pod)
         .ok_or(PlanEndReason::PodGone)?;
-    let empty = Vec::new();
-    let here = occupants.get(pos).unwrap_or(&empty);
+    let here = occupants.at(pos);
     // Instances a step already asked to leave count as gone.
     let leaving = |o: &Occupant| {
         let w = &ctx.snap.workloads[o.at.0];
@@ -994,8 +1064,8 @@ fn replan(
                 && s.instance == i64::from(inst.index)
         })
     };
-    let leaving_gpus: u32 = here.iter().filter(|o| leaving(o)).map(|o| o.gpus).sum();
-    let staying: Vec<Occupant> = here.iter().filter(|o| !leaving(o)).cloned().collect();
+    let leaving_gpus: u32 = here.clone().filter(|o| leaving(o)).map(|o| o.gpus).sum();
+    let staying: Vec<&Occupant> = here.filter(|o| !leaving(o)).collect();
     let need = r
         .gpus
         .saturating_sub(n.free_gpus.saturating_add(leaving_gpus));
@@ -1007,20 +1077,25 @@ fn replan(
     )
     .unwrap_or(u32::MAX);
     let left = ctx.cfg.drain_max_steps_per_plan.saturating_sub(done);
-    let moves = choose_moves(&staying, need, left).ok_or_else(|| {
-        // GPUs held by what no plan can move (other pods, immovable Instances).
-        let movable: u32 = staying.iter().filter(|o| o.movable).map(|o| o.gpus).sum();
-        let fixed = n
-            .total_gpus
-            .saturating_sub(n.free_gpus)
-            .saturating_sub(leaving_gpus)
-            .saturating_sub(movable);
-        if n.total_gpus.saturating_sub(fixed) < r.gpus {
-            PlanEndReason::NodeRefilled
-        } else {
-            PlanEndReason::StepIneligible
-        }
-    })?;
+    let moves = choose_moves(staying.iter().copied(), |o| o.movable(ctx, idx), need, left)
+        .ok_or_else(|| {
+            // GPUs held by what no plan can move (other pods, immovable Instances).
+            let movable: u32 = staying
+                .iter()
+                .filter(|o| o.movable(ctx, idx))
+                .map(|o| o.gpus)
+                .sum();
+            let fixed = n
+                .total_gpus
+                .saturating_sub(n.free_gpus)
+                .saturating_sub(leaving_gpus)
+                .saturating_sub(movable);
+            if n.total_gpus.saturating_sub(fixed) < r.gpus {
+                PlanEndReason::NodeRefilled
+            } else {
+                PlanEndReason::StepIneligible
+            }
+        })?;
     // Its own node is not protected from itself.
     let others: BTreeSet<String> = protected
         .iter()

@@ -215,35 +215,46 @@ fn analyze_and_propose_at_once<'s>(
 
 fn propose_in(ctx: &context::Ctx<'_>, plans: &[PlanRecord]) -> Proposal {
     let nh = nodehealth::run(ctx);
-    let mut candidates = nh.candidates;
-    let mut defrag = defragmentation::run(ctx);
-    let drain = if ctx.cfg.defragmentation_enabled && ctx.cfg.drain_plans_enabled {
-        let own;
-        let analysis = match ctx.shared {
-            Some(a) => a,
-            None => {
-                own = ctx.analyze();
-                &own
-            }
-        };
-        drain::run(ctx, analysis, plans)
-    } else {
-        DrainProposal::default()
+    // One analysis for the walk and the drain-plan search (a whole scoring of the
+    // snapshot: on a large cluster, about as much as the search itself).
+    let own;
+    let analysis = match ctx.shared {
+        Some(a) => Some(a),
+        None if ctx.cfg.defragmentation_enabled => {
+            own = ctx.analyze();
+            Some(&own)
+        }
+        None => None,
     };
-    if !drain.plans.is_empty() {
-        // A plan's rows take the place of its Instances' own defragmentation rows (one row
-        // per Instance), ahead of the other moves.
-        let steps = drain::candidates(ctx, &drain);
+    let mut defrag = analysis.map_or_else(Vec::new, |a| defragmentation::run(ctx, a));
+    let drain = match analysis {
+        Some(a) if ctx.cfg.drain_plans_enabled => drain::run(ctx, a, plans),
+        _ => DrainProposal::default(),
+    };
+    // A plan's rows take the place of its Instances' own defragmentation rows (one row per
+    // Instance), ahead of the other moves.
+    let steps = if drain.plans.is_empty() {
+        Vec::new()
+    } else {
+        drain::candidates(ctx, &drain)
+    };
+    if !steps.is_empty() {
         defrag.retain(|r| {
             !steps.iter().any(|s| {
                 s.workload == r.workload && s.component == r.component && s.instance == r.instance
             })
         });
-        let mut rows = steps;
-        rows.extend(defrag);
-        defrag = rows;
     }
-    candidates.extend(defrag);
+    // Rows are large and a big cluster's pass has thousands: moved once at most.
+    let candidates = if nh.candidates.is_empty() && steps.is_empty() {
+        defrag
+    } else {
+        let mut all = Vec::with_capacity(nh.candidates.len() + steps.len() + defrag.len());
+        all.extend(nh.candidates);
+        all.extend(steps);
+        all.extend(defrag);
+        all
+    };
     Proposal {
         candidates,
         node_markers: nh.node_markers,
