@@ -53,8 +53,9 @@ const REPAIR_AFTER_PASSES: u32 = 3;
 /// Pass-level fault probabilities (drawn once per run).
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct PassFaults {
-    /// The cached snapshot is stale (watch events delayed or dropped): one from 1–3 passes
-    /// earlier, or the current one observed up to 45 s before the pass.
+    /// The cached snapshot is not the current one: watch events delayed (the whole cache from
+    /// 1–3 passes earlier, or observed up to 45 s before the pass) or dropped (some objects
+    /// of 1–3 passes earlier, see `partly_stale`).
     pub stale_snapshot: f64,
     /// A fresh look (uncached reads) fails.
     pub fresh_look_fails: f64,
@@ -564,13 +565,76 @@ impl Chaos {
         if self.rng.uniform() >= self.faults.stale_snapshot {
             return current.clone();
         }
-        self.pass_faults_count("stale_snapshot");
-        if self.rng.uniform() < 0.5 && !self.history.is_empty() {
+        let draw = self.rng.uniform();
+        if draw < 0.35 && !self.history.is_empty() {
+            self.pass_faults_count("stale_snapshot");
             let k = self.rng.index(self.history.len());
             return self.history[k].clone();
         }
+        if draw < 0.7 && !self.history.is_empty() {
+            self.pass_faults_count("watch_events_dropped");
+            let k = self.rng.index(self.history.len());
+            let old = self.history[k].clone();
+            return self.partly_stale(current, &old);
+        }
+        self.pass_faults_count("stale_snapshot");
         let lag = self.rng.index(46) as i64 * 1000;
         self.overlay(snapshot::build(sim, (now - lag).max(0), true))
+    }
+
+    /// Passes whose cached snapshot was not the current one, whole or in part.
+    fn stale_passes(&self) -> u64 {
+        ["stale_snapshot", "watch_events_dropped"]
+            .iter()
+            .filter_map(|k| self.report.faults.get(k))
+            .sum()
+    }
+
+    /// The cache after some watch events were dropped: each node, workload and pod is the
+    /// current one or, for about one in three, the version of `old`; a pod created since
+    /// may be missing and one deleted since may linger. The cache does not know: its
+    /// observation time is the current one, so only the re-check's fresh look can tell.
+    fn partly_stale(
+        &mut self,
+        current: &ClusterSnapshot,
+        old: &ClusterSnapshot,
+    ) -> ClusterSnapshot {
+        let mut s = current.clone();
+        for node in &mut s.nodes {
+            if self.rng.uniform() < 0.33
+                && let Some(o) = old.nodes.iter().find(|n| n.name == node.name)
+            {
+                *node = o.clone();
+            }
+        }
+        for w in &mut s.workloads {
+            if self.rng.uniform() < 0.33
+                && let Some(o) = old.workloads.iter().find(|o| o.key() == w.key())
+            {
+                *w = o.clone();
+            }
+        }
+        let mut pods = Vec::with_capacity(s.pods.len());
+        for p in &s.pods {
+            let before = old.pods.iter().find(|o| o.key() == p.key());
+            if self.rng.uniform() < 0.33 {
+                // A missed update (the old version) or a missed creation (not there).
+                if let Some(o) = before {
+                    pods.push(o.clone());
+                }
+            } else {
+                pods.push(p.clone());
+            }
+        }
+        for o in &old.pods {
+            let deleted_since = !s.pods.iter().any(|p| p.key() == o.key());
+            if deleted_since && self.rng.uniform() < 0.33 {
+                pods.push(o.clone());
+            }
+        }
+        s.pods = pods;
+        s.normalize();
+        s
     }
 
     fn run_pass(&mut self, sim: &Sim, now: i64) -> Vec<Action> {
@@ -585,9 +649,9 @@ impl Chaos {
         let current = self.overlay(snapshot::build(sim, now, true));
         self.sync_pods_and_nodes(&current);
         let injected_before: u64 = lock(&self.model).injected.values().sum();
-        let stale_before = self.report.faults.get("stale_snapshot").copied();
+        let stale_before = self.stale_passes();
         let cached = self.cached_snapshot(sim, now, &current);
-        let fresh = self.report.faults.get("stale_snapshot").copied() == stale_before;
+        let fresh = self.stale_passes() == stale_before;
         self.history.push_front(current.clone());
         self.history.truncate(3);
         let leader = self.leader();
