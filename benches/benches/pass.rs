@@ -5,7 +5,9 @@
 //! passes the pre-submit re-check and the pass writes no journal entry).
 //!
 //! `cargo bench -p alfred-benches --bench pass` (`ALFRED_BENCH_SIZES=1k,5k` picks sizes;
-//! `ALFRED_BENCH_SECS=2` sets criterion's measurement time). Besides criterion's report,
+//! `ALFRED_BENCH_SECS=2` sets criterion's measurement time; `ALFRED_BENCH_PLANS=off` disables
+//! drain plans, to measure what they add on the same machine at the same hour). Besides
+//! criterion's report,
 //! each size prints one line with the median of a few wall-clock runs and the number of
 //! candidates (executable ones in brackets).
 
@@ -88,10 +90,12 @@ fn bench_pass(c: &mut Criterion) {
         .ok()
         .and_then(|v| v.parse().ok())
         .unwrap_or(2);
-    let recommend = Config::default();
+    let mut recommend = Config::default();
+    recommend.policies.defragmentation.drain_plans.enabled =
+        std::env::var("ALFRED_BENCH_PLANS").map_or(true, |v| v != "off");
     let execute = Config {
         mode: Mode::Execute,
-        ..Config::default()
+        ..recommend.clone()
     };
     let mut lines = Vec::new();
     for (name, nodes, pods) in SIZES {
