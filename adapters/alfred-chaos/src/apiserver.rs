@@ -596,20 +596,15 @@ impl ApiModel {
         pod.nominated = after.clone();
         pod.rv = rv;
         let reply = pod_json(ns, name, pod);
-        let protection = self.landed_protection(ProtectionChange::Nomination {
-            pod: key,
-            before,
-            after,
-        });
-        self.writes.push(WriteRecord {
+        self.log_protection_write(
             replica,
-            lease_held: self.lease == Some(replica),
-            what: what.to_owned(),
-            landed: true,
-            request: None,
-            journal: None,
-            protection: Some(protection),
-        });
+            what,
+            ProtectionChange::Nomination {
+                pod: key,
+                before,
+                after,
+            },
+        );
         Reply::Json(200, reply)
     }
 
@@ -639,11 +634,21 @@ impl ApiModel {
         node.taints = after.clone();
         node.rv = rv;
         let reply = node_json(name, node);
-        let protection = self.landed_protection(ProtectionChange::Taints {
-            node: name.to_owned(),
-            before,
-            after,
-        });
+        self.log_protection_write(
+            replica,
+            what,
+            ProtectionChange::Taints {
+                node: name.to_owned(),
+                before,
+                after,
+            },
+        );
+        Reply::Json(200, reply)
+    }
+
+    /// Logs a nomination or taint write that landed, with what the invariants judge it by.
+    fn log_protection_write(&mut self, replica: usize, what: &str, change: ProtectionChange) {
+        let protection = self.landed_protection(change);
         self.writes.push(WriteRecord {
             replica,
             lease_held: self.lease == Some(replica),
@@ -653,7 +658,6 @@ impl ApiModel {
             journal: None,
             protection: Some(protection),
         });
-        Reply::Json(200, reply)
     }
 
     fn landed_protection(&self, change: ProtectionChange) -> LandedProtection {

@@ -575,7 +575,7 @@ impl Chaos {
             self.pass_faults_count("watch_events_dropped");
             let k = self.rng.index(self.history.len());
             let old = self.history[k].clone();
-            return self.partly_stale(current, &old);
+            return partly_stale(&mut self.rng, current, &old);
         }
         self.pass_faults_count("stale_snapshot");
         let lag = self.rng.index(46) as i64 * 1000;
@@ -588,53 +588,6 @@ impl Chaos {
             .iter()
             .filter_map(|k| self.report.faults.get(k))
             .sum()
-    }
-
-    /// The cache after some watch events were dropped: each node, workload and pod is the
-    /// current one or, for about one in three, the version of `old`; a pod created since
-    /// may be missing and one deleted since may linger. The cache does not know: its
-    /// observation time is the current one, so only the re-check's fresh look can tell.
-    fn partly_stale(
-        &mut self,
-        current: &ClusterSnapshot,
-        old: &ClusterSnapshot,
-    ) -> ClusterSnapshot {
-        let mut s = current.clone();
-        for node in &mut s.nodes {
-            if self.rng.uniform() < 0.33
-                && let Some(o) = old.nodes.iter().find(|n| n.name == node.name)
-            {
-                *node = o.clone();
-            }
-        }
-        for w in &mut s.workloads {
-            if self.rng.uniform() < 0.33
-                && let Some(o) = old.workloads.iter().find(|o| o.key() == w.key())
-            {
-                *w = o.clone();
-            }
-        }
-        let mut pods = Vec::with_capacity(s.pods.len());
-        for p in &s.pods {
-            let before = old.pods.iter().find(|o| o.key() == p.key());
-            if self.rng.uniform() < 0.33 {
-                // A missed update (the old version) or a missed creation (not there).
-                if let Some(o) = before {
-                    pods.push(o.clone());
-                }
-            } else {
-                pods.push(p.clone());
-            }
-        }
-        for o in &old.pods {
-            let deleted_since = !s.pods.iter().any(|p| p.key() == o.key());
-            if deleted_since && self.rng.uniform() < 0.33 {
-                pods.push(o.clone());
-            }
-        }
-        s.pods = pods;
-        s.normalize();
-        s
     }
 
     fn run_pass(&mut self, sim: &Sim, now: i64) -> Vec<Action> {
@@ -1517,4 +1470,126 @@ fn api_server(
             .collect()
     };
     (model, hung, replicas)
+}
+
+/// The cache after some watch events were dropped: each node, workload and pod is the
+/// current one or, for about one in three, the version of `old`; a pod created since
+/// may be missing and one deleted since may linger. The cache does not know: its
+/// observation time is the current one, so only the re-check's fresh look can tell.
+fn partly_stale(
+    rng: &mut Rng,
+    current: &ClusterSnapshot,
+    old: &ClusterSnapshot,
+) -> ClusterSnapshot {
+    let mut s = current.clone();
+    for node in &mut s.nodes {
+        if rng.uniform() < 0.33
+            && let Some(o) = old.nodes.iter().find(|n| n.name == node.name)
+        {
+            *node = o.clone();
+        }
+    }
+    for w in &mut s.workloads {
+        if rng.uniform() < 0.33
+            && let Some(o) = old.workloads.iter().find(|o| o.key() == w.key())
+        {
+            *w = o.clone();
+        }
+    }
+    let mut pods = Vec::with_capacity(s.pods.len());
+    for p in &s.pods {
+        let before = old.pods.iter().find(|o| o.key() == p.key());
+        if rng.uniform() < 0.33 {
+            // A missed update (the old version) or a missed creation (not there).
+            if let Some(o) = before {
+                pods.push(o.clone());
+            }
+        } else {
+            pods.push(p.clone());
+        }
+    }
+    for o in &old.pods {
+        let deleted_since = !s.pods.iter().any(|p| p.key() == o.key());
+        if deleted_since && rng.uniform() < 0.33 {
+            pods.push(o.clone());
+        }
+    }
+    s.pods = pods;
+    s.normalize();
+    s
+}
+
+#[cfg(test)]
+mod tests {
+    use alfred_model::snapshot::{Node, Pod};
+
+    use super::*;
+
+    fn snap(nodes: &[(&str, u32)], pods: &[(&str, &str)], at: i64) -> ClusterSnapshot {
+        let mut s = ClusterSnapshot {
+            observed_at: ts(at),
+            nodes: nodes
+                .iter()
+                .map(|(name, free)| Node {
+                    name: (*name).into(),
+                    free_gpus: *free,
+                    ..Node::default()
+                })
+                .collect(),
+            pods: pods
+                .iter()
+                .map(|(name, node)| Pod {
+                    namespace: "twin".into(),
+                    name: (*name).into(),
+                    node: (*node).into(),
+                    ..Pod::default()
+                })
+                .collect(),
+            ..ClusterSnapshot::default()
+        };
+        s.normalize();
+        s
+    }
+
+    #[test]
+    fn a_partly_stale_cache_mixes_old_and_current_objects_at_the_current_time() {
+        // Old: n1 had 2 free, pod a on n1 and pod gone (deleted since). Current: n1 has 6
+        // free, pod a moved to n2, pod new was created.
+        let old = snap(&[("n1", 2), ("n2", 8)], &[("a", "n1"), ("gone", "n1")], 0);
+        let current = snap(
+            &[("n1", 6), ("n2", 4)],
+            &[("a", "n2"), ("new", "n2")],
+            60_000,
+        );
+        let (mut stale_node, mut moved_back, mut missing, mut lingering) = (0, 0, 0, 0);
+        for seed in 0..200 {
+            let mixed = partly_stale(&mut Rng::new(seed), &current, &old);
+            assert_eq!(mixed.observed_at, current.observed_at);
+            let n1 = mixed.node("n1").map(|n| n.free_gpus);
+            assert!(n1 == Some(6) || n1 == Some(2), "{n1:?}");
+            stale_node += usize::from(n1 == Some(2));
+            let a = mixed
+                .pods
+                .iter()
+                .find(|p| p.name == "a")
+                .map(|p| p.node.clone());
+            assert!(a.as_deref() == Some("n2") || a.as_deref() == Some("n1"));
+            moved_back += usize::from(a.as_deref() == Some("n1"));
+            missing += usize::from(!mixed.pods.iter().any(|p| p.name == "new"));
+            lingering += usize::from(mixed.pods.iter().any(|p| p.name == "gone"));
+            let keys: Vec<String> = mixed.pods.iter().map(Pod::key).collect();
+            let mut sorted = keys.clone();
+            sorted.sort();
+            sorted.dedup();
+            assert_eq!(keys, sorted, "normalized, no pod twice");
+        }
+        for (what, n) in [
+            ("old node", stale_node),
+            ("old pod version", moved_back),
+            ("missed creation", missing),
+            ("missed deletion", lingering),
+        ] {
+            assert!((30..=110).contains(&n), "{what}: {n} of 200");
+        }
+    }
 }

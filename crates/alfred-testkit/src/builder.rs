@@ -413,3 +413,40 @@ impl ClusterBuilder {
         self.snap
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn one_pod() -> ClusterBuilder {
+        ClusterBuilder::new()
+            .node("n1", "H100", 8)
+            .occupant("batch", "job", "n1", 2)
+            .free_gpus("n1", 1)
+    }
+
+    #[test]
+    fn node_accounting_comes_from_the_pods_unless_kept_as_set() {
+        let recomputed = one_pod().build();
+        assert_eq!(recomputed.nodes[0].free_gpus, 6);
+        assert_eq!(recomputed.nodes[0].allocated_gpus, 2);
+        let kept = one_pod().keep_node_accounting().build();
+        assert_eq!(kept.nodes[0].free_gpus, 1);
+        assert_eq!(kept.nodes[0].allocated_gpus, 7);
+    }
+
+    #[test]
+    fn edits_reach_the_objects_already_added() {
+        let snap = one_pod()
+            .omenative("prod", "a", &[&[("n1", 1)]])
+            .edit(|b| {
+                b.node_mut("n1").cordoned = true;
+                b.workload_mut("prod/a").settings.movable = false;
+                b.pod_mut("batch/job").terminating = true;
+            })
+            .build();
+        assert!(snap.nodes[0].cordoned);
+        assert!(!snap.workloads[0].settings.movable);
+        assert_eq!(snap.nodes[0].terminating_gpus, 2);
+    }
+}

@@ -210,3 +210,60 @@ pub fn fragmented_occupancy(nodes: usize, seed: u64) -> Vec<Vec<u32>> {
         })
         .collect()
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn shape(seed: u64) -> SmallClusterShape {
+        SmallClusterShape {
+            seed,
+            nodes: 8,
+            workloads: 6,
+            pending: 3,
+            executor: true,
+            all_fixed: false,
+            excluded_percent: 20,
+        }
+    }
+
+    #[test]
+    fn a_small_cluster_is_the_same_for_the_same_shape_and_fits_its_nodes() {
+        for seed in 0..20 {
+            let s = small_cluster(shape(seed));
+            assert_eq!(s, small_cluster(shape(seed)));
+            assert_eq!(s.nodes.len(), 8);
+            assert_eq!(s.pending_pods.len(), 3);
+            for n in &s.nodes {
+                let bound: u32 = s
+                    .pods
+                    .iter()
+                    .filter(|p| p.node == n.name)
+                    .map(|p| p.gpus)
+                    .sum();
+                assert!(bound <= n.total_gpus, "{} holds {bound}", n.name);
+            }
+        }
+    }
+
+    #[test]
+    fn shuffling_keeps_every_object_and_normalizing_undoes_it() {
+        let s = small_cluster(shape(7));
+        let mut t = shuffled(&s, 3);
+        assert_eq!(t.nodes.len(), s.nodes.len());
+        assert_eq!(t.pods.len(), s.pods.len());
+        assert_eq!(t.workloads.len(), s.workloads.len());
+        t.normalize();
+        assert_eq!(t, s);
+    }
+
+    #[test]
+    fn fragmented_occupancy_fills_no_node_past_eight_and_repeats_for_a_seed() {
+        let a = fragmented_occupancy(500, 42);
+        assert_eq!(a, fragmented_occupancy(500, 42));
+        assert_ne!(a, fragmented_occupancy(500, 43));
+        assert!(a.iter().all(|pods| pods.iter().sum::<u32>() <= 8));
+        assert!(a.iter().any(|pods| pods.iter().sum::<u32>() < 8));
+        assert!(a.iter().any(|pods| !pods.is_empty()));
+    }
+}
