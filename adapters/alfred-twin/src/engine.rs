@@ -82,6 +82,8 @@ pub struct Task {
     pub started: i64,
     /// First placement.
     pub first_placed: Option<i64>,
+    /// The node of its first placement (a gang's: the leader's).
+    pub first_placed_node: Option<usize>,
     /// How long it runs once first placed (ms); `None` = forever.
     pub lifetime: Option<i64>,
     /// When it is due to leave (first placement + lifetime).
@@ -414,6 +416,7 @@ impl Sim {
         t.started = now;
         if t.first_placed.is_none() {
             t.first_placed = Some(now);
+            t.first_placed_node = t.node;
             if let Some(l) = t.lifetime {
                 t.depart_at = Some(now + l);
                 self.new_departures.push((now + l, task));
@@ -741,6 +744,7 @@ impl Sim {
             node: None,
             started: now,
             first_placed: None,
+            first_placed_node: None,
             lifetime: a.lifetime,
             depart_at: None,
             depart_pending: false,

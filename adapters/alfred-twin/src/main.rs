@@ -288,6 +288,7 @@ fn main() -> Result<()> {
         cli.out.join("timeseries.csv"),
         report::timeseries_csv(&runs),
     )?;
+    std::fs::write(cli.out.join("waits.csv"), report::waits_csv(&runs))?;
     for (file, svg) in report::charts(&runs) {
         std::fs::write(cli.out.join(file), svg)?;
     }

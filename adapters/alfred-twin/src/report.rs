@@ -55,6 +55,36 @@ pub fn waits(sim: &Sim, end: i64) -> BTreeMap<&'static str, Vec<f64>> {
     m
 }
 
+/// `waits.csv`: every pod of two GPUs or more (and every gang) that arrived after the
+/// warm-up, with when it arrived, how long it waited (censored at the end of the run, as
+/// [`waits`]) and the pool it was first placed in (empty if never): the rows behind the
+/// summary's percentiles, for reading where a tail comes from.
+pub fn waits_csv(runs: &[(String, &RunResult)]) -> String {
+    let mut s = String::from("caretaker,task,gpus,size,arrived_hours,wait_minutes,placed_pool\n");
+    for (name, r) in runs {
+        let sim = &r.sim;
+        for t in &sim.tasks {
+            if t.arrived < sim.opts.warmup_ms || (t.req.gpus < 2 && !t.gang) {
+                continue;
+            }
+            let until = t.first_placed.unwrap_or(r.end);
+            let pool = t
+                .first_placed_node
+                .map(|n| sim.world.pools[sim.world.nodes[n].pool].as_str())
+                .unwrap_or("");
+            s.push_str(&format!(
+                "{name},{},{},{},{:.4},{:.3},{pool}\n",
+                t.name,
+                t.req.gpus,
+                t.size_key(),
+                t.arrived as f64 / 3_600_000.0,
+                (until - t.arrived) as f64 / 60_000.0,
+            ));
+        }
+    }
+    s
+}
+
 /// The summary object of one run.
 pub fn summary(caretaker: &str, res: &RunResult, wall_seconds: f64, extra: Value) -> Value {
     let sim = &res.sim;
