@@ -43,6 +43,17 @@ fn arrivals_place_pending_waits_and_departure_retries() {
     assert_eq!(s.tasks[4].state, TaskState::Gone);
     assert!(s.pending.is_empty());
     assert_eq!(s.world.allocated_gpus(), 0, "everyone left by 4 h");
+    // waits.csv lists the one pod of two GPUs or more, its 55-minute wait and its pool.
+    let csv = alfred_twin::report::waits_csv(&[("none".into(), &res)]);
+    let pool = &s.world.pools[s.world.nodes[0].pool];
+    assert_eq!(
+        csv,
+        format!(
+            "caretaker,task,gpus,size,arrived_hours,wait_minutes,placed_pool\n\
+             none,{},2,2,0.0833,55.000,{pool}\n",
+            s.tasks[4].name
+        )
+    );
 }
 
 #[test]
