@@ -239,34 +239,14 @@ fn walk_visits(
 /// positions (each compared first by a copy of its score and footprint, then by the rows'
 /// other fields), then moves every row once into its place. A stable sort of the positions
 /// by the rows' order is the very permutation a stable sort of the rows makes.
-///
-/// Most rows tie on score and footprint (advice scores 0), so the order mostly falls to the
-/// workload names: each row's key also carries its workload's rank among the rows' distinct
-/// names (ranked once, equal names equal ranks), so those ties compare integers, not strings.
 pub(crate) fn sort_rows(rows: &mut Vec<Candidate>) {
-    let mut names: Vec<&str> = rows.iter().map(|r| r.workload.as_str()).collect();
-    names.sort_unstable();
-    names.dedup();
-    let mut last: Option<(&str, usize)> = None;
-    let keys: Vec<(f64, u32, usize)> = rows
-        .iter()
-        .map(|r| {
-            let name = r.workload.as_str();
-            let rank = match last {
-                Some((n, rank)) if n == name => rank,
-                _ => names.binary_search(&name).unwrap_or(usize::MAX),
-            };
-            last = Some((name, rank));
-            (r.score, r.footprint_gpus, rank)
-        })
-        .collect();
+    let keys: Vec<(f64, u32)> = rows.iter().map(|r| (r.score, r.footprint_gpus)).collect();
     let mut order: Vec<usize> = (0..rows.len()).collect();
     order.sort_by(|&a, &b| {
-        let ((sa, fa, wa), (sb, fb, wb)) = (keys[a], keys[b]);
+        let ((sa, fa), (sb, fb)) = (keys[a], keys[b]);
         sb.total_cmp(&sa)
             .then_with(|| fa.cmp(&fb))
-            .then_with(|| wa.cmp(&wb))
-            .then_with(|| row_order_after_workload(&rows[a], &rows[b]))
+            .then_with(|| row_order(&rows[a], &rows[b]))
     });
     if order.iter().enumerate().all(|(k, &i)| k == i) {
         return;
@@ -281,13 +261,7 @@ pub(crate) fn row_order(a: &Candidate, b: &Candidate) -> std::cmp::Ordering {
         .total_cmp(&a.score)
         .then_with(|| a.footprint_gpus.cmp(&b.footprint_gpus))
         .then_with(|| a.workload.cmp(&b.workload))
-        .then_with(|| row_order_after_workload(a, b))
-}
-
-/// [`row_order`] of two rows of the same score, footprint and workload.
-fn row_order_after_workload(a: &Candidate, b: &Candidate) -> std::cmp::Ordering {
-    a.component
-        .cmp(&b.component)
+        .then_with(|| a.component.cmp(&b.component))
         .then_with(|| a.instance.cmp(&b.instance))
         .then_with(|| a.from_node.cmp(&b.from_node))
         .then_with(|| reason_key(a).cmp(&reason_key(b)))
