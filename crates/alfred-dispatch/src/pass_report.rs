@@ -126,7 +126,13 @@ impl Tail<'_> {
             MetricId::OmenativeUnavailable,
             if dispatcher { 0.0 } else { 1.0 },
         ));
+        // The recommendations ConfigMap goes before the rows' effects: its slot is taken now
+        // and filled once the record is made (inserting it then would move every effect
+        // after it, thousands a pass).
         let at = fx.len();
+        if cfg.recommendations_config_map_enabled {
+            fx.push(gauge(MetricId::CircuitBreakerState, 0.0));
+        }
         let split_min = if r.runtime.helper_threads {
             report::SPLIT_MIN_DECISIONS
         } else {
@@ -136,15 +142,12 @@ impl Tail<'_> {
         let mut record = LastCycle::new(r.now, report::record_mode(cfg.mode), rows);
         record.plans = r.plan_views.clone();
         if cfg.recommendations_config_map_enabled {
-            // Before the rows' effects.
-            fx.insert(
-                at,
-                report::recommendations_effect(
-                    &cfg.recommendations_config_map_name,
-                    &record,
-                    self.node_records,
-                    self.deleted.to_vec(),
-                ),
+            // Before the rows' effects, in the slot taken above.
+            fx[at] = report::recommendations_effect(
+                &cfg.recommendations_config_map_name,
+                &record,
+                self.node_records,
+                self.deleted.to_vec(),
             );
         }
         fx.extend(self.node_fx.iter().cloned());

@@ -261,16 +261,17 @@ pub(crate) fn rows_into_halves_as(
     split_min: usize,
 ) -> Vec<Row> {
     if decisions.len() < split_min.max(2) {
-        return rows_into_as(decisions, submissions, mode, fx);
+        return rows_into_as(decisions, submissions, mode, fx, decisions.len());
     }
     let (first, second) = decisions.split_at(decisions.len() / 2);
     let (mut rows, (second_rows, second_fx)) = std::thread::scope(|scope| {
         let second = scope.spawn(move || {
             let mut fx = Vec::with_capacity(second.len() * 3);
-            let rows = rows_into_as(second, submissions, mode, &mut fx);
+            let rows = rows_into_as(second, submissions, mode, &mut fx, second.len());
             (rows, fx)
         });
-        let rows = rows_into_as(first, submissions, mode, fx);
+        // The first half's rows with room for the second's, which are appended to them.
+        let rows = rows_into_as(first, submissions, mode, fx, decisions.len());
         let second = second
             .join()
             .unwrap_or_else(|panic| std::panic::resume_unwind(panic));
@@ -283,17 +284,19 @@ pub(crate) fn rows_into_halves_as(
 
 /// [`rows`], appending the events and metrics to `fx`.
 pub fn rows_into(decisions: &[Decision], mode: ConfigMode, fx: &mut Vec<Effect>) -> Vec<Row> {
-    rows_into_as(decisions, Submissions::AsDecided, mode, fx)
+    rows_into_as(decisions, Submissions::AsDecided, mode, fx, decisions.len())
 }
 
-/// [`rows_into`], the verdicts read as `submissions` says.
+/// [`rows_into`], the verdicts read as `submissions` says, the rows in a vector with room
+/// for `capacity` of them.
 fn rows_into_as(
     decisions: &[Decision],
     submissions: Submissions,
     mode: ConfigMode,
     fx: &mut Vec<Effect>,
+    capacity: usize,
 ) -> Vec<Row> {
-    let mut out = Vec::with_capacity(decisions.len());
+    let mut out = Vec::with_capacity(capacity.max(decisions.len()));
     for (c, v) in decisions {
         let uncertain;
         let v = match v {

@@ -343,9 +343,9 @@ impl Walk {
                         .copied()
                         .unwrap_or(no_facts);
                     next_instance += 1;
-                    let pool = ctx.instance_pool_at(idx, &facts).and_then(|p| {
-                        pools.binary_search_by(|x| x.as_str().cmp(p)).ok()
-                    });
+                    let pool = ctx
+                        .instance_pool_at(idx, &facts)
+                        .and_then(|p| pools.binary_search_by(|x| x.as_str().cmp(p)).ok());
                     (pool, facts)
                 }));
                 components.push((flags.unwrap_or(0), first, instances.len()));
