@@ -151,7 +151,7 @@ impl Tail<'_> {
             );
         }
         fx.extend(self.node_fx.iter().cloned());
-        fx.extend(report::cluster_gauges(r.snapshot, r.pools));
+        report::cluster_gauges_into(r.snapshot, r.pools, fx);
         record
     }
 }

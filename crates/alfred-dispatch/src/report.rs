@@ -647,6 +647,13 @@ pub fn recommendations_effect(
 pub fn cluster_gauges(snap: &ClusterSnapshot, pools: &[PoolGauge]) -> Vec<Effect> {
     // Four per GPU node, a few per pool and pending size.
     let mut fx = Vec::with_capacity(snap.nodes.len() * 4 + pools.len() * 8 + 32);
+    cluster_gauges_into(snap, pools, &mut fx);
+    fx
+}
+
+/// [`cluster_gauges`], appended to `fx` (thousands of them, four per GPU node: made in
+/// place rather than collected and moved again).
+pub fn cluster_gauges_into(snap: &ClusterSnapshot, pools: &[PoolGauge], fx: &mut Vec<Effect>) {
     let best = pools.iter().map(|p| p.score).fold(0.0f64, f64::max);
     fx.push(gauge(MetricId::ClusterFragmentationScore, Vec::new(), best));
     for p in pools {
@@ -713,7 +720,6 @@ pub fn cluster_gauges(snap: &ClusterSnapshot, pools: &[PoolGauge]) -> Vec<Effect
             f64::from(n),
         ));
     }
-    fx
 }
 
 /// The record's mode.
