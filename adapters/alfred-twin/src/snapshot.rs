@@ -764,6 +764,21 @@ fn splice<T>(
         .iter()
         .map(|f| v.partition_point(|x| less(x, f)))
         .collect();
+    // The common pass: each fresh element lands exactly where a stale one leaves (a task's
+    // objects rebuilt under the same names). The merge below would then rebuild the whole
+    // list to change those slots; writing them in place is the same result, with no move
+    // of the thousands of others.
+    if at.len() == gone.iter().filter(|g| **g).count()
+        && at.iter().all(|&i| gone.get(i).copied().unwrap_or(false))
+        && at.windows(2).all(|w| w[0] < w[1])
+    {
+        let mut from: Vec<u32> = (0..v.len()).map(|i| i as u32).collect();
+        for (f, i) in fresh.into_iter().zip(at) {
+            v[i] = f;
+            from[i] = NONE;
+        }
+        return from;
+    }
     let old = std::mem::take(v);
     let mut out = Vec::with_capacity(old.len() + fresh.len());
     let mut from = Vec::with_capacity(old.len() + fresh.len());

@@ -210,10 +210,22 @@ impl<'a> Pass<'a> {
         now: Timestamp,
         evacuating: BTreeSet<String>,
     ) -> Self {
-        let mut nodes = BTreeMap::new();
-        for n in &snapshot.nodes {
-            nodes.entry(n.name.as_str()).or_insert(n);
-        }
+        // By name, the first of equal names kept. A snapshot's nodes usually come sorted by
+        // name without repeats (normalized): the map is then built from them in order, in
+        // one pass, instead of by one search per node.
+        let nodes = if snapshot.nodes.windows(2).all(|w| w[0].name < w[1].name) {
+            snapshot
+                .nodes
+                .iter()
+                .map(|n| (n.name.as_str(), n))
+                .collect()
+        } else {
+            let mut nodes = BTreeMap::new();
+            for n in &snapshot.nodes {
+                nodes.entry(n.name.as_str()).or_insert(n);
+            }
+            nodes
+        };
         let hourly_starts =
             migration_starts_within(snapshot, &ledger.created_at(), now, HOURLY_WINDOW);
         Pass {

@@ -8,7 +8,7 @@ use std::time::Duration;
 use alfred_model::config::Config;
 use alfred_model::reason::{DispatchReason, RowReason};
 use alfred_model::record::Candidate;
-use alfred_model::snapshot::MigrationRecord;
+use alfred_model::snapshot::{MigrationRecord, is_key};
 use alfred_model::{ClusterSnapshot, Timestamp};
 
 use alfred_arbiter::{HOURLY_WINDOW, identity, started_migrations_within};
@@ -130,7 +130,7 @@ pub fn check_budget(
         if w.settings.cooldown_invalid {
             return Err(DispatchReason::InvalidCooldown);
         }
-        if w.key() == candidate.workload
+        if w.has_key(&candidate.workload)
             && let Some(m) = w.settings.cooldown_minutes
         {
             window = mins(m);
@@ -165,7 +165,7 @@ pub fn check_budget(
             active.insert(id);
         }
         if Some(e.uuid.as_str()) != retry_uuid
-            && e.workload.key() == candidate.workload
+            && is_key(&e.workload.namespace, &e.workload.name, &candidate.workload)
             && e.completed_at.is_some_and(|d| now.since(d) < window)
         {
             return Err(DispatchReason::Cooldown);

@@ -9,14 +9,13 @@ use alfred_model::config::{Config, RuntimeOptions};
 use alfred_model::effect::{Effect, MetricChange, MetricUpdate};
 use alfred_model::metric::MetricId;
 use alfred_model::plan::PlanView;
-use alfred_model::reason::DispatchReason;
 use alfred_model::record::{LastCycle, NodeRecord};
 use alfred_model::{ClusterSnapshot, Timestamp};
 use alfred_policy::NodeMarker;
 
 use crate::dispatch::Decision;
 use crate::pass::Contingency;
-use crate::report;
+use crate::report::{self, Submissions};
 use crate::stages::PoolGauge;
 
 /// What the report reads besides the rows.
@@ -85,19 +84,12 @@ pub fn report_pass(
         deleted: &deleted,
     };
     let if_final_save_fails = final_save.map(|save_index| {
-        let mut uncertain = decisions.to_vec();
-        for (_, v) in &mut uncertain {
-            if let Some(v) = v
-                && v.dispatch_reason == Some(DispatchReason::RequestSubmitted)
-            {
-                v.dispatch_reason = Some(DispatchReason::SubmissionJournalUncertain);
-            }
-        }
+        // The decisions with every `RequestSubmitted` read as `SubmissionJournalUncertain`.
         let mut then = Vec::new();
-        tail.append(&uncertain, &mut then);
+        tail.append(decisions, Submissions::JournalUncertain, &mut then);
         Contingency { save_index, then }
     });
-    let record = tail.append(decisions, effects);
+    let record = tail.append(decisions, Submissions::AsDecided, effects);
     Reported {
         record,
         node_records,
@@ -116,7 +108,12 @@ struct Tail<'a> {
 impl Tail<'_> {
     /// Appends the report's effects to `fx` (in place: a pass has thousands of them, one
     /// per advice row and per GPU node, so they are not collected and moved again).
-    fn append(&self, decisions: &[Decision], fx: &mut Vec<Effect>) -> LastCycle {
+    fn append(
+        &self,
+        decisions: &[Decision],
+        submissions: Submissions,
+        fx: &mut Vec<Effect>,
+    ) -> LastCycle {
         let r = self.r;
         let cfg = r.config;
         fx.reserve(decisions.len() * 3 + r.snapshot.nodes.len() * 4 + self.node_fx.len() + 64);
@@ -129,29 +126,32 @@ impl Tail<'_> {
             MetricId::OmenativeUnavailable,
             if dispatcher { 0.0 } else { 1.0 },
         ));
+        // The recommendations ConfigMap goes before the rows' effects: its slot is taken now
+        // and filled once the record is made (inserting it then would move every effect
+        // after it, thousands a pass).
         let at = fx.len();
+        if cfg.recommendations_config_map_enabled {
+            fx.push(gauge(MetricId::CircuitBreakerState, 0.0));
+        }
         let split_min = if r.runtime.helper_threads {
             report::SPLIT_MIN_DECISIONS
         } else {
             usize::MAX
         };
-        let rows = report::rows_into_halves(decisions, cfg.mode, fx, split_min);
+        let rows = report::rows_into_halves_as(decisions, submissions, cfg.mode, fx, split_min);
         let mut record = LastCycle::new(r.now, report::record_mode(cfg.mode), rows);
         record.plans = r.plan_views.clone();
         if cfg.recommendations_config_map_enabled {
-            // Before the rows' effects.
-            fx.insert(
-                at,
-                report::recommendations_effect(
-                    &cfg.recommendations_config_map_name,
-                    &record,
-                    self.node_records,
-                    self.deleted.to_vec(),
-                ),
+            // Before the rows' effects, in the slot taken above.
+            fx[at] = report::recommendations_effect(
+                &cfg.recommendations_config_map_name,
+                &record,
+                self.node_records,
+                self.deleted.to_vec(),
             );
         }
         fx.extend(self.node_fx.iter().cloned());
-        fx.extend(report::cluster_gauges(r.snapshot, r.pools));
+        report::cluster_gauges_into(r.snapshot, r.pools, fx);
         record
     }
 }

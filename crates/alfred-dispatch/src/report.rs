@@ -8,7 +8,7 @@ use alfred_model::config::Mode as ConfigMode;
 use alfred_model::effect::{Effect, Event, MetricChange, MetricUpdate, ObjectRef, Text};
 use alfred_model::event::EventReason;
 use alfred_model::metric::MetricId;
-use alfred_model::reason::AdvisoryReason;
+use alfred_model::reason::{AdvisoryReason, DispatchReason};
 use alfred_model::record::{
     Candidate, DispatchStatus, LastCycle, Mode, NodeRecord, NodeRecordMaintenance, Outcome, Policy,
     Row, Verdict,
@@ -237,17 +237,41 @@ pub fn rows_into_halves(
     fx: &mut Vec<Effect>,
     split_min: usize,
 ) -> Vec<Row> {
+    rows_into_halves_as(decisions, Submissions::AsDecided, mode, fx, split_min)
+}
+
+/// How the rows read a verdict whose dispatch reason is `RequestSubmitted`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Submissions {
+    /// As the verdict says.
+    AsDecided,
+    /// As `SubmissionJournalUncertain`: the pass's second ending, for a failed journal save
+    /// after the request (docs/design-pass.md#dispatch-pass `attempt()` step 6). Reading the
+    /// decisions this way is making the rows of a copy of them with those reasons replaced,
+    /// without copying thousands of candidates for the few verdicts that change.
+    JournalUncertain,
+}
+
+/// [`rows_into_halves`], the verdicts read as `submissions` says.
+pub(crate) fn rows_into_halves_as(
+    decisions: &[Decision],
+    submissions: Submissions,
+    mode: ConfigMode,
+    fx: &mut Vec<Effect>,
+    split_min: usize,
+) -> Vec<Row> {
     if decisions.len() < split_min.max(2) {
-        return rows_into(decisions, mode, fx);
+        return rows_into_as(decisions, submissions, mode, fx, decisions.len());
     }
     let (first, second) = decisions.split_at(decisions.len() / 2);
     let (mut rows, (second_rows, second_fx)) = std::thread::scope(|scope| {
         let second = scope.spawn(move || {
             let mut fx = Vec::with_capacity(second.len() * 3);
-            let rows = rows_into(second, mode, &mut fx);
+            let rows = rows_into_as(second, submissions, mode, &mut fx, second.len());
             (rows, fx)
         });
-        let rows = rows_into(first, mode, fx);
+        // The first half's rows with room for the second's, which are appended to them.
+        let rows = rows_into_as(first, submissions, mode, fx, decisions.len());
         let second = second
             .join()
             .unwrap_or_else(|panic| std::panic::resume_unwind(panic));
@@ -260,8 +284,34 @@ pub fn rows_into_halves(
 
 /// [`rows`], appending the events and metrics to `fx`.
 pub fn rows_into(decisions: &[Decision], mode: ConfigMode, fx: &mut Vec<Effect>) -> Vec<Row> {
-    let mut out = Vec::with_capacity(decisions.len());
+    rows_into_as(decisions, Submissions::AsDecided, mode, fx, decisions.len())
+}
+
+/// [`rows_into`], the verdicts read as `submissions` says, the rows in a vector with room
+/// for `capacity` of them.
+fn rows_into_as(
+    decisions: &[Decision],
+    submissions: Submissions,
+    mode: ConfigMode,
+    fx: &mut Vec<Effect>,
+    capacity: usize,
+) -> Vec<Row> {
+    let mut out = Vec::with_capacity(capacity.max(decisions.len()));
     for (c, v) in decisions {
+        let uncertain;
+        let v = match v {
+            Some(v)
+                if submissions == Submissions::JournalUncertain
+                    && v.dispatch_reason == Some(DispatchReason::RequestSubmitted) =>
+            {
+                uncertain = Verdict {
+                    dispatch_reason: Some(DispatchReason::SubmissionJournalUncertain),
+                    ..v.clone()
+                };
+                Some(&uncertain)
+            }
+            v => v.as_ref(),
+        };
         let comp = c.component.as_str();
         let exec = if c.executable { "true" } else { "false" };
         fx.push(counter(
@@ -597,6 +647,13 @@ pub fn recommendations_effect(
 pub fn cluster_gauges(snap: &ClusterSnapshot, pools: &[PoolGauge]) -> Vec<Effect> {
     // Four per GPU node, a few per pool and pending size.
     let mut fx = Vec::with_capacity(snap.nodes.len() * 4 + pools.len() * 8 + 32);
+    cluster_gauges_into(snap, pools, &mut fx);
+    fx
+}
+
+/// [`cluster_gauges`], appended to `fx` (thousands of them, four per GPU node: made in
+/// place rather than collected and moved again).
+pub fn cluster_gauges_into(snap: &ClusterSnapshot, pools: &[PoolGauge], fx: &mut Vec<Effect>) {
     let best = pools.iter().map(|p| p.score).fold(0.0f64, f64::max);
     fx.push(gauge(MetricId::ClusterFragmentationScore, Vec::new(), best));
     for p in pools {
@@ -663,7 +720,6 @@ pub fn cluster_gauges(snap: &ClusterSnapshot, pools: &[PoolGauge]) -> Vec<Effect
             f64::from(n),
         ));
     }
-    fx
 }
 
 /// The record's mode.
@@ -677,7 +733,7 @@ pub fn record_mode(m: ConfigMode) -> Mode {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use alfred_model::reason::{DispatchReason, RejectReason, RowReason};
+    use alfred_model::reason::{RejectReason, RowReason};
     use alfred_model::snapshot::{ComponentKind, DeploymentMode};
 
     fn cand() -> Candidate {

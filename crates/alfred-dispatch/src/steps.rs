@@ -486,14 +486,15 @@ impl<'a> PassRun<'a> {
         let mut by_index: BTreeMap<usize, Verdict> = verdicts.into_iter().collect();
         // The bare proposal, for the re-check (not needed when nothing can be dispatched).
         let proposal = (dispatcher && !proposed.annotated).then(|| Proposal::new(&candidates));
-        let decisions: Vec<Decision> = candidates
-            .into_iter()
-            .enumerate()
-            .map(|(i, c)| {
-                let v = by_index.remove(&i);
-                (c, v)
-            })
-            .collect();
+        // Room for the journal's rows the dispatcher merges in after the candidates' (at most
+        // one per entry and the pass's new one): a push past the capacity would move every
+        // decision (thousands of a few hundred bytes) into a new allocation.
+        let mut decisions: Vec<Decision> =
+            Vec::with_capacity(candidates.len() + journal_for_arbiter.entries.len() + 1);
+        decisions.extend(candidates.into_iter().enumerate().map(|(i, c)| {
+            let v = by_index.remove(&i);
+            (c, v)
+        }));
         if !dispatcher {
             return Stage::Reporting {
                 proposed,

@@ -434,6 +434,11 @@ impl PendingPod {
         format!("{}/{}", self.namespace, self.name)
     }
 
+    /// Whether `key` is [`PendingPod::key`], without building it.
+    pub fn has_key(&self, key: &str) -> bool {
+        is_key(&self.namespace, &self.name, key)
+    }
+
     /// Whether this pod's demand counts in `pool`.
     pub fn counts_in(&self, pool: &str) -> bool {
         match &self.pools {
@@ -631,10 +636,25 @@ pub struct Workload {
     pub migration: MigrationState,
 }
 
+/// Whether `key` is `namespace/name` (the keys [`Workload::key`] and its kin build), compared
+/// in place: `key` split at the namespace's length, no string built.
+pub fn is_key(namespace: &str, name: &str, key: &str) -> bool {
+    key.len() == namespace.len() + 1 + name.len()
+        && key.starts_with(namespace)
+        && key.as_bytes()[namespace.len()] == b'/'
+        && key.ends_with(name)
+}
+
 impl Workload {
     /// `namespace/name`, the workload's sort key.
     pub fn key(&self) -> String {
         format!("{}/{}", self.namespace, self.name)
+    }
+
+    /// Whether `key` is [`Workload::key`], without building it (the budget check and the
+    /// drain plans compare it against every workload, thousands a pass).
+    pub fn has_key(&self, key: &str) -> bool {
+        is_key(&self.namespace, &self.name, key)
     }
 
     /// The component of a kind.

@@ -351,6 +351,26 @@ impl<'a> Ctx<'a> {
         facts: &InstanceFacts,
         inst: &Instance,
     ) -> String {
+        // The common Instance: every GPU pod on one known node, which is then the primary
+        // node (no per-node tally to build, one per Instance per pass otherwise).
+        let mut only: Option<u32> = None;
+        let mut one_node = true;
+        for &pi in idx.pods_of(facts) {
+            let Some(f) = idx.pods.get(pi as usize).filter(|f| f.gpus > 0) else {
+                continue;
+            };
+            if f.node == NONE || only.is_some_and(|n| n != f.node) {
+                one_node = false;
+                break;
+            }
+            only = Some(f.node);
+        }
+        if one_node {
+            return match only {
+                Some(n) => self.snap.nodes[n as usize].name.clone(),
+                None => inst.primary_node_by_pods().unwrap_or_default().to_owned(),
+            };
+        }
         // (node position, GPUs), ascending by position.
         let mut by: Vec<(u32, u64)> = Vec::new();
         for &pi in idx.pods_of(facts) {

@@ -193,11 +193,14 @@ fn walk_visits(
     ctx: &Ctx<'_>,
     idx: &SnapshotIndex,
     visited: &[(usize, &PoolAnalysis<'_>, bool)],
-    walk: &Walk<'_>,
+    walk: &Walk,
     from: usize,
     to: usize,
 ) -> Vec<Candidate> {
-    let mut out = Vec::new();
+    // At most one row per Instance of a visited component (one per component for the
+    // whole-component rows): reserved up front, so the rows (a few hundred bytes each) are
+    // not moved again by the vector's doubling.
+    let mut out = Vec::with_capacity(walk.rows_bound(visited, from, to));
     // Visits before this pool's.
     let mut base = 0;
     for &(pid, eval, exec) in visited {
@@ -218,7 +221,7 @@ fn walk_visits(
                 idx,
                 eval,
                 &pricer,
-                exec,
+                (pid, exec),
                 w,
                 &w.components[ci],
                 &walk.component(wi, ci),
@@ -288,22 +291,24 @@ pub(crate) fn component_pods(c: &Component) -> Vec<String> {
 ///
 /// [`SnapshotIndex::component_flags`]: alfred_model::index::SnapshotIndex::component_flags
 /// [`SnapshotIndex::instances`]: alfred_model::index::SnapshotIndex::instances
-struct ComponentWalk<'w, 's> {
+struct ComponentWalk<'w> {
     flags: u8,
-    instances: &'w [(Option<&'s str>, InstanceFacts)],
+    instances: &'w [(Option<usize>, InstanceFacts)],
 }
 
 /// The defragmentation walk's view of the snapshot, built once per pass (flat: one list of
 /// components and one of Instances for the whole snapshot, not two allocations per
 /// workload).
-struct Walk<'s> {
+struct Walk {
     /// Per workload: the position in `components` of its first component.
     workload_starts: Vec<usize>,
     /// Per component, in walk order: its index flags and its Instances' range in
     /// `instances`.
     components: Vec<(u8, usize, usize)>,
-    /// Per Instance, in walk order: its pool ([`Ctx::instance_pool_at`]) and index entry.
-    instances: Vec<(Option<&'s str>, InstanceFacts)>,
+    /// Per Instance, in walk order: its pool ([`Ctx::instance_pool_at`]) as a position in
+    /// `ClusterSnapshot::pools` (the walk compares positions, not names, once per Instance
+    /// per visited pool) and its index entry.
+    instances: Vec<(Option<usize>, InstanceFacts)>,
     /// Per pool (positions in `ClusterSnapshot::pools`): `(workload, component)` positions,
     /// in walk order, of the components [`component`] can make a row for in that pool —
     /// every LWS component and every OMENative one with a model reason (their rows follow
@@ -313,8 +318,8 @@ struct Walk<'s> {
     visits: Vec<Vec<(usize, usize)>>,
 }
 
-impl<'s> Walk<'s> {
-    fn new(ctx: &'s Ctx<'_>, idx: &SnapshotIndex, pools: &[String]) -> Walk<'s> {
+impl Walk {
+    fn new(ctx: &Ctx<'_>, idx: &SnapshotIndex, pools: &[String]) -> Walk {
         let no_facts = InstanceFacts {
             pods: (0, 0),
             nodes: (0, 0),
@@ -338,7 +343,10 @@ impl<'s> Walk<'s> {
                         .copied()
                         .unwrap_or(no_facts);
                     next_instance += 1;
-                    (ctx.instance_pool_at(idx, &facts), facts)
+                    let pool = ctx
+                        .instance_pool_at(idx, &facts)
+                        .and_then(|p| pools.binary_search_by(|x| x.as_str().cmp(p)).ok());
+                    (pool, facts)
                 }));
                 components.push((flags.unwrap_or(0), first, instances.len()));
                 let every_pool = match &c.mode {
@@ -352,10 +360,8 @@ impl<'s> Walk<'s> {
                         v.push((wi, ci));
                     }
                 } else {
-                    for p in instances[first..].iter().filter_map(|(p, _)| *p) {
-                        if let Ok(pid) = pools.binary_search_by(|x| x.as_str().cmp(p))
-                            && visits[pid].last() != Some(&(wi, ci))
-                        {
+                    for pid in instances[first..].iter().filter_map(|(p, _)| *p) {
+                        if visits[pid].last() != Some(&(wi, ci)) {
                             visits[pid].push((wi, ci));
                         }
                     }
@@ -371,26 +377,52 @@ impl<'s> Walk<'s> {
     }
 
     /// Component `ci` of workload `wi`.
-    fn component(&self, wi: usize, ci: usize) -> ComponentWalk<'_, 's> {
+    fn component(&self, wi: usize, ci: usize) -> ComponentWalk<'_> {
         let (flags, lo, hi) = self.components[self.workload_starts[wi] + ci];
         ComponentWalk {
             flags,
             instances: &self.instances[lo..hi],
         }
     }
+
+    /// The most rows visits `[from, to)` (counted as [`walk_visits`] counts them) can make:
+    /// one per Instance of each visited component, at least one per component.
+    fn rows_bound(
+        &self,
+        visited: &[(usize, &PoolAnalysis<'_>, bool)],
+        from: usize,
+        to: usize,
+    ) -> usize {
+        let mut base = 0;
+        let mut bound = 0;
+        for &(pid, _, _) in visited {
+            let visits = &self.visits[pid];
+            let (lo, hi) = (
+                from.max(base) - base,
+                to.min(base + visits.len()).saturating_sub(base),
+            );
+            base += visits.len();
+            for &(wi, ci) in visits.get(lo..hi).unwrap_or_default() {
+                let (_, first, last) = self.components[self.workload_starts[wi] + ci];
+                bound += (last - first).max(1);
+            }
+        }
+        bound
+    }
 }
 
-/// `cw`: the index entries and pools of `c` and its Instances.
+/// `cw`: the index entries and pools of `c` and its Instances; `pool_id`: the position of
+/// `eval`'s pool in `ClusterSnapshot::pools`.
 #[allow(clippy::too_many_arguments)]
 fn component(
     ctx: &Ctx<'_>,
     idx: &SnapshotIndex,
     eval: &PoolAnalysis<'_>,
     pricer: &Pricer<'_>,
-    exec: bool,
+    (pool_id, exec): (usize, bool),
     w: &Workload,
     c: &Component,
-    cw: &ComponentWalk<'_, '_>,
+    cw: &ComponentWalk<'_>,
     out: &mut Vec<Candidate>,
 ) {
     let inst_pools = cw.instances;
@@ -425,7 +457,7 @@ fn component(
                 return;
             }
             for (inst, (in_pool, facts)) in c.instances.iter().zip(inst_pools) {
-                if inst.total_gpus == 0 || inst.any_terminating || *in_pool != Some(pool) {
+                if inst.total_gpus == 0 || inst.any_terminating || *in_pool != Some(pool_id) {
                     continue;
                 }
                 let from = ctx.primary_node_at(idx, facts, inst);
@@ -446,7 +478,7 @@ fn component(
                 return;
             }
             for (inst, (in_pool, facts)) in c.instances.iter().zip(inst_pools) {
-                if inst.total_gpus == 0 || *in_pool != Some(pool) {
+                if inst.total_gpus == 0 || *in_pool != Some(pool_id) {
                     continue;
                 }
                 let at = IndexAt {

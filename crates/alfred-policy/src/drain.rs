@@ -1049,7 +1049,7 @@ fn replan(
         .snap
         .pending_pods
         .iter()
-        .find(|p| p.key() == r.pod)
+        .find(|p| p.has_key(&r.pod))
         .ok_or(PlanEndReason::PodGone)?;
     let here = occupants.at(pos);
     // Instances a step already asked to leave count as gone.
@@ -1059,7 +1059,7 @@ fn replan(
         let inst = &c.instances[o.at.2];
         r.steps.iter().any(|s| {
             !s.request_uuid.is_empty()
-                && s.workload == w.key()
+                && w.has_key(&s.workload)
                 && s.component == c.kind
                 && s.instance == i64::from(inst.index)
         })
