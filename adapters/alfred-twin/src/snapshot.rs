@@ -800,3 +800,51 @@ fn splice<T>(
     *v = out;
     from
 }
+
+#[cfg(test)]
+mod splice_tests {
+    use super::*;
+
+    /// Removes the values of `v` found in `drop` and merges `fresh` in.
+    fn run(v: &[u32], drop: &[u32], fresh: &[u32]) -> (Vec<u32>, Vec<u32>) {
+        let mut v = v.to_vec();
+        let from = splice(
+            &mut v,
+            fresh.to_vec(),
+            |a, b| a < b,
+            |v| {
+                v.iter()
+                    .enumerate()
+                    .filter(|(_, x)| drop.contains(x))
+                    .map(|(i, _)| (i, i + 1))
+                    .collect()
+            },
+        );
+        (v, from)
+    }
+
+    #[test]
+    fn fresh_values_taking_the_stale_ones_slots_are_written_in_place() {
+        let (v, from) = run(&[10, 20, 30, 40], &[20, 40], &[20, 40]);
+        assert_eq!(v, [10, 20, 30, 40]);
+        assert_eq!(from, [0, NONE, 2, NONE]);
+        // A fresh value that sorts into a stale one's slot without equalling it.
+        let (v, from) = run(&[10, 20, 30], &[20], &[25]);
+        assert_eq!(v, [10, 25, 30]);
+        assert_eq!(from, [0, NONE, 2]);
+    }
+
+    #[test]
+    fn other_changes_merge_as_before() {
+        // More fresh than stale, fresh before the first, after the last, nothing stale.
+        let (v, from) = run(&[10, 20, 30], &[20], &[5, 20, 35]);
+        assert_eq!(v, [5, 10, 20, 30, 35]);
+        assert_eq!(from, [NONE, 0, NONE, 2, NONE]);
+        let (v, from) = run(&[10, 20], &[], &[15]);
+        assert_eq!(v, [10, 15, 20]);
+        assert_eq!(from, [0, NONE, 1]);
+        let (v, from) = run(&[10, 20, 30], &[10, 30], &[]);
+        assert_eq!(v, [20]);
+        assert_eq!(from, [1]);
+    }
+}

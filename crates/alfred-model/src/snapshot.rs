@@ -1178,6 +1178,25 @@ impl ClusterSnapshot {
 mod tests {
     use super::*;
 
+    #[test]
+    fn is_key_agrees_with_the_built_key() {
+        for (ns, name) in [("chat", "alpha"), ("", "alpha"), ("chat", ""), ("a/b", "c")] {
+            let built = format!("{ns}/{name}");
+            assert!(is_key(ns, name, &built), "{built}");
+        }
+        assert!(!is_key("chat", "alpha", "chat/alph"));
+        assert!(!is_key("chat", "alpha", "chat-alpha"));
+        assert!(!is_key("chat", "alpha", "chat/alphb"));
+        assert!(!is_key("chat", "alpha", "chat/alpha/"));
+        assert!(!is_key("chat", "alpha", ""));
+        let w = Workload {
+            namespace: "chat".into(),
+            name: "alpha".into(),
+            ..Workload::default()
+        };
+        assert!(w.has_key("chat/alpha") && !w.has_key("chat/beta"));
+    }
+
     fn node(name: &str, pool: &str, total: u32, allocated: u32) -> Node {
         Node {
             name: name.into(),
