@@ -207,8 +207,9 @@ pub struct AlfredCaretaker {
 }
 
 /// Drain plans counted from the core's Node Events (`DrainPlanStarted`,
-/// `DrainPlanCompleted`, `DrainPlanAbandoned` with the reason first in the message) and
-/// the tasks they were made for (the pending pod the Started Event names).
+/// `DrainPlanCompleted`, `DrainPlanAbandoned` with the reason first in the message,
+/// `DrainPlanHandedOver`) and the tasks they were made for (the pending pod the Started
+/// Event names, and the one a handed-over plan goes on for).
 #[derive(Debug, Clone, Default)]
 pub struct PlanTally {
     /// Plans started.
@@ -217,6 +218,8 @@ pub struct PlanTally {
     pub completed: u64,
     /// Plans abandoned, by reason.
     pub abandoned: BTreeMap<String, u64>,
+    /// Plans handed over to another waiting pod (their pod no longer waited).
+    pub handed_over: u64,
     /// The tasks plans were made for (each once), in the order of their first plan.
     pub tasks: Vec<usize>,
     /// Nomination, clear-nomination, taint and untaint effects seen.
@@ -235,6 +238,17 @@ impl PlanTally {
                 }
             }
             "DrainPlanCompleted" => self.completed += 1,
+            "DrainPlanHandedOver" => {
+                self.handed_over += 1;
+                // The pod the plan now serves is named after "going on for".
+                if let Some(t) = message
+                    .split_once("going on for ")
+                    .and_then(|(_, rest)| plan_pod_task(sim, rest))
+                    && !self.tasks.contains(&t)
+                {
+                    self.tasks.push(t);
+                }
+            }
             "DrainPlanAbandoned" => {
                 let why: String = message
                     .chars()
@@ -277,6 +291,7 @@ impl PlanTally {
             "completed": self.completed,
             "abandoned": self.abandoned.values().sum::<u64>(),
             "abandonedByReason": self.abandoned,
+            "handedOver": self.handed_over,
             "protectionWrites": self.protection_writes,
             "podWaitMinutes": {
                 "count": waits.len(),

@@ -91,12 +91,14 @@ impl PlanBook {
             } else if !input.executing {
                 Some(PlanEndReason::ExecutionDisabled)
             } else {
-                judge(&r, snap, input.journal, input.now)
+                book.follow_the_queue(i, judge(&r, snap, input.journal, input.now), input)
             };
             match verdict {
                 Some(why) => book.end(i, why, snap, input.now),
                 None => {
-                    let phase = phase_now(&r, snap, input.journal);
+                    // Read again: a plan handed over has another pod.
+                    let r = &book.plans[i];
+                    let phase = phase_now(r, snap, input.journal);
                     if phase != r.phase {
                         book.plans[i].phase = phase;
                         book.changed = true;
@@ -307,6 +309,89 @@ impl PlanBook {
         out
     }
 
+    /// The plan serves its pool's queue, not only its pod (docs/design-policies.md#drain-plans):
+    /// `verdict` is [`judge`]'s for active plan `i`, and what is returned is the plan's.
+    ///
+    /// * Under `taint`, a plan at hand-off whose node a pod of at least the plan's GPUs took
+    ///   is completed for that pod: a taint keeps the node for no pod in particular, and once
+    ///   it is lifted the scheduler gives the node to the head of its queue.
+    /// * Under `taint`, a plan whose pod bound elsewhere or went away goes on for the next
+    ///   waiting pod of the same size that could take the node ([`successor`]), with a new
+    ///   deadline: the taint still keeps the node, so the moves made stay useful, where
+    ///   ending the plan would lift it and let the half-emptied node fill again. Not under
+    ///   `nominate`: the nomination goes with the pod that bound, the node fills before the
+    ///   next pass can nominate another, and on the trace twin handed-over plans then held
+    ///   their pool's plan slot until they ran out of steps or time (multigpu50's 8-GPU p95
+    ///   went from 157 to 218 minutes; EVALUATION.md, fourteenth evaluation).
+    fn follow_the_queue(
+        &mut self,
+        i: usize,
+        verdict: Option<PlanEndReason>,
+        input: &ReviewInput<'_>,
+    ) -> Option<PlanEndReason> {
+        let snap = input.snapshot;
+        let r = &self.plans[i];
+        let pod_lost = matches!(
+            verdict,
+            Some(PlanEndReason::PodBoundElsewhere | PlanEndReason::PodGone)
+        );
+        if (verdict.is_none() || pod_lost)
+            && r.protection == DrainProtectionWire::Taint
+            && let Some(seated) = seated_at_handoff(r, snap)
+        {
+            let r = &mut self.plans[i];
+            r.pod = seated.key();
+            r.pod_uid = seated.uid.clone();
+            return Some(PlanEndReason::PodBound);
+        }
+        if !pod_lost || r.protection != DrainProtectionWire::Taint {
+            return verdict;
+        }
+        let taken: Vec<&str> = self
+            .plans
+            .iter()
+            .filter(|p| p.active() && p.id != r.id)
+            .map(|p| p.pod.as_str())
+            .collect();
+        let Some(next) = successor(r, snap, &taken, input.config, input.now) else {
+            return verdict;
+        };
+        let why = verdict.map_or("", |v| v.as_str());
+        let message = format!(
+            "drain plan {}: {} no longer waits ({why}); going on for {} ({} GPUs, pending {} min)",
+            r.id,
+            r.pod,
+            next.key(),
+            r.gpus,
+            minutes(input.now, next.pending_since),
+        );
+        let minutes_allowed = input
+            .config
+            .policies
+            .defragmentation
+            .drain_plans
+            .plan_deadline_minutes;
+        let r = &mut self.plans[i];
+        r.pod = next.key();
+        r.pod_uid = next.uid.clone();
+        r.pending_since = next.pending_since;
+        r.deadline = input
+            .now
+            .plus(Duration::from_secs(u64::from(minutes_allowed) * 60));
+        // The new pod's protection is put in place as a new plan's is.
+        r.phase = PlanPhase::Protecting;
+        self.changed = true;
+        let (pool, node) = (r.pool.clone(), r.node.clone());
+        self.effects.push(node_event(
+            snap,
+            &node,
+            EventReason::DrainPlanHandedOver,
+            message,
+        ));
+        self.effects.push(plan_counter(&pool, "handedOver", why));
+        judge(&self.plans[i], snap, input.journal, input.now)
+    }
+
     /// Ends plan `i` with `why`: phase, time, protection removed, Event, metric.
     fn end(&mut self, i: usize, why: PlanEndReason, snap: &ClusterSnapshot, now: Timestamp) {
         let phase = if why == PlanEndReason::PodBound {
@@ -487,6 +572,50 @@ impl PlanBook {
             self.changed = true;
         }
     }
+}
+
+/// Under `taint`, the bound pod of at least the plan's GPUs on the node of a plan that was at
+/// hand-off (its taint lifted): the pod the scheduler gave the freed node to.
+fn seated_at_handoff<'s>(
+    r: &PlanRecord,
+    snap: &'s ClusterSnapshot,
+) -> Option<&'s alfred_model::snapshot::Pod> {
+    if r.phase != PlanPhase::Handoff {
+        return None;
+    }
+    snap.pods
+        .iter()
+        .find(|p| p.node == r.node && p.gpus >= r.gpus && !p.terminating)
+}
+
+/// The waiting pod plan `r` goes on for when its own no longer waits: asking the plan's
+/// GPUs, waiting past `emergencyPendingAgeMinutes`, nominated nowhere, no other active
+/// plan's (`taken`), able to take the node ([`alfred_policy::drain::could_take`]); the
+/// youngest, as a new plan's pod is chosen (docs/design-policies.md#drain-plans), ties
+/// by name.
+fn successor<'s>(
+    r: &PlanRecord,
+    snap: &'s ClusterSnapshot,
+    taken: &[&str],
+    config: &Config,
+    now: Timestamp,
+) -> Option<&'s alfred_model::snapshot::PendingPod> {
+    let node = snap.node(&r.node)?;
+    let age = f64::from(config.emergency_pending_age_minutes);
+    snap.pending_pods
+        .iter()
+        .filter(|p| {
+            p.gpus_needed == r.gpus
+                && p.nominated_node.is_empty()
+                && now.minutes_since(p.pending_since) > age
+                && !taken.iter().any(|k| p.has_key(k))
+                && alfred_policy::drain::could_take(node, p, &r.pool, &r.id)
+        })
+        .max_by(|a, b| {
+            a.pending_since
+                .cmp(&b.pending_since)
+                .then_with(|| (&b.namespace, &b.name).cmp(&(&a.namespace, &a.name)))
+        })
 }
 
 /// Why an active plan ends now, if it does (plans and execution on).

@@ -100,6 +100,8 @@ event_reasons! {
     DrainPlanCompleted, Normal, Node;
     /// The plan was given up.
     DrainPlanAbandoned, Warning, Node;
+    /// The plan's pod no longer waits; the plan goes on for another waiting pod.
+    DrainPlanHandedOver, Normal, Node;
 }
 
 impl EventReason {

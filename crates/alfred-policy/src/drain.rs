@@ -405,6 +405,15 @@ fn waits_alone(ctx: &Ctx<'_>, pool: &str, p: &PendingPod) -> bool {
 /// Whether the pod could run on `n` once its GPUs are free: GPUs, available, ready, big
 /// enough, and the pod's selector, required node affinity and tolerations allow it.
 fn usable_for(n: &Node, s: &PodScheduling) -> bool {
+    usable_for_but(n, s, |_| false)
+}
+
+/// [`usable_for`], with the taints `ignored` says were not there.
+fn usable_for_but(
+    n: &Node,
+    s: &PodScheduling,
+    ignored: impl Fn(&alfred_model::snapshot::Taint) -> bool,
+) -> bool {
     n.has_gpus()
         && !n.unavailable()
         && n.ready
@@ -413,7 +422,23 @@ fn usable_for(n: &Node, s: &PodScheduling) -> bool {
             .all(|(k, v)| n.labels.get(k) == Some(v))
         && required_affinity_allows(&s.affinity, n)
         && n.taints.iter().all(|t| {
-            !(t.effect == "NoSchedule" || t.effect == "NoExecute") || tolerated(&s.tolerations, t)
+            ignored(t)
+                || !(t.effect == "NoSchedule" || t.effect == "NoExecute")
+                || tolerated(&s.tolerations, t)
+        })
+}
+
+/// Whether `p` could take the node of plan `plan_id` once it is free, as a new plan's pod
+/// must: asks at most the node's GPUs, counts in `pool`, and its selector, required node
+/// affinity and tolerations allow the node, the plan's own taint aside (it goes at
+/// hand-off). The dispatcher hands a plan whose pod no longer needs the node to such a pod.
+pub fn could_take(n: &Node, p: &PendingPod, pool: &str, plan_id: &str) -> bool {
+    p.gpus_needed > 0
+        && p.gpus_needed <= n.total_gpus
+        && p.counts_in(pool)
+        && n.pool.as_deref() == Some(pool)
+        && usable_for_but(n, &p.scheduling, |t| {
+            t.key == DRAIN_TAINT_KEY && t.value == plan_id
         })
 }
 

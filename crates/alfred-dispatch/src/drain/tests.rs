@@ -407,3 +407,228 @@ fn a_day_old_ended_plan_is_dropped_even_when_nothing_else_changes() {
     assert!(plans.is_empty());
     assert_eq!(kinds(&fx), vec!["journal"]);
 }
+
+/// `prod/big` bound to n2; pods that could take n1 instead wait.
+fn overtaken(waiting: Vec<PendingPod>) -> ClusterSnapshot {
+    let mut s = cluster();
+    s.pending_pods = waiting;
+    s.pods.push(Pod {
+        namespace: "prod".into(),
+        name: "big".into(),
+        node: "n2".into(),
+        uid: "p1".into(),
+        gpus: 8,
+        ..Pod::default()
+    });
+    s
+}
+
+fn waiting(name: &str, gpus: u32, since: i64) -> PendingPod {
+    PendingPod {
+        namespace: "prod".into(),
+        name: name.into(),
+        gpus_needed: gpus,
+        pending_since: t(since),
+        uid: format!("uid-{name}"),
+        pools: PoolAttribution::Any,
+        ..PendingPod::default()
+    }
+}
+
+fn taint_config() -> Config {
+    let mut cfg = execute_config();
+    cfg.policies.defragmentation.drain_plans.protection = DrainProtection::Taint;
+    cfg
+}
+
+/// n1 under plan `p`'s taint.
+fn tainted(mut s: ClusterSnapshot, p: &PlanRecord) -> ClusterSnapshot {
+    s.nodes[0].taints.push(Taint {
+        key: DRAIN_TAINT_KEY.into(),
+        value: p.id.clone(),
+        effect: "NoSchedule".into(),
+    });
+    s
+}
+
+#[test]
+fn under_taint_a_plan_whose_pod_bound_elsewhere_goes_on_for_the_youngest_pod_that_could_take_it() {
+    let cfg = taint_config();
+    let p = plan(DrainProtectionWire::Taint);
+    let j = journal(&p, Phase::Completed);
+    // None of them tolerates the plan's taint: it does not count, it goes at hand-off.
+    let snap = tainted(
+        overtaken(vec![
+            waiting("old", 8, -50),
+            waiting("young", 8, -20),
+            // Too young (emergencyPendingAgeMinutes is 10), another size, nominated elsewhere.
+            waiting("new", 8, -5),
+            waiting("half", 4, -15),
+            PendingPod {
+                nominated_node: "n2".into(),
+                ..waiting("elsewhere", 8, -12)
+            },
+        ]),
+        &p,
+    );
+    let book = review(&snap, &cfg, &j, true);
+    let r = &book.plans[0];
+    assert!(r.active(), "{r:?}");
+    assert_eq!(
+        (r.pod.as_str(), r.pod_uid.as_str()),
+        ("prod/young", "uid-young")
+    );
+    assert_eq!(r.pending_since, t(-20));
+    assert_eq!(r.deadline, t(60), "a new deadline from now");
+    assert_eq!((r.id.as_str(), r.node.as_str()), ("dp-000000000001", "n1"));
+    // Its protection is checked as a new plan's: the taint stands, so it drains on.
+    assert_eq!(r.phase, PlanPhase::Draining);
+    assert!(book.changed && book.ended_now.is_empty());
+    let (_, fx) = book.finish(Some(&j), &[]);
+    assert_eq!(kinds(&fx), vec!["journal", "event", "other"]);
+    let Effect::RecordEvent(e) = &fx[1] else {
+        panic!("{fx:?}")
+    };
+    assert_eq!(e.reason.as_ref(), "DrainPlanHandedOver");
+    assert_eq!(
+        e.message,
+        "drain plan dp-000000000001: prod/big no longer waits (PodBoundElsewhere); \
+         going on for prod/young (8 GPUs, pending 20 min)"
+    );
+    // Without its taint, the taint is put back.
+    let book = review(&overtaken(vec![waiting("young", 8, -20)]), &cfg, &j, true);
+    assert_eq!(book.plans[0].phase, PlanPhase::Protecting);
+    let (_, fx) = book.finish(Some(&j), &[]);
+    assert_eq!(kinds(&fx), vec!["journal", "event", "other", "taint"]);
+}
+
+#[test]
+fn under_nominate_a_plan_whose_pod_bound_elsewhere_ends_even_when_another_pod_waits() {
+    let cfg = execute_config();
+    let p = plan(DrainProtectionWire::Nominate);
+    let j = journal(&p, Phase::Completed);
+    let book = review(&overtaken(vec![waiting("young", 8, -20)]), &cfg, &j, true);
+    assert_eq!(
+        ended(&book),
+        Some((PlanPhase::Abandoned, PlanEndReason::PodBoundElsewhere))
+    );
+}
+
+#[test]
+fn a_plan_ends_when_no_waiting_pod_could_take_its_node() {
+    let cfg = taint_config();
+    let p = plan(DrainProtectionWire::Taint);
+    let j = journal(&p, Phase::Completed);
+    let mut theirs = plan(DrainProtectionWire::Taint);
+    theirs.id = "dp-000000000002".into();
+    theirs.node = "n2".into();
+    theirs.pod = "prod/theirs".into();
+    let mut with_theirs = j.clone();
+    with_theirs.plans.push(theirs);
+    let foreign_taint = Taint {
+        key: "dedicated".into(),
+        value: "training".into(),
+        effect: "NoSchedule".into(),
+    };
+    // Each alone, each kept off n1 for one reason.
+    let cases: Vec<(&str, PendingPod, bool, &Journal)> = vec![
+        (
+            "a selector n1 does not match",
+            {
+                let mut q = waiting("picky", 8, -40);
+                q.scheduling
+                    .node_selector
+                    .insert("gpu".into(), "b200".into());
+                q
+            },
+            false,
+            &j,
+        ),
+        (
+            "another pool",
+            {
+                let mut q = waiting("a100", 8, -40);
+                q.pools = PoolAttribution::Pools(vec!["A100".into()]);
+                q
+            },
+            false,
+            &j,
+        ),
+        (
+            "a taint it does not tolerate",
+            waiting("intolerant", 8, -40),
+            true,
+            &j,
+        ),
+        (
+            "another plan's pod",
+            waiting("theirs", 8, -40),
+            false,
+            &with_theirs,
+        ),
+    ];
+    for (why, pod, foreign, jj) in cases {
+        let mut snap = overtaken(vec![pod.clone()]);
+        if foreign {
+            snap.nodes[0].taints.push(foreign_taint.clone());
+        }
+        let book = review(&snap, &cfg, jj, true);
+        assert_eq!(
+            ended(&book),
+            Some((PlanPhase::Abandoned, PlanEndReason::PodBoundElsewhere)),
+            "{why}"
+        );
+        // The same pod, without that reason, takes the plan over.
+        let mut fine = pod;
+        fine.scheduling.node_selector.clear();
+        fine.pools = PoolAttribution::Any;
+        fine.name = "fine".into();
+        let book = review(&overtaken(vec![fine]), &cfg, &j, true);
+        assert_eq!(book.plans[0].pod, "prod/fine", "{why}");
+    }
+    // A pod that went away is followed the same way.
+    let mut gone = cluster();
+    gone.pending_pods = vec![waiting("next", 8, -11)];
+    let book = review(&gone, &cfg, &j, true);
+    assert_eq!(book.plans[0].pod, "prod/next");
+    assert!(book.plans[0].active());
+}
+
+#[test]
+fn under_taint_a_freed_node_the_queue_gave_to_another_pod_completes_the_plan() {
+    let cfg = taint_config();
+    let mut p = plan(DrainProtectionWire::Taint);
+    p.phase = PlanPhase::Handoff;
+    let j = journal(&p, Phase::Completed);
+    let mut snap = cluster();
+    snap.nodes[0] = node("n1", 0);
+    snap.pods.push(Pod {
+        namespace: "prod".into(),
+        name: "older".into(),
+        node: "n1".into(),
+        uid: "uid-older".into(),
+        gpus: 8,
+        ..Pod::default()
+    });
+    let book = review(&snap, &cfg, &j, true);
+    assert_eq!(
+        ended(&book),
+        Some((PlanPhase::Completed, PlanEndReason::PodBound))
+    );
+    assert_eq!(book.plans[0].pod, "prod/older");
+    // Not before hand-off, nor under `nominate`, nor for a smaller pod.
+    for edit in [
+        |p: &mut PlanRecord| p.phase = PlanPhase::Draining,
+        |p: &mut PlanRecord| p.protection = DrainProtectionWire::Nominate,
+        |p: &mut PlanRecord| p.gpus = 16,
+    ] {
+        let mut q = p.clone();
+        edit(&mut q);
+        let book = review(&snap, &cfg, &journal(&q, Phase::Completed), true);
+        assert_ne!(
+            ended(&book).map(|(_, why)| why),
+            Some(PlanEndReason::PodBound),
+            "{q:?}"
+        );
+    }
+}

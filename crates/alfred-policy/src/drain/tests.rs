@@ -827,3 +827,47 @@ fn a_plan_at_hand_off_under_its_own_taint_goes_on() {
     assert_eq!(again.node, plan.node);
     assert!(again.steps.is_empty(), "{again:?}");
 }
+
+#[test]
+fn could_take_reads_size_pool_selector_and_taints_but_not_the_plans_own_taint() {
+    use alfred_model::plan::DRAIN_TAINT_KEY;
+    use alfred_model::snapshot::Taint;
+    let snap = ten_nodes().build();
+    let pod = snap.pending_pods[0].clone();
+    let mut n = snap.nodes[0].clone();
+    let plan_taint = |id: &str| Taint {
+        key: DRAIN_TAINT_KEY.into(),
+        value: id.into(),
+        effect: "NoSchedule".into(),
+    };
+    assert!(crate::drain::could_take(&n, &pod, "H100", "dp-1"));
+    assert!(
+        !crate::drain::could_take(&n, &pod, "A100", "dp-1"),
+        "another pool"
+    );
+    n.taints.push(plan_taint("dp-1"));
+    assert!(
+        crate::drain::could_take(&n, &pod, "H100", "dp-1"),
+        "its own plan's taint goes at hand-off"
+    );
+    assert!(
+        !crate::drain::could_take(&n, &pod, "H100", "dp-2"),
+        "another plan's taint keeps it off"
+    );
+    n.taints.clear();
+    let mut big = pod.clone();
+    big.gpus_needed = 16;
+    assert!(
+        !crate::drain::could_take(&n, &big, "H100", "dp-1"),
+        "too big"
+    );
+    let mut picky = pod;
+    picky
+        .scheduling
+        .node_selector
+        .insert("gpu".into(), "b200".into());
+    assert!(
+        !crate::drain::could_take(&n, &picky, "H100", "dp-1"),
+        "selector"
+    );
+}
