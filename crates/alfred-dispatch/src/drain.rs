@@ -371,25 +371,31 @@ impl PlanBook {
             .defragmentation
             .drain_plans
             .plan_deadline_minutes;
-        let r = &mut self.plans[i];
-        r.pod = next.key();
-        r.pod_uid = next.uid.clone();
-        r.pending_since = next.pending_since;
-        r.deadline = input
+        let mut handed = r.clone();
+        handed.pod = next.key();
+        handed.pod_uid = next.uid.clone();
+        handed.pending_since = next.pending_since;
+        handed.deadline = input
             .now
             .plus(Duration::from_secs(u64::from(minutes_allowed) * 60));
         // The new pod's protection is put in place as a new plan's is.
-        r.phase = PlanPhase::Protecting;
-        self.changed = true;
-        let (pool, node) = (r.pool.clone(), r.node.clone());
+        handed.phase = PlanPhase::Protecting;
+        // A plan that could not go on for the new pod either (its node or a step went
+        // wrong) ends as it was, for the pod it was made for.
+        if judge(&handed, snap, input.journal, input.now).is_some() {
+            return verdict;
+        }
         self.effects.push(node_event(
             snap,
-            &node,
+            &handed.node,
             EventReason::DrainPlanHandedOver,
             message,
         ));
-        self.effects.push(plan_counter(&pool, "handedOver", why));
-        judge(&self.plans[i], snap, input.journal, input.now)
+        self.effects
+            .push(plan_counter(&handed.pool, "handedOver", why));
+        self.plans[i] = handed;
+        self.changed = true;
+        None
     }
 
     /// Ends plan `i` with `why`: phase, time, protection removed, Event, metric.

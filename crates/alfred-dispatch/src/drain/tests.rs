@@ -632,3 +632,34 @@ fn under_taint_a_freed_node_the_queue_gave_to_another_pod_completes_the_plan() {
         );
     }
 }
+
+#[test]
+fn a_plan_that_could_not_go_on_for_the_next_pod_either_ends_for_its_own() {
+    let cfg = taint_config();
+    let p = plan(DrainProtectionWire::Taint);
+    let mut snap = overtaken(vec![waiting("young", 8, -20)]);
+    snap.nodes[0].cordoned = true;
+    let book = review(&snap, &cfg, &journal(&p, Phase::Completed), true);
+    assert_eq!(
+        ended(&book),
+        Some((PlanPhase::Abandoned, PlanEndReason::PodBoundElsewhere))
+    );
+    assert_eq!(book.plans[0].pod, "prod/big");
+    let (_, fx) = book.finish(Some(&journal(&p, Phase::Completed)), &[]);
+    assert!(
+        !kinds(&fx).contains(&"event"),
+        "no hand-over Event: {:?}",
+        kinds(&fx)
+    );
+    // A failed step too.
+    let book = review(
+        &overtaken(vec![waiting("young", 8, -20)]),
+        &cfg,
+        &journal(&p, Phase::Failed),
+        true,
+    );
+    assert_eq!(
+        ended(&book),
+        Some((PlanPhase::Abandoned, PlanEndReason::PodBoundElsewhere))
+    );
+}
