@@ -603,6 +603,9 @@ pub fn run(
     if opts.score_every_ms > 0 {
         push(&mut heap, opts.score_every_ms, Ev::Score);
     }
+    // The pool-score samples' snapshot, brought up to date at each sample rather than built
+    // afresh (most tasks are unchanged from one sample to the next).
+    let mut score_snapshot = crate::snapshot::Incremental::new();
     let mut last_progress = 0i64;
     let end = opts.horizon_ms;
     loop {
@@ -640,8 +643,8 @@ pub fn run(
                 push(&mut heap, now + opts.sample_every_ms, Ev::Sample);
             }
             Ev::Score => {
-                let snap = crate::snapshot::build(&sim, now, true);
-                let score = alfred_score::score(&snap, &alfred_model::config::Config::default());
+                let snap = score_snapshot.update(&sim, now);
+                let score = alfred_score::score(snap, &alfred_model::config::Config::default());
                 let mut scores = vec![0.0; sim.world.pools.len()];
                 for p in score.pools {
                     if let Ok(i) = sim.world.pools.binary_search(&p.pool) {
