@@ -688,6 +688,10 @@ impl Caretaker for AlfredCaretaker {
         std::mem::take(&mut self.wakes)
     }
 
+    fn snapshot(&mut self, sim: &Sim, now: i64) -> Option<&ClusterSnapshot> {
+        Some(self.snapshot.update(sim, now))
+    }
+
     fn wake(&mut self, sim: &Sim, now: i64) {
         if self.tracker.open() == 0 {
             return;

@@ -257,6 +257,13 @@ pub trait Caretaker {
     }
     /// A wake-up.
     fn wake(&mut self, _sim: &Sim, _now: i64) {}
+    /// The caretaker's own snapshot of the cluster at `now`, when it keeps one up to date
+    /// ([`crate::snapshot::Incremental`]): the pool-score samples read it rather than
+    /// bringing another copy up to date, and the pass at the same instant then finds it
+    /// current. `None` (the default): the samples keep their own.
+    fn snapshot(&mut self, _sim: &Sim, _now: i64) -> Option<&alfred_model::ClusterSnapshot> {
+        None
+    }
     /// The end of the run.
     fn finish(&mut self, _sim: &Sim, _now: i64) {}
 }
@@ -603,6 +610,9 @@ pub fn run(
     if opts.score_every_ms > 0 {
         push(&mut heap, opts.score_every_ms, Ev::Score);
     }
+    // The pool-score samples' snapshot when the caretaker keeps none, brought up to date at
+    // each sample rather than built afresh (most tasks are unchanged from one to the next).
+    let mut score_snapshot = crate::snapshot::Incremental::new();
     let mut last_progress = 0i64;
     let end = opts.horizon_ms;
     loop {
@@ -640,8 +650,11 @@ pub fn run(
                 push(&mut heap, now + opts.sample_every_ms, Ev::Sample);
             }
             Ev::Score => {
-                let snap = crate::snapshot::build(&sim, now, true);
-                let score = alfred_score::score(&snap, &alfred_model::config::Config::default());
+                let snap = match caretaker.snapshot(&sim, now) {
+                    Some(snap) => snap,
+                    None => score_snapshot.update(&sim, now),
+                };
+                let score = alfred_score::score(snap, &alfred_model::config::Config::default());
                 let mut scores = vec![0.0; sim.world.pools.len()];
                 for p in score.pools {
                     if let Ok(i) = sim.world.pools.binary_search(&p.pool) {

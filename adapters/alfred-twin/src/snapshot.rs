@@ -403,13 +403,12 @@ fn add_migrations(
     owner: &OwnerRef,
     pods: &mut Vec<String>,
 ) -> (MigrationState, bool) {
-    let horizon_keep = 120 * MINUTE;
     let t = &sim.tasks[ti];
     let mut migration = MigrationState::default();
     let mut migrating = false;
     for &m in &t.migrations {
         let mig = &sim.migrations[m];
-        if mig.ended.is_some_and(|e| now - e > horizon_keep) {
+        if !shown(mig, now) {
             continue;
         }
         let terminal = matches!(mig.phase, MigPhase::Completed | MigPhase::Failed);
@@ -489,8 +488,25 @@ fn add_migrations(
     (migration, migrating)
 }
 
+/// How long the InferenceService of a task keeps the rows of a migration after it ended.
+const MIGRATION_ROWS_KEPT: i64 = 120 * MINUTE;
+
+/// Whether the task's entries show migration `mig` at `now`: an unfinished one, or one that
+/// ended at most [`MIGRATION_ROWS_KEPT`] ago.
+fn shown(mig: &crate::engine::Migration, now: i64) -> bool {
+    mig.ended.is_none_or(|e| now - e <= MIGRATION_ROWS_KEPT)
+}
+
+/// Whether task `t`'s entries show any of its migrations at `now`. A migration changes only
+/// while it is shown (it is shown until it ends, and when it ends), and once hidden it stays
+/// hidden; so a task whose entries showed none at the last build, and which started none
+/// since, has entries that do not depend on its migrations.
+fn shows_migrations(sim: &Sim, t: &Task, now: i64) -> bool {
+    t.migrations.iter().any(|&m| shown(&sim.migrations[m], now))
+}
+
 /// What [`add_task`] reads of a task that can change while it lives, besides its
-/// migrations (a task with any is rebuilt on every pass: its rows age out after two hours).
+/// migrations (see [`Tracked`]).
 type Fingerprint = (
     TaskState,
     Option<usize>,
@@ -515,15 +531,42 @@ fn fingerprint(t: &Task) -> Fingerprint {
 
 /// The snapshot of [`build`] (`workloads = true`) kept from pass to pass and brought up to
 /// date by rebuilding only the entries of tasks that changed: new tasks, tasks whose
-/// [`Fingerprint`] changed, tasks that left, tasks with migrations; the nodes' GPU counts
+/// [`Fingerprint`] changed, tasks that left, tasks that started a migration or whose entries
+/// showed one (see [`Tracked`]); the nodes' GPU counts
 /// and cordons are updated in place. The result equals [`build`]'s at the same instant
 /// (debug builds check it on every update), and it stays normalized, so the policies read
 /// it without copying it.
+/// A task with entries in an [`Incremental`] snapshot, as it was when they were built.
+#[derive(Debug)]
+struct Tracked {
+    /// The task's index.
+    task: usize,
+    fingerprint: Fingerprint,
+    /// Its migrations then (a new one changes its entries).
+    migrations: usize,
+    /// Whether its entries showed any of them ([`shows_migrations`]): such entries change
+    /// as the migrations do and when their rows age out, so they are rebuilt on every
+    /// update until they show none.
+    shows_migrations: bool,
+}
+
+impl Tracked {
+    fn of(sim: &Sim, task: usize, now: i64) -> Tracked {
+        let t = &sim.tasks[task];
+        Tracked {
+            task,
+            fingerprint: fingerprint(t),
+            migrations: t.migrations.len(),
+            shows_migrations: shows_migrations(sim, t, now),
+        }
+    }
+}
+
 #[derive(Debug, Default)]
 pub struct Incremental {
     snap: Option<ClusterSnapshot>,
-    /// Tasks with entries in the snapshot, ascending, with their fingerprint.
-    tracked: Vec<(usize, Fingerprint)>,
+    /// Tasks with entries in the snapshot, ascending.
+    tracked: Vec<Tracked>,
     /// `sim.tasks[..seen]` have been looked at.
     seen: usize,
     /// Position in `snap.nodes` of each twin node.
@@ -557,7 +600,7 @@ impl Incremental {
             .iter()
             .enumerate()
             .filter(|(_, t)| t.state != TaskState::Gone)
-            .map(|(i, t)| (i, fingerprint(t)))
+            .map(|(i, _)| Tracked::of(sim, i, now))
             .collect();
         self.seen = sim.tasks.len();
         self.node_pos = sim
@@ -589,22 +632,24 @@ impl Incremental {
         }
         // Dirty tasks: (index, still live).
         let mut dirty: Vec<usize> = Vec::new();
-        self.tracked.retain_mut(|(i, fp)| {
-            let t = &sim.tasks[*i];
+        self.tracked.retain_mut(|tr| {
+            let t = &sim.tasks[tr.task];
             if t.state == TaskState::Gone {
-                dirty.push(*i);
+                dirty.push(tr.task);
                 return false;
             }
-            let now_fp = fingerprint(t);
-            if now_fp != *fp || !t.migrations.is_empty() {
-                *fp = now_fp;
-                dirty.push(*i);
+            if tr.shows_migrations
+                || tr.migrations != t.migrations.len()
+                || tr.fingerprint != fingerprint(t)
+            {
+                *tr = Tracked::of(sim, tr.task, now);
+                dirty.push(tr.task);
             }
             true
         });
         for (i, t) in sim.tasks.iter().enumerate().skip(self.seen) {
             if t.state != TaskState::Gone {
-                self.tracked.push((i, fingerprint(t)));
+                self.tracked.push(Tracked::of(sim, i, now));
                 dirty.push(i);
             }
         }
