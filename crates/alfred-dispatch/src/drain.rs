@@ -580,18 +580,23 @@ impl PlanBook {
     }
 }
 
-/// Under `taint`, the bound pod of at least the plan's GPUs on the node of a plan that was at
-/// hand-off (its taint lifted): the pod the scheduler gave the freed node to.
+/// Under `taint`, the pod the scheduler gave the freed node of a plan at hand-off (its taint
+/// lifted) to: the node's room for the plan is gone, and a pod of at least the plan's GPUs
+/// that was not running there when the plan started is bound to it (a pod that stays on a
+/// larger node through the plan is not the one seated).
 fn seated_at_handoff<'s>(
     r: &PlanRecord,
     snap: &'s ClusterSnapshot,
 ) -> Option<&'s alfred_model::snapshot::Pod> {
-    if r.phase != PlanPhase::Handoff {
+    if r.phase != PlanPhase::Handoff || snap.node(&r.node).is_none_or(|n| n.free_gpus >= r.gpus) {
         return None;
     }
-    snap.pods
-        .iter()
-        .find(|p| p.node == r.node && p.gpus >= r.gpus && !p.terminating)
+    snap.pods.iter().find(|p| {
+        p.node == r.node
+            && p.gpus >= r.gpus
+            && !p.terminating
+            && p.started_at.is_none_or(|t| t >= r.started_at)
+    })
 }
 
 /// The waiting pod plan `r` goes on for when its own no longer waits: asking the plan's

@@ -616,6 +616,21 @@ fn under_taint_a_freed_node_the_queue_gave_to_another_pod_completes_the_plan() {
         Some((PlanPhase::Completed, PlanEndReason::PodBound))
     );
     assert_eq!(book.plans[0].pod, "prod/older");
+    // Not a pod that ran there before the plan started (a larger node's resident), nor while
+    // the node still has the plan's room.
+    let mut resident = snap.clone();
+    resident.pods[0].started_at = Some(t(-60));
+    let book = review(&resident, &cfg, &j, true);
+    assert_ne!(
+        ended(&book).map(|(_, why)| why),
+        Some(PlanEndReason::PodBound)
+    );
+    let mut roomy = snap.clone();
+    roomy.nodes[0] = node("n1", 8);
+    roomy.nodes[0].total_gpus = 16;
+    let book = review(&roomy, &cfg, &j, true);
+    assert_eq!(book.plans[0].phase, PlanPhase::Handoff);
+    assert!(book.plans[0].active());
     // Not before hand-off, nor under `nominate`, nor for a smaller pod.
     for edit in [
         |p: &mut PlanRecord| p.phase = PlanPhase::Draining,
