@@ -240,10 +240,7 @@ impl PlanTally {
             "DrainPlanCompleted" => self.completed += 1,
             "DrainPlanHandedOver" => {
                 self.handed_over += 1;
-                // The pod the plan now serves is named after "going on for".
-                if let Some(t) = message
-                    .split_once("going on for ")
-                    .and_then(|(_, rest)| plan_pod_task(sim, rest))
+                if let Some(t) = handed_over_to(message).and_then(|rest| plan_pod_task(sim, rest))
                     && !self.tasks.contains(&t)
                 {
                     self.tasks.push(t);
@@ -302,6 +299,12 @@ impl PlanTally {
             },
         })
     }
+}
+
+/// The part of a `DrainPlanHandedOver` message that names the pod the plan now serves (the
+/// first pod the message names is the one it served before).
+fn handed_over_to(message: &str) -> Option<&str> {
+    message.split_once("going on for ").map(|(_, rest)| rest)
 }
 
 /// The task of the twin pod a message names (`twin/t<id>-engine-<incarnation>…`).
@@ -720,5 +723,20 @@ impl Caretaker for AlfredCaretaker {
         self.log.extend(lines.iter().map(Value::to_string));
         let tracker = &self.tracker;
         self.pod_tasks.retain(|pod, _| tracker.follows_pod(pod));
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::handed_over_to;
+
+    #[test]
+    fn a_hand_over_message_names_the_new_pod_after_the_old_one() {
+        // The core's wording (alfred-dispatch's drain tests pin it).
+        let m = "drain plan dp-000000000001: twin/t12-engine-0 no longer waits (PodBoundElsewhere); \
+                 going on for twin/t34-engine-1 (8 GPUs, pending 20 min)";
+        let rest = handed_over_to(m).unwrap();
+        assert!(rest.starts_with("twin/t34-engine-1 "), "{rest}");
+        assert_eq!(handed_over_to("drain plan dp-1: completed"), None);
     }
 }

@@ -435,6 +435,14 @@ fn waiting(name: &str, gpus: u32, since: i64) -> PendingPod {
     }
 }
 
+/// How a plan whose pod was seated elsewhere ends when no other pod takes it over.
+const OVERTAKEN: (PlanPhase, PlanEndReason) =
+    (PlanPhase::Abandoned, PlanEndReason::PodBoundElsewhere);
+
+fn assert_overtaken(book: &PlanBook) {
+    assert_eq!(ended(book), Some(OVERTAKEN), "{:?}", book.plans);
+}
+
 fn taint_config() -> Config {
     let mut cfg = execute_config();
     cfg.policies.defragmentation.drain_plans.protection = DrainProtection::Taint;
@@ -508,10 +516,7 @@ fn under_nominate_a_plan_whose_pod_bound_elsewhere_ends_even_when_another_pod_wa
     let p = plan(DrainProtectionWire::Nominate);
     let j = journal(&p, Phase::Completed);
     let book = review(&overtaken(vec![waiting("young", 8, -20)]), &cfg, &j, true);
-    assert_eq!(
-        ended(&book),
-        Some((PlanPhase::Abandoned, PlanEndReason::PodBoundElsewhere))
-    );
+    assert_overtaken(&book);
 }
 
 #[test]
@@ -573,11 +578,7 @@ fn a_plan_ends_when_no_waiting_pod_could_take_its_node() {
             snap.nodes[0].taints.push(foreign_taint.clone());
         }
         let book = review(&snap, &cfg, jj, true);
-        assert_eq!(
-            ended(&book),
-            Some((PlanPhase::Abandoned, PlanEndReason::PodBoundElsewhere)),
-            "{why}"
-        );
+        assert_eq!(ended(&book), Some(OVERTAKEN), "{why}");
         // The same pod, without that reason, takes the plan over.
         let mut fine = pod;
         fine.scheduling.node_selector.clear();
@@ -655,10 +656,7 @@ fn a_plan_that_could_not_go_on_for_the_next_pod_either_ends_for_its_own() {
     let mut snap = overtaken(vec![waiting("young", 8, -20)]);
     snap.nodes[0].cordoned = true;
     let book = review(&snap, &cfg, &journal(&p, Phase::Completed), true);
-    assert_eq!(
-        ended(&book),
-        Some((PlanPhase::Abandoned, PlanEndReason::PodBoundElsewhere))
-    );
+    assert_overtaken(&book);
     assert_eq!(book.plans[0].pod, "prod/big");
     let (_, fx) = book.finish(Some(&journal(&p, Phase::Completed)), &[]);
     assert!(
@@ -673,8 +671,5 @@ fn a_plan_that_could_not_go_on_for_the_next_pod_either_ends_for_its_own() {
         &journal(&p, Phase::Failed),
         true,
     );
-    assert_eq!(
-        ended(&book),
-        Some((PlanPhase::Abandoned, PlanEndReason::PodBoundElsewhere))
-    );
+    assert_overtaken(&book);
 }
