@@ -14,7 +14,9 @@ use alfred_dispatch::{
     RequestPayload, SimulationOutcome, Simulator, Stages,
 };
 use alfred_model::ClusterSnapshot;
-use alfred_model::config::{Config, MigrationApiVersion, Mode, RuntimeOptions, SchedulingProfile};
+use alfred_model::config::{
+    Config, MigrationApiVersion, Mode, RuntimeOptions, SchedulingProfile, Telemetry,
+};
 use alfred_model::effect::Effect;
 use alfred_model::reason::SchedulingReason;
 use serde_json::Value;
@@ -489,6 +491,9 @@ impl AlfredCaretaker {
             migration_service_account: SERVICE_ACCOUNT.into(),
             simulation_configured: true,
             helper_threads: true,
+            // The twin applies no metric and no InferenceService Event: building them would
+            // be most of a pass's effects for nothing (the decisions are the same).
+            telemetry: Telemetry::DecisionsOnly,
             ..RuntimeOptions::default()
         };
         let mut rng = Rng::new(seed ^ 0xA1F4_ED00);

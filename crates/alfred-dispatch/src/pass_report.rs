@@ -5,7 +5,7 @@
 
 use std::collections::BTreeMap;
 
-use alfred_model::config::{Config, RuntimeOptions};
+use alfred_model::config::{Config, RuntimeOptions, Telemetry};
 use alfred_model::effect::{Effect, MetricChange, MetricUpdate};
 use alfred_model::metric::MetricId;
 use alfred_model::plan::PlanView;
@@ -15,7 +15,7 @@ use alfred_policy::NodeMarker;
 
 use crate::dispatch::Decision;
 use crate::pass::Contingency;
-use crate::report::{self, Submissions};
+use crate::report::{self, RowsAs, Submissions};
 use crate::stages::PoolGauge;
 
 /// What the report reads besides the rows.
@@ -116,16 +116,21 @@ impl Tail<'_> {
     ) -> LastCycle {
         let r = self.r;
         let cfg = r.config;
-        fx.reserve(decisions.len() * 3 + r.snapshot.nodes.len() * 4 + self.node_fx.len() + 64);
-        fx.push(gauge(
-            MetricId::CircuitBreakerState,
-            if r.breaker_open { 1.0 } else { 0.0 },
-        ));
-        let dispatcher = r.runtime.executor_available();
-        fx.push(gauge(
-            MetricId::OmenativeUnavailable,
-            if dispatcher { 0.0 } else { 1.0 },
-        ));
+        let telemetry = r.runtime.telemetry;
+        let full = telemetry == Telemetry::Full;
+        if full {
+            let node_fx = self.node_fx.len();
+            fx.reserve(decisions.len() * 3 + r.snapshot.nodes.len() * 4 + node_fx + 64);
+            fx.push(gauge(
+                MetricId::CircuitBreakerState,
+                if r.breaker_open { 1.0 } else { 0.0 },
+            ));
+            let dispatcher = r.runtime.executor_available();
+            fx.push(gauge(
+                MetricId::OmenativeUnavailable,
+                if dispatcher { 0.0 } else { 1.0 },
+            ));
+        }
         // The recommendations ConfigMap goes before the rows' effects: its slot is taken now
         // and filled once the record is made (inserting it then would move every effect
         // after it, thousands a pass).
@@ -138,7 +143,11 @@ impl Tail<'_> {
         } else {
             usize::MAX
         };
-        let rows = report::rows_into_halves_as(decisions, submissions, cfg.mode, fx, split_min);
+        let how = RowsAs {
+            submissions,
+            telemetry,
+        };
+        let rows = report::rows_into_halves_as(decisions, how, cfg.mode, fx, split_min);
         let mut record = LastCycle::new(r.now, report::record_mode(cfg.mode), rows);
         record.plans = r.plan_views.clone();
         if cfg.recommendations_config_map_enabled {
@@ -150,8 +159,12 @@ impl Tail<'_> {
                 self.deleted.to_vec(),
             );
         }
-        fx.extend(self.node_fx.iter().cloned());
-        report::cluster_gauges_into(r.snapshot, r.pools, fx);
+        // The Node events (kept without telemetry) and the signal counters (not).
+        let node_fx = self.node_fx.iter();
+        fx.extend(node_fx.filter(|e| full || !e.is_telemetry()).cloned());
+        if full {
+            report::cluster_gauges_into(r.snapshot, r.pools, fx);
+        }
         record
     }
 }

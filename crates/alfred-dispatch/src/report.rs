@@ -4,7 +4,7 @@
 use std::collections::{BTreeMap, BTreeSet};
 use std::fmt::Write as _;
 
-use alfred_model::config::Mode as ConfigMode;
+use alfred_model::config::{Mode as ConfigMode, Telemetry};
 use alfred_model::effect::{Effect, Event, MetricChange, MetricUpdate, ObjectRef, Text};
 use alfred_model::event::EventReason;
 use alfred_model::metric::MetricId;
@@ -237,7 +237,8 @@ pub fn rows_into_halves(
     fx: &mut Vec<Effect>,
     split_min: usize,
 ) -> Vec<Row> {
-    rows_into_halves_as(decisions, Submissions::AsDecided, mode, fx, split_min)
+    let as_decided = RowsAs::decided(Telemetry::Full);
+    rows_into_halves_as(decisions, as_decided, mode, fx, split_min)
 }
 
 /// How the rows read a verdict whose dispatch reason is `RequestSubmitted`.
@@ -252,26 +253,66 @@ pub(crate) enum Submissions {
     JournalUncertain,
 }
 
-/// [`rows_into_halves`], the verdicts read as `submissions` says.
+/// Where the telemetry of rows goes (`RuntimeOptions::telemetry`): a pass without telemetry
+/// does not build it, which is the point (the messages and labels of thousands of rows).
+struct Telemetered<'f> {
+    fx: Option<&'f mut Vec<Effect>>,
+}
+
+impl<'f> Telemetered<'f> {
+    fn new(telemetry: Telemetry, fx: &'f mut Vec<Effect>) -> Telemetered<'f> {
+        Telemetered {
+            fx: (telemetry == Telemetry::Full).then_some(fx),
+        }
+    }
+
+    /// Adds the effect `make` builds, when the pass reports telemetry.
+    fn push(&mut self, make: impl FnOnce() -> Effect) {
+        if let Some(fx) = self.fx.as_deref_mut() {
+            fx.push(make());
+        }
+    }
+}
+
+/// How a pass's report makes its rows: the verdicts read as `submissions` says, the
+/// telemetry built or not.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct RowsAs {
+    pub(crate) submissions: Submissions,
+    pub(crate) telemetry: Telemetry,
+}
+
+impl RowsAs {
+    /// The verdicts as decided.
+    pub(crate) fn decided(telemetry: Telemetry) -> RowsAs {
+        RowsAs {
+            submissions: Submissions::AsDecided,
+            telemetry,
+        }
+    }
+}
+
+/// [`rows_into_halves`], made as `how` says.
 pub(crate) fn rows_into_halves_as(
     decisions: &[Decision],
-    submissions: Submissions,
+    how: RowsAs,
     mode: ConfigMode,
     fx: &mut Vec<Effect>,
     split_min: usize,
 ) -> Vec<Row> {
     if decisions.len() < split_min.max(2) {
-        return rows_into_as(decisions, submissions, mode, fx, decisions.len());
+        return rows_into_as(decisions, how, mode, fx, decisions.len());
     }
     let (first, second) = decisions.split_at(decisions.len() / 2);
     let (mut rows, (second_rows, second_fx)) = std::thread::scope(|scope| {
         let second = scope.spawn(move || {
-            let mut fx = Vec::with_capacity(second.len() * 3);
-            let rows = rows_into_as(second, submissions, mode, &mut fx, second.len());
+            let per_row = if how.telemetry == Telemetry::Full { 3 } else { 0 };
+            let mut fx = Vec::with_capacity(second.len() * per_row);
+            let rows = rows_into_as(second, how, mode, &mut fx, second.len());
             (rows, fx)
         });
         // The first half's rows with room for the second's, which are appended to them.
-        let rows = rows_into_as(first, submissions, mode, fx, decisions.len());
+        let rows = rows_into_as(first, how, mode, fx, decisions.len());
         let second = second
             .join()
             .unwrap_or_else(|panic| std::panic::resume_unwind(panic));
@@ -284,19 +325,22 @@ pub(crate) fn rows_into_halves_as(
 
 /// [`rows`], appending the events and metrics to `fx`.
 pub fn rows_into(decisions: &[Decision], mode: ConfigMode, fx: &mut Vec<Effect>) -> Vec<Row> {
-    rows_into_as(decisions, Submissions::AsDecided, mode, fx, decisions.len())
+    let as_decided = RowsAs::decided(Telemetry::Full);
+    rows_into_as(decisions, as_decided, mode, fx, decisions.len())
 }
 
-/// [`rows_into`], the verdicts read as `submissions` says, the rows in a vector with room
-/// for `capacity` of them.
+/// [`rows_into`], made as `how` says, the rows in a vector with room for `capacity` of them.
 fn rows_into_as(
     decisions: &[Decision],
-    submissions: Submissions,
+    how: RowsAs,
     mode: ConfigMode,
     fx: &mut Vec<Effect>,
     capacity: usize,
 ) -> Vec<Row> {
     let mut out = Vec::with_capacity(capacity.max(decisions.len()));
+    let submissions = how.submissions;
+    // Every effect a row makes is telemetry: built only when the pass reports it.
+    let mut fx = Telemetered::new(how.telemetry, fx);
     for (c, v) in decisions {
         let uncertain;
         let v = match v {
@@ -314,16 +358,18 @@ fn rows_into_as(
         };
         let comp = c.component.as_str();
         let exec = if c.executable { "true" } else { "false" };
-        fx.push(counter(
-            MetricId::RecommendationsProduced,
-            vec![
-                fixed("policy", c.policy.as_str()),
-                copied("workload", &c.workload),
-                fixed("component", comp),
-                fixed("reason", c.reason.as_str()),
-                fixed("executable", exec),
-            ],
-        ));
+        fx.push(|| {
+            counter(
+                MetricId::RecommendationsProduced,
+                vec![
+                    fixed("policy", c.policy.as_str()),
+                    copied("workload", &c.workload),
+                    fixed("component", comp),
+                    fixed("reason", c.reason.as_str()),
+                    fixed("executable", exec),
+                ],
+            )
+        });
         let accepted = || {
             counter(
                 MetricId::RecommendationsAccepted,
@@ -352,23 +398,29 @@ fn rows_into_as(
                     DispatchStatus::Failed => EventReason::MigrationFailed,
                     DispatchStatus::Stalled => EventReason::MigrationStalled,
                 };
-                fx.push(event(
-                    isvc_ref(&c.workload),
-                    reason,
-                    dispatch_message(c, v, status),
-                ));
+                fx.push(|| {
+                    event(
+                        isvc_ref(&c.workload),
+                        reason,
+                        dispatch_message(c, v, status),
+                    )
+                });
                 if matches!(status, DispatchStatus::Submitted | DispatchStatus::Withheld) {
-                    fx.push(accepted());
+                    fx.push(accepted);
                     if v.cooldown_overridden {
-                        fx.push(counter(
-                            MetricId::CooldownOverrides,
-                            vec![fixed("policy", c.policy.as_str())],
-                        ));
-                        fx.push(event(
-                            isvc_ref(&c.workload),
-                            EventReason::CooldownOverriddenForEvacuation,
-                            cooldown_override_message(c),
-                        ));
+                        fx.push(|| {
+                            counter(
+                                MetricId::CooldownOverrides,
+                                vec![fixed("policy", c.policy.as_str())],
+                            )
+                        });
+                        fx.push(|| {
+                            event(
+                                isvc_ref(&c.workload),
+                                EventReason::CooldownOverriddenForEvacuation,
+                                cooldown_override_message(c),
+                            )
+                        });
                     }
                 }
                 out.push(r);
@@ -386,15 +438,17 @@ fn rows_into_as(
                     EventReason::EvacuationRecommendationProduced
                 };
                 if c.advisory_reason == Some(AdvisoryReason::LWSMigrationUnsupported) {
-                    fx.push(counter(
-                        MetricId::LwsRecommendations,
-                        vec![
-                            copied("isvc", &c.workload),
-                            fixed("action", "MigrateToOMENative"),
-                        ],
-                    ));
+                    fx.push(|| {
+                        counter(
+                            MetricId::LwsRecommendations,
+                            vec![
+                                copied("isvc", &c.workload),
+                                fixed("action", "MigrateToOMENative"),
+                            ],
+                        )
+                    });
                 }
-                fx.push(event(isvc_ref(&c.workload), reason, advisory_message(c)));
+                fx.push(|| event(isvc_ref(&c.workload), reason, advisory_message(c)));
                 out.push(r);
             }
             None => {} // executable without a decision: dropped (the adapter logs it).
@@ -402,32 +456,38 @@ fn rows_into_as(
                 let mut r = base_row(c, Outcome::Withheld);
                 r.target = v.target.clone();
                 r.cooldown_overridden = v.cooldown_overridden;
-                fx.push(event(
-                    isvc_ref(&c.workload),
-                    EventReason::RecommendationWithheld,
-                    withheld_message(c, v, mode == ConfigMode::RecommendOnly),
-                ));
-                fx.push(accepted());
+                fx.push(|| {
+                    event(
+                        isvc_ref(&c.workload),
+                        EventReason::RecommendationWithheld,
+                        withheld_message(c, v, mode == ConfigMode::RecommendOnly),
+                    )
+                });
+                fx.push(accepted);
                 out.push(r);
             }
             Some(v) => {
                 let mut r = base_row(c, Outcome::Rejected);
                 r.reject_reason = v.reject_reason;
                 let reason = v.reject_reason.map(|x| x.as_str()).unwrap_or("");
-                fx.push(counter(
-                    MetricId::RecommendationsRejected,
-                    vec![
-                        fixed("policy", c.policy.as_str()),
-                        copied("workload", &c.workload),
-                        fixed("component", comp),
-                        fixed("reason", reason),
-                    ],
-                ));
-                fx.push(event(
-                    isvc_ref(&c.workload),
-                    EventReason::RecommendationRejected,
-                    rejected_message(c, v),
-                ));
+                fx.push(|| {
+                    counter(
+                        MetricId::RecommendationsRejected,
+                        vec![
+                            fixed("policy", c.policy.as_str()),
+                            copied("workload", &c.workload),
+                            fixed("component", comp),
+                            fixed("reason", reason),
+                        ],
+                    )
+                });
+                fx.push(|| {
+                    event(
+                        isvc_ref(&c.workload),
+                        EventReason::RecommendationRejected,
+                        rejected_message(c, v),
+                    )
+                });
                 out.push(r);
             }
         }

@@ -15,7 +15,7 @@ use std::collections::BTreeMap;
 use std::ops::Deref;
 use std::sync::Arc;
 
-use alfred_model::config::{Config, Mode, RuntimeOptions};
+use alfred_model::config::{Config, Mode, RuntimeOptions, Telemetry};
 use alfred_model::effect::{Effect, ObjectRef};
 use alfred_model::event::EventReason;
 use alfred_model::record::{Candidate, NodeRecord, Verdict};
@@ -566,6 +566,10 @@ impl<'a> PassRun<'a> {
             j.plans = plans_now;
         }
         effects.extend(plan_effects);
+        if input.runtime.telemetry == Telemetry::DecisionsOnly {
+            // The few metric updates of the dispatch and the plans (the report builds none).
+            effects.retain(|e| !e.is_telemetry());
+        }
         let reported = report_pass(
             &PassReport {
                 snapshot: snap,

@@ -36,7 +36,9 @@ pub use model::{
     TaintTrigger, TimeOfDay, TriggerRule, Weekday, defaults,
 };
 pub use names::{is_dns1123_subdomain, is_label_value, is_qualified_name};
-pub use runtime::{MigrationApiVersion, RuntimeFlags, RuntimeOptions, RuntimeOptionsError};
+pub use runtime::{
+    MigrationApiVersion, RuntimeFlags, RuntimeOptions, RuntimeOptionsError, Telemetry,
+};
 
 #[cfg(test)]
 mod tests;

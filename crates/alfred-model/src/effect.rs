@@ -190,6 +190,17 @@ impl Effect {
         !matches!(self, Effect::Metric(_))
     }
 
+    /// Whether the effect is telemetry, which a pass with
+    /// [`Telemetry::DecisionsOnly`](crate::config::Telemetry::DecisionsOnly) does not build: a
+    /// metric update, or an Event about an InferenceService (a recommendation row's).
+    pub fn is_telemetry(&self) -> bool {
+        match self {
+            Effect::Metric(_) => true,
+            Effect::RecordEvent(e) => e.regarding.kind == "InferenceService",
+            _ => false,
+        }
+    }
+
     /// Whether the effect is one of the dispatcher's writes (the journal or the migration
     /// request): a driver stops applying at the first of them that fails, since the next
     /// pass must learn from the cluster what landed.
@@ -224,5 +235,36 @@ mod tests {
         assert!(!m.is_write());
         let back: Effect = serde_json::from_str(&serde_json::to_string(&m).unwrap()).unwrap();
         assert_eq!(back, m);
+    }
+
+    #[test]
+    fn telemetry_is_the_metrics_and_the_inferenceservice_events() {
+        let about = |kind: &'static str| {
+            Effect::RecordEvent(Event {
+                regarding: ObjectRef {
+                    api_version: "v1".into(),
+                    kind: kind.into(),
+                    namespace: String::new(),
+                    name: "x".into(),
+                    uid: String::new(),
+                },
+                event_type: EventType::Normal,
+                reason: "R".into(),
+                message: String::new(),
+            })
+        };
+        let metric = Effect::Metric(MetricUpdate {
+            name: "x".into(),
+            labels: vec![],
+            change: MetricChange::Set(1.0),
+        });
+        assert!(metric.is_telemetry());
+        assert!(about("InferenceService").is_telemetry());
+        assert!(!about("Node").is_telemetry());
+        assert!(!about("ConfigMap").is_telemetry());
+        let journal = Effect::WriteJournal {
+            state_json: "{}".into(),
+        };
+        assert!(!journal.is_telemetry());
     }
 }
