@@ -306,7 +306,11 @@ pub(crate) fn rows_into_halves_as(
     let (first, second) = decisions.split_at(decisions.len() / 2);
     let (mut rows, (second_rows, second_fx)) = std::thread::scope(|scope| {
         let second = scope.spawn(move || {
-            let per_row = if how.telemetry == Telemetry::Full { 3 } else { 0 };
+            let per_row = if how.telemetry == Telemetry::Full {
+                3
+            } else {
+                0
+            };
             let mut fx = Vec::with_capacity(second.len() * per_row);
             let rows = rows_into_as(second, how, mode, &mut fx, second.len());
             (rows, fx)
@@ -425,32 +429,7 @@ fn rows_into_as(
                 }
                 out.push(r);
             }
-            _ if !c.executable => {
-                let mut r = base_row(c, Outcome::Advisory);
-                r.advisory_reason = c.advisory_reason;
-                let reason = if c.advisory_reason
-                    == Some(AdvisoryReason::RawDeploymentMigrationUnsupported)
-                {
-                    EventReason::RawDeploymentMigrationUnsupported
-                } else if c.policy == Policy::Defragmentation {
-                    EventReason::FragmentationRecommendationProduced
-                } else {
-                    EventReason::EvacuationRecommendationProduced
-                };
-                if c.advisory_reason == Some(AdvisoryReason::LWSMigrationUnsupported) {
-                    fx.push(|| {
-                        counter(
-                            MetricId::LwsRecommendations,
-                            vec![
-                                copied("isvc", &c.workload),
-                                fixed("action", "MigrateToOMENative"),
-                            ],
-                        )
-                    });
-                }
-                fx.push(|| event(isvc_ref(&c.workload), reason, advisory_message(c)));
-                out.push(r);
-            }
+            _ if !c.executable => out.push(advice_row(c, &mut fx)),
             None => {} // executable without a decision: dropped (the adapter logs it).
             Some(v) if v.admitted => {
                 let mut r = base_row(c, Outcome::Withheld);
@@ -493,6 +472,32 @@ fn rows_into_as(
         }
     }
     out
+}
+
+/// An advice row, with its Event (and, for an LWS component, its counter).
+fn advice_row(c: &Candidate, fx: &mut Telemetered<'_>) -> Row {
+    let mut r = base_row(c, Outcome::Advisory);
+    r.advisory_reason = c.advisory_reason;
+    let reason = if c.advisory_reason == Some(AdvisoryReason::RawDeploymentMigrationUnsupported) {
+        EventReason::RawDeploymentMigrationUnsupported
+    } else if c.policy == Policy::Defragmentation {
+        EventReason::FragmentationRecommendationProduced
+    } else {
+        EventReason::EvacuationRecommendationProduced
+    };
+    if c.advisory_reason == Some(AdvisoryReason::LWSMigrationUnsupported) {
+        fx.push(|| {
+            counter(
+                MetricId::LwsRecommendations,
+                vec![
+                    copied("isvc", &c.workload),
+                    fixed("action", "MigrateToOMENative"),
+                ],
+            )
+        });
+    }
+    fx.push(|| event(isvc_ref(&c.workload), reason, advisory_message(c)));
+    r
 }
 
 /// The ConfigMap key of a node's record (docs/design-pass.md#the-record).
