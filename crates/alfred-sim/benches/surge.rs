@@ -261,6 +261,29 @@ fn bench(c: &mut Criterion) {
             })
         },
     );
+    // What `alfred-simulator` does with a request: the one-pass decoder, which types the
+    // cluster objects while reading them.
+    g.bench_function(
+        "8 moves, wire one pass: decode + validate + simulate (5000 nodes)",
+        |b| {
+            b.iter(|| {
+                for (m, r) in moves.iter().zip(&requests) {
+                    let (req, objects) =
+                        alfred_sim::wire::decode_request_cluster(r).expect("decode");
+                    black_box(
+                        alfred_sim::wire::evaluate_with_cluster(
+                            &profiles[m.profile],
+                            &identities[m.profile],
+                            &req,
+                            &objects,
+                            &mut || false,
+                        )
+                        .expect("evaluate"),
+                    );
+                }
+            })
+        },
+    );
     g.bench_function("8 moves, prepared cluster (5000 nodes)", |b| {
         b.iter(|| {
             for m in &moves {

@@ -1,8 +1,10 @@
 //! The request/result wire protocol, schema `v1` (docs/design-simulation.md#request-and-result),
 //! and its evaluation.
 
+use std::borrow::Cow;
 use std::collections::{BTreeMap, BTreeSet};
 
+use serde::de::{self, Deserializer, MapAccess, SeqAccess, Visitor};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use thiserror::Error;
@@ -141,24 +143,122 @@ pub fn decode_request(bytes: &[u8]) -> Result<SimulationRequest, RequestError> {
 /// Decodes `bytes`, naming the field path of a schema error; messages are clipped so an echoed
 /// value cannot make a long line.
 fn decode_json<T: serde::de::DeserializeOwned>(bytes: &[u8]) -> Result<T, RequestError> {
-    let mut de = serde_json::Deserializer::from_slice(bytes);
-    let decoded: T = serde_path_to_error::deserialize(&mut de).map_err(|e| {
-        let path = e.path().to_string();
-        let inner = e.into_inner();
-        let text = clip_message(&inner.to_string());
-        RequestError::Decode(match inner.classify() {
-            serde_json::error::Category::Data if path != "." => format!("{path}: {text}"),
-            serde_json::error::Category::Data => text,
-            _ => format!("is not valid JSON: {text}"),
-        })
+    // JSON text is UTF-8. serde_json checks the strings it decodes but not the ones it skips,
+    // so the one-pass decoder, which skips the fields it does not type, would accept bytes the
+    // plain decoder refuses: the whole request is checked first, for both.
+    let text = std::str::from_utf8(bytes).map_err(|e| {
+        RequestError::Decode(format!(
+            "is not valid JSON: invalid UTF-8 at byte {}",
+            e.valid_up_to()
+        ))
     })?;
-    de.end().map_err(|e| {
+    // A member name twice in one object: the typed decoders refuse it where they type the
+    // object and a `Value` would keep the last one, so both decoders refuse it everywhere
+    // (alfred never writes one).
+    let mut names = serde_json::Deserializer::from_str(text);
+    serde_path_to_error::deserialize::<_, UniqueNames>(&mut names).map_err(decode_error)?;
+    let mut reader = serde_json::Deserializer::from_str(text);
+    let decoded: T = serde_path_to_error::deserialize(&mut reader).map_err(decode_error)?;
+    reader.end().map_err(|e| {
         RequestError::Decode(format!(
             "is not valid JSON: {}",
             clip_message(&e.to_string())
         ))
     })?;
     Ok(decoded)
+}
+
+/// A decoding error as a [`RequestError`], naming the field path of a schema error.
+fn decode_error(e: serde_path_to_error::Error<serde_json::Error>) -> RequestError {
+    let path = e.path().to_string();
+    let inner = e.into_inner();
+    let text = clip_message(&inner.to_string());
+    RequestError::Decode(match inner.classify() {
+        serde_json::error::Category::Data if path != "." => format!("{path}: {text}"),
+        serde_json::error::Category::Data => text,
+        _ => format!("is not valid JSON: {text}"),
+    })
+}
+
+/// Any JSON value, read without keeping it, refusing a member name repeated in one object.
+struct UniqueNames;
+
+impl<'de> Deserialize<'de> for UniqueNames {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        d.deserialize_any(UniqueNamesVisitor)
+    }
+}
+
+struct UniqueNamesVisitor;
+
+impl<'de> Visitor<'de> for UniqueNamesVisitor {
+    type Value = UniqueNames;
+
+    fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("a JSON value")
+    }
+    fn visit_bool<E>(self, _: bool) -> Result<UniqueNames, E> {
+        Ok(UniqueNames)
+    }
+    fn visit_i64<E>(self, _: i64) -> Result<UniqueNames, E> {
+        Ok(UniqueNames)
+    }
+    fn visit_u64<E>(self, _: u64) -> Result<UniqueNames, E> {
+        Ok(UniqueNames)
+    }
+    fn visit_f64<E>(self, _: f64) -> Result<UniqueNames, E> {
+        Ok(UniqueNames)
+    }
+    fn visit_str<E>(self, _: &str) -> Result<UniqueNames, E> {
+        Ok(UniqueNames)
+    }
+    fn visit_unit<E>(self) -> Result<UniqueNames, E> {
+        Ok(UniqueNames)
+    }
+    fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<UniqueNames, A::Error> {
+        while seq.next_element::<UniqueNames>()?.is_some() {}
+        Ok(UniqueNames)
+    }
+    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<UniqueNames, A::Error> {
+        // Most objects have a few members (label and annotation maps may have many): the
+        // first ones are scanned, the rest kept in a set.
+        let mut first: Vec<Cow<'de, str>> = Vec::new();
+        let mut rest: BTreeSet<Cow<'de, str>> = BTreeSet::new();
+        while let Some(MemberName(name)) = map.next_key()? {
+            if first.contains(&name) || rest.contains(&name) {
+                return Err(de::Error::custom(format!("duplicate field `{name}`")));
+            }
+            map.next_value::<UniqueNames>()?;
+            if first.len() < 16 {
+                first.push(name);
+            } else {
+                rest.insert(name);
+            }
+        }
+        Ok(UniqueNames)
+    }
+}
+
+/// A member name, borrowed from the input when it has no escapes.
+struct MemberName<'de>(Cow<'de, str>);
+
+impl<'de> Deserialize<'de> for MemberName<'de> {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct NameVisitor;
+        impl<'de> Visitor<'de> for NameVisitor {
+            type Value = MemberName<'de>;
+            fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+                f.write_str("a member name")
+            }
+            fn visit_borrowed_str<E>(self, v: &'de str) -> Result<MemberName<'de>, E> {
+                Ok(MemberName(Cow::Borrowed(v)))
+            }
+            fn visit_str<E>(self, v: &str) -> Result<MemberName<'de>, E> {
+                Ok(MemberName(Cow::Owned(v.to_owned())))
+            }
+        }
+        d.deserialize_str(NameVisitor)
+    }
 }
 
 /// At most ~170 characters: the start and the end of a message (the end says what was expected).

@@ -383,3 +383,52 @@ fn a_long_unknown_field_makes_one_short_line() {
         e.chars().count()
     );
 }
+
+/// A fuzz finding: bytes that are not UTF-8 inside a string the one-pass decoder skips (a
+/// node condition's status) were refused by the plain decoder and accepted by the one-pass
+/// one. Both refuse them now, with the same short message.
+#[test]
+fn both_decoders_refuse_bytes_that_are_not_utf8_even_in_skipped_fields() {
+    let p = Profile::default_scheduler();
+    let mut v = request(&p);
+    v["clusterObjects"][0]["status"]["conditions"] =
+        json!([{"type": "Ready", "status": "TrMARKue"}]);
+    let text = v.to_string();
+    let at = text.find("MARK").expect("the marker is in the request");
+    let mut bytes = text.into_bytes();
+    bytes.splice(at..at + 4, [0xff; 4]);
+    let plain = decode_request(&bytes).unwrap_err();
+    let one_pass = alfred_sim::wire::decode_request_cluster(&bytes).unwrap_err();
+    let expected = format!("request is not valid JSON: invalid UTF-8 at byte {at}");
+    assert_eq!(plain.to_string(), expected);
+    assert_eq!(one_pass.to_string(), expected);
+    assert!(eval(&p, &v).is_ok(), "the same request in UTF-8 is valid");
+}
+
+/// A fuzz finding: a member name twice in one cluster object was kept (the last one) by the
+/// plain decoder, which reads cluster objects as JSON values, and refused by the one-pass
+/// decoder, which types them. Both refuse it now, wherever it is, naming the object.
+#[test]
+fn both_decoders_refuse_a_member_name_twice_in_one_object() {
+    let p = Profile::default_scheduler();
+    let v = request(&p);
+    let text = v.to_string();
+    // The first cluster object's `"kind":` written twice.
+    let objects = text.find("\"clusterObjects\":[").expect("cluster objects");
+    let at = objects + text[objects..].find("\"kind\":").expect("a kind");
+    let twice = format!("{}\"kind\":\"Node\",{}", &text[..at], &text[at..]);
+    for e in [
+        decode_request(twice.as_bytes()).unwrap_err(),
+        alfred_sim::wire::decode_request_cluster(twice.as_bytes()).unwrap_err(),
+    ] {
+        let e = e.to_string();
+        assert!(e.contains("duplicate field `kind`"), "{e}");
+        assert!(e.contains("clusterObjects[0]"), "{e}");
+    }
+    // In a label map, which the one-pass decoder reads as a map.
+    let labels = objects + text[objects..].find("\"labels\":{").expect("labels");
+    let at = labels + "\"labels\":{".len();
+    let twice = format!("{}\"a\":\"1\",\"a\":\"2\",{}", &text[..at], &text[at..]);
+    assert!(decode_request(twice.as_bytes()).is_err());
+    assert!(alfred_sim::wire::decode_request_cluster(twice.as_bytes()).is_err());
+}
