@@ -100,8 +100,11 @@ fn prefix16(s: &str) -> u128 {
     u128::from_be_bytes(a)
 }
 
+/// A normalized snapshot's node names, pod names, and runs of pods of one namespace.
+type Indexes = (NameIndex, NameIndex, Vec<(usize, usize)>);
+
 /// The lookup indexes of a normalized, deduplicated snapshot.
-fn indexes(snap: &ClusterSnapshot) -> (NameIndex, NameIndex, Vec<(usize, usize)>) {
+fn indexes(snap: &ClusterSnapshot) -> Indexes {
     let mut runs: Vec<(usize, usize)> = Vec::new();
     for (i, p) in snap.pods.iter().enumerate() {
         match runs.last_mut() {
@@ -137,18 +140,70 @@ impl<'a> Ctx<'a> {
         // not copied: the copy below would equal it. Decisions are made at `now`; the
         // snapshot keeps its own `observed_at`, the time the node markers carry.
         if is_normalized(snapshot) {
-            let (node_names, pod_names, pod_namespaces) = indexes(snapshot);
-            return Ctx {
-                snap: Cow::Borrowed(snapshot),
-                cfg,
-                now,
-                targets: RefCell::default(),
-                node_names,
-                pod_names,
-                pod_namespaces,
-                shared: None,
-            };
+            let indexes = indexes(snapshot);
+            return Ctx::borrowing(snapshot, cfg, now, indexes);
         }
+        Ctx::normalized_copy(snapshot, cfg, now)
+    }
+
+    /// [`Ctx::new`] and `other` at once: another thread runs `other` and then checks the
+    /// second half of the workloads' order while this one checks the rest and builds the
+    /// lookup indexes. On a large cluster the check is a few hundred thousand string
+    /// comparisons, and `other` (the pass's analysis) is shorter than the check.
+    pub(crate) fn new_beside<T: Send>(
+        snapshot: &'a ClusterSnapshot,
+        cfg: &'a PolicySettings,
+        now: Timestamp,
+        other: impl FnOnce() -> T + Send,
+    ) -> (Self, T) {
+        let half = snapshot.workloads.len() / 2;
+        let (mine, theirs, indexes, other) = std::thread::scope(|scope| {
+            let helper = scope.spawn(|| {
+                let other = other();
+                let theirs = snapshot.workloads[half..].iter().all(workload_normalized);
+                (other, theirs)
+            });
+            let mine = lists_normalized(snapshot)
+                && snapshot.workloads[..half].iter().all(workload_normalized);
+            // Built ahead of the other half's answer: the indexes of a normalized snapshot.
+            let indexes = mine.then(|| indexes(snapshot));
+            let (other, theirs) = helper
+                .join()
+                .unwrap_or_else(|panic| std::panic::resume_unwind(panic));
+            (mine, theirs, indexes, other)
+        });
+        let ctx = match indexes {
+            Some(indexes) if mine && theirs => Ctx::borrowing(snapshot, cfg, now, indexes),
+            _ => Ctx::normalized_copy(snapshot, cfg, now),
+        };
+        (ctx, other)
+    }
+
+    /// The context of a snapshot that is already normalized.
+    fn borrowing(
+        snapshot: &'a ClusterSnapshot,
+        cfg: &'a PolicySettings,
+        now: Timestamp,
+        (node_names, pod_names, pod_namespaces): Indexes,
+    ) -> Self {
+        Ctx {
+            snap: Cow::Borrowed(snapshot),
+            cfg,
+            now,
+            targets: RefCell::default(),
+            node_names,
+            pod_names,
+            pod_namespaces,
+            shared: None,
+        }
+    }
+
+    /// The context of a normalized, deduplicated copy of `snapshot`.
+    fn normalized_copy(
+        snapshot: &ClusterSnapshot,
+        cfg: &'a PolicySettings,
+        now: Timestamp,
+    ) -> Self {
         let mut snap = snapshot.clone();
         snap.normalize();
         // Duplicate names (which an API server cannot produce) would make lookups
@@ -474,16 +529,25 @@ impl<'a> Ctx<'a> {
 /// list changes nothing) and the lists [`Ctx::new`] deduplicates free of duplicates
 /// (strictly increasing). O(size of the snapshot), no allocation.
 pub(crate) fn is_normalized(snap: &ClusterSnapshot) -> bool {
+    lists_normalized(snap) && snap.workloads.iter().all(workload_normalized)
+}
+
+/// Every neighbour pair in order (`Less`; or `Equal` too when not `strict`).
+fn ordered<T>(v: &[T], cmp: impl Fn(&T, &T) -> std::cmp::Ordering, strict: bool) -> bool {
     use std::cmp::Ordering;
-    /// Every neighbour pair in order (`Less`; or `Equal` too when not `strict`).
-    fn ordered<T>(v: &[T], cmp: impl Fn(&T, &T) -> Ordering, strict: bool) -> bool {
-        v.windows(2).all(|w| match cmp(&w[0], &w[1]) {
-            Ordering::Less => true,
-            Ordering::Equal => !strict,
-            Ordering::Greater => false,
-        })
-    }
-    let by_name = |a: (&String, &String), b: (&String, &String)| a.cmp(&b);
+    v.windows(2).all(|w| match cmp(&w[0], &w[1]) {
+        Ordering::Less => true,
+        Ordering::Equal => !strict,
+        Ordering::Greater => false,
+    })
+}
+
+fn by_name(a: (&String, &String), b: (&String, &String)) -> std::cmp::Ordering {
+    a.cmp(&b)
+}
+
+/// [`is_normalized`] of the snapshot's own lists, not of what each workload holds.
+fn lists_normalized(snap: &ClusterSnapshot) -> bool {
     ordered(&snap.nodes, |a, b| a.name.cmp(&b.name), true)
         && ordered(
             &snap.pods,
@@ -506,20 +570,22 @@ pub(crate) fn is_normalized(snap: &ClusterSnapshot) -> bool {
             false,
         )
         && snap.problems.is_sorted()
-        && snap.workloads.iter().all(|w| {
-            ordered(&w.components, |a, b| a.kind.cmp(&b.kind), true)
-                && w.components.iter().all(|c| {
-                    ordered(&c.instances, |a, b| a.index.cmp(&b.index), true)
-                        && c.pods.is_sorted()
-                        && c.instances.iter().all(|i| i.pods.is_sorted())
-                })
-                && ordered(&w.migration.requests, |a, b| a.uuid.cmp(&b.uuid), false)
-                && w.migration.malformed_requests.is_sorted()
-                && ordered(
-                    &w.migration.records,
-                    |a, b| by_name((&a.uuid, &a.component), (&b.uuid, &b.component)),
-                    false,
-                )
-                && ordered(&w.migration.active, |a, b| a.uuid.cmp(&b.uuid), false)
+}
+
+/// [`is_normalized`] of what one workload holds.
+fn workload_normalized(w: &Workload) -> bool {
+    ordered(&w.components, |a, b| a.kind.cmp(&b.kind), true)
+        && w.components.iter().all(|c| {
+            ordered(&c.instances, |a, b| a.index.cmp(&b.index), true)
+                && c.pods.is_sorted()
+                && c.instances.iter().all(|i| i.pods.is_sorted())
         })
+        && ordered(&w.migration.requests, |a, b| a.uuid.cmp(&b.uuid), false)
+        && w.migration.malformed_requests.is_sorted()
+        && ordered(
+            &w.migration.records,
+            |a, b| by_name((&a.uuid, &a.component), (&b.uuid, &b.component)),
+            false,
+        )
+        && ordered(&w.migration.active, |a, b| a.uuid.cmp(&b.uuid), false)
 }

@@ -68,29 +68,48 @@ pub fn pool_scores(
 }
 
 /// The walk on `analysis` (alfred-score's analysis of the context's snapshot at its `now`:
-/// the caller makes it once for this policy and the drain-plan search), in two halves on
-/// two threads when the settings allow a helper thread.
+/// the caller makes it once for this policy and the drain-plan search), on two threads when
+/// the settings allow a helper thread ([`run_beside`]).
 pub(crate) fn run(ctx: &Ctx<'_>, analysis: &Analysis<'_>) -> Vec<Candidate> {
+    run_beside(ctx, analysis, || ()).0
+}
+
+/// [`run`] and `beside` (work that reads the same context, such as the drain-plan search)
+/// at once: with a helper thread allowed and a snapshot of at least [`SPLIT_MIN_COMPONENTS`]
+/// components, the helper thread builds the walk and starts on its chunks while this thread
+/// runs `beside`, then takes the chunks left ([`crate::walk_chunks`]). The rows are the one-thread
+/// walk's, in the same order, whichever thread walked which chunk.
+pub(crate) fn run_beside<T>(
+    ctx: &Ctx<'_>,
+    analysis: &Analysis<'_>,
+    beside: impl FnOnce() -> T,
+) -> (Vec<Candidate>, T) {
     let split_min = if ctx.cfg.helper_threads {
-        SPLIT_MIN_VISITS
+        SPLIT_MIN_COMPONENTS
     } else {
         usize::MAX
     };
-    run_split_on(ctx, analysis, split_min)
+    run_split_on(ctx, analysis, split_min, CHUNK_VISITS, beside)
 }
 
-/// The fewest component visits (summed over the pools the walk visits) for which
-/// [`run_split`] hands the second half of the walk to another thread: below it the thread
-/// costs more than it saves (a 1,213-node cluster with ~10,000 Instances makes ~20,000).
-const SPLIT_MIN_VISITS: usize = 4096;
+/// The fewest components in the snapshot for which [`run_beside`] shares the walk with
+/// another thread (a component is visited once per pool it may make a row in). A visit
+/// costs about 1.5 µs on the trace cluster and starting a scoped thread some tens of µs,
+/// so every walk of that cluster (3,000 to 4,500 visits a pass) is shared.
+const SPLIT_MIN_COMPONENTS: usize = 512;
 
-/// [`run`], the walk's visits split in two halves walked at once, the second on another
-/// thread, when there are at least `split_min_visits` of them. Each half appends its rows
-/// in visit order and the second half's follow the first's, so the rows (and the sort
-/// after) are exactly the one-thread walk's. The other thread gets its own [`Ctx`] (same
-/// snapshot, settings and lookups; its own cache of target lists, which only saves work).
+/// The visits in one chunk of a shared walk: small enough that the two threads end within
+/// a fraction of a millisecond of each other, large enough that taking a chunk costs
+/// nothing next to walking it.
+const CHUNK_VISITS: usize = 128;
+
+/// [`run`] with the given split bound and chunk size (the tests use every split point).
 #[cfg(test)]
-pub(crate) fn run_split(ctx: &Ctx<'_>, split_min_visits: usize) -> Vec<Candidate> {
+pub(crate) fn run_split(
+    ctx: &Ctx<'_>,
+    split_min_components: usize,
+    chunk: usize,
+) -> Vec<Candidate> {
     let own;
     let analysis = match ctx.shared {
         Some(a) => a,
@@ -99,20 +118,27 @@ pub(crate) fn run_split(ctx: &Ctx<'_>, split_min_visits: usize) -> Vec<Candidate
             &own
         }
     };
-    run_split_on(ctx, analysis, split_min_visits)
+    run_split_on(ctx, analysis, split_min_components, chunk, || ()).0
 }
 
-/// [`run_split`] on the caller's analysis.
-fn run_split_on(ctx: &Ctx<'_>, analysis: &Analysis<'_>, split_min_visits: usize) -> Vec<Candidate> {
+/// The pools the walk visits (in pool-key order, with whether their rows may execute),
+/// the walk, and `beside`, walked on one thread or shared in chunks of `chunk` visits.
+fn run_split_on<T>(
+    ctx: &Ctx<'_>,
+    analysis: &Analysis<'_>,
+    split_min_components: usize,
+    chunk: usize,
+    beside: impl FnOnce() -> T,
+) -> (Vec<Candidate>, T) {
     if !ctx.cfg.defragmentation_enabled {
-        return Vec::new();
+        return (Vec::new(), beside());
     }
     // The snapshot's index (cached in it; the analysis above built it): the Instances' pods
     // and nodes resolved, in walk order.
     let idx = ctx.snap.index();
     // The pools the walk visits, in pool-key order, with whether their rows may execute.
     let pools = ctx.snap.pools();
-    let visited: Vec<(usize, &PoolAnalysis<'_>, bool)> = pools
+    let visited: Vec<Visited<'_, '_>> = pools
         .iter()
         .enumerate()
         .filter_map(|(pid, pool)| {
@@ -124,112 +150,157 @@ fn run_split_on(ctx: &Ctx<'_>, analysis: &Analysis<'_>, split_min_visits: usize)
             }
         })
         .collect();
+    if visited.is_empty() {
+        return (Vec::new(), beside());
+    }
     // Rows outside the maintenance windows may only be emergencies
-    // (docs/design-policies.md#maintenance-windows); then the sort.
+    // (docs/design-policies.md#maintenance-windows).
     let window_open = ctx.cfg.window_open(ctx.now);
-    let finish = |mut rows: Vec<Candidate>| {
-        if !window_open {
-            rows.retain(|r| !r.executable || r.emergency);
-        }
-        sort_rows(&mut rows);
-        rows
-    };
-    let mut out = Vec::new();
-    if !visited.is_empty() {
-        // Per workload, per component: the component's index flags and, per Instance, its
-        // pool ([`Ctx::instance_pool`]) and its index entry; and per pool, the components
-        // that can make a row in it.
-        let walk = Walk::new(ctx, &idx, &pools);
-        let total: usize = visited
-            .iter()
-            .map(|(pid, _, _)| walk.visits[*pid].len())
-            .sum();
-        if total >= split_min_visits.max(2) {
-            let half = total / 2;
-            let seed = ctx.seed();
-            let (first, second) = std::thread::scope(|scope| {
-                let (walk, idx, visited, finish) = (&walk, &*idx, &visited, &finish);
-                let second = scope.spawn(move || {
-                    let ctx = seed.grow();
-                    finish(walk_visits(&ctx, idx, visited, walk, half, total))
-                });
-                let first = finish(walk_visits(ctx, idx, visited, walk, 0, half));
-                let second = second
-                    .join()
-                    .unwrap_or_else(|panic| std::panic::resume_unwind(panic));
-                (first, second)
-            });
-            // Each half filtered and sorted on its thread: a stable merge of the two (ties
-            // to the first half) is the stable sort of the filtered concatenation.
-            return merge_rows(first, second);
-        }
-        out = walk_visits(ctx, &idx, &visited, &walk, 0, total);
-    }
-    finish(out)
-}
-
-/// The stable merge of two lists sorted by [`sort_rows`]: of two rows in the same place of
-/// the order, `first`'s comes first.
-fn merge_rows(first: Vec<Candidate>, second: Vec<Candidate>) -> Vec<Candidate> {
-    let mut out = Vec::with_capacity(first.len() + second.len());
-    let mut first = first.into_iter().peekable();
-    let mut second = second.into_iter().peekable();
-    while let (Some(a), Some(b)) = (first.peek(), second.peek()) {
-        let next = if row_order(b, a) == Ordering::Less {
-            second.next()
-        } else {
-            first.next()
+    // Shared when the snapshot has enough components for the walk to be long (the visits
+    // are counted only once the walk is built, which the helper thread does).
+    if idx.component_flags.len() >= split_min_components.max(1) {
+        let parts = WalkParts {
+            idx: &idx,
+            visited: &visited,
+            pools: &pools,
+            window_open,
         };
-        out.extend(next);
+        return crate::walk_chunks::shared(ctx, &parts, chunk, beside);
     }
-    out.extend(first);
-    out.extend(second);
-    out
+    let walk = Walk::new(ctx, &idx, &pools);
+    let lane = WalkLane {
+        parts: &WalkParts {
+            idx: &idx,
+            visited: &visited,
+            pools: &pools,
+            window_open,
+        },
+        walk: &walk,
+    };
+    let total = lane.visits();
+    let mut rows = Vec::with_capacity(lane.rows_bound(0, total));
+    lane.walk_visits(
+        ctx,
+        0,
+        total,
+        &mut PoolPricers::new(visited.len()),
+        &mut rows,
+    );
+    lane.keep_in_window(&mut rows, &mut Vec::<()>::new());
+    sort_rows_with(&mut rows, &mut Vec::<()>::new());
+    (rows, beside())
 }
 
-/// The rows of visits `[from, to)` of the walk, counted across the visited pools in order
-/// (each pool's visits in walk order), in that order.
-fn walk_visits(
-    ctx: &Ctx<'_>,
-    idx: &SnapshotIndex,
-    visited: &[(usize, &PoolAnalysis<'_>, bool)],
-    walk: &Walk,
-    from: usize,
-    to: usize,
-) -> Vec<Candidate> {
-    // At most one row per Instance of a visited component (one per component for the
-    // whole-component rows): reserved up front, so the rows (a few hundred bytes each) are
-    // not moved again by the vector's doubling.
-    let mut out = Vec::with_capacity(walk.rows_bound(visited, from, to));
-    // Visits before this pool's.
-    let mut base = 0;
-    for &(pid, eval, exec) in visited {
-        let visits = &walk.visits[pid];
-        let (lo, hi) = (
-            from.max(base) - base,
-            to.min(base + visits.len()).saturating_sub(base),
-        );
-        base += visits.len();
-        if lo >= hi {
-            continue;
-        }
-        let pricer = Pricer::new(ctx, eval);
-        for &(wi, ci) in &visits[lo..hi] {
-            let w = &ctx.snap.workloads[wi];
-            component(
-                ctx,
-                idx,
-                eval,
-                &pricer,
-                (pid, exec),
-                w,
-                &w.components[ci],
-                &walk.component(wi, ci),
-                &mut out,
+/// A pool the walk visits: its position in `ClusterSnapshot::pools`, its analysis, and
+/// whether its rows may execute.
+pub(crate) type Visited<'v, 'a> = (usize, &'v PoolAnalysis<'a>, bool);
+
+/// What the walk reads besides the [`Walk`] itself.
+pub(crate) struct WalkParts<'l, 'v, 'a> {
+    idx: &'l SnapshotIndex,
+    visited: &'l [Visited<'v, 'a>],
+    pools: &'l [String],
+    window_open: bool,
+}
+
+impl WalkParts<'_, '_, '_> {
+    /// The walk of these pools (per workload, per component: the component's index flags
+    /// and, per Instance, its pool ([`Ctx::instance_pool`]) and its index entry; and per
+    /// pool, the components that can make a row in it).
+    pub(crate) fn walk(&self, ctx: &Ctx<'_>) -> Walk {
+        Walk::new(ctx, self.idx, self.pools)
+    }
+}
+
+/// What a thread walking some of the visits reads: shared by both threads of a shared walk.
+pub(crate) struct WalkLane<'l, 'v, 'a> {
+    pub(crate) parts: &'l WalkParts<'l, 'v, 'a>,
+    pub(crate) walk: &'l Walk,
+}
+
+/// Each visited pool's [`Pricer`] (by position in the visited list), built when a thread's
+/// walk first reaches the pool.
+pub(crate) struct PoolPricers<'s>(Vec<Option<Pricer<'s>>>);
+
+impl PoolPricers<'_> {
+    pub(crate) fn new(pools: usize) -> Self {
+        PoolPricers((0..pools).map(|_| None).collect())
+    }
+}
+
+impl WalkLane<'_, '_, '_> {
+    /// How many pools the walk visits.
+    pub(crate) fn pools_visited(&self) -> usize {
+        self.parts.visited.len()
+    }
+
+    /// The visits of the walk, summed over the visited pools.
+    pub(crate) fn visits(&self) -> usize {
+        self.parts
+            .visited
+            .iter()
+            .map(|(pid, _, _)| self.walk.visits[*pid].len())
+            .sum()
+    }
+
+    /// The most rows visits `[from, to)` can make.
+    pub(crate) fn rows_bound(&self, from: usize, to: usize) -> usize {
+        self.walk.rows_bound(self.parts.visited, from, to)
+    }
+
+    /// Appends the rows of visits `[from, to)` of the walk, counted across the visited
+    /// pools in order (each pool's visits in walk order), in that order.
+    pub(crate) fn walk_visits<'c>(
+        &self,
+        ctx: &'c Ctx<'_>,
+        from: usize,
+        to: usize,
+        pricers: &mut PoolPricers<'c>,
+        out: &mut Vec<Candidate>,
+    ) {
+        // Visits before this pool's.
+        let mut base = 0;
+        for (k, &(pid, eval, exec)) in self.parts.visited.iter().enumerate() {
+            let visits = &self.walk.visits[pid];
+            let (lo, hi) = (
+                from.max(base) - base,
+                to.min(base + visits.len()).saturating_sub(base),
             );
+            base += visits.len();
+            if lo >= hi {
+                continue;
+            }
+            let pricer = pricers.0[k].get_or_insert_with(|| Pricer::new(ctx, eval));
+            for &(wi, ci) in &visits[lo..hi] {
+                let w = &ctx.snap.workloads[wi];
+                component(
+                    ctx,
+                    self.parts.idx,
+                    eval,
+                    pricer,
+                    (pid, exec),
+                    w,
+                    &w.components[ci],
+                    &self.walk.component(wi, ci),
+                    out,
+                );
+            }
         }
     }
-    out
+
+    /// Outside the maintenance windows, drops the rows that are executable and not
+    /// emergencies, and the entries of `companion` (empty, or one per row) beside them.
+    pub(crate) fn keep_in_window<S>(&self, rows: &mut Vec<Candidate>, companion: &mut Vec<S>) {
+        if self.parts.window_open {
+            return;
+        }
+        let keep = |r: &Candidate| !r.executable || r.emergency;
+        if !companion.is_empty() {
+            let mut flags = rows.iter().map(keep);
+            companion.retain(|_| flags.next().unwrap_or(true));
+        }
+        rows.retain(keep);
+    }
 }
 
 /// The final sort of docs/design-policies.md#defragmentation-pass, completed with the remaining row
@@ -239,7 +310,13 @@ fn walk_visits(
 /// positions (each compared first by a copy of its score and footprint, then by the rows'
 /// other fields), then moves every row once into its place. A stable sort of the positions
 /// by the rows' order is the very permutation a stable sort of the rows makes.
+#[cfg(test)]
 pub(crate) fn sort_rows(rows: &mut Vec<Candidate>) {
+    sort_rows_with(rows, &mut Vec::<()>::new());
+}
+
+/// [`sort_rows`], with `companion` (empty, or one entry per row) put in the rows' new order.
+pub(crate) fn sort_rows_with<S>(rows: &mut Vec<Candidate>, companion: &mut Vec<S>) {
     let keys: Vec<(f64, u32)> = rows.iter().map(|r| (r.score, r.footprint_gpus)).collect();
     let mut order: Vec<usize> = (0..rows.len()).collect();
     order.sort_by(|&a, &b| {
@@ -253,6 +330,10 @@ pub(crate) fn sort_rows(rows: &mut Vec<Candidate>) {
     }
     let mut slots: Vec<Option<Candidate>> = rows.drain(..).map(Some).collect();
     rows.extend(order.iter().filter_map(|&i| slots[i].take()));
+    if !companion.is_empty() {
+        let mut slots: Vec<Option<S>> = companion.drain(..).map(Some).collect();
+        companion.extend(order.iter().filter_map(|&i| slots[i].take()));
+    }
 }
 
 /// [`sort_rows`]'s order in full.
@@ -299,7 +380,7 @@ struct ComponentWalk<'w> {
 /// The defragmentation walk's view of the snapshot, built once per pass (flat: one list of
 /// components and one of Instances for the whole snapshot, not two allocations per
 /// workload).
-struct Walk {
+pub(crate) struct Walk {
     /// Per workload: the position in `components` of its first component.
     workload_starts: Vec<usize>,
     /// Per component, in walk order: its index flags and its Instances' range in

@@ -78,6 +78,7 @@ pub mod nodehealth;
 mod rows;
 pub mod settings;
 mod surge;
+mod walk_chunks;
 #[cfg(test)]
 use alfred_testkit as testkit;
 
@@ -142,9 +143,11 @@ pub fn propose_with_plans(
 /// on the same snapshot, and one analysis was ~10% of a pass.
 ///
 /// On a large snapshot (at least [`CONCURRENT_MIN_PODS`] bound pods), when
-/// `settings.helper_threads` allows it, the analysis runs on another thread while this one
-/// builds the policies' context (checks the snapshot's order, indexes its names); the two
-/// read the snapshot only, so the result is the same.
+/// `settings.helper_threads` allows it, the analysis, then half of the check of the
+/// snapshot's order, run on another thread while this one checks the rest and indexes the
+/// names; the two read the snapshot only, so the result is the same. With a helper thread
+/// the defragmentation walk is shared too, beside the drain-plan search
+/// (`walk_chunks`).
 pub fn analyze_and_propose<'s>(
     snapshot: &'s ClusterSnapshot,
     scoring: &ScoreSettings,
@@ -188,14 +191,10 @@ fn analyze_and_propose_at_once<'s>(
 ) -> (Analysis<'s>, Proposal) {
     let cfg = settings.sanitized();
     let (analysis, mut ctx) = if concurrent {
-        std::thread::scope(|scope| {
-            let analysis = scope.spawn(|| alfred_score::analyze(snapshot, scoring));
-            let ctx = context::Ctx::new(snapshot, &cfg, now);
-            let analysis = analysis
-                .join()
-                .unwrap_or_else(|panic| std::panic::resume_unwind(panic));
-            (analysis, ctx)
-        })
+        let (ctx, analysis) = context::Ctx::new_beside(snapshot, &cfg, now, || {
+            alfred_score::analyze(snapshot, scoring)
+        });
+        (analysis, ctx)
     } else {
         (
             alfred_score::analyze(snapshot, scoring),
@@ -226,10 +225,17 @@ fn propose_in(ctx: &context::Ctx<'_>, plans: &[PlanRecord]) -> Proposal {
         }
         None => None,
     };
-    let mut defrag = analysis.map_or_else(Vec::new, |a| defragmentation::run(ctx, a));
-    let drain = match analysis {
-        Some(a) if ctx.cfg.drain_plans_enabled => drain::run(ctx, a, plans),
-        _ => DrainProposal::default(),
+    // The drain-plan search reads the walk's context and analysis, not its rows: it runs
+    // while a helper thread starts on the walk.
+    let (mut defrag, drain) = match analysis {
+        Some(a) => defragmentation::run_beside(ctx, a, || {
+            if ctx.cfg.drain_plans_enabled {
+                drain::run(ctx, a, plans)
+            } else {
+                DrainProposal::default()
+            }
+        }),
+        None => (Vec::new(), DrainProposal::default()),
     };
     // A plan's rows take the place of its Instances' own defragmentation rows (one row per
     // Instance), ahead of the other moves.

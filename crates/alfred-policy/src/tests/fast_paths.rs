@@ -188,6 +188,33 @@ proptest! {
         prop_assert!(crate::context::is_normalized(&normalized));
         prop_assert!(matches!(borrowed.snap, std::borrow::Cow::Borrowed(_)));
         prop_assert_eq!(&*owned.snap, &*borrowed.snap);
+        // The check split with another thread's work decides as the whole check: on the raw
+        // snapshot, the normalized one, and one whose last workload alone is out of order
+        // (the half the other thread checks).
+        let mut late = normalized.clone();
+        let disordered = late.workloads.iter_mut().rev().take(1).any(|w| {
+            w.components.iter_mut().any(|c| {
+                c.instances.iter_mut().any(|i| {
+                    let sorted = i.pods.clone();
+                    i.pods.reverse();
+                    i.pods != sorted
+                })
+            })
+        });
+        for x in [&snap, &normalized, &late] {
+            let plain = Ctx::new(x, &cfg, snap.observed_at);
+            let (beside, other) = Ctx::new_beside(x, &cfg, snap.observed_at, || 7);
+            prop_assert_eq!(other, 7);
+            prop_assert_eq!(
+                matches!(beside.snap, std::borrow::Cow::Borrowed(_)),
+                matches!(plain.snap, std::borrow::Cow::Borrowed(_))
+            );
+            prop_assert_eq!(&*beside.snap, &*plain.snap);
+        }
+        if disordered {
+            let (beside, _) = Ctx::new_beside(&late, &cfg, snap.observed_at, || ());
+            prop_assert!(matches!(beside.snap, std::borrow::Cow::Owned(_)));
+        }
         prop_assert_eq!(
             crate::defragmentation::evaluate_with(&snap, &s, snap.observed_at),
             crate::defragmentation::evaluate_with(&normalized, &s, snap.observed_at)
@@ -390,16 +417,18 @@ proptest! {
 proptest! {
     #![proptest_config(ProptestConfig { cases: 256, ..ProptestConfig::default() })]
 
-    /// The walk split in two halves, the second on another thread, makes the one-thread
-    /// walk's rows in the same order (every split point, as small clusters have few visits).
+    /// The walk shared in chunks with another thread makes the one-thread walk's rows in
+    /// the same order (chunks of one visit up to one chunk for the whole walk).
     #[test]
     fn split_walk_equals_the_one_thread_walk(c in case()) {
         let (snap, s) = build(&c);
         let cfg = s.sanitized();
         let ctx = Ctx::new(&snap, &cfg, snap.observed_at);
-        let one = crate::defragmentation::run_split(&ctx, usize::MAX);
-        let split = crate::defragmentation::run_split(&ctx, 0);
-        prop_assert_eq!(format!("{split:?}"), format!("{one:?}"));
+        let one = crate::defragmentation::run_split(&ctx, usize::MAX, 1);
+        for chunk in [1, 2, 3, 128] {
+            let split = crate::defragmentation::run_split(&ctx, 0, chunk);
+            prop_assert_eq!(format!("{split:?}"), format!("{one:?}"), "chunks of {} visits", chunk);
+        }
     }
 }
 
