@@ -824,24 +824,36 @@ fn splice<T>(
         }
         return from;
     }
-    let old = std::mem::take(v);
-    let mut out = Vec::with_capacity(old.len() + fresh.len());
-    let mut from = Vec::with_capacity(old.len() + fresh.len());
+    // The merge: the kept elements between two changes are moved as one run.
+    let n = v.len();
+    let mut out = Vec::with_capacity(n + fresh.len());
+    let mut from: Vec<u32> = Vec::with_capacity(n + fresh.len());
+    let mut old = std::mem::take(v).into_iter();
     let mut fresh = fresh.into_iter().zip(at).peekable();
-    for (i, (x, gone)) in old.into_iter().zip(gone).enumerate() {
+    let mut i = 0;
+    loop {
+        // The fresh elements that go before old element `i`.
         while let Some((f, _)) = fresh.next_if(|(_, a)| *a <= i) {
             out.push(f);
             from.push(NONE);
         }
-        if !gone {
-            out.push(x);
-            from.push(i as u32);
+        if i == n {
+            break;
         }
+        if gone[i] {
+            let end = gone[i..].iter().position(|g| !g).map_or(n, |k| i + k);
+            old.by_ref().take(end - i).for_each(drop);
+            i = end;
+            continue;
+        }
+        let kept = gone[i..].iter().position(|g| *g).map_or(n, |k| i + k);
+        let end = fresh.peek().map_or(kept, |(_, a)| kept.min(*a));
+        out.extend(old.by_ref().take(end - i));
+        from.extend((i..end).map(|k| k as u32));
+        i = end;
     }
-    for (f, _) in fresh {
-        out.push(f);
-        from.push(NONE);
-    }
+    out.extend(fresh.map(|(f, _)| f));
+    from.resize(out.len(), NONE);
     *v = out;
     from
 }
@@ -891,5 +903,33 @@ mod splice_tests {
         let (v, from) = run(&[10, 20, 30], &[10, 30], &[]);
         assert_eq!(v, [20]);
         assert_eq!(from, [1]);
+    }
+
+    proptest::proptest! {
+        /// The merge (kept runs moved whole) is the sorted union of the kept values and
+        /// the fresh ones, each kept value with its old position: runs of stale values
+        /// with fresh ones inside, before, after and between them.
+        #[test]
+        fn the_merge_is_the_sorted_union_with_old_positions(
+            old in proptest::collection::btree_set(0u32..200, 0..40),
+            stale_bits in proptest::collection::vec(proptest::bool::ANY, 40),
+            fresh in proptest::collection::btree_set(0u32..200, 0..20),
+        ) {
+            let old: Vec<u32> = old.into_iter().collect();
+            let drop: Vec<u32> = old.iter().zip(&stale_bits).filter(|(_, s)| **s).map(|(x, _)| *x).collect();
+            // Keys are unique: a fresh value equal to a kept one is not fresh.
+            let fresh: Vec<u32> = fresh.into_iter().filter(|f| !old.contains(f) || drop.contains(f)).collect();
+            let (v, from) = run(&old, &drop, &fresh);
+            let mut want: Vec<(u32, u32)> = old
+                .iter()
+                .enumerate()
+                .filter(|(_, x)| !drop.contains(x))
+                .map(|(i, x)| (*x, i as u32))
+                .chain(fresh.iter().map(|f| (*f, NONE)))
+                .collect();
+            want.sort();
+            proptest::prop_assert_eq!(v, want.iter().map(|w| w.0).collect::<Vec<_>>());
+            proptest::prop_assert_eq!(from, want.iter().map(|w| w.1).collect::<Vec<_>>());
+        }
     }
 }

@@ -83,13 +83,30 @@ pub fn report_pass(
         node_fx: &node_fx,
         deleted: &deleted,
     };
-    let if_final_save_fails = final_save.map(|save_index| {
-        // The decisions with every `RequestSubmitted` read as `SubmissionJournalUncertain`.
+    // The decisions with every `RequestSubmitted` read as `SubmissionJournalUncertain`.
+    let uncertain = |save_index: usize| {
         let mut then = Vec::new();
         tail.append(decisions, Submissions::JournalUncertain, &mut then);
         Contingency { save_index, then }
-    });
-    let record = tail.append(decisions, Submissions::AsDecided, effects);
+    };
+    // The two endings read the same inputs: with a helper thread, made at once.
+    let (record, if_final_save_fails) = match final_save {
+        Some(save_index) if r.runtime.helper_threads => std::thread::scope(|scope| {
+            let second = scope.spawn(move || uncertain(save_index));
+            let record = tail.append(decisions, Submissions::AsDecided, effects);
+            let second = second
+                .join()
+                .unwrap_or_else(|panic| std::panic::resume_unwind(panic));
+            (record, Some(second))
+        }),
+        _ => {
+            let second = final_save.map(uncertain);
+            (
+                tail.append(decisions, Submissions::AsDecided, effects),
+                second,
+            )
+        }
+    };
     Reported {
         record,
         node_records,

@@ -223,9 +223,11 @@ pub fn rows(decisions: &[Decision], mode: ConfigMode) -> (Vec<Row>, Vec<Effect>)
 }
 
 /// The fewest decisions for which [`rows_into_halves`] builds the second half on another
-/// thread: a decision pass over a large cluster has thousands of advice rows (each a row,
-/// an Event and a counter, a dozen allocations), a small one a handful.
-pub const SPLIT_MIN_DECISIONS: usize = 1024;
+/// thread: a decision pass over a large cluster has hundreds to thousands of advice rows
+/// (each a row, an Event and a counter, a dozen allocations; about a microsecond even
+/// without the Event and the counter), a small one a handful, and starting a scoped thread
+/// costs some tens of microseconds.
+pub const SPLIT_MIN_DECISIONS: usize = 256;
 
 /// [`rows_into`], the rows of the second half of `decisions` built on another thread when
 /// there are at least `split_min` decisions. Each decision's row and effects depend on that
