@@ -470,10 +470,20 @@ impl<'a> PassRun<'a> {
     fn arbitrate(&mut self, proposed: Proposed, candidates: Vec<Candidate>) -> Stage {
         let input = &self.input;
         let dispatcher = input.runtime.executor_available();
-        let mut journal_for_arbiter = journal_read(&input.state)
-            .cloned()
-            .unwrap_or_else(Journal::empty);
-        journal_for_arbiter.plans = proposed.book.plans.clone();
+        // The journal as read, with the plans as the policies left them (the read ones are
+        // not copied only to be replaced).
+        let journal_for_arbiter = match journal_read(&input.state) {
+            Some(j) => Journal {
+                version: j.version.clone(),
+                entries: j.entries.clone(),
+                backoff_until: j.backoff_until,
+                plans: proposed.book.plans.clone(),
+            },
+            None => Journal {
+                plans: proposed.book.plans.clone(),
+                ..Journal::empty()
+            },
+        };
         let verdicts = self.stages.arbitrate(&ArbiterInput {
             candidates: &candidates,
             snapshot: &input.snapshot,

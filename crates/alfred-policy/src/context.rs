@@ -92,7 +92,9 @@ impl NameIndex {
     }
 }
 
-fn prefix16(s: &str) -> u128 {
+/// The first 16 bytes of `s` as a big-endian integer, zero-padded: of two strings, the one
+/// with the smaller prefix is the smaller (equal prefixes decide nothing).
+pub(crate) fn prefix16(s: &str) -> u128 {
     let b = s.as_bytes();
     let mut a = [0u8; 16];
     let n = b.len().min(16);

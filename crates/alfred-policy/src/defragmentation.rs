@@ -24,7 +24,7 @@ use alfred_score::{
     Analysis, Bins, LadderSlots, PoolAnalysis, PoolScore, ThresholdCase, weighted_fragmentation,
 };
 
-use crate::context::Ctx;
+use crate::context::{Ctx, prefix16};
 use crate::eligibility::omenative_eligibility_at;
 use crate::rows::row;
 use crate::settings::PolicySettings;
@@ -307,8 +307,8 @@ impl WalkLane<'_, '_, '_> {
 /// fields so it is total.
 ///
 /// A pass sorts thousands of rows of a few hundred bytes each: the sort orders their
-/// positions (each compared first by a copy of its score and footprint, then by the rows'
-/// other fields), then moves every row once into its place. A stable sort of the positions
+/// positions (each compared first by a copy of its score, its footprint and its workload's
+/// first bytes, then by the rows' other fields), then moves every row once into its place. A stable sort of the positions
 /// by the rows' order is the very permutation a stable sort of the rows makes.
 #[cfg(test)]
 pub(crate) fn sort_rows(rows: &mut Vec<Candidate>) {
@@ -317,12 +317,18 @@ pub(crate) fn sort_rows(rows: &mut Vec<Candidate>) {
 
 /// [`sort_rows`], with `companion` (empty, or one entry per row) put in the rows' new order.
 pub(crate) fn sort_rows_with<S>(rows: &mut Vec<Candidate>, companion: &mut Vec<S>) {
-    let keys: Vec<(f64, u32)> = rows.iter().map(|r| (r.score, r.footprint_gpus)).collect();
+    // The workload's first bytes as a number decide most ties of score and footprint
+    // without comparing the names ([`prefix16`] keeps their order).
+    let keys: Vec<(f64, u32, u128)> = rows
+        .iter()
+        .map(|r| (r.score, r.footprint_gpus, prefix16(&r.workload)))
+        .collect();
     let mut order: Vec<usize> = (0..rows.len()).collect();
     order.sort_by(|&a, &b| {
-        let ((sa, fa), (sb, fb)) = (keys[a], keys[b]);
+        let ((sa, fa, wa), (sb, fb, wb)) = (keys[a], keys[b]);
         sb.total_cmp(&sa)
             .then_with(|| fa.cmp(&fb))
+            .then_with(|| wa.cmp(&wb))
             .then_with(|| row_order(&rows[a], &rows[b]))
     });
     if order.iter().enumerate().all(|(k, &i)| k == i) {

@@ -383,24 +383,32 @@ proptest! {
     })]
 
     /// Sorting the rows by their positions gives the order a stable sort of the rows gives,
-    /// ties included: rows of random clusters, shuffled, with copies and with scores and
-    /// footprints forced equal so the later fields decide.
+    /// ties included: rows of random clusters, shuffled, with copies, with scores and
+    /// footprints forced equal so the later fields decide, and with workload names that
+    /// share their first 16 bytes.
     #[test]
     fn row_sort_by_positions_equals_the_plain_stable_sort(
         c in case(),
-        picks in prop::collection::vec((any::<prop::sample::Index>(), 0u8..4), 0..40),
+        picks in prop::collection::vec((any::<prop::sample::Index>(), 0u8..4, 0u8..3), 0..40),
     ) {
         let (snap, s) = build(&c);
         let rows = crate::defragmentation::evaluate_with(&snap, &s, snap.observed_at);
         prop_assume!(!rows.is_empty());
         let mut mixed: Vec<_> = picks
             .iter()
-            .map(|(i, how)| {
+            .map(|(i, how, name)| {
                 let mut r = i.get(&rows).clone();
                 match how {
                     0 => r.score = 1.0,
                     1 => r.footprint_gpus = 4,
                     2 => r.score = f64::NAN,
+                    _ => {}
+                }
+                // Workload names equal in their first 16 bytes, so the sort's number made
+                // of them decides nothing and the names do (and one shorter than 16).
+                match name {
+                    0 => r.workload = format!("a-namespace-longer-than-16/{}", r.workload),
+                    1 => r.workload = format!("a-namespace-longer-than-16{}", r.workload.len() % 3),
                     _ => {}
                 }
                 r
