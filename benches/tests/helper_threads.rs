@@ -1,7 +1,10 @@
 //! Parallelism is the embedder's choice and never changes a decision: a pass over a
-//! generated cluster large enough for every helper thread (the policies' analysis, the
-//! second half of the defragmentation walk, the second half of the report's rows) gives
-//! the same output with helper threads allowed as on one thread.
+//! generated cluster large enough for every helper thread (the policies' analysis beside
+//! half of the snapshot's order check, the defragmentation walk shared in chunks beside the
+//! drain-plan search, the second half of the report's rows) gives the same output with
+//! helper threads allowed as on one thread. (A pass's second ending, made beside the first,
+//! is compared in `crates/alfred-dispatch/tests/helper_threads.rs`: these passes request
+//! nothing.)
 
 use alfred_benches::generate_cluster;
 use alfred_dispatch::{

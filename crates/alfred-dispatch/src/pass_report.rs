@@ -84,27 +84,32 @@ pub fn report_pass(
         deleted: &deleted,
     };
     // The decisions with every `RequestSubmitted` read as `SubmissionJournalUncertain`.
-    let uncertain = |save_index: usize| {
+    let uncertain = |save_index: usize, rows_split: bool| {
         let mut then = Vec::new();
-        tail.append(decisions, Submissions::JournalUncertain, &mut then);
+        tail.append(
+            decisions,
+            Submissions::JournalUncertain,
+            &mut then,
+            rows_split,
+        );
         Contingency { save_index, then }
     };
-    // The two endings read the same inputs: with a helper thread, made at once.
+    let helper = r.runtime.helper_threads;
+    // The two endings read the same inputs: with a helper thread, made at once, each on one
+    // thread (the rows are not split then: one helper thread at a time).
     let (record, if_final_save_fails) = match final_save {
-        Some(save_index) if r.runtime.helper_threads => std::thread::scope(|scope| {
-            let second = scope.spawn(move || uncertain(save_index));
-            let record = tail.append(decisions, Submissions::AsDecided, effects);
+        Some(save_index) if helper => std::thread::scope(|scope| {
+            let second = scope.spawn(move || uncertain(save_index, false));
+            let record = tail.append(decisions, Submissions::AsDecided, effects, false);
             let second = second
                 .join()
                 .unwrap_or_else(|panic| std::panic::resume_unwind(panic));
             (record, Some(second))
         }),
         _ => {
-            let second = final_save.map(uncertain);
-            (
-                tail.append(decisions, Submissions::AsDecided, effects),
-                second,
-            )
+            let second = final_save.map(|save_index| uncertain(save_index, helper));
+            let record = tail.append(decisions, Submissions::AsDecided, effects, helper);
+            (record, second)
         }
     };
     Reported {
@@ -125,11 +130,13 @@ struct Tail<'a> {
 impl Tail<'_> {
     /// Appends the report's effects to `fx` (in place: a pass has thousands of them, one
     /// per advice row and per GPU node, so they are not collected and moved again).
+    /// `rows_split`: whether the rows may be built in two halves on two threads.
     fn append(
         &self,
         decisions: &[Decision],
         submissions: Submissions,
         fx: &mut Vec<Effect>,
+        rows_split: bool,
     ) -> LastCycle {
         let r = self.r;
         let cfg = r.config;
@@ -155,7 +162,7 @@ impl Tail<'_> {
         if cfg.recommendations_config_map_enabled {
             fx.push(gauge(MetricId::CircuitBreakerState, 0.0));
         }
-        let split_min = if r.runtime.helper_threads {
+        let split_min = if rows_split {
             report::SPLIT_MIN_DECISIONS
         } else {
             usize::MAX

@@ -79,7 +79,8 @@ pub struct RuntimeOptions {
     /// Whether `--simulation-workers` is set (loading the workers is the adapter's business).
     pub simulation_configured: bool,
     /// Whether a pass may start helper threads (at most one more than the caller's at a
-    /// time) on a large cluster: the policies' analysis and walk, the report's rows. Not a
+    /// time) on a large cluster: the policies' analysis and walk, the report's rows and a
+    /// pass's second ending. Not a
     /// flag: the embedder's choice, `false` (one thread) by default; `alfred run` and the
     /// twin set it. Decisions and effects are the same either way.
     #[serde(skip)]
