@@ -63,7 +63,8 @@ impl Default for DurableState {
     }
 }
 
-#[derive(Serialize, Deserialize)]
+/// The state file as read ([`StateOut`] writes it).
+#[derive(Deserialize)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 struct StateWire {
     version: String,
@@ -71,6 +72,35 @@ struct StateWire {
     journal: Option<serde_json::Value>,
     #[serde(default)]
     node_records: BTreeMap<String, NodeRecord>,
+}
+
+/// The state file's journal member as written in the file. An unreadable journal is kept
+/// as these bytes and written back as them: read back through a JSON value, a number too
+/// large for an integer (read as a float) could change in its last digit on every round trip
+/// (a fuzz finding).
+#[derive(Deserialize)]
+struct JournalBytes<'a> {
+    #[serde(borrow, default)]
+    journal: Option<&'a serde_json::value::RawValue>,
+}
+
+/// [`StateWire`] as written.
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
+struct StateOut<'a> {
+    version: &'a str,
+    journal: Option<JournalOut<'a>>,
+    node_records: &'a BTreeMap<String, NodeRecord>,
+}
+
+/// The journal member as written: a readable journal, or an unreadable one's bytes as read
+/// (when they are JSON), else its text as a JSON string.
+#[derive(Serialize)]
+#[serde(untagged)]
+enum JournalOut<'a> {
+    Readable(&'a Journal),
+    Bytes(Box<serde_json::value::RawValue>),
+    Text(&'a str),
 }
 
 impl DurableState {
@@ -109,16 +139,17 @@ impl DurableState {
         }
         let journal = match wire.journal {
             None | Some(serde_json::Value::Null) => JournalSlot::Missing,
-            Some(v) => {
-                let raw = serde_json::to_string(&v).unwrap_or_default();
-                match Journal::from_value(v) {
-                    Ok(j) => JournalSlot::Readable(j),
-                    Err(e) => JournalSlot::Unreadable {
-                        text: raw,
-                        error: e.to_string(),
-                    },
-                }
-            }
+            Some(v) => match Journal::from_value(v) {
+                Ok(j) => JournalSlot::Readable(j),
+                Err(e) => JournalSlot::Unreadable {
+                    // The member's own bytes (the document parsed above, so they are there).
+                    text: serde_json::from_str::<JournalBytes<'_>>(text)
+                        .ok()
+                        .and_then(|b| b.journal.map(|r| r.get().to_owned()))
+                        .unwrap_or_default(),
+                    error: e.to_string(),
+                },
+            },
         };
         DurableState {
             journal,
@@ -134,15 +165,16 @@ impl DurableState {
         }
         let journal = match &self.journal {
             JournalSlot::Missing => None,
-            JournalSlot::Readable(j) => serde_json::to_value(j).ok(),
-            JournalSlot::Unreadable { text, .. } => {
-                Some(serde_json::from_str(text).unwrap_or(serde_json::Value::String(text.clone())))
-            }
+            JournalSlot::Readable(j) => Some(JournalOut::Readable(j)),
+            JournalSlot::Unreadable { text, .. } => Some(
+                serde_json::value::RawValue::from_string(text.clone())
+                    .map_or(JournalOut::Text(text), JournalOut::Bytes),
+            ),
         };
-        let wire = StateWire {
-            version: DURABLE_STATE_VERSION.into(),
+        let wire = StateOut {
+            version: DURABLE_STATE_VERSION,
             journal,
-            node_records: self.node_records.clone(),
+            node_records: &self.node_records,
         };
         serde_json::to_string_pretty(&wire).unwrap_or_default()
     }
