@@ -186,10 +186,20 @@ impl<'a> Ctx<'a> {
         snapshot: &'a ClusterSnapshot,
         cfg: &'a PolicySettings,
         now: Timestamp,
+        indexes: Indexes,
+    ) -> Self {
+        Ctx::of(Cow::Borrowed(snapshot), cfg, now, indexes)
+    }
+
+    /// The context of `snap` (normalized) with its indexes and an empty cache.
+    fn of(
+        snap: Cow<'a, ClusterSnapshot>,
+        cfg: &'a PolicySettings,
+        now: Timestamp,
         (node_names, pod_names, pod_namespaces): Indexes,
     ) -> Self {
         Ctx {
-            snap: Cow::Borrowed(snapshot),
+            snap,
             cfg,
             now,
             targets: RefCell::default(),
@@ -221,17 +231,8 @@ impl<'a> Ctx<'a> {
                 c.instances.dedup_by(|b, a| a.index == b.index);
             }
         }
-        let (node_names, pod_names, pod_namespaces) = indexes(&snap);
-        Ctx {
-            snap: Cow::Owned(snap),
-            cfg,
-            now,
-            targets: RefCell::default(),
-            node_names,
-            pod_names,
-            pod_namespaces,
-            shared: None,
-        }
+        let indexes = indexes(&snap);
+        Ctx::of(Cow::Owned(snap), cfg, now, indexes)
     }
 
     /// What another thread needs to make a context equal to this one: the same snapshot
