@@ -331,9 +331,16 @@ fn run_target(
         std::fs::create_dir_all(dir).with_context(|| format!("cannot create {}", dir.display()))?;
     }
     copy_seeds(root, target, &seeds)?;
+    // Targets that read files (`replay_inputs`) write one scratch file per process under the
+    // temporary folder: give them one of the target folder's, emptied on every run, rather than
+    // leave a folder in /tmp per run.
+    let tmp = target_dir.join("tmp").join(target.name);
+    let _ = std::fs::remove_dir_all(&tmp);
+    std::fs::create_dir_all(&tmp).with_context(|| format!("cannot create {}", tmp.display()))?;
     let bin = bins.join(target.name);
     let mut cmd = Command::new(&bin);
-    cmd.arg(&scratch)
+    cmd.env("TMPDIR", &tmp)
+        .arg(&scratch)
         .arg(&committed)
         .arg(&seeds)
         .arg(format!("-max_total_time={seconds}"))
@@ -356,6 +363,7 @@ fn run_target(
         std::fs::create_dir_all(&merged)?;
         crate::run(
             Command::new(&bin)
+                .env("TMPDIR", &tmp)
                 .arg("-merge=1")
                 .arg(format!("-max_len={}", target.max_len))
                 .arg(&merged)
