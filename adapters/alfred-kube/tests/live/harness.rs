@@ -538,9 +538,16 @@ pub fn sample(text: &str, series: &str) -> Option<f64> {
 }
 
 /// Polls `f` every 250 ms until it returns `Some`, or panics after `timeout` with `what`.
-pub async fn eventually<T>(
+pub async fn eventually<T>(timeout: Duration, what: &str, f: impl AsyncFnMut() -> Option<T>) -> T {
+    eventually_explained(timeout, what, String::new, f).await
+}
+
+/// [`eventually`], whose panic adds what `explain` says at the timeout (the processes' state
+/// then, which a bare "timed out" leaves to guesswork).
+pub async fn eventually_explained<T>(
     timeout: Duration,
     what: &str,
+    explain: impl FnOnce() -> String,
     mut f: impl AsyncFnMut() -> Option<T>,
 ) -> T {
     let deadline = Instant::now() + timeout;
@@ -548,7 +555,9 @@ pub async fn eventually<T>(
         if let Some(v) = f().await {
             return v;
         }
-        assert!(Instant::now() < deadline, "timed out waiting for {what}");
+        if Instant::now() >= deadline {
+            panic!("timed out waiting for {what}\n{}", explain());
+        }
         tokio::time::sleep(Duration::from_millis(250)).await;
     }
 }
@@ -562,8 +571,22 @@ pub async fn counter_grows(
     by: f64,
     read: impl Fn() -> Option<f64>,
 ) -> f64 {
+    counter_grows_explained(timeout, what, by, String::new, read).await
+}
+
+/// [`counter_grows`] with [`eventually_explained`]'s `explain`.
+pub async fn counter_grows_explained(
+    timeout: Duration,
+    what: &str,
+    by: f64,
+    explain: impl FnOnce() -> String,
+    read: impl Fn() -> Option<f64>,
+) -> f64 {
     let start = read().unwrap_or(0.0);
-    eventually(timeout, what, async || read().filter(|v| *v >= start + by)).await
+    eventually_explained(timeout, what, explain, async || {
+        read().filter(|v| *v >= start + by)
+    })
+    .await
 }
 
 /// The `timestamp` of the decision record (`last-cycle.json` of `alfred-recommendations`).

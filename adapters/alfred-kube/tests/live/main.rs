@@ -174,10 +174,11 @@ async fn two_processes_elect_exactly_one_leader_that_alone_writes_and_fails_over
     // Steady state: the leader keeps writing, the follower never does (a start-up flap may
     // have let it write while it briefly held the lease, so compare increments).
     let follower_before = f.sample(writes).unwrap_or(0.0);
-    counter_grows(
+    counter_grows_explained(
         Duration::from_secs(60),
         "two more leader writes",
         2.0,
+        || explain_leadership(&[l, f], writes),
         || l.sample(writes),
     )
     .await;
@@ -224,6 +225,26 @@ async fn two_processes_elect_exactly_one_leader_that_alone_writes_and_fails_over
         async || survivor.sample(writes).filter(|v| *v >= 1.0),
     )
     .await;
+}
+
+/// Each process's leader gauge, write counter and last log lines: what a leadership test
+/// prints when it times out.
+fn explain_leadership(processes: &[&Alfred], writes: &str) -> String {
+    processes
+        .iter()
+        .map(|p| {
+            let log = p.log();
+            let tail: Vec<&str> = log.lines().rev().take(15).collect();
+            format!(
+                "{}: leader {:?}, writes {:?}; last log lines (newest first):\n  {}",
+                p.pod,
+                p.sample(&leader_series(p)),
+                p.sample(writes),
+                tail.join("\n  ")
+            )
+        })
+        .collect::<Vec<_>>()
+        .join("\n")
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
