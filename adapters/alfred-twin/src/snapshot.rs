@@ -916,9 +916,17 @@ mod splice_tests {
             fresh in proptest::collection::btree_set(0u32..200, 0..20),
         ) {
             let old: Vec<u32> = old.into_iter().collect();
-            let drop: Vec<u32> = old.iter().zip(&stale_bits).filter(|(_, s)| **s).map(|(x, _)| *x).collect();
+            let drop: Vec<u32> = old
+                .iter()
+                .zip(&stale_bits)
+                .filter(|(_, s)| **s)
+                .map(|(x, _)| *x)
+                .collect();
             // Keys are unique: a fresh value equal to a kept one is not fresh.
-            let fresh: Vec<u32> = fresh.into_iter().filter(|f| !old.contains(f) || drop.contains(f)).collect();
+            let fresh: Vec<u32> = fresh
+                .into_iter()
+                .filter(|f| !old.contains(f) || drop.contains(f))
+                .collect();
             let (v, from) = run(&old, &drop, &fresh);
             let mut want: Vec<(u32, u32)> = old
                 .iter()

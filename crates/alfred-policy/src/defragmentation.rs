@@ -308,8 +308,9 @@ impl WalkLane<'_, '_, '_> {
 ///
 /// A pass sorts thousands of rows of a few hundred bytes each: the sort orders their
 /// positions (each compared first by a copy of its score, its footprint and its workload's
-/// first bytes, then by the rows' other fields), then moves every row once into its place. A stable sort of the positions
-/// by the rows' order is the very permutation a stable sort of the rows makes.
+/// first bytes, then by the rows' other fields), then moves every row once into its place.
+/// A stable sort of the positions by the rows' order is the very permutation a stable sort
+/// of the rows makes.
 #[cfg(test)]
 pub(crate) fn sort_rows(rows: &mut Vec<Candidate>) {
     sort_rows_with(rows, &mut Vec::<()>::new());
