@@ -19,7 +19,7 @@ use alfred_dispatch::{
     Caretaker, DerivedUuids, DurableState, GuardObservation, Journal, JournalSlot, MoveSimulation,
     Reading, SimulationOutcome, Simulator,
 };
-use alfred_model::config::{Config, Mode, RuntimeOptions};
+use alfred_model::config::{Config, Mode, RuntimeOptions, Telemetry};
 use alfred_model::reason::SchedulingReason;
 use alfred_model::{ClusterSnapshot, Timestamp};
 use criterion::{Criterion, criterion_group, criterion_main};
@@ -74,7 +74,14 @@ impl Fixture {
 
     /// One pass of a new term over the fixture's state (the same inputs every time).
     fn pass(&self, config: &Config) -> alfred_dispatch::PassOutput {
-        let mut caretaker = Caretaker::new(self.runtime.clone(), DerivedUuids::new([0; 32]))
+        self.pass_reporting(config, Telemetry::Full)
+    }
+
+    /// [`Fixture::pass`] reporting as `telemetry` says (an embedder that reads decisions
+    /// only, like the twin, counts the advice: `DecisionsCountingAdvice`).
+    fn pass_reporting(&self, config: &Config, telemetry: Telemetry) -> alfred_dispatch::PassOutput {
+        let runtime = self.runtime.clone().with_telemetry(telemetry);
+        let mut caretaker = Caretaker::new(runtime, DerivedUuids::new([0; 32]))
             .with_identity("alfred-system", "alfred-config");
         let reading = Reading::new(&self.snap, config, self.snap.observed_at)
             .state(self.state.clone())
@@ -122,6 +129,9 @@ fn bench_pass(c: &mut Criterion) {
         group.bench_function("run_pass execute", |b| {
             b.iter(|| fx.pass(black_box(&execute)))
         });
+        group.bench_function("run_pass execute counting advice", |b| {
+            b.iter(|| fx.pass_reporting(black_box(&execute), Telemetry::DecisionsCountingAdvice))
+        });
         group.finish();
 
         let runs = 7;
@@ -138,14 +148,18 @@ fn bench_pass(c: &mut Criterion) {
         let exe_t = alfred_benches::median(runs, || {
             black_box(fx.pass(&execute));
         });
+        let counted_t = alfred_benches::median(runs, || {
+            black_box(fx.pass_reporting(&execute, Telemetry::DecisionsCountingAdvice));
+        });
         let proposal = alfred_policy::propose(&fx.snap, &recommend, now);
         let executable = proposal.candidates.iter().filter(|c| c.executable).count();
         lines.push(format!(
-            "{name:>3} nodes {nodes:>6} pods {pods:>7} | candidates {:>6} ({executable} executable) | propose {:>9.2} ms | pass recommend-only {:>9.2} ms | pass execute {:>9.2} ms",
+            "{name:>3} nodes {nodes:>6} pods {pods:>7} | candidates {:>6} ({executable} executable) | propose {:>9.2} ms | pass recommend-only {:>9.2} ms | pass execute {:>9.2} ms | counting advice {:>9.2} ms",
             proposal.candidates.len(),
             propose_t.as_secs_f64() * 1e3,
             rec_t.as_secs_f64() * 1e3,
             exe_t.as_secs_f64() * 1e3,
+            counted_t.as_secs_f64() * 1e3,
         ));
     }
     println!();

@@ -180,8 +180,8 @@ pub struct AlfredCaretaker {
     wakes: Vec<i64>,
     /// Decision-log lines, in order.
     pub log: Vec<String>,
-    /// Log every advice row in full.
-    pub all_advice: bool,
+    /// Log every advice row in full ([`AlfredCaretaker::log_all_advice`]).
+    all_advice: bool,
     /// Write the decision log at all.
     pub logging: bool,
     /// Passes run.
@@ -491,9 +491,10 @@ impl AlfredCaretaker {
             migration_service_account: SERVICE_ACCOUNT.into(),
             simulation_configured: true,
             helper_threads: true,
-            // The twin applies no metric and no InferenceService Event: building them would
-            // be most of a pass's effects for nothing (the decisions are the same).
-            telemetry: Telemetry::DecisionsOnly,
+            // The twin applies no metric and no InferenceService Event and publishes no
+            // record: building them, and the thousands of advice rows its decision log only
+            // counts, would be about half a pass for nothing (the decisions are the same).
+            telemetry: Telemetry::DecisionsCountingAdvice,
             ..RuntimeOptions::default()
         };
         let mut rng = Rng::new(seed ^ 0xA1F4_ED00);
@@ -524,6 +525,18 @@ impl AlfredCaretaker {
             stalled_seen: BTreeMap::new(),
             operator_clears: 0,
         }
+    }
+
+    /// Logs every advice row in full (`--log-all-advice`), or counts them (the default). The
+    /// passes then keep their advice rows (`Telemetry::DecisionsOnly`) instead of counting
+    /// them; decisions are the same either way.
+    pub fn log_all_advice(&mut self, all: bool) {
+        self.all_advice = all;
+        self.core.set_telemetry(if all {
+            Telemetry::DecisionsOnly
+        } else {
+            Telemetry::DecisionsCountingAdvice
+        });
     }
 
     /// The configuration in use.
@@ -627,7 +640,7 @@ impl Caretaker for AlfredCaretaker {
                 self.log.push(line.to_string());
             }
         }
-        if self.logging && decision_log::decided_something(&out.explain, &out.effects) {
+        if self.logging && out.decided_something() {
             self.decisions += 1;
             let id = format!("{:06}-{}", self.decisions, &out.uuids_offered[0][..8]);
             // Pending pods of the pools the moves touched, oldest first (at most 10).
@@ -669,6 +682,7 @@ impl Caretaker for AlfredCaretaker {
                 &out.effects,
                 &refs,
                 self.all_advice,
+                &out.advice_counts,
             );
             self.log.push(line.to_string());
             if !dispatched.is_empty() {

@@ -223,7 +223,7 @@ fn main() -> Result<()> {
             other if other.starts_with("alfred") => {
                 let c = alfred_config(other, &config)?;
                 let mut a = AlfredCaretaker::new(c, cli.seed, placement);
-                a.all_advice = cli.log_all_advice;
+                a.log_all_advice(cli.log_all_advice);
                 a.operator_clears_after_ms = (cli.operator_minutes > 0.0)
                     .then_some((cli.operator_minutes * MINUTE as f64) as i64);
                 a.name = other.split(':').next().unwrap_or(other).to_owned();

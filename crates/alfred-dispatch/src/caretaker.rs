@@ -275,6 +275,13 @@ impl Caretaker {
         &self.runtime
     }
 
+    /// Changes what the next passes report besides their decisions
+    /// ([`RuntimeOptions::telemetry`]): unlike the other options, it changes no decision, so
+    /// a driver may switch it between passes (the twin, when asked to log every advice row).
+    pub fn set_telemetry(&mut self, telemetry: alfred_model::config::Telemetry) {
+        self.runtime.telemetry = telemetry;
+    }
+
     /// The durable state after the last pass, as if its writes had landed (or as read,
     /// before the first pass).
     pub fn state(&self) -> &DurableState {

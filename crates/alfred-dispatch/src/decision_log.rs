@@ -24,6 +24,7 @@ use alfred_model::config::{Config, Mode};
 use alfred_model::effect::Effect;
 use alfred_model::plan::{PlanRecord, PlanView};
 use alfred_model::reason::{AdvisoryReason, PlanEndReason, RowReason};
+use alfred_model::record::AdviceCount;
 use alfred_model::{ClusterSnapshot, Timestamp};
 use serde::Serialize;
 use serde_json::{Value, json};
@@ -331,6 +332,10 @@ fn whole_minutes(time: Timestamp, since: Timestamp) -> u64 {
 ///   advice is listed in full when `all_advice`, otherwise counted by
 ///   `(reason, advisoryReason)` under `adviceCounts` (a large cluster has thousands of
 ///   advice rows every pass).
+/// * `counted`: the advice a pass counted instead of explaining
+///   ([`PassOutput::advice_counts`](crate::PassOutput::advice_counts)), added to
+///   `adviceCounts`: the line is the one the pass would give with its rows kept, unless
+///   `all_advice` asks for rows it did not keep.
 /// * `simulations`: what the adapter's simulator answered during the pass.
 /// * `effects`: the `RequestMigration` effects are the dispatch.
 #[allow(clippy::too_many_arguments)]
@@ -344,6 +349,7 @@ pub fn decision_line(
     effects: &[Effect],
     pending: &[PendingRef],
     all_advice: bool,
+    counted: &[AdviceCount],
 ) -> Value {
     let mut candidates = Vec::new();
     // The advice rows are counted per (reason, advisory reason) first and each distinct
@@ -367,6 +373,11 @@ pub fn decision_line(
             }
         }
     }
+    pairs.extend(
+        counted
+            .iter()
+            .map(|c| (c.reason, c.advisory_reason, c.rows)),
+    );
     let mut advice: BTreeMap<String, u64> = BTreeMap::new();
     for (reason, advisory, n) in pairs {
         let key = format!(

@@ -274,6 +274,22 @@ pub struct PassOutput {
     pub simulations: Vec<crate::decision_log::SimulationRecord>,
     /// What to write instead when the journal save after the request fails.
     pub if_final_save_fails: Option<Contingency>,
+    /// Under [`Telemetry::DecisionsCountingAdvice`], the defragmentation walk's advice rows,
+    /// counted per `(reason, advisoryReason)` in that order: they are in neither `record`
+    /// nor `explain`. Empty otherwise.
+    ///
+    /// [`Telemetry::DecisionsCountingAdvice`]: alfred_model::config::Telemetry::DecisionsCountingAdvice
+    pub advice_counts: Vec<alfred_model::record::AdviceCount>,
+}
+
+impl PassOutput {
+    /// Whether the pass decided something worth a decision-log line: a candidate explained,
+    /// advice counted, or a request written ([`crate::decision_log::decided_something`],
+    /// with the advice a pass counted instead of explaining).
+    pub fn decided_something(&self) -> bool {
+        !self.advice_counts.is_empty()
+            || crate::decision_log::decided_something(&self.explain, &self.effects)
+    }
 }
 
 /// The other ending of a pass that wrote a request (docs/design-pass.md#dispatch-pass `attempt()`

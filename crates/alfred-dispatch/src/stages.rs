@@ -183,6 +183,7 @@ fn gauges(score: alfred_score::ClusterScore) -> Vec<PoolGauge> {
 fn policy_settings(config: &Config, runtime: &RuntimeOptions) -> PolicySettings {
     PolicySettings {
         helper_threads: runtime.helper_threads,
+        count_advice: runtime.telemetry.counts_advice(),
         ..PolicySettings::from_config(config)
     }
 }

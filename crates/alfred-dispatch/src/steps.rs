@@ -15,10 +15,10 @@ use std::collections::BTreeMap;
 use std::ops::Deref;
 use std::sync::Arc;
 
-use alfred_model::config::{Config, Mode, RuntimeOptions, Telemetry};
+use alfred_model::config::{Config, Mode, RuntimeOptions};
 use alfred_model::effect::{Effect, ObjectRef};
 use alfred_model::event::EventReason;
-use alfred_model::record::{Candidate, NodeRecord, Verdict};
+use alfred_model::record::{AdviceCount, Candidate, NodeRecord, Verdict};
 use alfred_model::{ClusterSnapshot, Timestamp};
 use alfred_policy::NodeMarker;
 use alfred_policy::drain::DrainProposal;
@@ -155,6 +155,8 @@ struct Proposed {
     book: PlanBook,
     /// The recommend-only scheduling annotation ran (nothing can be dispatched).
     annotated: bool,
+    /// The walk's advice rows, counted (`Telemetry::DecisionsCountingAdvice`).
+    advice_counts: Vec<AdviceCount>,
 }
 
 /// Where the run stands.
@@ -441,6 +443,7 @@ impl<'a> PassRun<'a> {
             mut candidates,
             node_markers,
             drain,
+            advice_counts,
         } = proposed;
         book.block(&drain.blocked, snap, input.now);
         // 4. Scheduling annotation: recommend-only or no dispatcher.
@@ -458,6 +461,7 @@ impl<'a> PassRun<'a> {
                 drain,
                 book,
                 annotated,
+                advice_counts,
             },
             candidates,
             predictions,
@@ -556,6 +560,7 @@ impl<'a> PassRun<'a> {
             node_markers,
             drain,
             mut book,
+            advice_counts,
             ..
         } = proposed;
         // Plan steps submitted start or extend their plans; then the plans' journal write,
@@ -576,7 +581,7 @@ impl<'a> PassRun<'a> {
             j.plans = plans_now;
         }
         effects.extend(plan_effects);
-        if input.runtime.telemetry == Telemetry::DecisionsOnly {
+        if !input.runtime.telemetry.is_full() {
             // The few metric updates of the dispatch and the plans (the report builds none).
             effects.retain(|e| !e.is_telemetry());
         }
@@ -615,6 +620,7 @@ impl<'a> PassRun<'a> {
             uuids_used,
             simulations: std::mem::take(&mut self.simulations),
             if_final_save_fails: reported.if_final_save_fails,
+            advice_counts,
         }
     }
 }

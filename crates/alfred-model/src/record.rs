@@ -256,6 +256,23 @@ impl Candidate {
     }
 }
 
+/// How many advice rows of the defragmentation walk gave one `(reason, advisoryReason)`,
+/// where a pass with [`Telemetry::DecisionsCountingAdvice`] counts them instead of keeping
+/// them as rows: an embedder that reads only decisions (the twin) then pays for neither the
+/// thousands of rows a large cluster's pass has nor their ordering and reporting.
+///
+/// [`Telemetry::DecisionsCountingAdvice`]: crate::config::Telemetry::DecisionsCountingAdvice
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct AdviceCount {
+    /// The rows' reason.
+    pub reason: RowReason,
+    /// The rows' advisory reason.
+    pub advisory_reason: Option<AdvisoryReason>,
+    /// How many rows.
+    pub rows: u64,
+}
+
 /// The arbiter's and dispatcher's verdict on one executable candidate.
 #[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]

@@ -24,6 +24,7 @@ use alfred_score::{
     Analysis, Bins, LadderSlots, PoolAnalysis, PoolScore, ThresholdCase, weighted_fragmentation,
 };
 
+use crate::advice_counts::{SetAside, set_aside};
 use crate::context::{Ctx, prefix16};
 use crate::eligibility::omenative_eligibility_at;
 use crate::rows::row;
@@ -46,7 +47,7 @@ pub fn evaluate_with(
     if !ctx.cfg.defragmentation_enabled {
         return Vec::new();
     }
-    run(&ctx, &ctx.analyze())
+    run(&ctx, &ctx.analyze()).rows
 }
 
 /// The pool scores the policy decides on (alfred-score's, on the policy's normalized
@@ -70,8 +71,16 @@ pub fn pool_scores(
 /// The walk on `analysis` (alfred-score's analysis of the context's snapshot at its `now`:
 /// the caller makes it once for this policy and the drain-plan search), on two threads when
 /// the settings allow a helper thread ([`run_beside`]).
-pub(crate) fn run(ctx: &Ctx<'_>, analysis: &Analysis<'_>) -> Vec<Candidate> {
+pub(crate) fn run(ctx: &Ctx<'_>, analysis: &Analysis<'_>) -> Walked {
     run_beside(ctx, analysis, || ()).0
+}
+
+/// What the walk gives: its rows, sorted, and the advice rows it set aside instead under
+/// [`PolicySettings::count_advice`] (none otherwise).
+#[derive(Debug, Default)]
+pub(crate) struct Walked {
+    pub(crate) rows: Vec<Candidate>,
+    pub(crate) aside: Vec<SetAside>,
 }
 
 /// [`run`] and `beside` (work that reads the same context, such as the drain-plan search)
@@ -83,7 +92,7 @@ pub(crate) fn run_beside<T>(
     ctx: &Ctx<'_>,
     analysis: &Analysis<'_>,
     beside: impl FnOnce() -> T,
-) -> (Vec<Candidate>, T) {
+) -> (Walked, T) {
     let split_min = if ctx.cfg.helper_threads {
         SPLIT_MIN_COMPONENTS
     } else {
@@ -105,11 +114,7 @@ const CHUNK_VISITS: usize = 128;
 
 /// [`run`] with the given split bound and chunk size (the tests use every split point).
 #[cfg(test)]
-pub(crate) fn run_split(
-    ctx: &Ctx<'_>,
-    split_min_components: usize,
-    chunk: usize,
-) -> Vec<Candidate> {
+pub(crate) fn run_split(ctx: &Ctx<'_>, split_min_components: usize, chunk: usize) -> Walked {
     let own;
     let analysis = match ctx.shared {
         Some(a) => a,
@@ -129,9 +134,9 @@ fn run_split_on<T>(
     split_min_components: usize,
     chunk: usize,
     beside: impl FnOnce() -> T,
-) -> (Vec<Candidate>, T) {
+) -> (Walked, T) {
     if !ctx.cfg.defragmentation_enabled {
-        return (Vec::new(), beside());
+        return (Walked::default(), beside());
     }
     // The snapshot's index (cached in it; the analysis above built it): the Instances' pods
     // and nodes resolved, in walk order.
@@ -151,7 +156,7 @@ fn run_split_on<T>(
         })
         .collect();
     if visited.is_empty() {
-        return (Vec::new(), beside());
+        return (Walked::default(), beside());
     }
     // Rows outside the maintenance windows may only be emergencies
     // (docs/design-policies.md#maintenance-windows).
@@ -186,9 +191,13 @@ fn run_split_on<T>(
         &mut PoolPricers::new(visited.len()),
         &mut rows,
     );
+    let mut aside = Vec::new();
+    if ctx.cfg.count_advice {
+        set_aside(&mut rows, &mut Vec::<()>::new(), &mut aside);
+    }
     lane.keep_in_window(&mut rows, &mut Vec::<()>::new());
     sort_rows_with(&mut rows, &mut Vec::<()>::new());
-    (rows, beside())
+    (Walked { rows, aside }, beside())
 }
 
 /// A pool the walk visits: its position in `ClusterSnapshot::pools`, its analysis, and

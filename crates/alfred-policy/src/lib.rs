@@ -69,6 +69,7 @@
 //! assert!(proposal.candidates.is_empty(), "nothing runs there to move");
 //! ```
 
+mod advice_counts;
 mod context;
 pub mod defragmentation;
 pub mod drain;
@@ -89,6 +90,7 @@ use alfred_model::record::Candidate;
 use alfred_model::snapshot::ClusterSnapshot;
 use alfred_score::{Analysis, ScoreSettings};
 
+pub use advice_counts::count_rows as count_advice_rows;
 pub use drain::DrainProposal;
 pub use early_tick::EarlyTickReason;
 pub use nodehealth::{NodeHealthOutput, NodeMarker};
@@ -104,6 +106,10 @@ pub struct Proposal {
     pub node_markers: Vec<NodeMarker>,
     /// Drain plans (docs/design-policies.md#drain-plans): their steps are among `candidates`.
     pub drain: DrainProposal,
+    /// Under [`PolicySettings::count_advice`], the defragmentation walk's advice rows, counted
+    /// per `(reason, advisoryReason)` in that order instead of among `candidates` (empty
+    /// otherwise).
+    pub advice_counts: Vec<alfred_model::record::AdviceCount>,
 }
 
 /// Runs both policies: node health first, then defragmentation (docs/design-pass.md#pass-pipeline).
@@ -227,7 +233,7 @@ fn propose_in(ctx: &context::Ctx<'_>, plans: &[PlanRecord]) -> Proposal {
     };
     // The drain-plan search reads the walk's context and analysis, not its rows: it runs
     // while a helper thread starts on the walk.
-    let (mut defrag, drain) = match analysis {
+    let (walked, drain) = match analysis {
         Some(a) => defragmentation::run_beside(ctx, a, || {
             if ctx.cfg.drain_plans_enabled {
                 drain::run(ctx, a, plans)
@@ -235,8 +241,12 @@ fn propose_in(ctx: &context::Ctx<'_>, plans: &[PlanRecord]) -> Proposal {
                 DrainProposal::default()
             }
         }),
-        None => (Vec::new(), DrainProposal::default()),
+        None => (Default::default(), DrainProposal::default()),
     };
+    let defragmentation::Walked {
+        rows: mut defrag,
+        mut aside,
+    } = walked;
     // A plan's rows take the place of its Instances' own defragmentation rows (one row per
     // Instance), ahead of the other moves.
     let steps = if drain.plans.is_empty() {
@@ -245,11 +255,14 @@ fn propose_in(ctx: &context::Ctx<'_>, plans: &[PlanRecord]) -> Proposal {
         drain::candidates(ctx, &drain)
     };
     if !steps.is_empty() {
-        defrag.retain(|r| {
-            !steps.iter().any(|s| {
-                s.workload == r.workload && s.component == r.component && s.instance == r.instance
+        // Counted advice included: a step's row replaces its Instance's row, counted or not.
+        let is_step = |workload: &str, component, instance| {
+            steps.iter().any(|s| {
+                s.workload == workload && s.component == component && s.instance == instance
             })
-        });
+        };
+        defrag.retain(|r| !is_step(&r.workload, r.component, r.instance));
+        aside.retain(|r| !is_step(&r.workload, r.component, r.instance));
     }
     // Rows are large and a big cluster's pass has thousands: moved once at most.
     let candidates = if nh.candidates.is_empty() && steps.is_empty() {
@@ -265,6 +278,7 @@ fn propose_in(ctx: &context::Ctx<'_>, plans: &[PlanRecord]) -> Proposal {
         candidates,
         node_markers: nh.node_markers,
         drain,
+        advice_counts: advice_counts::count(&aside),
     }
 }
 

@@ -94,6 +94,12 @@ pub struct PolicySettings {
     /// configuration key: the embedder decides how many threads alfred may start, and a
     /// library user gets one (`false`) unless it asks. The output is the same either way.
     pub helper_threads: bool,
+    /// Whether the defragmentation walk counts its advice rows in
+    /// [`Proposal::advice_counts`](crate::Proposal::advice_counts) instead of returning them
+    /// among the candidates. Not a configuration key: the embedder's
+    /// [`Telemetry::DecisionsCountingAdvice`](alfred_model::config::Telemetry::DecisionsCountingAdvice).
+    /// Every other candidate, and every decision made from them, is the same either way.
+    pub count_advice: bool,
 }
 
 impl Default for PolicySettings {
@@ -130,6 +136,7 @@ impl Default for PolicySettings {
             max_migrations_per_hour: 10,
             decision_loop_interval: std::time::Duration::from_secs(300),
             helper_threads: false,
+            count_advice: false,
         }
     }
 }
@@ -183,6 +190,7 @@ impl PolicySettings {
             max_migrations_per_hour: config.max_migrations_per_hour,
             decision_loop_interval: config.decision_loop_interval,
             helper_threads: false,
+            count_advice: false,
         }
     }
 

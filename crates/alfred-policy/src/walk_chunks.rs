@@ -20,8 +20,11 @@ use std::sync::atomic::{self, AtomicUsize};
 
 use alfred_model::record::Candidate;
 
+use crate::advice_counts::{SetAside, set_aside};
 use crate::context::Ctx;
-use crate::defragmentation::{PoolPricers, Walk, WalkLane, WalkParts, row_order, sort_rows_with};
+use crate::defragmentation::{
+    PoolPricers, Walk, WalkLane, WalkParts, Walked, row_order, sort_rows_with,
+};
 
 /// A row's place in the one-thread walk: its chunk, then its position among the chunk's rows.
 type Place = (usize, usize);
@@ -34,14 +37,14 @@ pub(crate) fn shared<T>(
     parts: &WalkParts<'_, '_, '_>,
     chunk: usize,
     beside: impl FnOnce() -> T,
-) -> (Vec<Candidate>, T) {
+) -> (Walked, T) {
     let chunks = Chunks {
         next: AtomicUsize::new(0),
         chunk: chunk.max(1),
     };
     let ready: OnceLock<Walk> = OnceLock::new();
     let seed = ctx.seed();
-    let (mine, theirs, other) = std::thread::scope(|scope| {
+    let (mut mine, mut theirs, other) = std::thread::scope(|scope| {
         let (chunks, ready) = (&chunks, &ready);
         let helper = scope.spawn(move || {
             // The helper's own context: same snapshot, settings and lookups.
@@ -57,7 +60,10 @@ pub(crate) fn shared<T>(
             .unwrap_or_else(|panic| std::panic::resume_unwind(panic));
         (mine, theirs, other)
     });
-    (merge(mine, theirs), other)
+    let mut aside = std::mem::take(&mut mine.aside);
+    aside.append(&mut theirs.aside);
+    let rows = merge(mine, theirs);
+    (Walked { rows, aside }, other)
 }
 
 /// The chunks of a shared walk, handed out in increasing order.
@@ -78,10 +84,12 @@ impl Chunks {
     }
 }
 
-/// The rows one thread walked, filtered and sorted, each with its place.
+/// The rows one thread walked, filtered and sorted, each with its place, and the advice
+/// rows it set aside (under `count_advice`).
 struct Placed {
     rows: Vec<Candidate>,
     places: Vec<Place>,
+    aside: Vec<SetAside>,
 }
 
 /// Walks chunks until none is left.
@@ -96,9 +104,17 @@ fn walk_taken(ctx: &Ctx<'_>, lane: &WalkLane<'_, '_, '_>, chunks: &Chunks) -> Pl
         lane.walk_visits(ctx, from, to, &mut pricers, &mut rows);
         places.extend((0..rows.len() - before).map(|i| (k, i)));
     }
+    let mut aside = Vec::new();
+    if ctx.cfg.count_advice {
+        set_aside(&mut rows, &mut places, &mut aside);
+    }
     lane.keep_in_window(&mut rows, &mut places);
     sort_rows_with(&mut rows, &mut places);
-    Placed { rows, places }
+    Placed {
+        rows,
+        places,
+        aside,
+    }
 }
 
 /// The two threads' rows in the sort's order, ties to the earlier place. The order is

@@ -149,6 +149,7 @@ fn decision_line_lists_executable_candidates_counts_advice_and_the_dispatch() {
         &effects,
         &refs,
         false,
+        &[],
     );
     insta::assert_json_snapshot!("decision_line", line);
     assert!(decided_something(&explain, &effects));

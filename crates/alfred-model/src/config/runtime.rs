@@ -110,6 +110,26 @@ pub enum Telemetry {
     /// [`Effect::Metric`]: crate::effect::Effect::Metric
     /// [`Effect::is_telemetry`]: crate::effect::Effect::is_telemetry
     DecisionsOnly,
+    /// [`Telemetry::DecisionsOnly`], and the defragmentation walk's advice rows (about a
+    /// fifth of a pass on the trace cluster, with their ordering and reporting) are counted
+    /// by `(reason, advisoryReason)` instead of kept: the record's rows and the pass's
+    /// explanation hold every other row (executable moves, drain-plan steps, node-health
+    /// findings), and the pass output carries the counts. Decisions, durable state and
+    /// every write are [`Telemetry::DecisionsOnly`]'s. For an embedder that publishes no
+    /// record, like the twin.
+    DecisionsCountingAdvice,
+}
+
+impl Telemetry {
+    /// Whether a pass builds its metric updates and InferenceService Events.
+    pub fn is_full(self) -> bool {
+        self == Telemetry::Full
+    }
+
+    /// Whether the walk's advice rows are counted rather than kept.
+    pub fn counts_advice(self) -> bool {
+        self == Telemetry::DecisionsCountingAdvice
+    }
 }
 
 fn ser_duration<S: serde::Serializer>(d: &Duration, s: S) -> Result<S::Ok, S::Error> {

@@ -9,6 +9,7 @@ use proptest::prelude::*;
 use super::props::{build, case};
 use crate::context::Ctx;
 use crate::defragmentation::{Pricer, price, price_by_clone};
+use crate::settings::PolicySettings;
 use crate::surge::{plan_surge, plan_surge_reference};
 
 proptest! {
@@ -432,11 +433,57 @@ proptest! {
         let (snap, s) = build(&c);
         let cfg = s.sanitized();
         let ctx = Ctx::new(&snap, &cfg, snap.observed_at);
-        let one = crate::defragmentation::run_split(&ctx, usize::MAX, 1);
+        let one = crate::defragmentation::run_split(&ctx, usize::MAX, 1).rows;
         for chunk in [1, 2, 3, 128] {
-            let split = crate::defragmentation::run_split(&ctx, 0, chunk);
+            let split = crate::defragmentation::run_split(&ctx, 0, chunk).rows;
             prop_assert_eq!(format!("{split:?}"), format!("{one:?}"), "chunks of {} visits", chunk);
         }
+    }
+
+    /// Under `count_advice`, the walk (on one thread or shared in chunks) keeps the
+    /// executable rows of the walk that keeps every row, in the same order, and counts the
+    /// others as they would be counted.
+    #[test]
+    fn a_walk_counting_advice_keeps_the_executable_rows_and_counts_the_rest(c in case()) {
+        let (snap, s) = build(&c);
+        let cfg = s.sanitized();
+        let every = {
+            let ctx = Ctx::new(&snap, &cfg, snap.observed_at);
+            crate::defragmentation::run_split(&ctx, usize::MAX, 1).rows
+        };
+        let executable: Vec<_> = every.iter().filter(|r| r.executable).collect();
+        let counting = PolicySettings { count_advice: true, ..cfg.clone() };
+        let ctx = Ctx::new(&snap, &counting, snap.observed_at);
+        for (split_min, chunk) in [(usize::MAX, 1), (0, 1), (0, 3), (0, 128)] {
+            let walked = crate::defragmentation::run_split(&ctx, split_min, chunk);
+            let kept: Vec<_> = walked.rows.iter().collect();
+            prop_assert_eq!(format!("{kept:?}"), format!("{executable:?}"), "chunks of {} visits", chunk);
+            prop_assert_eq!(
+                crate::advice_counts::count(&walked.aside),
+                crate::count_advice_rows(&every),
+                "chunks of {} visits", chunk
+            );
+        }
+    }
+
+    /// A proposal counting advice is the proposal keeping it, less the walk's advice rows,
+    /// which it counts; node markers and drain plans are the same.
+    #[test]
+    fn a_proposal_counting_advice_is_the_one_keeping_it_less_the_walks_advice(c in case()) {
+        let (snap, s) = build(&c);
+        let now = snap.observed_at;
+        let kept = crate::propose_with(&snap, &s, now);
+        let counted = crate::propose_with(&snap, &PolicySettings { count_advice: true, ..s.clone() }, now);
+        let walk_advice = |r: &&alfred_model::record::Candidate| {
+            r.policy == alfred_model::record::Policy::Defragmentation && !r.executable && r.plan.is_none()
+        };
+        let rest: Vec<_> = kept.candidates.iter().filter(|r| !walk_advice(r)).collect();
+        let left_out: Vec<_> = kept.candidates.iter().filter(walk_advice).cloned().collect();
+        prop_assert_eq!(format!("{:?}", counted.candidates.iter().collect::<Vec<_>>()), format!("{rest:?}"));
+        prop_assert_eq!(counted.advice_counts, crate::count_advice_rows(&left_out));
+        prop_assert_eq!(counted.node_markers, kept.node_markers);
+        prop_assert_eq!(counted.drain, kept.drain);
+        prop_assert!(kept.advice_counts.is_empty());
     }
 }
 

@@ -120,7 +120,7 @@ impl DecisionLog {
             }
             inner.journal = Some(after.clone());
         }
-        if !decision_log::decided_something(&output.explain, &output.effects) {
+        if !output.decided_something() {
             return;
         }
         inner.sequence += 1;
@@ -143,6 +143,7 @@ impl DecisionLog {
             &output.effects,
             &pending,
             false,
+            &output.advice_counts,
         );
         if let Err(e) = inner.writer.write(&line) {
             tracing::warn!(error = %e, "cannot write the decision log");
@@ -242,6 +243,7 @@ mod tests {
             uuids_used: 0,
             simulations: vec![],
             if_final_save_fails: None,
+            advice_counts: vec![],
         }
     }
 
