@@ -11,6 +11,8 @@ use alfred_model::reason::{DispatchReason, RowReason};
 use alfred_model::record::{Candidate, DispatchStatus, Policy, Verdict};
 use alfred_model::snapshot::DeploymentMode;
 
+use alfred_policy::CountedAdvice;
+
 use crate::guard::{GuardObservation, check_guard, guard_username};
 use crate::journal::{Entry, Journal, Phase, WorkloadRef, retention};
 use crate::recheck::{Cleared, Prepared, Proposal, Recheck, conclude, judge_simulation, prepare};
@@ -211,7 +213,7 @@ pub fn entry_candidate(e: &Entry) -> Candidate {
 }
 
 /// Merges one entry into the rows (docs/design-pass.md#journal-rows).
-pub fn merge_entry(decisions: &mut Vec<Decision>, e: &Entry) {
+pub fn merge_entry(decisions: &mut Vec<Decision>, e: &Entry, counted: &CountedAdvice) {
     let c = entry_candidate(e);
     let verdict = Verdict {
         admitted: true,
@@ -225,7 +227,8 @@ pub fn merge_entry(decisions: &mut Vec<Decision>, e: &Entry) {
         d.1 = Some(verdict);
     } else if let Some(d) = decisions.iter_mut().find(|(x, _)| same(x)) {
         d.1 = Some(verdict);
-    } else {
+    } else if !counted.covers(&c) {
+        // A counted row would have carried the verdict: the pass reports no row for it.
         decisions.push((c, Some(verdict)));
     }
 }
@@ -293,18 +296,23 @@ pub struct Dispatch {
     out: DispatchOutcome,
     work: Work,
     submitted: Option<usize>,
+    /// The advice rows the policies counted (a journal entry reported on gets no row of
+    /// its own when one of them was its Instance's).
+    counted: CountedAdvice,
 }
 
 impl Dispatch {
     /// Steps up to the first re-check. `decisions` holds every candidate with its arbiter
     /// verdict (admitted ones start as `withheld/ExecutionDisabled`); `order` is the
-    /// arbitration order (indices into `decisions`).
+    /// arbitration order (indices into `decisions`); `counted`, the advice rows the
+    /// policies counted instead of proposing.
     pub fn start(
         ctx: &DispatchCtx<'_>,
         mut decisions: Vec<Decision>,
         order: Vec<usize>,
         slot: &JournalSlot,
         breaker: &mut Breaker,
+        counted: CountedAdvice,
     ) -> Dispatch {
         withhold_admitted(&mut decisions, DispatchReason::ExecutionDisabled);
         let mut out = DispatchOutcome {
@@ -321,6 +329,7 @@ impl Dispatch {
             out,
             work: Work::Finished,
             submitted: None,
+            counted: CountedAdvice::default(),
         };
         let journal = match slot {
             JournalSlot::Readable(j) => j.clone(),
@@ -334,7 +343,7 @@ impl Dispatch {
             }
         };
         let Some((journal, unresolved, uncertain)) =
-            follow_up(ctx, journal, &mut decisions, &mut out, breaker)
+            follow_up(ctx, journal, &mut decisions, &counted, &mut out, breaker)
         else {
             return finished(decisions, out);
         };
@@ -354,6 +363,7 @@ impl Dispatch {
             out,
             work,
             submitted: None,
+            counted,
         }
     }
 
@@ -499,7 +509,7 @@ impl Dispatch {
                     &cleared,
                     &mut self.out.effects,
                 );
-                merge_entry(&mut self.decisions, &entry);
+                merge_entry(&mut self.decisions, &entry, &self.counted);
                 self.out.journal = JournalSlot::Readable(self.journal.clone());
             }
         }
@@ -601,6 +611,7 @@ fn follow_up(
     ctx: &DispatchCtx<'_>,
     journal: Journal,
     decisions: &mut Vec<Decision>,
+    counted: &CountedAdvice,
     out: &mut DispatchOutcome,
     breaker: &mut Breaker,
 ) -> Option<(Journal, Vec<Entry>, Option<String>)> {
@@ -634,7 +645,7 @@ fn follow_up(
     };
     for uuid in &follow.reported {
         if let Some(e) = follow.journal.entry(uuid) {
-            merge_entry(decisions, e);
+            merge_entry(decisions, e, counted);
         }
     }
     let unresolved: Vec<Entry> = follow.journal.unresolved().cloned().collect();
@@ -890,4 +901,50 @@ fn store(journal: &mut Journal, e: &Entry, effects: &mut Vec<Effect>) -> bool {
     }
     *journal = next;
     true
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The journal example's entry (acknowledged, not completed).
+    fn entry() -> Entry {
+        Journal::parse(crate::journal::tests::EXAMPLE)
+            .expect("example journal")
+            .entries
+            .remove(0)
+    }
+
+    /// The entry's Instance as the walk's advice row (moving it would not pay).
+    fn advice_row(e: &Entry) -> Candidate {
+        let mut c = entry_candidate(e);
+        c.executable = false;
+        c.advisory_reason =
+            Some(alfred_model::reason::AdvisoryReason::NonExecutableObservedFragmentation);
+        c
+    }
+
+    #[test]
+    fn a_reported_entry_takes_its_instances_row_kept_or_counted() {
+        let e = entry();
+        // The row kept: the entry's status goes on it.
+        let mut kept = vec![(advice_row(&e), None)];
+        merge_entry(&mut kept, &e, &CountedAdvice::default());
+        assert_eq!(kept.len(), 1);
+        assert_eq!(
+            kept[0].1.as_ref().map(|v| v.request_uuid.as_str()),
+            Some(e.uuid.as_str())
+        );
+        // The row counted: no row is made up for the entry.
+        let mut rows = vec![advice_row(&e)];
+        let counted = CountedAdvice::take_from(&mut rows);
+        assert!(rows.is_empty());
+        let mut decisions = Vec::new();
+        merge_entry(&mut decisions, &e, &counted);
+        assert!(decisions.is_empty());
+        // No row at all: the entry gets its own.
+        merge_entry(&mut decisions, &e, &CountedAdvice::default());
+        assert_eq!(decisions.len(), 1);
+        assert_eq!(decisions[0].0.row_key(), entry_candidate(&e).row_key());
+    }
 }

@@ -20,6 +20,7 @@ use alfred_model::effect::{Effect, ObjectRef};
 use alfred_model::event::EventReason;
 use alfred_model::record::{AdviceCount, Candidate, NodeRecord, Verdict};
 use alfred_model::{ClusterSnapshot, Timestamp};
+use alfred_policy::CountedAdvice;
 use alfred_policy::NodeMarker;
 use alfred_policy::drain::DrainProposal;
 
@@ -157,6 +158,8 @@ struct Proposed {
     annotated: bool,
     /// The walk's advice rows, counted (`Telemetry::DecisionsCountingAdvice`).
     advice_counts: Vec<AdviceCount>,
+    /// Those rows, for the dispatcher (taken when it starts).
+    counted_advice: CountedAdvice,
 }
 
 /// Where the run stands.
@@ -443,7 +446,7 @@ impl<'a> PassRun<'a> {
             mut candidates,
             node_markers,
             drain,
-            advice_counts,
+            counted_advice,
         } = proposed;
         book.block(&drain.blocked, snap, input.now);
         // 4. Scheduling annotation: recommend-only or no dispatcher.
@@ -461,7 +464,8 @@ impl<'a> PassRun<'a> {
                 drain,
                 book,
                 annotated,
-                advice_counts,
+                advice_counts: counted_advice.counts(),
+                counted_advice,
             },
             candidates,
             predictions,
@@ -471,7 +475,7 @@ impl<'a> PassRun<'a> {
 
     /// Step 5's admission, then (with an executor) the dispatcher's start: the follow-up
     /// and the choice of work.
-    fn arbitrate(&mut self, proposed: Proposed, candidates: Vec<Candidate>) -> Stage {
+    fn arbitrate(&mut self, mut proposed: Proposed, candidates: Vec<Candidate>) -> Stage {
         let input = &self.input;
         let dispatcher = input.runtime.executor_available();
         // The journal as read, with the plans as the policies left them (the read ones are
@@ -525,6 +529,7 @@ impl<'a> PassRun<'a> {
                 order,
                 &self.input.state.journal,
                 &mut breaker,
+                std::mem::take(&mut proposed.counted_advice),
             )
         };
         self.session.breaker = breaker;

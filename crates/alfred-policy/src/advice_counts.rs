@@ -12,18 +12,67 @@
 use std::collections::BTreeMap;
 
 use alfred_model::reason::{AdvisoryReason, RowReason};
-use alfred_model::record::{AdviceCount, Candidate};
+use alfred_model::record::{AdviceCount, Candidate, Policy};
 use alfred_model::snapshot::ComponentKind;
 
 /// An advice row set aside: its Instance (a drain plan's step takes the place of that
-/// Instance's row, counted or not) and its reasons.
-#[derive(Debug)]
+/// Instance's row, counted or not), its source node and its reasons (a journal entry the
+/// dispatcher reports on is matched with the row by these).
+#[derive(Debug, Clone, PartialEq)]
 pub(crate) struct SetAside {
     pub(crate) workload: String,
     pub(crate) component: ComponentKind,
     pub(crate) instance: i64,
+    from_node: String,
     reason: RowReason,
     advisory_reason: Option<AdvisoryReason>,
+}
+
+/// The advice rows a pass counted instead of keeping
+/// ([`PolicySettings::count_advice`](crate::PolicySettings::count_advice)): their counts, and
+/// which rows they were, so that the dispatcher does not make up a row for a journal entry it
+/// reports on when the walk counted that Instance's row (a pass keeping its rows would have
+/// put the entry's status on that advice row).
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct CountedAdvice {
+    rows: Vec<SetAside>,
+}
+
+impl CountedAdvice {
+    pub(crate) fn new(rows: Vec<SetAside>) -> CountedAdvice {
+        CountedAdvice { rows }
+    }
+
+    /// Counts the advice rows of `rows` as the walk does, taking them out of `rows` (the
+    /// others keep their order): for a driver or a test that has the rows a pass would
+    /// have kept.
+    pub fn take_from(rows: &mut Vec<Candidate>) -> CountedAdvice {
+        let mut aside = Vec::new();
+        set_aside(rows, &mut Vec::<()>::new(), &mut aside);
+        CountedAdvice { rows: aside }
+    }
+
+    /// The rows counted per `(reason, advisoryReason)`, in that order.
+    pub fn counts(&self) -> Vec<AdviceCount> {
+        tally(self.rows.iter().map(|a| (a.reason, a.advisory_reason)))
+    }
+
+    /// Whether a counted row has `c`'s row key ([`Candidate::row_key`]).
+    pub fn covers(&self, c: &Candidate) -> bool {
+        c.policy == Policy::Defragmentation
+            && self.rows.iter().any(|a| {
+                a.workload == c.workload
+                    && a.component == c.component
+                    && a.instance == c.instance
+                    && a.from_node == c.from_node
+                    && a.reason == c.reason
+            })
+    }
+
+    /// Whether no row was counted.
+    pub fn is_empty(&self) -> bool {
+        self.rows.is_empty()
+    }
 }
 
 /// Moves the advice rows of `rows` to `aside`, with the entries of `companion` (empty, or
@@ -45,6 +94,7 @@ pub(crate) fn set_aside<S>(
             workload: std::mem::take(&mut r.workload),
             component: r.component,
             instance: r.instance,
+            from_node: std::mem::take(&mut r.from_node),
             reason: r.reason,
             advisory_reason: r.advisory_reason,
         });
@@ -52,13 +102,8 @@ pub(crate) fn set_aside<S>(
     });
 }
 
-/// The rows set aside, counted per `(reason, advisoryReason)` in that order.
-pub(crate) fn count(aside: &[SetAside]) -> Vec<AdviceCount> {
-    tally(aside.iter().map(|a| (a.reason, a.advisory_reason)))
-}
-
 /// The advice rows among `rows` counted as [`Telemetry::DecisionsCountingAdvice`] counts
-/// them: what a pass that keeps its rows would have counted.
+/// them ([`CountedAdvice::counts`]).
 ///
 /// [`Telemetry::DecisionsCountingAdvice`]: alfred_model::config::Telemetry::DecisionsCountingAdvice
 pub fn count_rows(rows: &[Candidate]) -> Vec<AdviceCount> {

@@ -90,7 +90,7 @@ use alfred_model::record::Candidate;
 use alfred_model::snapshot::ClusterSnapshot;
 use alfred_score::{Analysis, ScoreSettings};
 
-pub use advice_counts::count_rows as count_advice_rows;
+pub use advice_counts::{CountedAdvice, count_rows as count_advice_rows};
 pub use drain::DrainProposal;
 pub use early_tick::EarlyTickReason;
 pub use nodehealth::{NodeHealthOutput, NodeMarker};
@@ -107,9 +107,8 @@ pub struct Proposal {
     /// Drain plans (docs/design-policies.md#drain-plans): their steps are among `candidates`.
     pub drain: DrainProposal,
     /// Under [`PolicySettings::count_advice`], the defragmentation walk's advice rows, counted
-    /// per `(reason, advisoryReason)` in that order instead of among `candidates` (empty
-    /// otherwise).
-    pub advice_counts: Vec<alfred_model::record::AdviceCount>,
+    /// instead of among `candidates` (none otherwise).
+    pub counted_advice: CountedAdvice,
 }
 
 /// Runs both policies: node health first, then defragmentation (docs/design-pass.md#pass-pipeline).
@@ -278,7 +277,7 @@ fn propose_in(ctx: &context::Ctx<'_>, plans: &[PlanRecord]) -> Proposal {
         candidates,
         node_markers: nh.node_markers,
         drain,
-        advice_counts: advice_counts::count(&aside),
+        counted_advice: CountedAdvice::new(aside),
     }
 }
 

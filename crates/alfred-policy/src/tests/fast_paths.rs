@@ -459,7 +459,7 @@ proptest! {
             let kept: Vec<_> = walked.rows.iter().collect();
             prop_assert_eq!(format!("{kept:?}"), format!("{executable:?}"), "chunks of {} visits", chunk);
             prop_assert_eq!(
-                crate::advice_counts::count(&walked.aside),
+                crate::CountedAdvice::new(walked.aside).counts(),
                 crate::count_advice_rows(&every),
                 "chunks of {} visits", chunk
             );
@@ -480,10 +480,11 @@ proptest! {
         let rest: Vec<_> = kept.candidates.iter().filter(|r| !walk_advice(r)).collect();
         let left_out: Vec<_> = kept.candidates.iter().filter(walk_advice).cloned().collect();
         prop_assert_eq!(format!("{:?}", counted.candidates.iter().collect::<Vec<_>>()), format!("{rest:?}"));
-        prop_assert_eq!(counted.advice_counts, crate::count_advice_rows(&left_out));
+        prop_assert_eq!(counted.counted_advice.counts(), crate::count_advice_rows(&left_out));
+        prop_assert!(left_out.iter().all(|r| counted.counted_advice.covers(r)));
         prop_assert_eq!(counted.node_markers, kept.node_markers);
         prop_assert_eq!(counted.drain, kept.drain);
-        prop_assert!(kept.advice_counts.is_empty());
+        prop_assert!(kept.counted_advice.is_empty());
     }
 }
 
