@@ -493,7 +493,8 @@ impl AlfredCaretaker {
             helper_threads: true,
             // The twin applies no metric and no InferenceService Event and publishes no
             // record: building them, and the thousands of advice rows its decision log only
-            // counts, would be about half a pass for nothing (the decisions are the same).
+            // counts, would be a large part of every pass for nothing (the decisions are the
+            // same).
             telemetry: Telemetry::DecisionsCountingAdvice,
             ..RuntimeOptions::default()
         };
