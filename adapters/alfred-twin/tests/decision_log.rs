@@ -12,11 +12,17 @@ use common::*;
 use serde_json::{Value, json};
 
 fn scenario() -> (AlfredCaretaker, alfred_twin::engine::RunResult) {
+    scenario_logging(false)
+}
+
+/// [`scenario`], every advice row logged in full when `all_advice`.
+fn scenario_logging(all_advice: bool) -> (AlfredCaretaker, alfred_twin::engine::RunResult) {
     let nodes = nodes(3, 8);
     let trace = vec![task(1), task(8)];
     let mut arrivals: Vec<_> = (0..5).map(|i| arrival(i, 0, None)).collect();
     arrivals.push(arrival(6, 1, None));
     let mut a = AlfredCaretaker::new(Config::default(), 1, Placement::Spread);
+    a.log_all_advice(all_advice);
     let res = run(
         &arrivals,
         &trace,
@@ -113,6 +119,56 @@ fn alfred_moves_the_lone_instance_and_the_log_follows_it() {
     // The same seed gives the same log, byte for byte.
     let (b, _) = scenario();
     assert_eq!(a.log, b.log);
+}
+
+/// `--log-all-advice`: the passes keep their advice rows and each decision line lists them
+/// in full, where by default they are counted. The same lines, the same decisions, and as
+/// many advice rows listed as counted.
+#[test]
+fn logging_every_advice_row_lists_what_the_default_counts() {
+    let (counted, _) = scenario_logging(false);
+    let (listed, _) = scenario_logging(true);
+    let parse = |a: &AlfredCaretaker| -> Vec<Value> {
+        a.log
+            .iter()
+            .map(|l| serde_json::from_str(l).unwrap())
+            .collect()
+    };
+    let (counted, listed) = (parse(&counted), parse(&listed));
+    assert_eq!(counted.len(), listed.len());
+    let mut advice = 0;
+    for (c, l) in counted.iter().zip(&listed) {
+        assert_eq!(c["kind"], l["kind"]);
+        assert_eq!(c["decisionId"], l["decisionId"]);
+        if c["kind"] != "decision" {
+            assert_eq!(c, l);
+            continue;
+        }
+        assert_eq!(c["dispatch"], l["dispatch"]);
+        let rows = |v: &Value, executable: bool| {
+            v["candidates"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .filter(|x| x["candidate"]["executable"] == executable)
+                .count() as u64
+        };
+        let in_counts: u64 = c["adviceCounts"]
+            .as_object()
+            .unwrap()
+            .values()
+            .map(|n| n.as_u64().unwrap())
+            .sum();
+        assert_eq!(rows(l, false), in_counts, "{}", c["decisionId"]);
+        assert_eq!(rows(l, true), rows(c, true), "{}", c["decisionId"]);
+        assert_eq!(
+            l["adviceCounts"],
+            json!({}),
+            "listed rows are not counted too"
+        );
+        advice += in_counts;
+    }
+    assert!(advice > 0, "the scenario has advice to log");
 }
 
 /// The README's story in the twin: ten 8-GPU nodes with one 1-GPU Instance each, an 8-GPU

@@ -3,22 +3,19 @@
 //! that keeps them does (`Telemetry::DecisionsOnly`). Only its explanation and its record
 //! lack those rows, and its counts are theirs, so the decision-log line is the same.
 
+use alfred_dispatch::PassOutput;
 use alfred_dispatch::decision_log::decision_line;
-use alfred_dispatch::{
-    Caretaker, DerivedUuids, GuardObservation, ModelSimulator, PassOutput, Reading,
-};
 use alfred_model::ClusterSnapshot;
-use alfred_model::config::{Config, RuntimeOptions, Telemetry};
+use alfred_model::config::{Config, Telemetry};
 use alfred_model::effect::Effect;
 use alfred_model::record::{Candidate, Policy};
 use alfred_testkit::random::{SmallClusterShape, small_cluster};
 use proptest::prelude::*;
 
 mod common;
+mod reporting;
 
 use common::{World, requests};
-
-const EXECUTE: &str = include_str!("../../../fixtures/configs/execute-mode.yaml");
 
 /// Whether the walk could have counted this row: advice of the defragmentation policy that
 /// is not a drain plan's step.
@@ -43,7 +40,7 @@ fn without_record(effects: &[Effect]) -> Vec<Effect> {
 
 /// Checks `counted` against `kept`, the same pass keeping its rows; returns how many rows
 /// were counted.
-fn check(kept: &PassOutput, counted: &PassOutput, pass: usize) -> u64 {
+fn check(kept: &PassOutput, counted: &PassOutput, pass: i64) -> u64 {
     assert_eq!(counted.new_state, kept.new_state, "pass {pass}: state");
     assert_eq!(counted.session, kept.session, "pass {pass}: session");
     assert_eq!(counted.pools, kept.pools, "pass {pass}: pools");
@@ -111,64 +108,23 @@ fn line(out: &PassOutput) -> serde_json::Value {
 
 /// Three passes five minutes apart on `cluster`, once keeping the advice rows and once
 /// counting them; returns how many rows were counted.
-fn compare(mut cluster: ClusterSnapshot, config: &Config, execute: bool) -> u64 {
-    let start = cluster.observed_at;
-    let runtime = if execute {
-        RuntimeOptions::execute("ome-alfred")
-    } else {
-        RuntimeOptions::recommend_only()
-    };
-    let caretaker = |telemetry| {
-        Caretaker::new(
-            runtime.clone().with_telemetry(telemetry),
-            DerivedUuids::new([7; 32]),
-        )
-    };
-    let mut keeping = caretaker(Telemetry::DecisionsOnly);
-    let mut counting = caretaker(Telemetry::DecisionsCountingAdvice);
-    let guard = GuardObservation::assumed_installed("ome", "ome-alfred");
+fn compare(cluster: ClusterSnapshot, config: &Config, execute: bool) -> u64 {
     let mut counted = 0;
-    for pass in 0..3 {
-        let now = start.plus_minutes(5 * i64::try_from(pass).unwrap_or(0));
-        cluster.observed_at = now;
-        let reading = || Reading::new(&cluster, config, now).guard(&guard);
-        let kept = keeping.pass(reading(), &mut ModelSimulator::new(config));
-        let out = counting.pass(reading(), &mut ModelSimulator::new(config));
+    let settings = (Telemetry::DecisionsOnly, Telemetry::DecisionsCountingAdvice);
+    reporting::three_passes(cluster, config, execute, settings, |kept, out, pass| {
         counted += check(&kept, &out, pass);
-    }
+    });
     counted
-}
-
-fn shape() -> impl Strategy<Value = SmallClusterShape> {
-    (any::<u64>(), 1usize..14, 0usize..12, 0usize..6, 0u64..40).prop_map(
-        |(seed, nodes, workloads, pending, excluded_percent)| SmallClusterShape {
-            seed,
-            nodes,
-            workloads,
-            pending,
-            executor: true,
-            all_fixed: false,
-            excluded_percent,
-        },
-    )
-}
-
-fn config(execute: bool) -> Config {
-    if execute {
-        Config::from_yaml(EXECUTE).expect("the execute-mode fixture reads")
-    } else {
-        Config::default()
-    }
 }
 
 proptest! {
     #![proptest_config(ProptestConfig::with_cases(48))]
     #[test]
     fn a_pass_counting_advice_decides_as_one_keeping_it(
-        shape in shape(),
+        shape in reporting::shape(),
         execute in any::<bool>(),
     ) {
-        compare(small_cluster(shape), &config(execute), execute);
+        compare(small_cluster(shape), &reporting::config(execute), execute);
     }
 }
 
@@ -187,7 +143,11 @@ fn small_clusters_make_advice_to_count() {
                 all_fixed: false,
                 excluded_percent: 0,
             };
-            compare(small_cluster(shape), &config(seed % 2 == 0), seed % 2 == 0)
+            compare(
+                small_cluster(shape),
+                &reporting::config(seed % 2 == 0),
+                seed % 2 == 0,
+            )
         })
         .sum();
     assert!(counted > 0, "no advice row was counted");

@@ -3,20 +3,17 @@
 //! pass's without the metric updates and the InferenceService Events, in the same order,
 //! and its second ending (a failed journal save after the request) is the full one's too.
 
-use alfred_dispatch::{
-    Caretaker, DerivedUuids, GuardObservation, ModelSimulator, PassOutput, Reading,
-};
+use alfred_dispatch::PassOutput;
 use alfred_model::ClusterSnapshot;
-use alfred_model::config::{Config, RuntimeOptions, Telemetry};
+use alfred_model::config::{Config, Telemetry};
 use alfred_model::effect::Effect;
-use alfred_testkit::random::{SmallClusterShape, small_cluster};
+use alfred_testkit::random::small_cluster;
 use proptest::prelude::*;
 
 mod common;
+mod reporting;
 
 use common::{World, requests};
-
-const EXECUTE: &str = include_str!("../../../fixtures/configs/execute-mode.yaml");
 
 /// `out` as a pass without telemetry returns it: the telemetry effects left out, the
 /// second ending's save found at its place in what is left.
@@ -45,31 +42,10 @@ fn telemetry_count(out: &PassOutput) -> usize {
 /// Three passes five minutes apart on `cluster` under `config`, once per telemetry
 /// setting, compared pass by pass. Returns how many telemetry effects the full passes made
 /// and whether any pass requested a move.
-fn compare(mut cluster: ClusterSnapshot, config: &Config, execute: bool) -> (usize, bool) {
-    let start = cluster.observed_at;
-    let runtime = if execute {
-        RuntimeOptions::execute("ome-alfred")
-    } else {
-        RuntimeOptions::recommend_only()
-    };
-    let caretaker = |telemetry| {
-        Caretaker::new(
-            runtime.clone().with_telemetry(telemetry),
-            DerivedUuids::new([7; 32]),
-        )
-    };
-    let (mut full, mut quiet) = (
-        caretaker(Telemetry::Full),
-        caretaker(Telemetry::DecisionsOnly),
-    );
-    let guard = GuardObservation::assumed_installed("ome", "ome-alfred");
+fn compare(cluster: ClusterSnapshot, config: &Config, execute: bool) -> (usize, bool) {
     let (mut made, mut requested) = (0, false);
-    for pass in 0..3 {
-        let now = start.plus_minutes(5 * pass);
-        cluster.observed_at = now;
-        let reading = || Reading::new(&cluster, config, now).guard(&guard);
-        let with = full.pass(reading(), &mut ModelSimulator::new(config));
-        let without = quiet.pass(reading(), &mut ModelSimulator::new(config));
+    let settings = (Telemetry::Full, Telemetry::DecisionsOnly);
+    reporting::three_passes(cluster, config, execute, settings, |with, without, pass| {
         assert_eq!(telemetry_count(&without), 0, "pass {pass}");
         made += telemetry_count(&with);
         requested |= with
@@ -77,37 +53,18 @@ fn compare(mut cluster: ClusterSnapshot, config: &Config, execute: bool) -> (usi
             .iter()
             .any(|e| matches!(e, Effect::RequestMigration { .. }));
         assert_eq!(without_telemetry(with), without, "pass {pass}");
-    }
+    });
     (made, requested)
-}
-
-fn shape() -> impl Strategy<Value = SmallClusterShape> {
-    (any::<u64>(), 1usize..14, 0usize..12, 0usize..6, 0u64..40).prop_map(
-        |(seed, nodes, workloads, pending, excluded_percent)| SmallClusterShape {
-            seed,
-            nodes,
-            workloads,
-            pending,
-            executor: true,
-            all_fixed: false,
-            excluded_percent,
-        },
-    )
 }
 
 proptest! {
     #![proptest_config(ProptestConfig::with_cases(48))]
     #[test]
     fn a_pass_without_telemetry_is_the_full_pass_without_it(
-        shape in shape(),
+        shape in reporting::shape(),
         execute in any::<bool>(),
     ) {
-        let config = if execute {
-            Config::from_yaml(EXECUTE).expect("the execute-mode fixture reads")
-        } else {
-            Config::default()
-        };
-        let (made, _) = compare(small_cluster(shape), &config, execute);
+        let (made, _) = compare(small_cluster(shape), &reporting::config(execute), execute);
         // Every pass reports at least its gauges: the comparison compared something.
         prop_assert!(made > 0);
     }
