@@ -33,6 +33,12 @@ pub const INSTANCE_PHASE_READY: u8 = 1;
 /// Instance flag: the status row's `runningRevision` is non-empty and equals the
 /// component's InferenceReplica `currentRevision`, and `targetRevision` is empty.
 pub const INSTANCE_REVISION_CURRENT: u8 = 2;
+/// Instance flag: its pods are as a surge plan reads them. Every `pods` key names a bound
+/// pod of the workload's namespace, with a name, on a known node; per node, the pods are as
+/// many as `nodes` says (its keys resolved, in key order); their GPUs add up to
+/// `totalGPUs`; at least one asks GPUs. The checks read each pod's strings, so they are
+/// made once per snapshot (and carried with the workload) instead of on every walk.
+pub const INSTANCE_PODS_CONSISTENT: u8 = 4;
 
 /// Component flag: the InferenceReplica's `currentRevision` and `updateRevision` are
 /// non-empty and equal.
@@ -57,7 +63,7 @@ pub struct InstanceFacts {
     pub pods: (u32, u32),
     /// `nodes[start..end]` of [`SnapshotIndex::instance_nodes`].
     pub nodes: (u32, u32),
-    /// [`INSTANCE_PHASE_READY`], [`INSTANCE_REVISION_CURRENT`].
+    /// [`INSTANCE_PHASE_READY`], [`INSTANCE_REVISION_CURRENT`], [`INSTANCE_PODS_CONSISTENT`].
     pub flags: u8,
 }
 
@@ -300,6 +306,44 @@ fn pod_facts(p: &Pod, node: u32) -> PodFacts {
     }
 }
 
+/// [`INSTANCE_PODS_CONSISTENT`] for Instance `inst` of `w`, whose pod keys resolved to
+/// `pods_ix` and node keys to `nodes_ix` (each at least as long as the Instance's lists).
+fn pods_consistent(
+    w: &Workload,
+    inst: &crate::snapshot::Instance,
+    pods_ix: &[u32],
+    nodes_ix: &[u32],
+    pods: &[Pod],
+    facts: &[PodFacts],
+) -> bool {
+    // (node, pods), ascending by node.
+    let mut counts: Vec<(u32, u32)> = Vec::with_capacity(2);
+    let mut total: u64 = 0;
+    let mut asks_gpus = false;
+    for &pi in pods_ix.iter().take(inst.pods.len()) {
+        let (Some(p), Some(f)) = (pods.get(pi as usize), facts.get(pi as usize)) else {
+            return false;
+        };
+        if p.namespace != w.namespace || p.name.is_empty() || p.node.is_empty() || f.node == NONE {
+            return false;
+        }
+        match counts.binary_search_by(|(n, _)| n.cmp(&f.node)) {
+            Ok(i) => counts[i].1 += 1,
+            Err(i) => counts.insert(i, (f.node, 1)),
+        }
+        total += u64::from(p.gpus);
+        asks_gpus |= p.gpus > 0;
+    }
+    asks_gpus
+        && pods_ix.len() >= inst.pods.len()
+        && total == u64::from(inst.total_gpus)
+        && counts.iter().copied().eq(nodes_ix
+            .iter()
+            .take(inst.nodes.len())
+            .copied()
+            .zip(inst.nodes.values().copied()))
+}
+
 /// The workload tables under construction: per component, per Instance, and where each
 /// workload's entries start.
 #[derive(Default)]
@@ -330,7 +374,13 @@ impl WorkloadTables {
     }
 
     /// Resolves one workload's components and Instances.
-    fn push(&mut self, w: &Workload, nodes: &NodeTables, finder: &mut PodFinder<'_>) {
+    fn push(
+        &mut self,
+        w: &Workload,
+        nodes: &NodeTables,
+        pod_facts: &[PodFacts],
+        finder: &mut PodFinder<'_>,
+    ) {
         self.start_workload();
         for c in &w.components {
             let current = c
@@ -364,6 +414,16 @@ impl WorkloadTables {
                     {
                         flags |= INSTANCE_REVISION_CURRENT;
                     }
+                }
+                if pods_consistent(
+                    w,
+                    inst,
+                    &self.instance_pods[p0 as usize..],
+                    &self.instance_nodes[n0 as usize..],
+                    finder.pods,
+                    pod_facts,
+                ) {
+                    flags |= INSTANCE_PODS_CONSISTENT;
                 }
                 self.instances.push(InstanceFacts {
                     pods: (p0, self.instance_pods.len() as u32),
@@ -421,7 +481,7 @@ impl SnapshotIndex {
         let pods = &s.pods;
         // Pods of one Instance usually share a node: try the previous pod's node first.
         let mut last: (&str, u32) = ("", NONE);
-        let pod_facts = pods
+        let pod_facts: Vec<PodFacts> = pods
             .iter()
             .map(|p| {
                 let node = if p.node.is_empty() {
@@ -439,7 +499,7 @@ impl SnapshotIndex {
         let mut finder = PodFinder::new(pods);
         let mut tables = WorkloadTables::default();
         for w in &s.workloads {
-            tables.push(w, &nodes, &mut finder);
+            tables.push(w, &nodes, &pod_facts, &mut finder);
         }
         SnapshotIndex::assemble(s, nodes, pod_facts, tables)
     }
@@ -487,7 +547,7 @@ impl SnapshotIndex {
     ) -> SnapshotIndex {
         let nodes = NodeTables::of(&s.nodes);
         let mut pod_to = vec![NONE; prev.pods.len()];
-        let pod_facts = s
+        let pod_facts: Vec<PodFacts> = s
             .pods
             .iter()
             .enumerate()
@@ -510,7 +570,7 @@ impl SnapshotIndex {
             if old < prev.workload_starts.len() {
                 tables.carry(prev, old, &pod_to);
             } else {
-                tables.push(w, &nodes, &mut finder);
+                tables.push(w, &nodes, &pod_facts, &mut finder);
             }
         }
         SnapshotIndex::assemble(s, nodes, pod_facts, tables)
@@ -994,6 +1054,57 @@ mod tests {
         assert_eq!(s.pods[ab[1] as usize].key(), "a/x");
         assert_eq!(idx.pods[ab[0] as usize].node, NONE);
         assert_eq!(idx.pods[ab[1] as usize].node, NONE);
+    }
+
+    #[test]
+    fn pods_consistent_is_set_only_when_every_check_holds() {
+        let mut s = snapshot();
+        s.pods.push(pod("ns0", "unbound", ""));
+        s.pods.push(Pod {
+            gpus: 0,
+            ..pod("ns0", "cpu", "n2")
+        });
+        // ns0's pods on n0: p000, p028; on n4: p004.
+        let with = |pods: &[&str], nodes: &[(&str, u32)], gpus: u32| Instance {
+            pods: pods.iter().map(|p| (*p).to_owned()).collect(),
+            nodes: nodes.iter().map(|(n, c)| ((*n).to_owned(), *c)).collect(),
+            total_gpus: gpus,
+            ..Instance::default()
+        };
+        let cases = [
+            (with(&["ns0/p000", "ns0/p028"], &[("n0", 2)], 2), true),
+            (
+                with(&["ns0/p004", "ns0/p000"], &[("n0", 1), ("n4", 1)], 2),
+                true,
+            ),
+            (
+                with(&["ns0/p000", "ns0/cpu"], &[("n0", 1), ("n2", 1)], 1),
+                true,
+            ),
+            (with(&["ns1/p001"], &[("n1", 1)], 1), false),
+            (
+                with(&["ns0/p000", "ns0/p004"], &[("n0", 1), ("n4", 2)], 2),
+                false,
+            ),
+            (with(&["ns0/p000", "ns0/p004"], &[("n0", 2)], 2), false),
+            (with(&["ns0/p000"], &[("n0", 1)], 2), false),
+            (with(&["ns0/p000", "ns0/nope"], &[("n0", 1)], 1), false),
+            (with(&["ns0/unbound"], &[], 1), false),
+            (with(&["ns0/cpu"], &[("n2", 1)], 0), false),
+            (with(&[], &[], 0), false),
+        ];
+        s.workloads[0].components[0].instances = cases.iter().map(|(i, _)| i.clone()).collect();
+        for s in [s.clone(), {
+            let mut n = s;
+            n.normalize();
+            n
+        }] {
+            let idx = s.index();
+            for (k, (_, want)) in cases.iter().enumerate() {
+                let set = idx.instances[k].flags & INSTANCE_PODS_CONSISTENT != 0;
+                assert_eq!(set, *want, "case {k}");
+            }
+        }
     }
 
     #[test]

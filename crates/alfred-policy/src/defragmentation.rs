@@ -695,6 +695,9 @@ pub(crate) struct Pricer<'s> {
     bin_of: Vec<u32>,
     slots: LadderSlots,
     total_free: u64,
+    /// `slots`' weighted fragmentation against `total_free`: every move's "before" when
+    /// no docs/design-policies.md#boosts bin is added.
+    fragmentation_before: f64,
     by_free_desc: Vec<usize>,
     emergency_pods: Vec<&'s PendingPod>,
 }
@@ -724,10 +727,13 @@ impl<'s> Pricer<'s> {
                 *slot = pos;
             }
         }
+        let slots = LadderSlots::new(&eval.bins, &eval.weights);
+        let total_free = eval.bins.total_free();
         Pricer {
             bin_of,
-            slots: LadderSlots::new(&eval.bins, &eval.weights),
-            total_free: eval.bins.total_free(),
+            fragmentation_before: slots.weighted_fragmentation(&eval.weights, total_free),
+            slots,
+            total_free,
             by_free_desc,
             emergency_pods: ctx
                 .snap
@@ -819,12 +825,26 @@ pub(crate) fn price(
     {
         return price_by_clone(ctx, eval, w, plan);
     }
-    let mut before = pricer.slots.clone();
-    let mut denominator = pricer.total_free;
-    for (_, free, cap) in &extra {
-        before.add(*free, *cap);
-        denominator += u64::from(*free);
-    }
+    // The counts before the move: the pool's, plus the docs/design-policies.md#boosts bins
+    // when there are any (rare: the pool's own are priced once, in the pricer).
+    let with_extra;
+    let (before, denominator, fragmentation_before) = if extra.is_empty() {
+        (
+            &pricer.slots,
+            pricer.total_free,
+            pricer.fragmentation_before,
+        )
+    } else {
+        let mut counts = pricer.slots.clone();
+        let mut denominator = pricer.total_free;
+        for (_, free, cap) in &extra {
+            counts.add(*free, *cap);
+            denominator += u64::from(*free);
+        }
+        let fragmentation = counts.weighted_fragmentation(&eval.weights, denominator);
+        with_extra = counts;
+        (&with_extra, denominator, fragmentation)
+    };
     let lookup = |node: usize| -> Option<(BinRef, u32, u32)> {
         if let Some(&pos) = pricer.bin_of.get(node)
             && pos != NONE
@@ -863,12 +883,9 @@ pub(crate) fn price(
             touched[k].2 = touched[k].2.saturating_add(*gpus).min(touched[k].3);
         }
     }
-    let mut after = before.clone();
-    for (_, old, new, cap) in &touched {
-        after.update(*old, *new, *cap);
-    }
-    let benefit = before.weighted_fragmentation(&eval.weights, denominator)
-        - after.weighted_fragmentation(&eval.weights, denominator);
+    let updates = touched.iter().map(|(_, old, new, cap)| (*old, *new, *cap));
+    let benefit = fragmentation_before
+        - before.weighted_fragmentation_after(updates, &eval.weights, denominator);
     // Largest free bin before and after the move.
     let free = eval.bins.free();
     let pool_max = pricer.by_free_desc.first().map_or(0, |p| free[*p]);

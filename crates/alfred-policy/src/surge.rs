@@ -4,7 +4,7 @@
 use std::collections::BTreeMap;
 use std::rc::Rc;
 
-use alfred_model::index::{InstanceFacts, SnapshotIndex};
+use alfred_model::index::{INSTANCE_PODS_CONSISTENT, InstanceFacts, SnapshotIndex};
 use alfred_model::snapshot::{ClusterSnapshot, Instance, Workload};
 
 use crate::context::{Ctx, TargetList};
@@ -153,6 +153,9 @@ fn surge_prints_at<'c, 'i>(
     if ctx.model_reason(w).is_some() {
         return None;
     }
+    if facts.flags & INSTANCE_PODS_CONSISTENT != 0 {
+        return consistent_prints(ctx, idx, facts, inst, pod_ix);
+    }
     let snap: &'c ClusterSnapshot = &ctx.snap;
     let mut prints: Vec<(&'i str, usize, u32)> = Vec::with_capacity(pod_ix.len());
     // (node position, pods), ascending.
@@ -198,6 +201,47 @@ fn surge_prints_at<'c, 'i>(
     // The Instance's `nodes` keys, resolved: equal to the counted nodes, checked above.
     let sources: Vec<usize> = idx.nodes_of(facts).iter().map(|n| *n as usize).collect();
     let pool = pool?;
+    prints.sort_by(|a, b| b.2.cmp(&a.2).then_with(|| a.0.cmp(b.0)));
+    Some((prints, sources, pool))
+}
+
+/// [`surge_prints_at`] for an Instance the index found consistent
+/// ([`INSTANCE_PODS_CONSISTENT`]: it checked what `surge_prints_at` checks of the pods
+/// themselves), read from the index's tables alone: only the GPU pods' nodes are read, for
+/// their pool, compared by its position in the index's pools. Same answer.
+#[allow(clippy::type_complexity)]
+fn consistent_prints<'c, 'i>(
+    ctx: &'c Ctx<'_>,
+    idx: &SnapshotIndex,
+    facts: &InstanceFacts,
+    inst: &'i Instance,
+    pod_ix: &[u32],
+) -> Option<(Vec<(&'i str, usize, u32)>, Vec<usize>, &'c str)> {
+    let snap: &'c ClusterSnapshot = &ctx.snap;
+    let mut prints: Vec<(&'i str, usize, u32)> = Vec::with_capacity(pod_ix.len());
+    // The pool's position in `idx.pools` and its key.
+    let mut pool: Option<(u32, &'c str)> = None;
+    for (key, &pi) in inst.pods.iter().zip(pod_ix) {
+        let p = idx.pods.get(pi as usize)?;
+        if p.gpus == 0 {
+            continue;
+        }
+        let n = snap.nodes.get(p.node as usize)?;
+        if !n.has_gpus() {
+            return None;
+        }
+        let key_of_pool = n.pool.as_deref()?;
+        // Nodes with GPUs have a position in `idx.pools`, equal exactly when their pool
+        // keys are.
+        let at = *idx.node_pool.get(p.node as usize)?;
+        if pool.is_some_and(|(x, _)| x != at) {
+            return None;
+        }
+        pool = Some((at, key_of_pool));
+        prints.push((key.as_str(), p.node as usize, p.gpus));
+    }
+    let sources: Vec<usize> = idx.nodes_of(facts).iter().map(|n| *n as usize).collect();
+    let (_, pool) = pool?;
     prints.sort_by(|a, b| b.2.cmp(&a.2).then_with(|| a.0.cmp(b.0)));
     Some((prints, sources, pool))
 }

@@ -304,27 +304,59 @@ impl LadderSlots {
 
     /// `slots(s)` per ladder size, in ladder order.
     pub fn slots(&self) -> impl Iterator<Item = u64> + '_ {
-        self.sizes.iter().zip(&self.counts).map(|(size, count)| {
-            if *size == 0 || self.max_cap == 0 {
-                0
-            } else if *size <= self.max_cap {
-                *count
-            } else {
-                count / u64::from(size.div_ceil(self.max_cap))
-            }
-        })
+        self.sizes
+            .iter()
+            .zip(&self.counts)
+            .map(|(size, count)| self.slots_of(*size, *count))
+    }
+
+    /// `slots(size)` from its count.
+    fn slots_of(&self, size: u32, count: u64) -> u64 {
+        if size == 0 || self.max_cap == 0 {
+            0
+        } else if size <= self.max_cap {
+            count
+        } else {
+            count / u64::from(size.div_ceil(self.max_cap))
+        }
     }
 
     /// `Σ_s w(s) · frag(s)` from these slot counts against a fixed `denominator`:
     /// bit-for-bit [`weighted_fragmentation`] of the bins counted (`weights` must be the
     /// ones the counts were built for).
     pub fn weighted_fragmentation(&self, weights: &Weights, denominator: u64) -> f64 {
-        let mut total = 0.0;
-        for ((size, w), s) in weights.sizes.iter().zip(&weights.weights).zip(self.slots()) {
-            total += w * frag(s, *size, denominator);
-        }
-        total
+        weighted_sum(weights, denominator, self.slots())
     }
+
+    /// [`LadderSlots::weighted_fragmentation`] of a copy of these counts after
+    /// [`LadderSlots::update`] with each `(old, new, cap)` of `updates` in turn, without the
+    /// copy: a move is priced thousands of times a pass, against the same pool counts.
+    pub fn weighted_fragmentation_after(
+        &self,
+        updates: impl Iterator<Item = (u32, u32, u32)> + Clone,
+        weights: &Weights,
+        denominator: u64,
+    ) -> f64 {
+        let slots = self.sizes.iter().zip(&self.counts).map(|(size, count)| {
+            let mut count = *count;
+            for (old, new, cap) in updates.clone() {
+                let added = self.contribution(*size, new, cap);
+                let removed = self.contribution(*size, old, cap);
+                count = (count + added).saturating_sub(removed);
+            }
+            self.slots_of(*size, count)
+        });
+        weighted_sum(weights, denominator, slots)
+    }
+}
+
+/// `Σ_s w(s) · frag(s)` over the ladder sizes of `weights`, `slots` in ladder order.
+fn weighted_sum(weights: &Weights, denominator: u64, slots: impl Iterator<Item = u64>) -> f64 {
+    let mut total = 0.0;
+    for ((size, w), s) in weights.sizes.iter().zip(&weights.weights).zip(slots) {
+        total += w * frag(s, *size, denominator);
+    }
+    total
 }
 
 #[cfg(test)]
@@ -364,5 +396,44 @@ mod tests {
         assert!(b.release("n01", 4));
         assert_eq!(b.free(), &[0, 8]);
         assert!(!b.release("zz", 4));
+    }
+
+    proptest::proptest! {
+        /// Pricing a move from the pool's counts without copying them answers bit for bit
+        /// what a copy updated bin by bin answers.
+        #[test]
+        fn fragmentation_after_updates_equals_a_copy_updated(
+            spec in proptest::collection::vec((0u32..=8, 1u32..=8), 1..12),
+            moves in proptest::collection::vec((0usize..12, 0u32..=8), 0..4),
+            sizes in proptest::collection::btree_set(1u32..=24, 1..5),
+            denominator in 1u64..200,
+        ) {
+            let (names, spec) = bins(&spec);
+            let mut b = Bins::new();
+            for (i, (free, cap)) in spec.iter().enumerate() {
+                b.push_sorted(&names[i], i, (*free).min(*cap), *cap);
+            }
+            let sizes: Vec<u32> = sizes.into_iter().collect();
+            let weights = Weights {
+                weights: sizes.iter().map(|s| 1.0 / f64::from(*s)).collect(),
+                sizes,
+            };
+            let counts = LadderSlots::new(&b, &weights);
+            let updates: Vec<(u32, u32, u32)> = moves
+                .iter()
+                .filter_map(|(at, new)| {
+                    let bin = b.get(*at % b.len())?;
+                    Some((bin.free, (*new).min(bin.cap), bin.cap))
+                })
+                .collect();
+            let mut copy = counts.clone();
+            for (old, new, cap) in &updates {
+                copy.update(*old, *new, *cap);
+            }
+            let want = copy.weighted_fragmentation(&weights, denominator);
+            let got = counts.weighted_fragmentation_after(updates.iter().copied(), &weights, denominator);
+            proptest::prop_assert_eq!(got.to_bits(), want.to_bits());
+            proptest::prop_assert_eq!(&counts, &LadderSlots::new(&b, &weights));
+        }
     }
 }
