@@ -4,16 +4,16 @@
 //! Why: on the trace cluster a pass's walk makes over a thousand advice rows (moves that do
 //! not pay, Instances that may not move) and a handful of executable ones. An embedder that
 //! publishes no record reads the advice only as counts, yet building, ordering, arbitrating
-//! and reporting the rows was about a fifth of its pass. Under `count_advice` each walking
-//! thread sets its advice rows aside as soon as a chunk is walked, keeping only what a
-//! count and the drain plans' replacement of a row read, so the sort, the merge of the two
-//! threads' rows and everything after them see only the rows that can be decided on.
+//! and reporting the rows was about a fifth of its pass. Under `count_advice` the walk
+//! never builds its advice rows: it sets aside only what a count and the drain plans'
+//! replacement of a row read ([`SetAside`]), so the sort, the merge of the two threads' rows
+//! and everything after them see only the rows that can be decided on.
 
 use std::collections::BTreeMap;
 
 use alfred_model::reason::{AdvisoryReason, RowReason};
 use alfred_model::record::{AdviceCount, Candidate, Policy};
-use alfred_model::snapshot::ComponentKind;
+use alfred_model::snapshot::{ComponentKind, Workload};
 
 /// An advice row set aside: its Instance (a drain plan's step takes the place of that
 /// Instance's row, counted or not), its source node and its reasons (a journal entry the
@@ -26,6 +26,27 @@ pub(crate) struct SetAside {
     from_node: String,
     reason: RowReason,
     advisory_reason: Option<AdvisoryReason>,
+}
+
+impl SetAside {
+    /// A defragmentation advice row of Instance `instance` of `w`'s component `component`
+    /// on `from_node`, set aside as the walk makes it (it is never built as a row).
+    pub(crate) fn fragmentation(
+        w: &Workload,
+        component: ComponentKind,
+        instance: i64,
+        from_node: String,
+        why: AdvisoryReason,
+    ) -> SetAside {
+        SetAside {
+            workload: crate::rows::workload_key(w),
+            component,
+            instance,
+            from_node,
+            reason: RowReason::Fragmentation,
+            advisory_reason: Some(why),
+        }
+    }
 }
 
 /// The advice rows a pass counted instead of keeping

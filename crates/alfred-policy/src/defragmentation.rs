@@ -24,7 +24,7 @@ use alfred_score::{
     Analysis, Bins, LadderSlots, PoolAnalysis, PoolScore, ThresholdCase, weighted_fragmentation,
 };
 
-use crate::advice_counts::{SetAside, set_aside};
+use crate::advice_counts::SetAside;
 use crate::context::{Ctx, prefix16};
 use crate::eligibility::omenative_eligibility_at;
 use crate::rows::row;
@@ -183,18 +183,18 @@ fn run_split_on<T>(
         walk: &walk,
     };
     let total = lane.visits();
-    let mut rows = Vec::with_capacity(lane.rows_bound(0, total));
+    let mut out = WalkOut::new(ctx.cfg.count_advice);
+    if !out.counts_advice() {
+        out.rows.reserve(lane.rows_bound(0, total));
+    }
     lane.walk_visits(
         ctx,
         0,
         total,
         &mut PoolPricers::new(visited.len()),
-        &mut rows,
+        &mut out,
     );
-    let mut aside = Vec::new();
-    if ctx.cfg.count_advice {
-        set_aside(&mut rows, &mut Vec::<()>::new(), &mut aside);
-    }
+    let (mut rows, aside) = out.into_parts();
     lane.keep_in_window(&mut rows, &mut Vec::<()>::new());
     sort_rows_with(&mut rows, &mut Vec::<()>::new());
     (Walked { rows, aside }, beside())
@@ -265,7 +265,7 @@ impl WalkLane<'_, '_, '_> {
         from: usize,
         to: usize,
         pricers: &mut PoolPricers<'c>,
-        out: &mut Vec<Candidate>,
+        out: &mut WalkOut,
     ) {
         // Visits before this pool's.
         let mut base = 0;
@@ -520,23 +520,11 @@ fn component(
     w: &Workload,
     c: &Component,
     cw: &ComponentWalk<'_>,
-    out: &mut Vec<Candidate>,
+    out: &mut WalkOut,
 ) {
     let inst_pools = cw.instances;
     let pool = eval.score.pool.as_str();
     let busy = !w.settings.movable || !w.migration.active.is_empty() || ctx.in_cooldown(w);
-    let mk = |instance: i64, from: String, why: AdvisoryReason| {
-        row(
-            Policy::Defragmentation,
-            w,
-            c.kind,
-            instance,
-            &c.mode,
-            RowReason::Fragmentation,
-            from,
-            Some(why),
-        )
-    };
     match &c.mode {
         DeploymentMode::MultiNode => {
             let pods = component_pods(c);
@@ -547,7 +535,14 @@ fn component(
                 return;
             }
             let from = ctx.primary_node(&pods, c.instances.first());
-            out.push(mk(-1, from, AdvisoryReason::LWSMigrationUnsupported));
+            out.advise(
+                w,
+                c,
+                -1,
+                from,
+                AdvisoryReason::LWSMigrationUnsupported,
+                |_| {},
+            );
         }
         DeploymentMode::RawDeployment => {
             if busy {
@@ -558,11 +553,14 @@ fn component(
                     continue;
                 }
                 let from = ctx.primary_node_at(idx, facts, inst);
-                out.push(mk(
+                out.advise(
+                    w,
+                    c,
                     i64::from(inst.index),
                     from,
                     AdvisoryReason::RawDeploymentMigrationUnsupported,
-                ));
+                    |_| {},
+                );
             }
         }
         DeploymentMode::OMENative => {
@@ -570,7 +568,7 @@ fn component(
                 let pods = component_pods(c);
                 if ctx.primary_pool(&pods).as_deref() == Some(pool) {
                     let from = ctx.primary_node(&pods, c.instances.first());
-                    out.push(mk(-1, from, why));
+                    out.advise(w, c, -1, from, why, |_| {});
                 }
                 return;
             }
@@ -583,7 +581,7 @@ fn component(
                     component_flags: cw.flags,
                     facts,
                 };
-                out.extend(omenative_instance(ctx, &at, eval, pricer, exec, w, c, inst));
+                omenative_instance(ctx, &at, eval, pricer, exec, w, c, inst, out);
             }
         }
         DeploymentMode::Other(_) => {}
@@ -599,8 +597,8 @@ struct IndexAt<'i> {
 }
 
 /// The OMENative ladder of docs/design-policies.md#defragmentation-ladder for one Instance (steps
-/// 2–8). `None` only when the fail-closed guard of docs/design-policies.md#benefit-cost-and-score
-/// drops the candidate.
+/// 2–8), its row put in `out`. No row only when the fail-closed guard of
+/// docs/design-policies.md#benefit-cost-and-score drops the candidate.
 #[allow(clippy::too_many_arguments)]
 fn omenative_instance(
     ctx: &Ctx<'_>,
@@ -611,56 +609,81 @@ fn omenative_instance(
     w: &Workload,
     c: &Component,
     inst: &Instance,
-) -> Option<Candidate> {
+    out: &mut WalkOut,
+) {
     let from = ctx.primary_node_at(at.idx, at.facts, inst);
+    let index = i64::from(inst.index);
+    if !ctx.cfg.omenative_migration_enabled {
+        return out.advise(
+            w,
+            c,
+            index,
+            from,
+            AdvisoryReason::MigrationSurfaceDisabled,
+            |_| {},
+        );
+    }
+    if ctx.in_cooldown(w) {
+        return out.advise(
+            w,
+            c,
+            index,
+            from,
+            AdvisoryReason::OMENativeStateIneligible,
+            |_| {},
+        );
+    }
+    if let Some(why) =
+        omenative_eligibility_at(ctx, at.idx, w, c, at.component_flags, inst, at.facts)
+    {
+        return out.advise(w, c, index, from, why, |_| {});
+    }
+    if !exec {
+        return out.advise(
+            w,
+            c,
+            index,
+            from,
+            AdvisoryReason::NonExecutableObservedFragmentation,
+            |_| {},
+        );
+    }
+    let Some(plan) = plan_surge_at(ctx, at.idx, at.facts, w, inst) else {
+        return out.advise(w, c, index, from, AdvisoryReason::NoSurgeHeadroom, |r| {
+            r.footprint_gpus = inst.total_gpus;
+        });
+    };
+    let Some(priced) = price(ctx, eval, pricer, w, &plan) else {
+        return;
+    };
+    let cost = ctx.cfg.move_cost();
+    let score = priced.benefit - cost;
+    if score.partial_cmp(&0.0) != Some(Ordering::Greater) {
+        return out.advise(
+            w,
+            c,
+            index,
+            from,
+            AdvisoryReason::NonExecutableObservedFragmentation,
+            |r| {
+                r.benefit = priced.benefit;
+                r.cost = cost;
+                r.score = if score.is_nan() { 0.0 } else { score };
+            },
+        );
+    }
     let mut r = row(
         Policy::Defragmentation,
         w,
         c.kind,
-        i64::from(inst.index),
+        index,
         &c.mode,
         RowReason::Fragmentation,
         from,
         None,
     );
-    let advice = |mut r: Candidate, why: AdvisoryReason| {
-        r.executable = false;
-        r.advisory_reason = Some(why);
-        r
-    };
-    if !ctx.cfg.omenative_migration_enabled {
-        return Some(advice(r, AdvisoryReason::MigrationSurfaceDisabled));
-    }
-    if ctx.in_cooldown(w) {
-        return Some(advice(r, AdvisoryReason::OMENativeStateIneligible));
-    }
-    if let Some(why) =
-        omenative_eligibility_at(ctx, at.idx, w, c, at.component_flags, inst, at.facts)
-    {
-        return Some(advice(r, why));
-    }
-    if !exec {
-        return Some(advice(
-            r,
-            AdvisoryReason::NonExecutableObservedFragmentation,
-        ));
-    }
-    let Some(plan) = plan_surge_at(ctx, at.idx, at.facts, w, inst) else {
-        r.footprint_gpus = inst.total_gpus;
-        return Some(advice(r, AdvisoryReason::NoSurgeHeadroom));
-    };
-    let priced = price(ctx, eval, pricer, w, &plan)?;
-    let cost = ctx.cfg.move_cost();
-    let score = priced.benefit - cost;
     r.benefit = priced.benefit;
     r.cost = cost;
-    if score.partial_cmp(&0.0) != Some(Ordering::Greater) {
-        r.score = if score.is_nan() { 0.0 } else { score };
-        return Some(advice(
-            r,
-            AdvisoryReason::NonExecutableObservedFragmentation,
-        ));
-    }
     let mut boosted = score;
     if priced.emergency {
         boosted *= 2.0;
@@ -676,7 +699,66 @@ fn omenative_instance(
     r.placement_target_nodes = plan.placement_targets(ctx);
     r.hint_target_nodes = plan.hints;
     r.pod_gpus = plan.pod_gpus;
-    Some(r)
+    out.rows.push(r);
+}
+
+/// Where a walking thread puts its rows: all of them, or under
+/// [`PolicySettings::count_advice`] only those that can be decided on, the advice set aside
+/// as it is made, never built as a row (a row is a few hundred bytes and three allocations,
+/// and a pass on the trace cluster makes thousands of advice rows).
+pub(crate) struct WalkOut {
+    pub(crate) rows: Vec<Candidate>,
+    /// `Some` under `count_advice`.
+    aside: Option<Vec<SetAside>>,
+}
+
+impl WalkOut {
+    pub(crate) fn new(count_advice: bool) -> WalkOut {
+        WalkOut {
+            rows: Vec::new(),
+            aside: count_advice.then(Vec::new),
+        }
+    }
+
+    /// Whether advice is set aside rather than kept as rows.
+    pub(crate) fn counts_advice(&self) -> bool {
+        self.aside.is_some()
+    }
+
+    /// An advice row of Instance `instance` of `w`'s component `c` on `from`, for `why`,
+    /// with `fill` setting the fields besides (kept rows only: a count reads none of them).
+    fn advise(
+        &mut self,
+        w: &Workload,
+        c: &Component,
+        instance: i64,
+        from: String,
+        why: AdvisoryReason,
+        fill: impl FnOnce(&mut Candidate),
+    ) {
+        match &mut self.aside {
+            Some(aside) => aside.push(SetAside::fragmentation(w, c.kind, instance, from, why)),
+            None => {
+                let mut r = row(
+                    Policy::Defragmentation,
+                    w,
+                    c.kind,
+                    instance,
+                    &c.mode,
+                    RowReason::Fragmentation,
+                    from,
+                    Some(why),
+                );
+                fill(&mut r);
+                self.rows.push(r);
+            }
+        }
+    }
+
+    /// The rows and the advice set aside.
+    pub(crate) fn into_parts(self) -> (Vec<Candidate>, Vec<SetAside>) {
+        (self.rows, self.aside.unwrap_or_default())
+    }
 }
 
 #[derive(Debug, Clone, Copy, PartialEq)]

@@ -16,15 +16,9 @@ pub(crate) fn row(
     from_node: String,
     advisory: Option<AdvisoryReason>,
 ) -> Candidate {
-    // `w.key()` (`namespace/name`) pushed into one exact allocation instead of through
-    // `format!`: one per advice row, thousands a pass. Same text.
-    let mut workload = String::with_capacity(w.namespace.len() + 1 + w.name.len());
-    workload.push_str(&w.namespace);
-    workload.push('/');
-    workload.push_str(&w.name);
     Candidate {
         policy,
-        workload,
+        workload: workload_key(w),
         component: kind,
         instance,
         mode: mode.clone(),
@@ -44,4 +38,14 @@ pub(crate) fn row(
         scheduling: None,
         plan: None,
     }
+}
+
+/// `w.key()` (`namespace/name`) pushed into one exact allocation instead of through
+/// `format!`: one per advice row, thousands a pass. Same text.
+pub(crate) fn workload_key(w: &Workload) -> String {
+    let mut key = String::with_capacity(w.namespace.len() + 1 + w.name.len());
+    key.push_str(&w.namespace);
+    key.push('/');
+    key.push_str(&w.name);
+    key
 }

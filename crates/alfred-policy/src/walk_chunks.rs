@@ -20,10 +20,10 @@ use std::sync::atomic::{self, AtomicUsize};
 
 use alfred_model::record::Candidate;
 
-use crate::advice_counts::{SetAside, set_aside};
+use crate::advice_counts::SetAside;
 use crate::context::Ctx;
 use crate::defragmentation::{
-    PoolPricers, Walk, WalkLane, WalkParts, Walked, row_order, sort_rows_with,
+    PoolPricers, Walk, WalkLane, WalkOut, WalkParts, Walked, row_order, sort_rows_with,
 };
 
 /// A row's place in the one-thread walk: its chunk, then its position among the chunk's rows.
@@ -95,19 +95,18 @@ struct Placed {
 /// Walks chunks until none is left.
 fn walk_taken(ctx: &Ctx<'_>, lane: &WalkLane<'_, '_, '_>, chunks: &Chunks) -> Placed {
     let total = lane.visits();
-    let mut rows = Vec::new();
+    let mut out = WalkOut::new(ctx.cfg.count_advice);
     let mut places = Vec::new();
     let mut pricers = PoolPricers::new(lane.pools_visited());
     while let Some((k, from, to)) = chunks.take(total) {
-        rows.reserve(lane.rows_bound(from, to));
-        let before = rows.len();
-        lane.walk_visits(ctx, from, to, &mut pricers, &mut rows);
-        places.extend((0..rows.len() - before).map(|i| (k, i)));
+        if !out.counts_advice() {
+            out.rows.reserve(lane.rows_bound(from, to));
+        }
+        let before = out.rows.len();
+        lane.walk_visits(ctx, from, to, &mut pricers, &mut out);
+        places.extend((0..out.rows.len() - before).map(|i| (k, i)));
     }
-    let mut aside = Vec::new();
-    if ctx.cfg.count_advice {
-        set_aside(&mut rows, &mut places, &mut aside);
-    }
+    let (mut rows, aside) = out.into_parts();
     lane.keep_in_window(&mut rows, &mut places);
     sort_rows_with(&mut rows, &mut places);
     Placed {
