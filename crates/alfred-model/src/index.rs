@@ -16,7 +16,7 @@
 //! to the first one in input order, an empty or unknown name to [`NONE`].
 
 use std::cmp::Ordering;
-use std::sync::OnceLock;
+use std::sync::{Arc, OnceLock};
 
 use crate::snapshot::{ClusterSnapshot, Pod, Workload};
 
@@ -94,6 +94,63 @@ pub struct SnapshotIndex {
     pub instance_pods: Vec<u32>,
     /// Node indices of the Instances' `nodes` keys, in key order ([`NONE`] when unknown).
     pub instance_nodes: Vec<u32>,
+    /// The workloads' keys, by position (shared: a pass's counted advice keeps them).
+    pub workload_keys: Arc<WorkloadKeys>,
+}
+
+/// The workloads' keys (`namespace/name`) by position in `ClusterSnapshot::workloads`, in one
+/// arena. Why: the defragmentation walk counts thousands of advice rows a pass and names
+/// each row's workload by its position; a key built per row read two cold strings per row,
+/// about a tenth of a pass on the trace cluster. Carried over like the other tables, the
+/// arena is copied, not rebuilt from the workloads.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct WorkloadKeys {
+    text: String,
+    /// Per workload: where its key ends in `text`.
+    ends: Vec<u32>,
+}
+
+impl WorkloadKeys {
+    /// The key of the workload at `position`.
+    pub fn get(&self, position: usize) -> Option<&str> {
+        let end = *self.ends.get(position)? as usize;
+        let start = match position {
+            0 => 0,
+            p => self.ends[p - 1] as usize,
+        };
+        self.text.get(start..end)
+    }
+
+    /// How many keys there are.
+    pub fn len(&self) -> usize {
+        self.ends.len()
+    }
+
+    /// Whether there is none.
+    pub fn is_empty(&self) -> bool {
+        self.ends.is_empty()
+    }
+
+    /// Appends `key` as the next key (for a table of keys that come from elsewhere than a
+    /// snapshot's workloads).
+    pub fn push_key(&mut self, key: &str) {
+        self.text.push_str(key);
+        self.ends.push(self.text.len() as u32);
+    }
+
+    /// Appends `namespace/name` as the next key.
+    fn push(&mut self, namespace: &str, name: &str) {
+        self.text.push_str(namespace);
+        self.text.push('/');
+        self.text.push_str(name);
+        self.ends.push(self.text.len() as u32);
+    }
+
+    /// Appends `other`'s key at `position` (an empty key when there is none).
+    fn push_from(&mut self, other: &WorkloadKeys, position: usize) {
+        self.text.push_str(other.get(position).unwrap_or(""));
+        self.ends.push(self.text.len() as u32);
+    }
 }
 
 /// Where and how long each list was when the index was built.
@@ -349,6 +406,7 @@ fn pods_consistent(
 #[derive(Default)]
 struct WorkloadTables {
     workload_starts: Vec<(u32, u32)>,
+    workload_keys: WorkloadKeys,
     component_flags: Vec<u8>,
     instances: Vec<InstanceFacts>,
     instance_pods: Vec<u32>,
@@ -359,6 +417,10 @@ impl WorkloadTables {
     fn with_capacity(prev: &SnapshotIndex, workloads: usize) -> WorkloadTables {
         WorkloadTables {
             workload_starts: Vec::with_capacity(workloads),
+            workload_keys: WorkloadKeys {
+                text: String::with_capacity(prev.workload_keys.text.len()),
+                ends: Vec::with_capacity(workloads),
+            },
             component_flags: Vec::with_capacity(prev.component_flags.len()),
             instances: Vec::with_capacity(prev.instances.len()),
             instance_pods: Vec::with_capacity(prev.instance_pods.len()),
@@ -382,6 +444,7 @@ impl WorkloadTables {
         finder: &mut PodFinder<'_>,
     ) {
         self.start_workload();
+        self.workload_keys.push(&w.namespace, &w.name);
         for c in &w.components {
             let current = c
                 .replica
@@ -438,6 +501,7 @@ impl WorkloadTables {
     /// (earlier pod position → position now).
     fn carry(&mut self, prev: &SnapshotIndex, old: usize, pod_to: &[u32]) {
         self.start_workload();
+        self.workload_keys.push_from(&prev.workload_keys, old);
         let (c0, i0) = prev.workload_starts[old];
         let (c1, i1) = prev.workload_starts.get(old + 1).copied().unwrap_or((
             prev.component_flags.len() as u32,
@@ -518,6 +582,7 @@ impl SnapshotIndex {
             pods,
             pending_order: pending_order(&s.pending_pods),
             workload_starts: tables.workload_starts,
+            workload_keys: Arc::new(tables.workload_keys),
             component_flags: tables.component_flags,
             instances: tables.instances,
             instance_pods: tables.instance_pods,
@@ -592,7 +657,9 @@ impl SnapshotIndex {
             + b(&self.component_flags)
             + b(&self.instances)
             + b(&self.instance_pods)
-            + b(&self.instance_nodes);
+            + b(&self.instance_nodes)
+            + self.workload_keys.text.capacity()
+            + b(&self.workload_keys.ends);
         (nodes, pods, rest)
     }
 
@@ -984,6 +1051,11 @@ mod tests {
     fn check(s: &ClusterSnapshot) {
         let idx = s.index();
         assert_eq!(idx.pools, s.pools());
+        assert_eq!(idx.workload_keys.len(), s.workloads.len());
+        for (i, w) in s.workloads.iter().enumerate() {
+            assert_eq!(idx.workload_keys.get(i), Some(w.key().as_str()));
+        }
+        assert_eq!(idx.workload_keys.get(s.workloads.len()), None);
         for (i, n) in s.nodes.iter().enumerate() {
             let want = n
                 .has_gpus()

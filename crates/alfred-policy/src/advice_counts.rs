@@ -10,17 +10,20 @@
 //! and everything after them see only the rows that can be decided on.
 
 use std::collections::BTreeMap;
+use std::sync::Arc;
 
+use alfred_model::index::WorkloadKeys;
 use alfred_model::reason::{AdvisoryReason, RowReason};
 use alfred_model::record::{AdviceCount, Candidate, Policy};
-use alfred_model::snapshot::{ComponentKind, Workload};
+use alfred_model::snapshot::ComponentKind;
 
 /// An advice row set aside: its Instance (a drain plan's step takes the place of that
 /// Instance's row, counted or not), its source node and its reasons (a journal entry the
-/// dispatcher reports on is matched with the row by these).
+/// dispatcher reports on is matched with the row by these). The workload is its position in
+/// the walked snapshot, its key read from [`WorkloadKeys`] only when a row is matched.
 #[derive(Debug, Clone, PartialEq)]
 pub(crate) struct SetAside {
-    pub(crate) workload: String,
+    pub(crate) workload: u32,
     pub(crate) component: ComponentKind,
     pub(crate) instance: i64,
     from_node: String,
@@ -29,17 +32,18 @@ pub(crate) struct SetAside {
 }
 
 impl SetAside {
-    /// A defragmentation advice row of Instance `instance` of `w`'s component `component`
-    /// on `from_node`, set aside as the walk makes it (it is never built as a row).
+    /// A defragmentation advice row of Instance `instance` of component `component` of the
+    /// workload at position `workload` on `from_node`, set aside as the walk makes it (it is
+    /// never built as a row).
     pub(crate) fn fragmentation(
-        w: &Workload,
+        workload: u32,
         component: ComponentKind,
         instance: i64,
         from_node: String,
         why: AdvisoryReason,
     ) -> SetAside {
         SetAside {
-            workload: crate::rows::workload_key(w),
+            workload,
             component,
             instance,
             from_node,
@@ -57,11 +61,13 @@ impl SetAside {
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct CountedAdvice {
     rows: Vec<SetAside>,
+    /// The keys of the workloads the rows name by position.
+    keys: Arc<WorkloadKeys>,
 }
 
 impl CountedAdvice {
-    pub(crate) fn new(rows: Vec<SetAside>) -> CountedAdvice {
-        CountedAdvice { rows }
+    pub(crate) fn new(rows: Vec<SetAside>, keys: Arc<WorkloadKeys>) -> CountedAdvice {
+        CountedAdvice { rows, keys }
     }
 
     /// Counts the advice rows of `rows` as the walk does, taking them out of `rows` (the
@@ -69,8 +75,12 @@ impl CountedAdvice {
     /// have kept.
     pub fn take_from(rows: &mut Vec<Candidate>) -> CountedAdvice {
         let mut aside = Vec::new();
-        set_aside(rows, &mut Vec::<()>::new(), &mut aside);
-        CountedAdvice { rows: aside }
+        let mut keys = WorkloadKeys::default();
+        set_aside(rows, &mut aside, &mut keys);
+        CountedAdvice {
+            rows: aside,
+            keys: Arc::new(keys),
+        }
     }
 
     /// The rows counted per `(reason, advisoryReason)`, in that order.
@@ -82,11 +92,11 @@ impl CountedAdvice {
     pub fn covers(&self, c: &Candidate) -> bool {
         c.policy == Policy::Defragmentation
             && self.rows.iter().any(|a| {
-                a.workload == c.workload
-                    && a.component == c.component
+                a.component == c.component
                     && a.instance == c.instance
-                    && a.from_node == c.from_node
                     && a.reason == c.reason
+                    && a.from_node == c.from_node
+                    && self.keys.get(a.workload as usize) == Some(c.workload.as_str())
             })
     }
 
@@ -96,23 +106,16 @@ impl CountedAdvice {
     }
 }
 
-/// Moves the advice rows of `rows` to `aside`, with the entries of `companion` (empty, or
-/// one per row) beside them dropped. The rows kept keep their order.
-pub(crate) fn set_aside<S>(
-    rows: &mut Vec<Candidate>,
-    companion: &mut Vec<S>,
-    aside: &mut Vec<SetAside>,
-) {
-    if !companion.is_empty() {
-        let mut kept = rows.iter().map(|r| r.executable);
-        companion.retain(|_| kept.next().unwrap_or(true));
-    }
+/// Moves the advice rows of `rows` to `aside`, their workloads' keys to `keys` (one per
+/// row). The rows kept keep their order.
+fn set_aside(rows: &mut Vec<Candidate>, aside: &mut Vec<SetAside>, keys: &mut WorkloadKeys) {
     rows.retain_mut(|r| {
         if r.executable {
             return true;
         }
+        keys.push_key(&r.workload);
         aside.push(SetAside {
-            workload: std::mem::take(&mut r.workload),
+            workload: (keys.len() - 1) as u32,
             component: r.component,
             instance: r.instance,
             from_node: std::mem::take(&mut r.from_node),

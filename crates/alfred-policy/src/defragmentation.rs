@@ -11,10 +11,11 @@
 //! [`analyze`]: alfred_score::analyze
 
 use std::cmp::Ordering;
+use std::sync::Arc;
 
 use alfred_model::Timestamp;
 use alfred_model::config::Config;
-use alfred_model::index::{InstanceFacts, NONE, SnapshotIndex};
+use alfred_model::index::{InstanceFacts, NONE, SnapshotIndex, WorkloadKeys};
 use alfred_model::reason::{AdvisoryReason, RowReason};
 use alfred_model::record::{Candidate, Policy};
 use alfred_model::snapshot::{
@@ -81,6 +82,8 @@ pub(crate) fn run(ctx: &Ctx<'_>, analysis: &Analysis<'_>) -> Walked {
 pub(crate) struct Walked {
     pub(crate) rows: Vec<Candidate>,
     pub(crate) aside: Vec<SetAside>,
+    /// The walked snapshot's workload keys, which `aside` names by position.
+    pub(crate) keys: Arc<WorkloadKeys>,
 }
 
 /// [`run`] and `beside` (work that reads the same context, such as the drain-plan search)
@@ -170,7 +173,9 @@ fn run_split_on<T>(
             pools: &pools,
             window_open,
         };
-        return crate::walk_chunks::shared(ctx, &parts, chunk, beside);
+        let (mut walked, other) = crate::walk_chunks::shared(ctx, &parts, chunk, beside);
+        walked.keys = idx.workload_keys.clone();
+        return (walked, other);
     }
     let walk = Walk::new(ctx, &idx, &pools);
     let lane = WalkLane {
@@ -197,7 +202,8 @@ fn run_split_on<T>(
     let (mut rows, aside) = out.into_parts();
     lane.keep_in_window(&mut rows, &mut Vec::<()>::new());
     sort_rows_with(&mut rows, &mut Vec::<()>::new());
-    (Walked { rows, aside }, beside())
+    let keys = idx.workload_keys.clone();
+    (Walked { rows, aside, keys }, beside())
 }
 
 /// A pool the walk visits: its position in `ClusterSnapshot::pools`, its analysis, and
@@ -389,6 +395,8 @@ pub(crate) fn component_pods(c: &Component) -> Vec<String> {
 /// [`SnapshotIndex::component_flags`]: alfred_model::index::SnapshotIndex::component_flags
 /// [`SnapshotIndex::instances`]: alfred_model::index::SnapshotIndex::instances
 struct ComponentWalk<'w> {
+    /// The workload's position in the snapshot.
+    workload: u32,
     flags: u8,
     instances: &'w [(Option<usize>, InstanceFacts)],
 }
@@ -477,6 +485,7 @@ impl Walk {
     fn component(&self, wi: usize, ci: usize) -> ComponentWalk<'_> {
         let (flags, lo, hi) = self.components[self.workload_starts[wi] + ci];
         ComponentWalk {
+            workload: wi as u32,
             flags,
             instances: &self.instances[lo..hi],
         }
@@ -537,6 +546,7 @@ fn component(
             let from = ctx.primary_node(&pods, c.instances.first());
             out.advise(
                 w,
+                cw.workload,
                 c,
                 -1,
                 from,
@@ -555,6 +565,7 @@ fn component(
                 let from = ctx.primary_node_at(idx, facts, inst);
                 out.advise(
                     w,
+                    cw.workload,
                     c,
                     i64::from(inst.index),
                     from,
@@ -568,7 +579,7 @@ fn component(
                 let pods = component_pods(c);
                 if ctx.primary_pool(&pods).as_deref() == Some(pool) {
                     let from = ctx.primary_node(&pods, c.instances.first());
-                    out.advise(w, c, -1, from, why, |_| {});
+                    out.advise(w, cw.workload, c, -1, from, why, |_| {});
                 }
                 return;
             }
@@ -578,6 +589,7 @@ fn component(
                 }
                 let at = IndexAt {
                     idx,
+                    workload: cw.workload,
                     component_flags: cw.flags,
                     facts,
                 };
@@ -592,6 +604,8 @@ fn component(
 /// its own entry.
 struct IndexAt<'i> {
     idx: &'i SnapshotIndex,
+    /// The workload's position in the snapshot.
+    workload: u32,
     component_flags: u8,
     facts: &'i InstanceFacts,
 }
@@ -616,6 +630,7 @@ fn omenative_instance(
     if !ctx.cfg.omenative_migration_enabled {
         return out.advise(
             w,
+            at.workload,
             c,
             index,
             from,
@@ -626,6 +641,7 @@ fn omenative_instance(
     if ctx.in_cooldown(w) {
         return out.advise(
             w,
+            at.workload,
             c,
             index,
             from,
@@ -636,11 +652,12 @@ fn omenative_instance(
     if let Some(why) =
         omenative_eligibility_at(ctx, at.idx, w, c, at.component_flags, inst, at.facts)
     {
-        return out.advise(w, c, index, from, why, |_| {});
+        return out.advise(w, at.workload, c, index, from, why, |_| {});
     }
     if !exec {
         return out.advise(
             w,
+            at.workload,
             c,
             index,
             from,
@@ -649,9 +666,17 @@ fn omenative_instance(
         );
     }
     let Some(plan) = plan_surge_at(ctx, at.idx, at.facts, w, inst) else {
-        return out.advise(w, c, index, from, AdvisoryReason::NoSurgeHeadroom, |r| {
-            r.footprint_gpus = inst.total_gpus;
-        });
+        return out.advise(
+            w,
+            at.workload,
+            c,
+            index,
+            from,
+            AdvisoryReason::NoSurgeHeadroom,
+            |r| {
+                r.footprint_gpus = inst.total_gpus;
+            },
+        );
     };
     let Some(priced) = price(ctx, eval, pricer, w, &plan) else {
         return;
@@ -661,6 +686,7 @@ fn omenative_instance(
     if score.partial_cmp(&0.0) != Some(Ordering::Greater) {
         return out.advise(
             w,
+            at.workload,
             c,
             index,
             from,
@@ -697,7 +723,7 @@ fn omenative_instance(
     r.surge_shaped = true;
     r.footprint_gpus = inst.total_gpus;
     r.placement_target_nodes = plan.placement_targets(ctx);
-    r.hint_target_nodes = plan.hints;
+    r.hint_target_nodes = plan.hints(ctx);
     r.pod_gpus = plan.pod_gpus;
     out.rows.push(r);
 }
@@ -725,11 +751,14 @@ impl WalkOut {
         self.aside.is_some()
     }
 
-    /// An advice row of Instance `instance` of `w`'s component `c` on `from`, for `why`,
+    /// An advice row of Instance `instance` of `w`'s component `c` on `from`, for `why`
+    /// (`workload`: `w`'s position in the snapshot),
     /// with `fill` setting the fields besides (kept rows only: a count reads none of them).
+    #[allow(clippy::too_many_arguments)]
     fn advise(
         &mut self,
         w: &Workload,
+        workload: u32,
         c: &Component,
         instance: i64,
         from: String,
@@ -737,7 +766,9 @@ impl WalkOut {
         fill: impl FnOnce(&mut Candidate),
     ) {
         match &mut self.aside {
-            Some(aside) => aside.push(SetAside::fragmentation(w, c.kind, instance, from, why)),
+            Some(aside) => aside.push(SetAside::fragmentation(
+                workload, c.kind, instance, from, why,
+            )),
             None => {
                 let mut r = row(
                     Policy::Defragmentation,

@@ -245,6 +245,7 @@ fn propose_in(ctx: &context::Ctx<'_>, plans: &[PlanRecord]) -> Proposal {
     let defragmentation::Walked {
         rows: mut defrag,
         mut aside,
+        keys,
     } = walked;
     // A plan's rows take the place of its Instances' own defragmentation rows (one row per
     // Instance), ahead of the other moves.
@@ -261,7 +262,10 @@ fn propose_in(ctx: &context::Ctx<'_>, plans: &[PlanRecord]) -> Proposal {
             })
         };
         defrag.retain(|r| !is_step(&r.workload, r.component, r.instance));
-        aside.retain(|r| !is_step(&r.workload, r.component, r.instance));
+        aside.retain(|r| {
+            let workload = keys.get(r.workload as usize).unwrap_or_default();
+            !is_step(workload, r.component, r.instance)
+        });
     }
     // Rows are large and a big cluster's pass has thousands: moved once at most.
     let candidates = if nh.candidates.is_empty() && steps.is_empty() {
@@ -277,7 +281,7 @@ fn propose_in(ctx: &context::Ctx<'_>, plans: &[PlanRecord]) -> Proposal {
         candidates,
         node_markers: nh.node_markers,
         drain,
-        counted_advice: CountedAdvice::new(aside),
+        counted_advice: CountedAdvice::new(aside, keys),
     }
 }
 

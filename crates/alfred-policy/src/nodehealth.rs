@@ -317,7 +317,7 @@ fn findings(ctx: &Ctx<'_>, evacuating: &Evacuating<'_>, w: &Workload, out: &mut 
                     } else if let Some(plan) = plan_surge(ctx, w, inst) {
                         r.surge_shaped = true;
                         r.placement_target_nodes = plan.placement_targets(ctx);
-                        r.hint_target_nodes = plan.hints;
+                        r.hint_target_nodes = plan.hints(ctx);
                         r.pod_gpus = plan.pod_gpus;
                         r
                     } else {

@@ -18,8 +18,6 @@ use alfred_model::snapshot::Node;
 pub(crate) struct SurgePlan {
     /// (source node, target node, gpus) per GPU pod.
     pub moves: Vec<(usize, usize, u32)>,
-    /// The first three eligible targets.
-    pub hints: Vec<String>,
     /// Every source node of the Instance (ascending, hence in name order).
     pub sources: Vec<usize>,
     /// GPUs per GPU pod, largest first.
@@ -42,6 +40,12 @@ impl SurgePlan {
             .iter()
             .filter(|i| self.sources.binary_search(i).is_err())
             .map(|i| ctx.snap.nodes[*i].name.as_str())
+    }
+
+    /// `hintTargetNodes` of docs/design-policies.md#surge-plans: the first three eligible
+    /// targets (built on demand, as [`SurgePlan::placement_targets`]).
+    pub fn hints(&self, ctx: &Ctx<'_>) -> Vec<String> {
+        self.target_names(ctx).take(3).map(str::to_owned).collect()
     }
 
     /// [`SurgePlan::moves`] with node names, as docs/design-policies.md#surge-plans writes them.
@@ -312,16 +316,13 @@ fn plan_from_prints(
         };
         moves.push((*from, targets.nodes[pos], *gpus));
     }
-    let mut plan = SurgePlan {
+    Some(SurgePlan {
         moves,
-        hints: Vec::new(),
         sources,
         pod_gpus: prints.iter().map(|p| p.2).collect(),
         targets,
         start,
-    };
-    plan.hints = plan.target_names(ctx).take(3).map(str::to_owned).collect();
-    Some(plan)
+    })
 }
 
 /// The surge plan as docs/design-policies.md#surge-plans writes it (filter and sort every node per

@@ -63,7 +63,8 @@ pub(crate) fn shared<T>(
     let mut aside = std::mem::take(&mut mine.aside);
     aside.append(&mut theirs.aside);
     let rows = merge(mine, theirs);
-    (Walked { rows, aside }, other)
+    let keys = Default::default();
+    (Walked { rows, aside, keys }, other)
 }
 
 /// The chunks of a shared walk, handed out in increasing order.

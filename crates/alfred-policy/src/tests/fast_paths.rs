@@ -41,7 +41,7 @@ proptest! {
                         (
                             p.named_moves(&ctx),
                             p.placement_targets(&ctx),
-                            p.hints.clone(),
+                            p.hints(&ctx),
                             p.source_names(&ctx),
                             p.pod_gpus.clone(),
                         )
@@ -145,7 +145,7 @@ fn fast_plan_and_price_equal_the_reference_on_a_larger_cluster() {
                         (
                             p.named_moves(&ctx),
                             p.placement_targets(&ctx),
-                            p.hints.clone(),
+                            p.hints(&ctx),
                             p.source_names(&ctx),
                             p.pod_gpus.clone(),
                         )
@@ -459,7 +459,7 @@ proptest! {
             let kept: Vec<_> = walked.rows.iter().collect();
             prop_assert_eq!(format!("{kept:?}"), format!("{executable:?}"), "chunks of {} visits", chunk);
             prop_assert_eq!(
-                crate::CountedAdvice::new(walked.aside).counts(),
+                crate::CountedAdvice::new(walked.aside, walked.keys).counts(),
                 crate::count_advice_rows(&every),
                 "chunks of {} visits", chunk
             );
