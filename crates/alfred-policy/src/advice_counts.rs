@@ -58,11 +58,27 @@ impl SetAside {
 /// which rows they were, so that the dispatcher does not make up a row for a journal entry it
 /// reports on when the walk counted that Instance's row (a pass keeping its rows would have
 /// put the entry's status on that advice row).
-#[derive(Debug, Clone, Default, PartialEq)]
+#[derive(Debug, Clone, Default)]
 pub struct CountedAdvice {
     rows: Vec<SetAside>,
     /// The keys of the workloads the rows name by position.
     keys: Arc<WorkloadKeys>,
+}
+
+/// Equal when the same rows were counted in the same order: workloads compared by key, not
+/// by the position that names them in one snapshot.
+impl PartialEq for CountedAdvice {
+    fn eq(&self, other: &Self) -> bool {
+        self.rows.len() == other.rows.len()
+            && self.rows.iter().zip(&other.rows).all(|(a, b)| {
+                a.component == b.component
+                    && a.instance == b.instance
+                    && a.from_node == b.from_node
+                    && a.reason == b.reason
+                    && a.advisory_reason == b.advisory_reason
+                    && self.keys.get(a.workload as usize) == other.keys.get(b.workload as usize)
+            })
+    }
 }
 
 impl CountedAdvice {
@@ -151,4 +167,86 @@ fn tally(pairs: impl Iterator<Item = (RowReason, Option<AdvisoryReason>)>) -> Ve
             rows,
         })
         .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use alfred_model::snapshot::{DeploymentMode, Workload};
+
+    fn workload(name: &str) -> Workload {
+        Workload {
+            namespace: "ns".into(),
+            name: name.into(),
+            ..Workload::default()
+        }
+    }
+
+    fn candidate(name: &str, instance: i64, from: &str, why: Option<AdvisoryReason>) -> Candidate {
+        crate::rows::row(
+            Policy::Defragmentation,
+            &workload(name),
+            ComponentKind::Engine,
+            instance,
+            &DeploymentMode::OMENative,
+            RowReason::Fragmentation,
+            from.into(),
+            why,
+        )
+    }
+
+    fn keys(names: &[&str]) -> Arc<WorkloadKeys> {
+        let mut k = WorkloadKeys::default();
+        for n in names {
+            k.push_key(&format!("ns/{n}"));
+        }
+        Arc::new(k)
+    }
+
+    #[test]
+    fn rows_named_by_position_match_rows_named_by_key() {
+        let no_room = AdvisoryReason::NoSurgeHeadroom;
+        let not_paying = AdvisoryReason::NonExecutableObservedFragmentation;
+        let by_position = CountedAdvice::new(
+            vec![
+                SetAside::fragmentation(1, ComponentKind::Engine, 0, "n1".into(), not_paying),
+                SetAside::fragmentation(2, ComponentKind::Engine, 1, "n2".into(), no_room),
+            ],
+            keys(&["a", "b", "c"]),
+        );
+        let mut rows = vec![
+            candidate("a", 0, "n0", None),
+            candidate("b", 0, "n1", Some(not_paying)),
+            candidate("c", 1, "n2", Some(no_room)),
+        ];
+        let by_key = CountedAdvice::take_from(&mut rows);
+        assert_eq!(rows, vec![candidate("a", 0, "n0", None)], "the move stays");
+        assert_eq!(by_position, by_key);
+        assert_eq!(by_position.counts(), by_key.counts());
+        // Another snapshot's positions for the same rows.
+        let shuffled = CountedAdvice::new(
+            vec![
+                SetAside::fragmentation(0, ComponentKind::Engine, 0, "n1".into(), not_paying),
+                SetAside::fragmentation(3, ComponentKind::Engine, 1, "n2".into(), no_room),
+            ],
+            keys(&["b", "x", "y", "c"]),
+        );
+        assert_eq!(shuffled, by_position);
+        let other = CountedAdvice::new(
+            vec![
+                SetAside::fragmentation(1, ComponentKind::Engine, 0, "n1".into(), not_paying),
+                SetAside::fragmentation(1, ComponentKind::Engine, 1, "n2".into(), no_room),
+            ],
+            keys(&["b", "x"]),
+        );
+        assert_ne!(other, by_position, "a different workload's row");
+        for counted in [&by_position, &by_key, &shuffled] {
+            assert!(counted.covers(&candidate("b", 0, "n1", Some(not_paying))));
+            assert!(counted.covers(&candidate("c", 1, "n2", None)));
+            assert!(!counted.covers(&candidate("a", 0, "n0", None)));
+            assert!(!counted.covers(&candidate("b", 0, "n2", Some(not_paying))));
+            assert!(!counted.covers(&candidate("b", 1, "n1", Some(not_paying))));
+            assert!(!counted.covers(&candidate("x", 0, "n1", Some(not_paying))));
+        }
+    }
 }
