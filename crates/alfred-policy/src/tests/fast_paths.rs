@@ -353,6 +353,57 @@ fn index_forms_agree(ctx: &Ctx<'_>) {
     }
 }
 
+/// The index's [`INSTANCE_PODS_CONSISTENT`] flag takes surge planning on its table-only path;
+/// that path and the by-name one plan alike, with and without the flag, across pools.
+///
+/// [`INSTANCE_PODS_CONSISTENT`]: alfred_model::index::INSTANCE_PODS_CONSISTENT
+#[test]
+fn surge_plans_of_consistent_instances_read_only_the_index() {
+    use crate::testkit::ClusterBuilder;
+    use alfred_model::index::INSTANCE_PODS_CONSISTENT;
+    let snap = ClusterBuilder::new()
+        .node("n1", "H100", 8)
+        .node("n2", "H100", 8)
+        .node("n3", "H100", 8)
+        .node("m1", "A100", 8)
+        .node("m2", "A100", 8)
+        .omenative("prod", "one-node", &[&[("n1", 2)]])
+        .omenative("prod", "two-nodes", &[&[("n1", 1), ("n2", 2)]])
+        .omenative("prod", "two-pools", &[&[("n2", 1), ("m1", 1)]])
+        .omenative("prod", "miscounted", &[&[("n3", 2)]])
+        .workload("prod/miscounted", |w| {
+            w.components[0].instances[0].total_gpus = 3;
+        })
+        .build();
+    let cfg = crate::settings::PolicySettings::default().sanitized();
+    let ctx = Ctx::new(&snap, &cfg, snap.observed_at);
+    let idx = ctx.snap.index();
+    let mut seen = Vec::new();
+    let mut k = 0;
+    for w in &ctx.snap.workloads {
+        for c in &w.components {
+            for inst in &c.instances {
+                let facts = idx.instances[k];
+                k += 1;
+                let flagged = facts.flags & INSTANCE_PODS_CONSISTENT != 0;
+                let fast = crate::surge::plan_surge_at(&ctx, &idx, &facts, w, inst);
+                assert_eq!(fast, crate::surge::plan_surge(&ctx, w, inst), "{}", w.name);
+                seen.push((w.name.as_str(), flagged, fast.is_some()));
+            }
+        }
+    }
+    seen.sort();
+    assert_eq!(
+        seen,
+        vec![
+            ("miscounted", false, false),
+            ("one-node", true, true),
+            ("two-nodes", true, true),
+            ("two-pools", true, false),
+        ]
+    );
+}
+
 #[test]
 fn name_lookups_with_long_shared_prefixes() {
     use crate::testkit::ClusterBuilder;
