@@ -490,7 +490,7 @@ impl AlfredCaretaker {
             migration_api_version: Some(MigrationApiVersion::V1),
             migration_service_account: SERVICE_ACCOUNT.into(),
             simulation_configured: true,
-            helper_threads: true,
+            helper_threads: crate::engine::several_cores(),
             // The twin applies no metric and no InferenceService Event and publishes no
             // record: building them, and the thousands of advice rows its decision log only
             // counts, would be a large part of every pass for nothing (the decisions are the

@@ -573,6 +573,8 @@ pub struct Incremental {
     node_pos: Vec<usize>,
     /// The task owning each element of the snapshot's sorted lists.
     owners: Owners,
+    /// Whether the workloads are spliced on a helper thread ([`crate::engine::several_cores`]).
+    helper_thread: bool,
 }
 
 /// Per sorted list of an [`Incremental`] snapshot, the task owning each element ([`owner`]),
@@ -620,7 +622,10 @@ fn owner((namespace, name): (&str, &str)) -> u32 {
 impl Incremental {
     /// An empty one (the first [`Incremental::update`] builds the whole snapshot).
     pub fn new() -> Incremental {
-        Incremental::default()
+        Incremental {
+            helper_thread: crate::engine::several_cores(),
+            ..Incremental::default()
+        }
     }
 
     /// The snapshot at `now`.
@@ -716,50 +721,55 @@ impl Incremental {
         }
         fresh.normalize();
         let owners = &mut self.owners;
-        // The workloads are spliced on another thread while this one splices the pod lists
-        // (the lists are disjoint).
-        let (pods_from, workloads_from) = std::thread::scope(|scope| {
-            let (workloads, workload_owners, fresh_workloads, is_dirty) = (
-                &mut snap.workloads,
-                &mut owners.workloads,
-                fresh.workloads,
+        let (workloads, workload_owners, fresh_workloads) =
+            (&mut snap.workloads, &mut owners.workloads, fresh.workloads);
+        let splice_workloads = || {
+            splice(
+                workloads,
+                workload_owners,
+                fresh_workloads,
+                workload_key,
                 &is_dirty,
-            );
-            let workloads_from = scope.spawn(move || {
-                splice(
-                    workloads,
-                    workload_owners,
-                    fresh_workloads,
-                    workload_key,
-                    is_dirty,
-                )
-            });
+            )
+        };
+        let splice_pods = || {
             let pods_from = splice(
                 &mut snap.pods,
                 &mut owners.pods,
                 fresh.pods,
                 pod_key,
-                is_dirty,
+                &is_dirty,
             );
             splice(
                 &mut snap.pending_pods,
                 &mut owners.pending_pods,
                 fresh.pending_pods,
                 pending_key,
-                is_dirty,
+                &is_dirty,
             );
             splice(
                 &mut snap.pod_groups,
                 &mut owners.pod_groups,
                 fresh.pod_groups,
                 pod_group_key,
-                is_dirty,
+                &is_dirty,
             );
-            let workloads_from = workloads_from
-                .join()
-                .unwrap_or_else(|panic| std::panic::resume_unwind(panic));
-            (pods_from, workloads_from)
-        });
+            pods_from
+        };
+        // The lists are disjoint: with a core to spare, the workloads are spliced on another
+        // thread while this one splices the pod lists.
+        let (pods_from, workloads_from) = if self.helper_thread {
+            std::thread::scope(|scope| {
+                let workloads_from = scope.spawn(splice_workloads);
+                let pods_from = splice_pods();
+                let workloads_from = workloads_from
+                    .join()
+                    .unwrap_or_else(|panic| std::panic::resume_unwind(panic));
+                (pods_from, workloads_from)
+            })
+        } else {
+            (splice_pods(), splice_workloads())
+        };
         // The entries kept are those of unchanged tasks: their pods and workloads are as
         // before, and a workload's pod keys name its own task's pods (`t<id>-engine-…`),
         // all kept with it (what `carry_over` asks of its caller; debug builds compare the
