@@ -529,13 +529,6 @@ fn fingerprint(t: &Task) -> Fingerprint {
     )
 }
 
-/// The snapshot of [`build`] (`workloads = true`) kept from pass to pass and brought up to
-/// date by rebuilding only the entries of tasks that changed: new tasks, tasks whose
-/// [`Fingerprint`] changed, tasks that left, tasks that started a migration or whose entries
-/// showed one (see [`Tracked`]); the nodes' GPU counts
-/// and cordons are updated in place. The result equals [`build`]'s at the same instant
-/// (debug builds check it on every update), and it stays normalized, so the policies read
-/// it without copying it.
 /// A task with entries in an [`Incremental`] snapshot, as it was when they were built.
 #[derive(Debug)]
 struct Tracked {
@@ -562,6 +555,13 @@ impl Tracked {
     }
 }
 
+/// The snapshot of [`build`] (`workloads = true`) kept from pass to pass and brought up to
+/// date by rebuilding only the entries of tasks that changed: new tasks, tasks whose
+/// `Fingerprint` changed, tasks that left, tasks that started a migration or whose entries
+/// showed one (see `Tracked`); the nodes' GPU counts and cordons are updated in place, and
+/// the lists are edited in place (`splice`). The result equals [`build`]'s at the same
+/// instant (debug builds check it on every update), and it stays normalized, so the policies
+/// read it without copying it.
 #[derive(Debug, Default)]
 pub struct Incremental {
     snap: Option<ClusterSnapshot>,
@@ -622,8 +622,14 @@ fn owner((namespace, name): (&str, &str)) -> u32 {
 impl Incremental {
     /// An empty one (the first [`Incremental::update`] builds the whole snapshot).
     pub fn new() -> Incremental {
+        Incremental::with_helper_thread(crate::engine::several_cores())
+    }
+
+    /// An empty one that splices its workloads on a helper thread, or not, whatever the
+    /// cores (the tests check that both ways give the same snapshot).
+    pub fn with_helper_thread(helper_thread: bool) -> Incremental {
         Incremental {
-            helper_thread: crate::engine::several_cores(),
+            helper_thread,
             ..Incremental::default()
         }
     }

@@ -1,7 +1,8 @@
 //! The alfred caretaker's snapshot, kept from pass to pass ([`alfred_twin::snapshot::Incremental`]),
 //! against a fresh build at every pass and pool-score sample, over a run long enough for a
 //! move's rows to age out of its InferenceService (two hours after it ended): the kept
-//! snapshot rebuilds a moved task's entries only while they show a migration.
+//! snapshot rebuilds a moved task's entries only while they show a migration. Two more kept
+//! snapshots, one spliced on a helper thread and one not, are compared at the same instants.
 
 mod common;
 
@@ -9,13 +10,15 @@ use alfred_model::ClusterSnapshot;
 use alfred_model::config::Config;
 use alfred_twin::alfred::AlfredCaretaker;
 use alfred_twin::engine::{Action, Caretaker, MINUTE, MigPhase, Sim, run};
-use alfred_twin::snapshot::build;
+use alfred_twin::snapshot::{Incremental, build};
 use alfred_twin::world::{Placement, World};
 use common::*;
 
 /// alfred, with its snapshot compared with a fresh build after each pass.
 struct Checked {
     inner: AlfredCaretaker,
+    /// Kept snapshots spliced without and with a helper thread.
+    both_ways: [Incremental; 2],
     compared: usize,
 }
 
@@ -26,10 +29,17 @@ impl Checked {
             .snapshot(sim, now)
             .cloned()
             .expect("alfred keeps a snapshot");
+        let fresh = build(sim, now, true);
         assert!(
-            kept == build(sim, now, true),
+            kept == fresh,
             "the kept snapshot differs from a fresh one at {now}"
         );
+        for (helper, kept) in self.both_ways.iter_mut().enumerate() {
+            assert!(
+                *kept.update(sim, now) == fresh,
+                "the snapshot kept with helper thread {helper} differs from a fresh one at {now}"
+            );
+        }
         self.compared += 1;
     }
 }
@@ -67,6 +77,10 @@ fn the_kept_snapshot_equals_a_fresh_one_after_a_moves_rows_age_out() {
     arrivals.push(arrival(6, 1, None));
     let mut checked = Checked {
         inner: AlfredCaretaker::new(Config::default(), 1, Placement::Spread),
+        both_ways: [
+            Incremental::with_helper_thread(false),
+            Incremental::with_helper_thread(true),
+        ],
         compared: 0,
     };
     let mut opts = opts(5);
