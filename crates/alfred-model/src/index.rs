@@ -256,6 +256,13 @@ impl ClusterSnapshot {
         IndexRef::Cached(cached)
     }
 
+    /// The cached index when there is one and it still matches the snapshot's lists (no
+    /// build: for readers that only save work with it).
+    pub(crate) fn cached_index(&self) -> Option<&SnapshotIndex> {
+        let fp = Fingerprint::of(self);
+        self.index_cache.0.get().filter(|i| i.fingerprint == fp)
+    }
+
     /// Drops the cached index (after editing the snapshot in place).
     pub fn invalidate_index(&mut self) {
         self.index_cache.clear();

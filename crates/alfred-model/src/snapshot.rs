@@ -1136,8 +1136,20 @@ impl ClusterSnapshot {
             .map(|i| &self.workloads[i])
     }
 
-    /// The sorted set of pool keys of nodes with GPUs.
+    /// The sorted set of pool keys of nodes with GPUs: copied from the snapshot's index when
+    /// it has one ([`SnapshotIndex::pools`](crate::index::SnapshotIndex::pools) is this set),
+    /// else gathered from the nodes (a pass asks for it several times, and a scan builds a
+    /// set of every node's pool).
     pub fn pools(&self) -> Vec<String> {
+        if let Some(idx) = self.cached_index() {
+            debug_assert_eq!(idx.pools, self.pools_of_nodes());
+            return idx.pools.clone();
+        }
+        self.pools_of_nodes()
+    }
+
+    /// [`ClusterSnapshot::pools`] gathered from the nodes.
+    fn pools_of_nodes(&self) -> Vec<String> {
         let set: BTreeSet<&str> = self
             .nodes
             .iter()

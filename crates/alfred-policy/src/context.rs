@@ -380,22 +380,24 @@ impl<'a> Ctx<'a> {
     }
 
     /// [`Ctx::instance_pool`] read from the snapshot's index (`idx` is `self.snap`'s,
-    /// `facts` the Instance's entry): the Instance's node keys are already resolved there,
-    /// so no name is looked up. Same answer: the index resolves a key to the node of that
-    /// name, or to none, as [`Ctx::node`] does (the names are unique).
-    pub fn instance_pool_at<'s>(
-        &'s self,
-        idx: &SnapshotIndex,
-        facts: &InstanceFacts,
-    ) -> Option<&'s str> {
-        let pool_of = |i: u32| -> Option<&'s str> {
-            let n = self.snap.nodes.get(i as usize)?;
-            n.has_gpus().then_some(())?;
-            n.pool.as_deref()
+    /// `facts` the Instance's entry), as a position in `idx.pools`: the Instance's node keys
+    /// and each node's pool are resolved there, so neither a node nor a pool name is read
+    /// (a walk resolves one per Instance per pass). Same answer: the index resolves a key to
+    /// the node of that name, or to none, as [`Ctx::node`] does (the names are unique), and
+    /// `idx.pools` is [`ClusterSnapshot::pools`], the pools of the nodes that
+    /// [`Node::has_gpus`], with each such node's position in `idx.node_pool`.
+    pub fn instance_pool_at(&self, idx: &SnapshotIndex, facts: &InstanceFacts) -> Option<usize> {
+        let pool_of = |n: u32| {
+            idx.node_pool
+                .get(n as usize)
+                .copied()
+                .filter(|&p| p != NONE)
         };
         let mut nodes = idx.nodes_of(facts).iter();
         let first = pool_of(*nodes.next()?)?;
-        nodes.all(|&n| pool_of(n) == Some(first)).then_some(first)
+        nodes
+            .all(|&n| pool_of(n) == Some(first))
+            .then_some(first as usize)
     }
 
     /// [`Ctx::primary_node`] of an Instance's pods read from the snapshot's index (`idx` is

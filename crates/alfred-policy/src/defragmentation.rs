@@ -425,6 +425,8 @@ pub(crate) struct Walk {
 
 impl Walk {
     fn new(ctx: &Ctx<'_>, idx: &SnapshotIndex, pools: &[String]) -> Walk {
+        // An Instance's pool is its position in `idx.pools`, which is `pools`.
+        debug_assert_eq!(pools, idx.pools.as_slice());
         let no_facts = InstanceFacts {
             pods: (0, 0),
             nodes: (0, 0),
@@ -448,10 +450,7 @@ impl Walk {
                         .copied()
                         .unwrap_or(no_facts);
                     next_instance += 1;
-                    let pool = ctx
-                        .instance_pool_at(idx, &facts)
-                        .and_then(|p| pools.binary_search_by(|x| x.as_str().cmp(p)).ok());
-                    (pool, facts)
+                    (ctx.instance_pool_at(idx, &facts), facts)
                 }));
                 components.push((flags.unwrap_or(0), first, instances.len()));
                 let every_pool = match &c.mode {

@@ -540,9 +540,12 @@ impl Occupants {
 /// Every node's GPU-holding Instances (by node position), in walk order.
 fn occupants_by_node(ctx: &Ctx<'_>, idx: &SnapshotIndex) -> Occupants {
     let node_count = ctx.snap.nodes.len();
-    let mut all: Vec<Occupant> = Vec::new();
+    // Most Instances hold GPUs on one node: reserved at that size, the table is allocated
+    // once instead of doubled through a chain of copies (a few hundred KiB a pass on a large
+    // cluster, each doubling a fresh allocation the allocator takes from the system).
+    let mut all: Vec<Occupant> = Vec::with_capacity(idx.instances.len());
     // The node position of each of `all`.
-    let mut node_of: Vec<u32> = Vec::new();
+    let mut node_of: Vec<u32> = Vec::with_capacity(idx.instances.len());
     // An Instance's GPUs per node, ascending node (most Instances have one pod).
     let mut per_node: Vec<(u32, u32)> = Vec::new();
     let (mut next_component, mut next_instance) = (0usize, 0usize);

@@ -325,6 +325,7 @@ proptest! {
 fn index_forms_agree(ctx: &Ctx<'_>) {
     let snap = &*ctx.snap;
     let idx = snap.index();
+    assert_eq!(idx.pools, snap.pools());
     let (mut k_comp, mut k_inst) = (0, 0);
     for w in &snap.workloads {
         for comp in &w.components {
@@ -333,7 +334,11 @@ fn index_forms_agree(ctx: &Ctx<'_>) {
             for inst in &comp.instances {
                 let facts = idx.instances[k_inst];
                 k_inst += 1;
-                assert_eq!(ctx.instance_pool_at(&idx, &facts), ctx.instance_pool(inst));
+                assert_eq!(
+                    ctx.instance_pool_at(&idx, &facts)
+                        .map(|p| idx.pools[p].as_str()),
+                    ctx.instance_pool(inst)
+                );
                 assert_eq!(
                     ctx.primary_node_at(&idx, &facts, inst),
                     ctx.primary_node(&inst.pods, Some(inst))
