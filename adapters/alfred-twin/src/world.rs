@@ -347,6 +347,12 @@ impl World {
     }
 
     fn score_state(&self, n: &NodeState, r: &Request) -> i64 {
+        self.fit_score(n, r) + balanced_score(n, r)
+    }
+
+    /// The resource-fit half of [`World::score_state`] (LeastAllocated or MostAllocated over
+    /// CPU, memory and GPUs): the average of the resources' scores.
+    fn fit_score(&self, n: &NodeState, r: &Request) -> i64 {
         let fit_one = |used: i64, alloc: i64| -> Option<i64> {
             if alloc == 0 {
                 return None;
@@ -382,31 +388,26 @@ impl World {
             sum += s;
             w += 1;
         }
-        let fit = if w == 0 { 0 } else { sum / w };
-        let balanced = if r.cpu == 0 && r.mem == 0 {
-            0
-        } else {
-            // No list of the fractions: this runs for every node at every placement.
-            let cpu = (n.cpu > 0).then(|| ((n.req_cpu + r.cpu) as f64 / n.cpu as f64).min(1.0));
-            let mem = (n.mem > 0).then(|| ((n.req_mem + r.mem) as f64 / n.mem as f64).min(1.0));
-            let std = match (cpu, mem) {
-                (Some(c), Some(m)) => (c - m).abs() / 2.0,
-                _ => 0.0,
-            };
-            ((1.0 - std) * MAX_NODE_SCORE as f64) as i64
-        };
-        fit + balanced
+        if w == 0 { 0 } else { sum / w }
     }
 
     /// The node the scheduler picks for `r`, skipping `excluded` nodes; `None` when
     /// nothing fits.
     pub fn choose(&self, r: &Request, excluded: &[usize]) -> Option<usize> {
         let mut best: Option<(usize, i64)> = None;
-        for i in 0..self.nodes.len() {
-            if !self.fits(i, r) || excluded.contains(&i) {
+        for (i, n) in self.nodes.iter().enumerate() {
+            if !fits_state(n, r) || excluded.contains(&i) {
                 continue;
             }
-            let s = self.score(i, r);
+            // The balance half adds at most `MAX_NODE_SCORE`: a node whose fit cannot beat
+            // the best so far even then is passed over without it (a strictly higher score
+            // wins, so the pick is the one scoring every node would make). This runs for
+            // every node at every placement, and the balance half is the costly one.
+            let fit = self.fit_score(n, r);
+            if best.is_some_and(|(_, b)| fit + MAX_NODE_SCORE <= b) {
+                continue;
+            }
+            let s = fit + balanced_score(n, r);
             if best.is_none_or(|(_, b)| s > b) {
                 best = Some((i, s));
             }
@@ -448,6 +449,22 @@ impl World {
         }
         out
     }
+}
+
+/// The balance half of [`World::score_state`] (NodeResourcesBalancedAllocation over CPU
+/// and memory): between half and all of `MAX_NODE_SCORE`, 0 for a request of neither.
+fn balanced_score(n: &NodeState, r: &Request) -> i64 {
+    if r.cpu == 0 && r.mem == 0 {
+        return 0;
+    }
+    // No list of the fractions: this runs for every node at every placement.
+    let cpu = (n.cpu > 0).then(|| ((n.req_cpu + r.cpu) as f64 / n.cpu as f64).min(1.0));
+    let mem = (n.mem > 0).then(|| ((n.req_mem + r.mem) as f64 / n.mem as f64).min(1.0));
+    let std = match (cpu, mem) {
+        (Some(c), Some(m)) => (c - m).abs() / 2.0,
+        _ => 0.0,
+    };
+    ((1.0 - std) * MAX_NODE_SCORE as f64) as i64
 }
 
 /// The filter: not cordoned or tainted, in an allowed pool, and the free resources less
@@ -501,6 +518,7 @@ fn bind_overlay(overlay: &mut Vec<(usize, NodeState)>, nodes: &[NodeState], i: u
 #[cfg(test)]
 mod tests {
     use super::*;
+    use proptest::prelude::*;
 
     fn tn(name: &str, gpus: u32, model: &str) -> TraceNode {
         TraceNode {
@@ -509,6 +527,73 @@ mod tests {
             memory_mib: 262144,
             gpus,
             model: model.into(),
+        }
+    }
+
+    /// Random nodes (varied CPU and memory) with random pods bound, and a request.
+    fn busy_world() -> impl Strategy<Value = (World, Request)> {
+        let node = (1u32..=8, 1i64..=8, 1i64..=8);
+        let pod = (0u32..=4, 0i64..=8, 0i64..=8);
+        (
+            prop::collection::vec(node, 1..24),
+            prop::collection::vec((any::<prop::sample::Index>(), pod.clone()), 0..60),
+            pod,
+            any::<bool>(),
+        )
+            .prop_map(|(nodes, pods, (gpus, cpu, mem), binpack)| {
+                let trace: Vec<TraceNode> = nodes
+                    .iter()
+                    .enumerate()
+                    .map(|(i, &(gpus, cpu, mem))| TraceNode {
+                        cpu_milli: cpu * 8000,
+                        memory_mib: mem * 32768,
+                        ..tn(
+                            &format!("n{i:02}"),
+                            gpus,
+                            if i % 3 == 0 { "A" } else { "B" },
+                        )
+                    })
+                    .collect();
+                let placement = if binpack {
+                    Placement::Binpack
+                } else {
+                    Placement::Spread
+                };
+                let mut w = World::new(&trace, placement);
+                let ask = |(gpus, cpu, mem): (u32, i64, i64)| Request {
+                    gpus,
+                    cpu: cpu * 1000,
+                    mem: mem * 4096,
+                    pools: 0,
+                };
+                for (at, p) in pods {
+                    let i = at.index(w.nodes.len());
+                    let r = ask(p);
+                    if w.fits(i, &r) {
+                        w.bind(i, &r);
+                    }
+                }
+                (w, ask((gpus, cpu, mem)))
+            })
+    }
+
+    proptest::proptest! {
+        /// The scheduler's pick, which passes over nodes whose fit cannot win, is the first
+        /// of the best-scoring fitting nodes when every node is scored.
+        #[test]
+        fn the_pick_is_the_best_scoring_fitting_node((w, r) in busy_world(), skip in 0usize..24) {
+            for excluded in [vec![], vec![skip]] {
+                let mut best: Option<(usize, i64)> = None;
+                for i in 0..w.nodes.len() {
+                    if w.fits(i, &r) && !excluded.contains(&i) {
+                        let s = w.score(i, &r);
+                        if best.is_none_or(|(_, b)| s > b) {
+                            best = Some((i, s));
+                        }
+                    }
+                }
+                proptest::prop_assert_eq!(w.choose(&r, &excluded), best.map(|(i, _)| i));
+            }
         }
     }
 
