@@ -128,17 +128,57 @@ impl Timestamp {
 }
 
 impl fmt::Display for Timestamp {
+    /// Digits written into a buffer, no formatting machinery: every record, journal and
+    /// decision-log line carries timestamps, and the journal's state is written several times
+    /// a pass. Years outside 0..=9999 take the general path (a sign, or more digits).
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         let secs = self.unix_secs();
         let nanos = self.unix_nanos.rem_euclid(NANOS_PER_SEC);
         let (y, mo, d, h, mi, s) = civil(secs);
-        write!(f, "{y:04}-{mo:02}-{d:02}T{h:02}:{mi:02}:{s:02}")?;
-        if nanos != 0 {
-            let frac = format!("{nanos:09}");
-            write!(f, ".{}", frac.trim_end_matches('0'))?;
-        }
-        f.write_str("Z")
+        let Ok(year @ 0..=9999) = u32::try_from(y) else {
+            write!(f, "{y:04}-{mo:02}-{d:02}T{h:02}:{mi:02}:{s:02}")?;
+            write_fraction(f, nanos)?;
+            return f.write_str("Z");
+        };
+        // `YYYY-MM-DDTHH:MM:SS` and up to `.nnnnnnnnnZ`.
+        let mut text = *b"0000-00-00T00:00:00.000000000Z";
+        put_digits(&mut text[0..4], year);
+        put_digits(&mut text[5..7], mo);
+        put_digits(&mut text[8..10], d);
+        put_digits(&mut text[11..13], h);
+        put_digits(&mut text[14..16], mi);
+        put_digits(&mut text[17..19], s);
+        let end = if nanos == 0 {
+            19
+        } else {
+            put_digits(&mut text[20..29], u32::try_from(nanos).unwrap_or(0));
+            let mut end = 29;
+            while text[end - 1] == b'0' {
+                end -= 1;
+            }
+            end
+        };
+        text[end] = b'Z';
+        // Only ASCII digits and separators were written.
+        f.write_str(std::str::from_utf8(&text[..=end]).map_err(|_| fmt::Error)?)
     }
+}
+
+/// `value`'s last `out.len()` decimal digits into `out`, zero-padded.
+fn put_digits(out: &mut [u8], mut value: u32) {
+    for b in out.iter_mut().rev() {
+        *b = b'0' + (value % 10) as u8;
+        value /= 10;
+    }
+}
+
+/// `.` and the nanoseconds without trailing zeros, when there are any.
+fn write_fraction(f: &mut fmt::Formatter<'_>, nanos: i64) -> fmt::Result {
+    if nanos == 0 {
+        return Ok(());
+    }
+    let frac = format!("{nanos:09}");
+    write!(f, ".{}", frac.trim_end_matches('0'))
 }
 
 impl FromStr for Timestamp {
@@ -292,6 +332,41 @@ fn parse(text: &str) -> Result<Timestamp, &'static str> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use proptest::prelude::*;
+
+    /// The plain formatting the buffer-writing `Display` replaces.
+    fn formatted(t: Timestamp) -> String {
+        let nanos = t.unix_nanos.rem_euclid(NANOS_PER_SEC);
+        let (y, mo, d, h, mi, s) = civil(t.unix_secs());
+        let mut out = format!("{y:04}-{mo:02}-{d:02}T{h:02}:{mi:02}:{s:02}");
+        if nanos != 0 {
+            out.push('.');
+            out.push_str(format!("{nanos:09}").trim_end_matches('0'));
+        }
+        out + "Z"
+    }
+
+    proptest! {
+        #[test]
+        fn display_writes_what_plain_formatting_writes(nanos in any::<i64>(), whole in any::<bool>()) {
+            let t = Timestamp::from_unix_nanos(if whole { nanos - nanos % NANOS_PER_SEC } else { nanos });
+            prop_assert_eq!(t.to_string(), formatted(t));
+        }
+    }
+
+    #[test]
+    fn display_of_edge_instants() {
+        for (nanos, text) in [
+            (0, "1970-01-01T00:00:00Z"),
+            (1, "1970-01-01T00:00:00.000000001Z"),
+            (-1, "1969-12-31T23:59:59.999999999Z"),
+            (100_000_000, "1970-01-01T00:00:00.1Z"),
+            (i64::MAX, "2262-04-11T23:47:16.854775807Z"),
+            (i64::MIN, "1677-09-21T00:12:43.145224192Z"),
+        ] {
+            assert_eq!(Timestamp::from_unix_nanos(nanos).to_string(), text);
+        }
+    }
 
     #[test]
     fn round_trips_and_trims_trailing_zeros() {
