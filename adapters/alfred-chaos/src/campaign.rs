@@ -3,7 +3,7 @@
 //! applier against the in-memory API server, faults everywhere, invariants after every step.
 //!
 //! What runs for real: `alfred_dispatch::Caretaker` with the core stages (what `alfred run`'s
-//! `Term` drives; the seam is mirrored in [`AlfredTerm`] because `Term` stamps simulation
+//! `Term` drives; the seam is mirrored in `AlfredTerm` because `Term` stamps simulation
 //! answers with the wall clock and the twin's clock is simulated), the
 //! `alfred-kube` applier (`Applier::read_journal`, `read_node_records`, `apply_pass`, its
 //! leader gate and its request timeouts) over the real kube client, the twin's scheduler

@@ -142,7 +142,7 @@ impl From<&Config> for ModelProfiles {
 }
 
 /// The in-process simulator (see the module docs). Deterministic: the only state it keeps
-/// between calls is the conversion of the last snapshot it saw ([`SnapshotKey`]), which
+/// between calls is the conversion of the last snapshot it saw (`SnapshotKey`), which
 /// changes how fast it answers, never what.
 #[derive(Debug, Clone)]
 pub struct ModelSimulator {

@@ -95,7 +95,7 @@ pub struct PolicySettings {
     /// library user gets one (`false`) unless it asks. The output is the same either way.
     pub helper_threads: bool,
     /// Whether the defragmentation walk counts its advice rows in
-    /// [`Proposal::advice_counts`](crate::Proposal::advice_counts) instead of returning them
+    /// [`Proposal::counted_advice`](crate::Proposal::counted_advice) instead of returning them
     /// among the candidates. Not a configuration key: the embedder's
     /// [`Telemetry::DecisionsCountingAdvice`](alfred_model::config::Telemetry::DecisionsCountingAdvice).
     /// Every other candidate, and every decision made from them, is the same either way.

@@ -8,7 +8,7 @@
 //! * `UpdateRecommendations`: GET (uncached), set/delete the keys, PUT with the read
 //!   `resourceVersion`; a 409 re-reads and retries (at most [`CONFLICT_RETRIES`] times); other
 //!   keys are preserved. A missing ConfigMap is logged once and skipped. Never server-side apply.
-//! * `RecordEvent`: a core v1 Event (see [`crate::run::apply::events`]).
+//! * `RecordEvent`: a core v1 Event (see `run::apply::events`).
 //! * `RequestMigration`: GET the InferenceService (the annotation already holding the identical
 //!   payload counts as done), then one JSON Patch: `test /metadata/uid`,
 //!   `test /metadata/resourceVersion`, `add /metadata/annotations {}` only when absent, `add` the

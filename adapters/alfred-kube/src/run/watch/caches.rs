@@ -6,13 +6,13 @@
 //! allocated) and listed by [`crate::run::watch::list_watch`]: one request (the first served from the API
 //! server's watch cache), in protobuf when the server offers it, each object decoded as the
 //! body streams in. The other kinds use
-//! kube's watcher and keep the `modify` hook of [`crate::run::decode::strip`]. Each kind tracks whether its
+//! kube's watcher and keep the `modify` hook of `run::decode::strip`. Each kind tracks whether its
 //! first list finished and whether its watch is currently failing: a snapshot needs Nodes,
 //! Pods, InferenceServices and InferenceReplicas listed and healthy ("build snapshot: ..."
 //! otherwise), so no pass acts on a cache that stopped following the API server. Models, PVCs,
 //! PVs and PodGroups are optional (a missing CRD leaves them empty). A kind's first list
 //! completing wakes [`Caches::wait_listed`], so a snapshot waits for no poll; at a cold start
-//! the first one reads the Pods while they are listed ([`crate::run::decode::first_list`]).
+//! the first one reads the Pods while they are listed (`run::decode::first_list`).
 //!
 //! The Node watcher also runs the early ticker (docs/design-policies.md#early-passes): an update
 //! whose old and new objects differ as `early::warrants` says sends a non-blocking signal on a
