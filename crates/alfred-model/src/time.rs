@@ -130,7 +130,8 @@ impl Timestamp {
 impl fmt::Display for Timestamp {
     /// Digits written into a buffer, no formatting machinery: every record, journal and
     /// decision-log line carries timestamps, and the journal's state is written several times
-    /// a pass. Years outside 0..=9999 take the general path (a sign, or more digits).
+    /// a pass. A year outside 0..=9999 (which no instant of an `i64` of nanoseconds has: they
+    /// span 1677 to 2262) would take the general path, so no year can come out truncated.
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         let secs = self.unix_secs();
         let nanos = self.unix_nanos.rem_euclid(NANOS_PER_SEC);
