@@ -952,6 +952,34 @@ mod tests {
         }
     }
 
+    /// `ClusterSnapshot::pools` is the same set before the index is built (gathered from the
+    /// nodes), once it is (copied from the index), and after the lists were replaced (the
+    /// stale index is not read): the pools of nodes with GPUs and a pool, an empty pool key
+    /// included.
+    #[test]
+    fn pools_are_the_same_with_and_without_an_index() {
+        let mut s = ClusterSnapshot {
+            nodes: vec![
+                node("a", Some("H100"), 8),
+                node("b", Some("A100"), 4),
+                node("c", None, 8),
+                node("d", Some("T4"), 0),
+                node("e", Some(""), 2),
+                node("f", Some("H100"), 8),
+            ],
+            ..ClusterSnapshot::default()
+        };
+        let want: Vec<String> = ["", "A100", "H100"].map(str::to_owned).to_vec();
+        assert!(!s.index_cache.is_built());
+        assert_eq!(s.pools(), want);
+        let _ = s.index();
+        assert!(s.cached_index().is_some());
+        assert_eq!(s.pools(), want);
+        s.nodes = vec![node("g", Some("T4"), 1)];
+        assert!(s.cached_index().is_none());
+        assert_eq!(s.pools(), vec!["T4".to_owned()]);
+    }
+
     /// Lookups by key, from any hit to any other, on sorted and on unsorted pods.
     #[test]
     fn pod_finder_positions_sorted_and_unsorted() {
@@ -1057,7 +1085,7 @@ mod tests {
     /// The index answers exactly what the string lookups answer.
     fn check(s: &ClusterSnapshot) {
         let idx = s.index();
-        assert_eq!(idx.pools, s.pools());
+        assert_eq!(idx.pools, s.pools_of_nodes());
         assert_eq!(idx.workload_keys.len(), s.workloads.len());
         for (i, w) in s.workloads.iter().enumerate() {
             assert_eq!(idx.workload_keys.get(i), Some(w.key().as_str()));
@@ -1066,7 +1094,11 @@ mod tests {
         for (i, n) in s.nodes.iter().enumerate() {
             let want = n
                 .has_gpus()
-                .then(|| s.pools().iter().position(|p| Some(p) == n.pool.as_ref()))
+                .then(|| {
+                    s.pools_of_nodes()
+                        .iter()
+                        .position(|p| Some(p) == n.pool.as_ref())
+                })
                 .flatten()
                 .map_or(NONE, |p| p as u32);
             assert_eq!(idx.node_pool[i], want, "{}", n.name);

@@ -1149,7 +1149,7 @@ impl ClusterSnapshot {
     }
 
     /// [`ClusterSnapshot::pools`] gathered from the nodes.
-    fn pools_of_nodes(&self) -> Vec<String> {
+    pub(crate) fn pools_of_nodes(&self) -> Vec<String> {
         let set: BTreeSet<&str> = self
             .nodes
             .iter()
