@@ -18,6 +18,7 @@
 use std::cmp::Ordering;
 use std::sync::{Arc, OnceLock};
 
+use crate::normalized::NormalizedCache;
 use crate::snapshot::{ClusterSnapshot, Pod, Workload};
 
 /// "No such node / pod / pool".
@@ -96,6 +97,9 @@ pub struct SnapshotIndex {
     pub instance_nodes: Vec<u32>,
     /// The workloads' keys, by position (shared: a pass's counted advice keeps them).
     pub workload_keys: Arc<WorkloadKeys>,
+    /// [`ClusterSnapshot::is_normalized`]'s answer for the lists the index covers, once
+    /// known (a cache: not compared).
+    pub(crate) normalized: NormalizedCache,
 }
 
 /// The workloads' keys (`namespace/name`) by position in `ClusterSnapshot::workloads`, in one
@@ -288,10 +292,19 @@ impl ClusterSnapshot {
     pub fn install_index(&mut self, mut index: SnapshotIndex) {
         index.fingerprint = Fingerprint::of(self);
         #[cfg(debug_assertions)]
-        assert!(
-            index == SnapshotIndex::build(self),
-            "the installed index differs from a full build of the snapshot"
-        );
+        {
+            assert!(
+                index == SnapshotIndex::build(self),
+                "the installed index differs from a full build of the snapshot"
+            );
+            if let Some(&carried) = index.normalized.0.get() {
+                assert_eq!(
+                    carried,
+                    self.indexed_lists_normalized(),
+                    "the installed index's normalization answer differs from a full check"
+                );
+            }
+        }
         self.index_cache.0 = OnceLock::from(index);
     }
 }
@@ -594,6 +607,7 @@ impl SnapshotIndex {
             instances: tables.instances,
             instance_pods: tables.instance_pods,
             instance_nodes: tables.instance_nodes,
+            normalized: NormalizedCache::default(),
         }
     }
 
@@ -645,7 +659,11 @@ impl SnapshotIndex {
                 tables.push(w, &nodes, &pod_facts, &mut finder);
             }
         }
-        SnapshotIndex::assemble(s, nodes, pod_facts, tables)
+        let normalized = NormalizedCache::carried(&prev.normalized, s, pods_from, workloads_from);
+        SnapshotIndex {
+            normalized,
+            ..SnapshotIndex::assemble(s, nodes, pod_facts, tables)
+        }
     }
 
     /// Heap bytes of the tables, split as `(per-node tables, per-pod tables, the rest)`:
@@ -1354,6 +1372,7 @@ mod tests {
                 (0u32..40, instances_strategy(), proptest::prelude::any::<bool>()),
                 0..5,
             ),
+            disorder in 0u8..4,
         ) {
             // Workload ids 2, 4, 6, ... before; fate 0 keeps, 1 drops, 2 rebuilds, 3 keeps.
             let old: Version = before
@@ -1384,8 +1403,28 @@ mod tests {
                 .map(|((id, _, _), _)| *id)
                 .collect();
             let s0 = version_snapshot(&old);
-            let s1 = version_snapshot(&new);
+            let mut s1 = version_snapshot(&new);
+            // The normalization answer is carried too: out of order where the later version
+            // has two bound pods (1) or two workloads (2) swapped, or a new workload's pod
+            // keys unsorted (3).
+            match disorder {
+                1 if s1.pods.len() >= 2 => s1.pods.swap(0, 1),
+                2 if s1.workloads.len() >= 2 => s1.workloads.swap(0, 1),
+                3 => {
+                    let fresh = s1.workloads.iter_mut().find(|w| {
+                        let id: u32 = w.name[1..].parse().unwrap_or(u32::MAX);
+                        !kept.contains(&id)
+                    });
+                    if let Some(i) = fresh
+                        .and_then(|w| w.components[0].instances.iter_mut().find(|i| i.pods.len() >= 2))
+                    {
+                        i.pods.reverse();
+                    }
+                }
+                _ => {}
+            }
             let prev = SnapshotIndex::build(&s0);
+            proptest::prop_assert!(prev.normalized.0.set(s0.indexed_lists_normalized()).is_ok());
             let owner = |p: &Pod| p.name[1..5].parse::<u32>().unwrap_or(u32::MAX);
             let pods_from: Vec<u32> = s1
                 .pods
@@ -1418,8 +1457,16 @@ mod tests {
                 .collect();
             let carried = SnapshotIndex::carry_over(&prev, &s1, &pods_from, &workloads_from);
             proptest::prop_assert_eq!(&carried, &SnapshotIndex::build(&s1));
-            let mut s1 = s1;
+            if s0.indexed_lists_normalized() {
+                proptest::prop_assert_eq!(
+                    carried.normalized.0.get(),
+                    Some(&s1.indexed_lists_normalized())
+                );
+            } else {
+                proptest::prop_assert_eq!(carried.normalized.0.get(), None);
+            }
             s1.install_index(carried);
+            proptest::prop_assert_eq!(s1.known_normalized(), Some(s1.is_normalized()));
             proptest::prop_assert!(matches!(s1.index(), IndexRef::Cached(_)));
             proptest::prop_assert!(s1.take_index().is_some());
             proptest::prop_assert!(!s1.index_cache.is_built());

@@ -37,6 +37,7 @@ pub mod effect;
 pub mod event;
 pub mod index;
 pub mod metric;
+mod normalized;
 pub mod plan;
 pub mod reason;
 pub mod record;

@@ -141,7 +141,7 @@ impl<'a> Ctx<'a> {
         // A normalized snapshot (what `alfred_observe::observe` and alfred-twin produce) is
         // not copied: the copy below would equal it. Decisions are made at `now`; the
         // snapshot keeps its own `observed_at`, the time the node markers carry.
-        if is_normalized(snapshot) {
+        if snapshot.is_normalized() {
             let indexes = indexes(snapshot);
             return Ctx::borrowing(snapshot, cfg, now, indexes);
         }
@@ -159,14 +159,23 @@ impl<'a> Ctx<'a> {
         other: impl FnOnce() -> T + Send,
     ) -> (Self, T) {
         let half = snapshot.workloads.len() / 2;
+        // Known when a producer carried the snapshot's index over from its last pass.
+        let known = snapshot.known_normalized();
         let (mine, theirs, indexes, other) = std::thread::scope(|scope| {
             let helper = scope.spawn(|| {
                 let other = other();
-                let theirs = snapshot.workloads[half..].iter().all(workload_normalized);
+                let theirs = known.is_some()
+                    || snapshot.workloads[half..]
+                        .iter()
+                        .all(Workload::is_normalized);
                 (other, theirs)
             });
-            let mine = lists_normalized(snapshot)
-                && snapshot.workloads[..half].iter().all(workload_normalized);
+            let mine = known.unwrap_or_else(|| {
+                snapshot.lists_normalized()
+                    && snapshot.workloads[..half]
+                        .iter()
+                        .all(Workload::is_normalized)
+            });
             // Built ahead of the other half's answer: the indexes of a normalized snapshot.
             let indexes = mine.then(|| indexes(snapshot));
             let (other, theirs) = helper
@@ -527,70 +536,4 @@ impl<'a> Ctx<'a> {
             SpotOverride::Default | SpotOverride::Avoid => self.cfg.prefer_spot_as_source,
         }
     }
-}
-
-/// Whether `snap` is what [`Ctx::new`]'s copy would make of it (but for `observed_at`):
-/// every list already in [`ClusterSnapshot::normalize`]'s order (a stable sort of a sorted
-/// list changes nothing) and the lists [`Ctx::new`] deduplicates free of duplicates
-/// (strictly increasing). O(size of the snapshot), no allocation.
-pub(crate) fn is_normalized(snap: &ClusterSnapshot) -> bool {
-    lists_normalized(snap) && snap.workloads.iter().all(workload_normalized)
-}
-
-/// Every neighbour pair in order (`Less`; or `Equal` too when not `strict`).
-fn ordered<T>(v: &[T], cmp: impl Fn(&T, &T) -> std::cmp::Ordering, strict: bool) -> bool {
-    use std::cmp::Ordering;
-    v.windows(2).all(|w| match cmp(&w[0], &w[1]) {
-        Ordering::Less => true,
-        Ordering::Equal => !strict,
-        Ordering::Greater => false,
-    })
-}
-
-fn by_name(a: (&String, &String), b: (&String, &String)) -> std::cmp::Ordering {
-    a.cmp(&b)
-}
-
-/// [`is_normalized`] of the snapshot's own lists, not of what each workload holds.
-fn lists_normalized(snap: &ClusterSnapshot) -> bool {
-    ordered(&snap.nodes, |a, b| a.name.cmp(&b.name), true)
-        && ordered(
-            &snap.pods,
-            |a, b| by_name((&a.namespace, &a.name), (&b.namespace, &b.name)),
-            true,
-        )
-        && ordered(
-            &snap.pending_pods,
-            |a, b| by_name((&a.namespace, &a.name), (&b.namespace, &b.name)),
-            false,
-        )
-        && ordered(
-            &snap.workloads,
-            |a, b| by_name((&a.namespace, &a.name), (&b.namespace, &b.name)),
-            true,
-        )
-        && ordered(
-            &snap.pod_groups,
-            |a, b| by_name((&a.namespace, &a.name), (&b.namespace, &b.name)),
-            false,
-        )
-        && snap.problems.is_sorted()
-}
-
-/// [`is_normalized`] of what one workload holds.
-fn workload_normalized(w: &Workload) -> bool {
-    ordered(&w.components, |a, b| a.kind.cmp(&b.kind), true)
-        && w.components.iter().all(|c| {
-            ordered(&c.instances, |a, b| a.index.cmp(&b.index), true)
-                && c.pods.is_sorted()
-                && c.instances.iter().all(|i| i.pods.is_sorted())
-        })
-        && ordered(&w.migration.requests, |a, b| a.uuid.cmp(&b.uuid), false)
-        && w.migration.malformed_requests.is_sorted()
-        && ordered(
-            &w.migration.records,
-            |a, b| by_name((&a.uuid, &a.component), (&b.uuid, &b.component)),
-            false,
-        )
-        && ordered(&w.migration.active, |a, b| a.uuid.cmp(&b.uuid), false)
 }

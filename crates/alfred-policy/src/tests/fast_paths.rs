@@ -186,7 +186,7 @@ proptest! {
         let owned = Ctx::new(&snap, &cfg, snap.observed_at);
         let normalized = owned.snap.clone().into_owned();
         let borrowed = Ctx::new(&normalized, &cfg, snap.observed_at);
-        prop_assert!(crate::context::is_normalized(&normalized));
+        prop_assert!(normalized.is_normalized());
         prop_assert!(matches!(borrowed.snap, std::borrow::Cow::Borrowed(_)));
         prop_assert_eq!(&*owned.snap, &*borrowed.snap);
         // The check split with another thread's work decides as the whole check: on the raw
