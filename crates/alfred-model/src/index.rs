@@ -19,7 +19,7 @@ use std::cmp::Ordering;
 use std::sync::{Arc, OnceLock};
 
 use crate::normalized::NormalizedCache;
-use crate::snapshot::{ClusterSnapshot, Pod, Workload};
+use crate::snapshot::{ClusterSnapshot, Component, DeploymentMode, Instance, Pod, Workload};
 
 /// "No such node / pod / pool".
 pub const NONE: u32 = u32::MAX;
@@ -41,9 +41,110 @@ pub const INSTANCE_REVISION_CURRENT: u8 = 2;
 /// made once per snapshot (and carried with the workload) instead of on every walk.
 pub const INSTANCE_PODS_CONSISTENT: u8 = 4;
 
+/// Instance flag: it has a status row, and the row is valid (no `invalid`).
+pub const INSTANCE_OBSERVED: u8 = 8;
+/// Instance flag: the status row says admitted, with no operation under way.
+pub const INSTANCE_ADMITTED_IDLE: u8 = 16;
+/// Instance flag: the status row's desired pod count is positive, and its status, observed,
+/// ready, serving and available counts and the Instance's pod keys all number as many.
+pub const INSTANCE_COUNTS_MATCH: u8 = 32;
+/// Instance flag: one of its pods is terminating (`anyTerminating`).
+pub const INSTANCE_TERMINATING: u8 = 64;
+
 /// Component flag: the InferenceReplica's `currentRevision` and `updateRevision` are
 /// non-empty and equal.
 pub const COMPONENT_REVISIONS_SETTLED: u8 = 1;
+/// Component flag: it has an InferenceReplica whose status is fresh, and its observation is
+/// valid.
+pub const COMPONENT_OBSERVED: u8 = 2;
+/// Component flag: the InferenceReplica is neither paused nor opted out of migration.
+pub const COMPONENT_NOT_HELD: u8 = 4;
+/// Component flag: the desired replica count is positive, the component has that many
+/// Instances, and the replica, ready, serving, available, updated and updated-ready counts
+/// all equal it.
+pub const COMPONENT_COUNTS_MATCH: u8 = 8;
+/// Component flag: deployment mode OMENative.
+pub const COMPONENT_OMENATIVE: u8 = 16;
+
+/// The [`SnapshotIndex::component_flags`] entry of `c`: what the eligibility ladder reads of
+/// a component, once per snapshot (carried with the workload) instead of from the component
+/// itself in every reader of every pass.
+pub fn component_facts(c: &Component) -> u8 {
+    let mut flags = 0;
+    if c.mode == DeploymentMode::OMENative {
+        flags |= COMPONENT_OMENATIVE;
+    }
+    let Some(r) = c.replica.as_ref() else {
+        return flags;
+    };
+    if !r.current_revision.is_empty() && r.current_revision == r.update_revision {
+        flags |= COMPONENT_REVISIONS_SETTLED;
+    }
+    if r.status_fresh && c.observation_invalid.is_none() {
+        flags |= COMPONENT_OBSERVED;
+    }
+    if !r.paused && !r.migration_never {
+        flags |= COMPONENT_NOT_HELD;
+    }
+    let desired = r.desired_replicas;
+    let counts = [
+        r.replicas,
+        r.ready_replicas,
+        r.serving_replicas,
+        r.available_replicas,
+        r.updated_replicas,
+        r.updated_ready_replicas,
+    ];
+    if desired > 0
+        && i64::try_from(c.instances.len()).ok() == Some(desired)
+        && counts.iter().all(|n| *n == desired)
+    {
+        flags |= COMPONENT_COUNTS_MATCH;
+    }
+    flags
+}
+
+/// The status flags of an [`InstanceFacts`] entry of `inst`, a component's Instance whose
+/// InferenceReplica's `currentRevision` is `current_revision` (empty without one): all but
+/// [`INSTANCE_PODS_CONSISTENT`], which reads the pods.
+pub fn instance_facts(inst: &Instance, current_revision: &str) -> u8 {
+    let mut flags = 0;
+    if inst.any_terminating {
+        flags |= INSTANCE_TERMINATING;
+    }
+    let Some(st) = &inst.status else {
+        return flags;
+    };
+    if st.phase == "Ready" {
+        flags |= INSTANCE_PHASE_READY;
+    }
+    if !st.running_revision.is_empty()
+        && st.running_revision == current_revision
+        && st.target_revision.is_empty()
+    {
+        flags |= INSTANCE_REVISION_CURRENT;
+    }
+    if st.invalid.is_none() {
+        flags |= INSTANCE_OBSERVED;
+    }
+    if st.admitted && st.operation.is_none() {
+        flags |= INSTANCE_ADMITTED_IDLE;
+    }
+    let desired = st.desired_pods;
+    let live = i64::try_from(inst.pods.len()).unwrap_or(i64::MAX);
+    let counts = [
+        st.status_pods,
+        st.observed_pods,
+        live,
+        st.ready_pods,
+        st.serving_pods,
+        st.available_pods,
+    ];
+    if desired > 0 && counts.iter().all(|n| *n == desired) {
+        flags |= INSTANCE_COUNTS_MATCH;
+    }
+    flags
+}
 
 /// One bound pod (`ClusterSnapshot::pods`, same position).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -58,14 +159,16 @@ pub struct PodFacts {
 
 /// One Instance, in walk order (workloads, their components, their Instances, each as
 /// stored).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub struct InstanceFacts {
     /// `pods[start..end]` of [`SnapshotIndex::instance_pods`].
     pub pods: (u32, u32),
     /// `nodes[start..end]` of [`SnapshotIndex::instance_nodes`].
     pub nodes: (u32, u32),
-    /// [`INSTANCE_PHASE_READY`], [`INSTANCE_REVISION_CURRENT`], [`INSTANCE_PODS_CONSISTENT`].
+    /// [`instance_facts`] and [`INSTANCE_PODS_CONSISTENT`].
     pub flags: u8,
+    /// `Instance::total_gpus`.
+    pub total_gpus: u32,
 }
 
 /// The flat tables of one snapshot (see the module documentation).
@@ -86,8 +189,11 @@ pub struct SnapshotIndex {
     /// Per workload: where its entries start in [`SnapshotIndex::component_flags`] and
     /// [`SnapshotIndex::instances`] (what [`SnapshotIndex::carry_over`] copies).
     workload_starts: Vec<(u32, u32)>,
-    /// Per component, in walk order: [`COMPONENT_REVISIONS_SETTLED`].
+    /// Per component, in walk order: [`component_facts`].
     pub component_flags: Vec<u8>,
+    /// Per component, in walk order: how many Instances it has (its entries in
+    /// [`SnapshotIndex::instances`] follow its predecessors').
+    pub component_instances: Vec<u32>,
     /// Per Instance, in walk order.
     pub instances: Vec<InstanceFacts>,
     /// Pod indices of the Instances' `pods` keys, in each Instance's order ([`NONE`] for a
@@ -428,6 +534,7 @@ struct WorkloadTables {
     workload_starts: Vec<(u32, u32)>,
     workload_keys: WorkloadKeys,
     component_flags: Vec<u8>,
+    component_instances: Vec<u32>,
     instances: Vec<InstanceFacts>,
     instance_pods: Vec<u32>,
     instance_nodes: Vec<u32>,
@@ -442,6 +549,7 @@ impl WorkloadTables {
                 ends: Vec::with_capacity(workloads),
             },
             component_flags: Vec::with_capacity(prev.component_flags.len()),
+            component_instances: Vec::with_capacity(prev.component_instances.len()),
             instances: Vec::with_capacity(prev.instances.len()),
             instance_pods: Vec::with_capacity(prev.instance_pods.len()),
             instance_nodes: Vec::with_capacity(prev.instance_nodes.len()),
@@ -471,14 +579,9 @@ impl WorkloadTables {
                 .as_ref()
                 .map(|r| r.current_revision.as_str())
                 .unwrap_or("");
-            let settled = c.replica.as_ref().is_some_and(|r| {
-                !r.current_revision.is_empty() && r.current_revision == r.update_revision
-            });
-            self.component_flags.push(if settled {
-                COMPONENT_REVISIONS_SETTLED
-            } else {
-                0
-            });
+            self.component_flags.push(component_facts(c));
+            self.component_instances
+                .push(u32::try_from(c.instances.len()).unwrap_or(u32::MAX));
             for inst in &c.instances {
                 let p0 = self.instance_pods.len() as u32;
                 self.instance_pods
@@ -486,18 +589,7 @@ impl WorkloadTables {
                 let n0 = self.instance_nodes.len() as u32;
                 self.instance_nodes
                     .extend(inst.nodes.keys().map(|k| nodes.node_of(k)));
-                let mut flags = 0;
-                if let Some(st) = &inst.status {
-                    if st.phase == "Ready" {
-                        flags |= INSTANCE_PHASE_READY;
-                    }
-                    if !st.running_revision.is_empty()
-                        && st.running_revision == current
-                        && st.target_revision.is_empty()
-                    {
-                        flags |= INSTANCE_REVISION_CURRENT;
-                    }
-                }
+                let mut flags = instance_facts(inst, current);
                 if pods_consistent(
                     w,
                     inst,
@@ -512,6 +604,7 @@ impl WorkloadTables {
                     pods: (p0, self.instance_pods.len() as u32),
                     nodes: (n0, self.instance_nodes.len() as u32),
                     flags,
+                    total_gpus: inst.total_gpus,
                 });
             }
         }
@@ -529,6 +622,8 @@ impl WorkloadTables {
         ));
         self.component_flags
             .extend_from_slice(&prev.component_flags[c0 as usize..c1 as usize]);
+        self.component_instances
+            .extend_from_slice(&prev.component_instances[c0 as usize..c1 as usize]);
         for f in &prev.instances[i0 as usize..i1 as usize] {
             let p0 = self.instance_pods.len() as u32;
             self.instance_pods.extend(
@@ -541,7 +636,7 @@ impl WorkloadTables {
             self.instances.push(InstanceFacts {
                 pods: (p0, self.instance_pods.len() as u32),
                 nodes: (n0, self.instance_nodes.len() as u32),
-                flags: f.flags,
+                ..*f
             });
         }
     }
@@ -604,6 +699,7 @@ impl SnapshotIndex {
             workload_starts: tables.workload_starts,
             workload_keys: Arc::new(tables.workload_keys),
             component_flags: tables.component_flags,
+            component_instances: tables.component_instances,
             instances: tables.instances,
             instance_pods: tables.instance_pods,
             instance_nodes: tables.instance_nodes,
@@ -680,6 +776,7 @@ impl SnapshotIndex {
         let rest = b(&self.pending_order)
             + b(&self.workload_starts)
             + b(&self.component_flags)
+            + b(&self.component_instances)
             + b(&self.instances)
             + b(&self.instance_pods)
             + b(&self.instance_nodes)
@@ -1174,9 +1271,14 @@ mod tests {
         check(&r);
         let idx = s.index();
         let f = &idx.instances;
-        assert_eq!(f[0].flags, INSTANCE_PHASE_READY | INSTANCE_REVISION_CURRENT);
-        assert_eq!(f[1].flags, 0);
-        assert_eq!(idx.component_flags, vec![COMPONENT_REVISIONS_SETTLED]);
+        let strings = INSTANCE_PHASE_READY | INSTANCE_REVISION_CURRENT;
+        assert_eq!(f[0].flags & strings, strings);
+        assert_eq!(f[1].flags & strings, 0);
+        assert_eq!(
+            idx.component_flags,
+            vec![COMPONENT_REVISIONS_SETTLED | COMPONENT_NOT_HELD | COMPONENT_OMENATIVE]
+        );
+        assert_eq!(idx.component_instances, vec![3]);
         // `a-b/x` sorts before `a/x` as a key, after it as (namespace, name).
         let ab = idx.pods_of(&f[2]);
         assert_eq!(s.pods[ab[0] as usize].key(), "a-b/x");

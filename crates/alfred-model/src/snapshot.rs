@@ -638,11 +638,15 @@ pub struct Workload {
 
 /// Whether `key` is `namespace/name` (the keys [`Workload::key`] and its kin build), compared
 /// in place: `key` split at the namespace's length, no string built.
+///
+/// The name is compared first: objects of one namespace differ by name, so a scan over every
+/// workload or pod (the budget check, the drain plans) reads one string of each object it
+/// passes over instead of two.
 pub fn is_key(namespace: &str, name: &str, key: &str) -> bool {
     key.len() == namespace.len() + 1 + name.len()
-        && key.starts_with(namespace)
-        && key.as_bytes()[namespace.len()] == b'/'
         && key.ends_with(name)
+        && key.as_bytes()[namespace.len()] == b'/'
+        && key.starts_with(namespace)
 }
 
 impl Workload {

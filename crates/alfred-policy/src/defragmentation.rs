@@ -15,7 +15,7 @@ use std::sync::Arc;
 
 use alfred_model::Timestamp;
 use alfred_model::config::Config;
-use alfred_model::index::{InstanceFacts, NONE, SnapshotIndex, WorkloadKeys};
+use alfred_model::index::{COMPONENT_OMENATIVE, InstanceFacts, NONE, SnapshotIndex, WorkloadKeys};
 use alfred_model::reason::{AdvisoryReason, RowReason};
 use alfred_model::record::{Candidate, Policy};
 use alfred_model::snapshot::{
@@ -427,11 +427,7 @@ impl Walk {
     fn new(ctx: &Ctx<'_>, idx: &SnapshotIndex, pools: &[String]) -> Walk {
         // An Instance's pool is its position in `idx.pools`, which is `pools`.
         debug_assert_eq!(pools, idx.pools.as_slice());
-        let no_facts = InstanceFacts {
-            pods: (0, 0),
-            nodes: (0, 0),
-            flags: 0,
-        };
+        let no_facts = InstanceFacts::default();
         let mut visits: Vec<Vec<(usize, usize)>> = vec![Vec::new(); pools.len()];
         let (mut next_component, mut next_instance) = (0usize, 0usize);
         let mut workload_starts = Vec::with_capacity(ctx.snap.workloads.len());
@@ -439,11 +435,22 @@ impl Walk {
         let mut instances = Vec::with_capacity(idx.instances.len());
         for (wi, w) in ctx.snap.workloads.iter().enumerate() {
             workload_starts.push(components.len());
-            for (ci, c) in w.components.iter().enumerate() {
-                let flags = idx.component_flags.get(next_component).copied();
+            // Components and Instances from the index (an OMENative component's mode too):
+            // the objects are read for the other modes only.
+            for ci in 0..w.components.len() {
+                let flags = idx
+                    .component_flags
+                    .get(next_component)
+                    .copied()
+                    .unwrap_or(0);
+                let count = idx
+                    .component_instances
+                    .get(next_component)
+                    .copied()
+                    .unwrap_or(0);
                 next_component += 1;
                 let first = instances.len();
-                instances.extend(c.instances.iter().map(|_| {
+                instances.extend((0..count).map(|_| {
                     let facts = idx
                         .instances
                         .get(next_instance)
@@ -452,12 +459,16 @@ impl Walk {
                     next_instance += 1;
                     (ctx.instance_pool_at(idx, &facts), facts)
                 }));
-                components.push((flags.unwrap_or(0), first, instances.len()));
-                let every_pool = match &c.mode {
-                    DeploymentMode::MultiNode => true,
-                    DeploymentMode::OMENative => ctx.model_reason(w).is_some(),
-                    DeploymentMode::RawDeployment => false,
-                    DeploymentMode::Other(_) => continue,
+                components.push((flags, first, instances.len()));
+                let every_pool = if flags & COMPONENT_OMENATIVE != 0 {
+                    ctx.model_reason(w).is_some()
+                } else {
+                    match &w.components[ci].mode {
+                        DeploymentMode::MultiNode => true,
+                        DeploymentMode::OMENative => ctx.model_reason(w).is_some(),
+                        DeploymentMode::RawDeployment => false,
+                        DeploymentMode::Other(_) => continue,
+                    }
                 };
                 if every_pool {
                     for v in &mut visits {
@@ -583,7 +594,8 @@ fn component(
                 return;
             }
             for (inst, (in_pool, facts)) in c.instances.iter().zip(inst_pools) {
-                if inst.total_gpus == 0 || *in_pool != Some(pool_id) {
+                // From the index: an Instance of another pool is passed over unread.
+                if facts.total_gpus == 0 || *in_pool != Some(pool_id) {
                     continue;
                 }
                 let at = IndexAt {
@@ -648,9 +660,7 @@ fn omenative_instance(
             |_| {},
         );
     }
-    if let Some(why) =
-        omenative_eligibility_at(ctx, at.idx, w, c, at.component_flags, inst, at.facts)
-    {
+    if let Some(why) = omenative_eligibility_at(ctx, at.idx, w, at.component_flags, at.facts) {
         return out.advise(w, at.workload, c, index, from, why, |_| {});
     }
     if !exec {

@@ -46,10 +46,10 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 
-use alfred_model::index::{InstanceFacts, NONE, SnapshotIndex};
+use alfred_model::index::{COMPONENT_OMENATIVE, InstanceFacts, NONE, SnapshotIndex};
 use alfred_model::plan::{DRAIN_TAINT_KEY, DrainPlan, PlanMove, PlanRecord, plan_id};
 use alfred_model::reason::PlanEndReason;
-use alfred_model::snapshot::{DeploymentMode, Node, PendingPod, PodScheduling, Workload};
+use alfred_model::snapshot::{Node, PendingPod, PodScheduling, Workload};
 use alfred_score::{Analysis, LadderSlots, PoolAnalysis, Weights};
 
 use alfred_model::plan::PlanStepRef;
@@ -97,12 +97,8 @@ impl Occupant {
     fn movable(&self, ctx: &Ctx<'_>, idx: &SnapshotIndex) -> bool {
         self.may_move
             && *self.eligible.get_or_init(|| {
-                let (wi, ci, ii) = self.at;
-                let w = &ctx.snap.workloads[wi];
-                let c = &w.components[ci];
-                let inst = &c.instances[ii];
-                omenative_eligibility_at(ctx, idx, w, c, self.component_flags, inst, &self.facts)
-                    .is_none()
+                let w = &ctx.snap.workloads[self.at.0];
+                omenative_eligibility_at(ctx, idx, w, self.component_flags, &self.facts).is_none()
             })
     }
 }
@@ -554,14 +550,20 @@ fn occupants_by_node(ctx: &Ctx<'_>, idx: &SnapshotIndex) -> Occupants {
             && w.migration.active.is_empty()
             && !ctx.in_cooldown(w)
             && ctx.model_reason(w).is_none();
-        for (ci, c) in w.components.iter().enumerate() {
+        // Components and Instances from the index alone.
+        for ci in 0..w.components.len() {
             let flags = idx
                 .component_flags
                 .get(next_component)
                 .copied()
                 .unwrap_or(0);
+            let count = idx
+                .component_instances
+                .get(next_component)
+                .copied()
+                .unwrap_or(0) as usize;
             next_component += 1;
-            for ii in 0..c.instances.len() {
+            for ii in 0..count {
                 let Some(facts) = idx.instances.get(next_instance).copied() else {
                     next_instance += 1;
                     continue;
@@ -585,7 +587,7 @@ fn occupants_by_node(ctx: &Ctx<'_>, idx: &SnapshotIndex) -> Occupants {
                 }
                 per_node.sort_unstable_by_key(|(n, _)| *n);
                 let single_node = nodes.len() == 1 && nodes[0] != NONE;
-                let may_move = workload_ok && single_node && c.mode == DeploymentMode::OMENative;
+                let may_move = workload_ok && single_node && flags & COMPONENT_OMENATIVE != 0;
                 for &(node, gpus) in &per_node {
                     if node as usize >= node_count {
                         continue;

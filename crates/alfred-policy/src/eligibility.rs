@@ -25,12 +25,10 @@ pub(crate) fn omenative_eligibility_at(
     ctx: &Ctx<'_>,
     idx: &SnapshotIndex,
     w: &Workload,
-    c: &Component,
     component_flags: u8,
-    inst: &Instance,
     facts: &InstanceFacts,
 ) -> Option<AdvisoryReason> {
-    alfred_score::omenative_eligibility_indexed(&ctx.snap, idx, w, c, component_flags, inst, facts)
+    alfred_score::omenative_eligibility_indexed(&ctx.snap, idx, w, component_flags, facts)
         .map(advisory)
 }
 

@@ -12,8 +12,10 @@ use serde::{Deserialize, Serialize};
 
 use crate::ScoreSettings;
 use alfred_model::index::{
-    COMPONENT_REVISIONS_SETTLED, INSTANCE_PHASE_READY, INSTANCE_REVISION_CURRENT, InstanceFacts,
-    POD_READY, POD_TERMINATING, PodFinder, SnapshotIndex,
+    COMPONENT_COUNTS_MATCH, COMPONENT_NOT_HELD, COMPONENT_OBSERVED, COMPONENT_REVISIONS_SETTLED,
+    INSTANCE_ADMITTED_IDLE, INSTANCE_COUNTS_MATCH, INSTANCE_OBSERVED, INSTANCE_PHASE_READY,
+    INSTANCE_REVISION_CURRENT, INSTANCE_TERMINATING, InstanceFacts, POD_READY, POD_TERMINATING,
+    PodFinder, SnapshotIndex, component_facts, instance_facts,
 };
 
 /// Why an Instance is not movable for the repack: the first failing condition of
@@ -238,12 +240,12 @@ pub fn omenative_eligibility(
         })
 }
 
-/// [`omenative_eligibility`] with the string tests answered by the snapshot's index
-/// ([`ClusterSnapshot::index`]): `component_flags` is the component's
-/// [`SnapshotIndex::component_flags`] entry and `facts` the Instance's
-/// [`SnapshotIndex::instances`] entry (both in walk order). Same answer, without looking
-/// the Instance's pods up by key again (the defragmentation walk asks it of every
-/// Instance of every pass).
+/// [`omenative_eligibility`] read from the snapshot's index ([`ClusterSnapshot::index`]):
+/// `component_flags` is the component's [`SnapshotIndex::component_flags`] entry and
+/// `facts` the Instance's [`SnapshotIndex::instances`] entry (both in walk order). Same
+/// answer, without reading the component, the Instance or its pods' strings: the walk and
+/// the drain-plan search ask it of every Instance of every pass, and on a large cluster most
+/// of a first reading of those objects is waiting for memory.
 ///
 /// [`SnapshotIndex::component_flags`]: alfred_model::index::SnapshotIndex::component_flags
 /// [`SnapshotIndex::instances`]: alfred_model::index::SnapshotIndex::instances
@@ -251,24 +253,15 @@ pub fn omenative_eligibility_indexed(
     snapshot: &ClusterSnapshot,
     index: &SnapshotIndex,
     workload: &Workload,
-    component: &Component,
     component_flags: u8,
-    instance: &Instance,
     facts: &InstanceFacts,
 ) -> Option<RepackBlock> {
     workload_state_block(workload)
-        .or_else(|| {
-            component_block_with(
-                component,
-                component_flags & COMPONENT_REVISIONS_SETTLED != 0,
-            )
-        })
+        .or_else(|| component_block_of(component_flags))
         .or_else(|| (!snapshot.executor.available).then_some(RepackBlock::Unavailable))
         .or_else(|| {
-            instance_block_with(
-                instance,
-                facts.flags & INSTANCE_PHASE_READY != 0,
-                facts.flags & INSTANCE_REVISION_CURRENT != 0,
+            instance_block_of(
+                facts.flags,
                 index.pods_of(facts).iter().map(|p| {
                     index
                         .pods
@@ -291,41 +284,17 @@ pub(crate) fn workload_state_block(w: &Workload) -> Option<RepackBlock> {
 
 /// docs/design-policies.md#omenative-eligibility steps 3–7 (component level).
 pub(crate) fn component_block(c: &Component) -> Option<RepackBlock> {
-    let settled = c
-        .replica
-        .as_ref()
-        .is_some_and(|r| !r.current_revision.is_empty() && r.current_revision == r.update_revision);
-    component_block_with(c, settled)
+    component_block_of(component_facts(c))
 }
 
-/// [`component_block`] with the revision test (`currentRevision` and `updateRevision`
-/// non-empty and equal) already answered, e.g. by the snapshot's index.
-pub(crate) fn component_block_with(c: &Component, revisions_settled: bool) -> Option<RepackBlock> {
-    let Some(r) = c.replica.as_ref() else {
-        return Some(RepackBlock::ObservationInvalid);
-    };
-    if !r.status_fresh || c.observation_invalid.is_some() {
+/// [`component_block`] from the component's facts ([`component_facts`], e.g. the
+/// snapshot's index entry): every reader of a component asks the same bits.
+pub(crate) fn component_block_of(flags: u8) -> Option<RepackBlock> {
+    if flags & COMPONENT_OBSERVED == 0 {
         return Some(RepackBlock::ObservationInvalid);
     }
-    if r.paused || r.migration_never {
-        return Some(RepackBlock::StateIneligible);
-    }
-    let desired = r.desired_replicas;
-    let counts = [
-        r.replicas,
-        r.ready_replicas,
-        r.serving_replicas,
-        r.available_replicas,
-        r.updated_replicas,
-        r.updated_ready_replicas,
-    ];
-    if desired <= 0
-        || i64::try_from(c.instances.len()).ok() != Some(desired)
-        || counts.iter().any(|n| *n != desired)
-    {
-        return Some(RepackBlock::StateIneligible);
-    }
-    if !revisions_settled {
+    let ready = COMPONENT_NOT_HELD | COMPONENT_COUNTS_MATCH | COMPONENT_REVISIONS_SETTLED;
+    if flags & ready != ready {
         return Some(RepackBlock::StateIneligible);
     }
     None
@@ -344,65 +313,35 @@ pub(crate) fn instance_block<'p>(
         .as_ref()
         .map(|r: &ReplicaState| r.current_revision.as_str())
         .unwrap_or("");
-    let (phase_ready, revision_current) = i.status.as_ref().map_or((false, false), |s| {
-        (
-            s.phase == "Ready",
-            !s.running_revision.is_empty()
-                && s.running_revision == current
-                && s.target_revision.is_empty(),
-        )
-    });
-    instance_block_with(
-        i,
-        phase_ready,
-        revision_current,
+    instance_block_of(
+        instance_facts(i, current),
         i.pods
             .iter()
             .map(|key| pod(key).map(|p| p.ready && !p.terminating)),
     )
 }
 
-/// [`instance_block`] with the string tests already answered (e.g. by the snapshot's
-/// index): `phase_ready` (status `phase` is `Ready`), `revision_current` (`runningRevision`
-/// non-empty and equal to the component's `currentRevision`, no `targetRevision`), and per
-/// pod of the Instance, in order, `None` when missing from the snapshot, else whether it is
-/// Ready and not terminating.
-pub(crate) fn instance_block_with(
-    i: &Instance,
-    phase_ready: bool,
-    revision_current: bool,
-    pods: impl ExactSizeIterator<Item = Option<bool>>,
+/// [`instance_block`] from the Instance's status flags ([`instance_facts`], e.g. the
+/// snapshot's index entry) and, per pod of the Instance, in order, `None` when missing from
+/// the snapshot, else whether it is Ready and not terminating.
+pub(crate) fn instance_block_of(
+    flags: u8,
+    pods: impl Iterator<Item = Option<bool>>,
 ) -> Option<RepackBlock> {
-    let Some(s) = i.status.as_ref() else {
-        return Some(RepackBlock::ObservationInvalid);
-    };
-    if s.invalid.is_some() {
+    if flags & INSTANCE_OBSERVED == 0 {
         return Some(RepackBlock::ObservationInvalid);
     }
-    if !s.admitted || !phase_ready || s.operation.is_some() {
-        return Some(RepackBlock::StateIneligible);
-    }
-    let desired = s.desired_pods;
-    let live = i64::try_from(pods.len()).unwrap_or(i64::MAX);
-    let counts = [
-        s.status_pods,
-        s.observed_pods,
-        live,
-        s.ready_pods,
-        s.serving_pods,
-        s.available_pods,
-    ];
-    if desired <= 0 || counts.iter().any(|n| *n != desired) {
-        return Some(RepackBlock::StateIneligible);
-    }
-    if !revision_current {
+    // Steps 10–12 (admitted and idle, `Ready`, the pod counts, the revision) and 13's
+    // `anyTerminating`.
+    let ready = INSTANCE_ADMITTED_IDLE
+        | INSTANCE_PHASE_READY
+        | INSTANCE_COUNTS_MATCH
+        | INSTANCE_REVISION_CURRENT;
+    if flags & ready != ready || flags & INSTANCE_TERMINATING != 0 {
         return Some(RepackBlock::StateIneligible);
     }
     // 13. every pod Ready and not terminating; a pod missing from the snapshot is a missing
     // input (step 1).
-    if i.any_terminating {
-        return Some(RepackBlock::StateIneligible);
-    }
     for ok in pods {
         match ok {
             Some(true) => {}

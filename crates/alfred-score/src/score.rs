@@ -4,17 +4,16 @@ use std::cmp::Ordering;
 
 use alfred_model::config::Config;
 use alfred_model::index::{
-    COMPONENT_REVISIONS_SETTLED, INSTANCE_PHASE_READY, INSTANCE_REVISION_CURRENT, InstanceFacts,
-    NONE, POD_READY, POD_TERMINATING, PodFacts, SnapshotIndex,
+    COMPONENT_OMENATIVE, InstanceFacts, NONE, POD_READY, POD_TERMINATING, PodFacts, SnapshotIndex,
 };
-use alfred_model::snapshot::{DeploymentMode, PoolAttribution};
+use alfred_model::snapshot::PoolAttribution;
 use alfred_model::{ClusterSnapshot, Timestamp};
 use serde::{Deserialize, Serialize};
 
 use crate::ScoreSettings;
 use crate::bins::{Bins, Weights, frag, slots, weighted_fragmentation, weighted_fragmentation_raw};
 use crate::movable::{
-    component_block_with, in_cooldown, instance_block_with, model_info_block, model_key_into,
+    component_block_of, in_cooldown, instance_block_of, model_info_block, model_key_into,
     workload_state_block,
 };
 use crate::repack::{Item, repack};
@@ -398,11 +397,9 @@ fn running_demand(
         pool
     };
 
-    let no_facts = InstanceFacts {
-        pods: (0, 0),
-        nodes: (0, 0),
-        flags: 0,
-    };
+    let no_facts = InstanceFacts::default();
+    // Components and Instances are read from the index alone (their facts in walk order):
+    // of the objects themselves, only the workloads are read, in list order.
     let (mut next_component, mut next_instance) = (0usize, 0usize);
     for w in &snapshot.workloads {
         let w_ok = repack_possible
@@ -410,22 +407,27 @@ fn running_demand(
             && !in_cooldown(w, st.per_workload_cooldown_minutes, now)
             && (!model_key_into(w, &mut key_buf)
                 || model_info_block(snapshot.models.get(key_buf.as_str())).is_none());
-        for c in &w.components {
-            let c_flags = idx.component_flags.get(next_component).copied();
+        for _ in 0..w.components.len() {
+            let c_flags = idx
+                .component_flags
+                .get(next_component)
+                .copied()
+                .unwrap_or(0);
+            let c_instances = idx
+                .component_instances
+                .get(next_component)
+                .copied()
+                .unwrap_or(0);
             next_component += 1;
-            let c_ok = w_ok
-                && c.mode == DeploymentMode::OMENative
-                && component_block_with(c, c_flags.unwrap_or(0) & COMPONENT_REVISIONS_SETTLED != 0)
-                    .is_none();
-            for inst in &c.instances {
+            let c_ok =
+                w_ok && c_flags & COMPONENT_OMENATIVE != 0 && component_block_of(c_flags).is_none();
+            for _ in 0..c_instances {
                 let facts = idx.instances.get(next_instance).unwrap_or(&no_facts);
                 next_instance += 1;
                 let inst_pods = idx.pods_of(facts);
                 let movable_pool = if c_ok
-                    && instance_block_with(
-                        inst,
-                        facts.flags & INSTANCE_PHASE_READY != 0,
-                        facts.flags & INSTANCE_REVISION_CURRENT != 0,
+                    && instance_block_of(
+                        facts.flags,
                         inst_pods.iter().map(|p| {
                             pod_facts
                                 .get(*p as usize)

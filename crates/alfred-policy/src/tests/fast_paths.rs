@@ -355,9 +355,7 @@ fn index_forms_agree(ctx: &Ctx<'_>) {
                     crate::surge::plan_surge(ctx, w, inst)
                 );
                 assert_eq!(
-                    crate::eligibility::omenative_eligibility_at(
-                        ctx, &idx, w, comp, flags, inst, &facts
-                    ),
+                    crate::eligibility::omenative_eligibility_at(ctx, &idx, w, flags, &facts),
                     crate::eligibility::omenative_eligibility(ctx, w, comp, inst)
                 );
             }
