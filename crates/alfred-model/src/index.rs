@@ -798,6 +798,15 @@ impl SnapshotIndex {
             .get(i.nodes.0 as usize..i.nodes.1 as usize)
             .unwrap_or_default()
     }
+
+    /// Component `k` (in walk order): its [`component_facts`] and how many Instances it
+    /// has; `(0, 0)` past the last component.
+    pub fn component(&self, k: usize) -> (u8, usize) {
+        (
+            self.component_flags.get(k).copied().unwrap_or(0),
+            self.component_instances.get(k).copied().unwrap_or(0) as usize,
+        )
+    }
 }
 
 /// Node name → index, as an open-addressing table with a fixed hash (no `HashMap`: the
@@ -1144,6 +1153,8 @@ mod tests {
                 running_revision: revision.into(),
                 ..InstanceStatus::default()
             }),
+            // One GPU a pod: the index copies it.
+            total_gpus: u32::try_from(pods.len()).unwrap_or(u32::MAX),
             ..Instance::default()
         }
     }
@@ -1235,11 +1246,23 @@ mod tests {
             assert_eq!(f.gpus, p.gpus);
         }
         let mut k = 0;
+        let mut kc = 0;
         for w in &s.workloads {
             for c in &w.components {
+                assert_eq!(idx.component(kc), (component_facts(c), c.instances.len()));
+                kc += 1;
+                let current = c
+                    .replica
+                    .as_ref()
+                    .map_or("", |r| r.current_revision.as_str());
                 for inst in &c.instances {
                     let f = &idx.instances[k];
                     k += 1;
+                    assert_eq!(
+                        f.flags & !INSTANCE_PODS_CONSISTENT,
+                        instance_facts(inst, current)
+                    );
+                    assert_eq!(f.total_gpus, inst.total_gpus);
                     let pods: Vec<u32> = inst
                         .pods
                         .iter()
@@ -1257,6 +1280,7 @@ mod tests {
             }
         }
         assert_eq!(k, idx.instances.len());
+        assert_eq!(idx.component(kc), (0, 0), "past the last component");
     }
 
     #[test]
@@ -1407,6 +1431,7 @@ mod tests {
                 }
                 insts.push(Instance {
                     index: k as u32,
+                    total_gpus: 2 * ps.len() as u32 + k as u32,
                     pods: keys,
                     nodes,
                     status: Some(InstanceStatus {

@@ -438,16 +438,7 @@ impl Walk {
             // Components and Instances from the index (an OMENative component's mode too):
             // the objects are read for the other modes only.
             for ci in 0..w.components.len() {
-                let flags = idx
-                    .component_flags
-                    .get(next_component)
-                    .copied()
-                    .unwrap_or(0);
-                let count = idx
-                    .component_instances
-                    .get(next_component)
-                    .copied()
-                    .unwrap_or(0);
+                let (flags, count) = idx.component(next_component);
                 next_component += 1;
                 let first = instances.len();
                 instances.extend((0..count).map(|_| {

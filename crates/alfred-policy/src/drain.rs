@@ -552,16 +552,7 @@ fn occupants_by_node(ctx: &Ctx<'_>, idx: &SnapshotIndex) -> Occupants {
             && ctx.model_reason(w).is_none();
         // Components and Instances from the index alone.
         for ci in 0..w.components.len() {
-            let flags = idx
-                .component_flags
-                .get(next_component)
-                .copied()
-                .unwrap_or(0);
-            let count = idx
-                .component_instances
-                .get(next_component)
-                .copied()
-                .unwrap_or(0) as usize;
+            let (flags, count) = idx.component(next_component);
             next_component += 1;
             for ii in 0..count {
                 let Some(facts) = idx.instances.get(next_instance).copied() else {
