@@ -19,7 +19,9 @@ use std::cmp::Ordering;
 use std::sync::{Arc, OnceLock};
 
 use crate::normalized::NormalizedCache;
-use crate::snapshot::{ClusterSnapshot, Component, DeploymentMode, Instance, Pod, Workload};
+use crate::snapshot::{
+    ClusterSnapshot, Component, ComponentKind, DeploymentMode, Instance, Pod, Workload,
+};
 
 /// "No such node / pod / pool".
 pub const NONE: u32 = u32::MAX;
@@ -169,6 +171,21 @@ pub struct InstanceFacts {
     pub flags: u8,
     /// `Instance::total_gpus`.
     pub total_gpus: u32,
+    /// `Instance::index`.
+    pub index: u32,
+}
+
+/// One component, in walk order ([`SnapshotIndex::component`]): what a reader needs of it
+/// without reading the component, whose first reading is a cache miss per component per
+/// pass.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ComponentFacts {
+    /// [`component_facts`].
+    pub flags: u8,
+    /// `Component::kind`.
+    pub kind: ComponentKind,
+    /// How many Instances it has.
+    pub instances: usize,
 }
 
 /// The flat tables of one snapshot (see the module documentation).
@@ -194,6 +211,8 @@ pub struct SnapshotIndex {
     /// Per component, in walk order: how many Instances it has (its entries in
     /// [`SnapshotIndex::instances`] follow its predecessors').
     pub component_instances: Vec<u32>,
+    /// Per component, in walk order: its kind.
+    pub component_kinds: Vec<ComponentKind>,
     /// Per Instance, in walk order.
     pub instances: Vec<InstanceFacts>,
     /// Pod indices of the Instances' `pods` keys, in each Instance's order ([`NONE`] for a
@@ -202,26 +221,30 @@ pub struct SnapshotIndex {
     /// Node indices of the Instances' `nodes` keys, in key order ([`NONE`] when unknown).
     pub instance_nodes: Vec<u32>,
     /// The workloads' keys, by position (shared: a pass's counted advice keeps them).
-    pub workload_keys: Arc<WorkloadKeys>,
+    pub workload_keys: Arc<NameArena>,
+    /// The nodes' names, by position (shared, as the workloads' keys).
+    pub node_names: Arc<NameArena>,
     /// [`ClusterSnapshot::is_normalized`]'s answer for the lists the index covers, once
     /// known (a cache: not compared).
     pub(crate) normalized: NormalizedCache,
 }
 
-/// The workloads' keys (`namespace/name`) by position in `ClusterSnapshot::workloads`, in one
-/// arena. Why: the defragmentation walk counts thousands of advice rows a pass and names
-/// each row's workload by its position; a key built per row read two cold strings per row,
-/// about a tenth of a pass on the trace cluster. Carried over like the other tables, the
-/// arena is copied, not rebuilt from the workloads.
+/// Strings by position, in one arena: the workloads' keys (`namespace/name`, by position in
+/// `ClusterSnapshot::workloads`), the nodes' names (by position in `ClusterSnapshot::nodes`).
+/// Why: the defragmentation walk counts thousands of advice rows a pass and names each
+/// row's workload and source node by position; a key built per row read two cold strings
+/// per row, about a tenth of a pass on the trace cluster, and a node name copied per row
+/// was an allocation per row. Carried over like the other tables, the workloads' arena is
+/// copied, not rebuilt from the workloads, and the nodes' is shared.
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
-pub struct WorkloadKeys {
+pub struct NameArena {
     text: String,
-    /// Per workload: where its key ends in `text`.
+    /// Per position: where its string ends in `text`.
     ends: Vec<u32>,
 }
 
-impl WorkloadKeys {
-    /// The key of the workload at `position`.
+impl NameArena {
+    /// The string at `position`.
     pub fn get(&self, position: usize) -> Option<&str> {
         let end = *self.ends.get(position)? as usize;
         let start = match position {
@@ -231,7 +254,7 @@ impl WorkloadKeys {
         self.text.get(start..end)
     }
 
-    /// How many keys there are.
+    /// How many strings there are.
     pub fn len(&self) -> usize {
         self.ends.len()
     }
@@ -241,8 +264,7 @@ impl WorkloadKeys {
         self.ends.is_empty()
     }
 
-    /// Appends `key` as the next key (for a table of keys that come from elsewhere than a
-    /// snapshot's workloads).
+    /// Appends `key` as the next string.
     pub fn push_key(&mut self, key: &str) {
         self.text.push_str(key);
         self.ends.push(self.text.len() as u32);
@@ -257,7 +279,7 @@ impl WorkloadKeys {
     }
 
     /// Appends `other`'s key at `position` (an empty key when there is none).
-    fn push_from(&mut self, other: &WorkloadKeys, position: usize) {
+    fn push_from(&mut self, other: &NameArena, position: usize) {
         self.text.push_str(other.get(position).unwrap_or(""));
         self.ends.push(self.text.len() as u32);
     }
@@ -532,9 +554,10 @@ fn pods_consistent(
 #[derive(Default)]
 struct WorkloadTables {
     workload_starts: Vec<(u32, u32)>,
-    workload_keys: WorkloadKeys,
+    workload_keys: NameArena,
     component_flags: Vec<u8>,
     component_instances: Vec<u32>,
+    component_kinds: Vec<ComponentKind>,
     instances: Vec<InstanceFacts>,
     instance_pods: Vec<u32>,
     instance_nodes: Vec<u32>,
@@ -544,12 +567,13 @@ impl WorkloadTables {
     fn with_capacity(prev: &SnapshotIndex, workloads: usize) -> WorkloadTables {
         WorkloadTables {
             workload_starts: Vec::with_capacity(workloads),
-            workload_keys: WorkloadKeys {
+            workload_keys: NameArena {
                 text: String::with_capacity(prev.workload_keys.text.len()),
                 ends: Vec::with_capacity(workloads),
             },
             component_flags: Vec::with_capacity(prev.component_flags.len()),
             component_instances: Vec::with_capacity(prev.component_instances.len()),
+            component_kinds: Vec::with_capacity(prev.component_kinds.len()),
             instances: Vec::with_capacity(prev.instances.len()),
             instance_pods: Vec::with_capacity(prev.instance_pods.len()),
             instance_nodes: Vec::with_capacity(prev.instance_nodes.len()),
@@ -582,6 +606,7 @@ impl WorkloadTables {
             self.component_flags.push(component_facts(c));
             self.component_instances
                 .push(u32::try_from(c.instances.len()).unwrap_or(u32::MAX));
+            self.component_kinds.push(c.kind);
             for inst in &c.instances {
                 let p0 = self.instance_pods.len() as u32;
                 self.instance_pods
@@ -605,6 +630,7 @@ impl WorkloadTables {
                     nodes: (n0, self.instance_nodes.len() as u32),
                     flags,
                     total_gpus: inst.total_gpus,
+                    index: inst.index,
                 });
             }
         }
@@ -624,6 +650,8 @@ impl WorkloadTables {
             .extend_from_slice(&prev.component_flags[c0 as usize..c1 as usize]);
         self.component_instances
             .extend_from_slice(&prev.component_instances[c0 as usize..c1 as usize]);
+        self.component_kinds
+            .extend_from_slice(&prev.component_kinds[c0 as usize..c1 as usize]);
         for f in &prev.instances[i0 as usize..i1 as usize] {
             let p0 = self.instance_pods.len() as u32;
             self.instance_pods.extend(
@@ -680,12 +708,17 @@ impl SnapshotIndex {
         for w in &s.workloads {
             tables.push(w, &nodes, &pod_facts, &mut finder);
         }
-        SnapshotIndex::assemble(s, nodes, pod_facts, tables)
+        let mut node_names = NameArena::default();
+        for n in &s.nodes {
+            node_names.push_key(&n.name);
+        }
+        SnapshotIndex::assemble(s, nodes, Arc::new(node_names), pod_facts, tables)
     }
 
     fn assemble(
         s: &ClusterSnapshot,
         nodes: NodeTables,
+        node_names: Arc<NameArena>,
         pods: Vec<PodFacts>,
         tables: WorkloadTables,
     ) -> SnapshotIndex {
@@ -698,8 +731,10 @@ impl SnapshotIndex {
             pending_order: pending_order(&s.pending_pods),
             workload_starts: tables.workload_starts,
             workload_keys: Arc::new(tables.workload_keys),
+            node_names,
             component_flags: tables.component_flags,
             component_instances: tables.component_instances,
+            component_kinds: tables.component_kinds,
             instances: tables.instances,
             instance_pods: tables.instance_pods,
             instance_nodes: tables.instance_nodes,
@@ -756,14 +791,21 @@ impl SnapshotIndex {
             }
         }
         let normalized = NormalizedCache::carried(&prev.normalized, s, pods_from, workloads_from);
+        // The node names are as before (the caller vouches for it).
+        debug_assert!(
+            prev.node_names.len() == s.nodes.len()
+                && (0..s.nodes.len())
+                    .all(|i| prev.node_names.get(i) == Some(s.nodes[i].name.as_str())),
+            "carry_over: the nodes' names or order changed"
+        );
         SnapshotIndex {
             normalized,
-            ..SnapshotIndex::assemble(s, nodes, pod_facts, tables)
+            ..SnapshotIndex::assemble(s, nodes, prev.node_names.clone(), pod_facts, tables)
         }
     }
 
     /// Heap bytes of the tables, split as `(per-node tables, per-pod tables, the rest)`:
-    /// node order and pools; pod facts; pending order, component and Instance tables.
+    /// node order, pools and names; pod facts; pending order, component and Instance tables.
     pub fn heap_bytes(&self) -> (usize, usize, usize) {
         fn b<T>(v: &Vec<T>) -> usize {
             v.capacity() * std::mem::size_of::<T>()
@@ -771,12 +813,15 @@ impl SnapshotIndex {
         let nodes = b(&self.nodes_by_name)
             + b(&self.node_pool)
             + b(&self.pools)
-            + self.pools.iter().map(String::capacity).sum::<usize>();
+            + self.pools.iter().map(String::capacity).sum::<usize>()
+            + self.node_names.text.capacity()
+            + b(&self.node_names.ends);
         let pods = b(&self.pods);
         let rest = b(&self.pending_order)
             + b(&self.workload_starts)
             + b(&self.component_flags)
             + b(&self.component_instances)
+            + b(&self.component_kinds)
             + b(&self.instances)
             + b(&self.instance_pods)
             + b(&self.instance_nodes)
@@ -799,13 +844,18 @@ impl SnapshotIndex {
             .unwrap_or_default()
     }
 
-    /// Component `k` (in walk order): its [`component_facts`] and how many Instances it
-    /// has; `(0, 0)` past the last component.
-    pub fn component(&self, k: usize) -> (u8, usize) {
-        (
-            self.component_flags.get(k).copied().unwrap_or(0),
-            self.component_instances.get(k).copied().unwrap_or(0) as usize,
-        )
+    /// Component `k` (in walk order); past the last component, one with no flags and no
+    /// Instances.
+    pub fn component(&self, k: usize) -> ComponentFacts {
+        ComponentFacts {
+            flags: self.component_flags.get(k).copied().unwrap_or(0),
+            kind: self
+                .component_kinds
+                .get(k)
+                .copied()
+                .unwrap_or(ComponentKind::Engine),
+            instances: self.component_instances.get(k).copied().unwrap_or(0) as usize,
+        }
     }
 }
 
@@ -1180,7 +1230,9 @@ mod tests {
                 namespace: "ns0".into(),
                 name: "w".into(),
                 components: vec![Component {
-                    kind: ComponentKind::Engine,
+                    // Not the kind a component past the last reads as, and Instance
+                    // indices not their positions: the index copies both.
+                    kind: ComponentKind::Router,
                     mode: DeploymentMode::OMENative,
                     replica: Some(ReplicaState {
                         current_revision: "r1".into(),
@@ -1189,14 +1241,23 @@ mod tests {
                     }),
                     observation_invalid: None,
                     instances: vec![
-                        instance(&["ns0/p000", "ns0/p004"], &["n0", "n4"], "Ready", "r1"),
-                        instance(
-                            &["ns1/p001", "nope/x", "bad"],
-                            &["n1", "zz"],
-                            "Migrating",
-                            "r0",
-                        ),
-                        instance(&["a-b/x", "a/x"], &[], "Ready", "r1"),
+                        Instance {
+                            index: 2,
+                            ..instance(&["ns0/p000", "ns0/p004"], &["n0", "n4"], "Ready", "r1")
+                        },
+                        Instance {
+                            index: 5,
+                            ..instance(
+                                &["ns1/p001", "nope/x", "bad"],
+                                &["n1", "zz"],
+                                "Migrating",
+                                "r0",
+                            )
+                        },
+                        Instance {
+                            index: 9,
+                            ..instance(&["a-b/x", "a/x"], &[], "Ready", "r1")
+                        },
                     ],
                     pods: Vec::new(),
                     scheduler_name: String::new(),
@@ -1217,6 +1278,10 @@ mod tests {
             assert_eq!(idx.workload_keys.get(i), Some(w.key().as_str()));
         }
         assert_eq!(idx.workload_keys.get(s.workloads.len()), None);
+        assert_eq!(idx.node_names.len(), s.nodes.len());
+        for (i, n) in s.nodes.iter().enumerate() {
+            assert_eq!(idx.node_names.get(i), Some(n.name.as_str()));
+        }
         for (i, n) in s.nodes.iter().enumerate() {
             let want = n
                 .has_gpus()
@@ -1249,7 +1314,14 @@ mod tests {
         let mut kc = 0;
         for w in &s.workloads {
             for c in &w.components {
-                assert_eq!(idx.component(kc), (component_facts(c), c.instances.len()));
+                assert_eq!(
+                    idx.component(kc),
+                    ComponentFacts {
+                        flags: component_facts(c),
+                        kind: c.kind,
+                        instances: c.instances.len(),
+                    }
+                );
                 kc += 1;
                 let current = c
                     .replica
@@ -1263,6 +1335,7 @@ mod tests {
                         instance_facts(inst, current)
                     );
                     assert_eq!(f.total_gpus, inst.total_gpus);
+                    assert_eq!(f.index, inst.index);
                     let pods: Vec<u32> = inst
                         .pods
                         .iter()
@@ -1280,7 +1353,12 @@ mod tests {
             }
         }
         assert_eq!(k, idx.instances.len());
-        assert_eq!(idx.component(kc), (0, 0), "past the last component");
+        let past = idx.component(kc);
+        assert_eq!(
+            (past.flags, past.instances),
+            (0, 0),
+            "past the last component"
+        );
     }
 
     #[test]
@@ -1451,7 +1529,11 @@ mod tests {
                 namespace: "ns".into(),
                 name,
                 components: vec![Component {
-                    kind: ComponentKind::Engine,
+                    kind: [
+                        ComponentKind::Decoder,
+                        ComponentKind::Engine,
+                        ComponentKind::Router,
+                    ][*id as usize % 3],
                     mode: DeploymentMode::OMENative,
                     replica: Some(ReplicaState {
                         current_revision: "r1".into(),

@@ -12,21 +12,24 @@
 use std::collections::BTreeMap;
 use std::sync::Arc;
 
-use alfred_model::index::WorkloadKeys;
+use alfred_model::index::NameArena;
 use alfred_model::reason::{AdvisoryReason, RowReason};
 use alfred_model::record::{AdviceCount, Candidate, Policy};
 use alfred_model::snapshot::ComponentKind;
 
+use crate::context::NodeRef;
+
 /// An advice row set aside: its Instance (a drain plan's step takes the place of that
 /// Instance's row, counted or not), its source node and its reasons (a journal entry the
 /// dispatcher reports on is matched with the row by these). The workload is its position in
-/// the walked snapshot, its key read from [`WorkloadKeys`] only when a row is matched.
+/// the walked snapshot, its key read from [`NameArena`] only when a row is matched; so is
+/// the source node, as a rule.
 #[derive(Debug, Clone, PartialEq)]
 pub(crate) struct SetAside {
     pub(crate) workload: u32,
     pub(crate) component: ComponentKind,
     pub(crate) instance: i64,
-    from_node: String,
+    from_node: NodeRef,
     reason: RowReason,
     advisory_reason: Option<AdvisoryReason>,
 }
@@ -39,7 +42,7 @@ impl SetAside {
         workload: u32,
         component: ComponentKind,
         instance: i64,
-        from_node: String,
+        from_node: NodeRef,
         why: AdvisoryReason,
     ) -> SetAside {
         SetAside {
@@ -62,18 +65,20 @@ impl SetAside {
 pub struct CountedAdvice {
     rows: Vec<SetAside>,
     /// The keys of the workloads the rows name by position.
-    keys: Arc<WorkloadKeys>,
+    keys: Arc<NameArena>,
+    /// The names of the nodes the rows name by position.
+    nodes: Arc<NameArena>,
 }
 
-/// Equal when the same rows were counted in the same order: workloads compared by key, not
-/// by the position that names them in one snapshot.
+/// Equal when the same rows were counted in the same order: workloads and nodes compared by
+/// name, not by the position that names them in one snapshot.
 impl PartialEq for CountedAdvice {
     fn eq(&self, other: &Self) -> bool {
         self.rows.len() == other.rows.len()
             && self.rows.iter().zip(&other.rows).all(|(a, b)| {
                 a.component == b.component
                     && a.instance == b.instance
-                    && a.from_node == b.from_node
+                    && a.from_node.name(&self.nodes) == b.from_node.name(&other.nodes)
                     && a.reason == b.reason
                     && a.advisory_reason == b.advisory_reason
                     && self.keys.get(a.workload as usize) == other.keys.get(b.workload as usize)
@@ -82,8 +87,12 @@ impl PartialEq for CountedAdvice {
 }
 
 impl CountedAdvice {
-    pub(crate) fn new(rows: Vec<SetAside>, keys: Arc<WorkloadKeys>) -> CountedAdvice {
-        CountedAdvice { rows, keys }
+    pub(crate) fn new(
+        rows: Vec<SetAside>,
+        keys: Arc<NameArena>,
+        nodes: Arc<NameArena>,
+    ) -> CountedAdvice {
+        CountedAdvice { rows, keys, nodes }
     }
 
     /// Counts the advice rows of `rows` as the walk does, taking them out of `rows` (the
@@ -91,11 +100,12 @@ impl CountedAdvice {
     /// have kept.
     pub fn take_from(rows: &mut Vec<Candidate>) -> CountedAdvice {
         let mut aside = Vec::new();
-        let mut keys = WorkloadKeys::default();
+        let mut keys = NameArena::default();
         set_aside(rows, &mut aside, &mut keys);
         CountedAdvice {
             rows: aside,
             keys: Arc::new(keys),
+            nodes: Arc::default(),
         }
     }
 
@@ -111,7 +121,7 @@ impl CountedAdvice {
                 a.component == c.component
                     && a.instance == c.instance
                     && a.reason == c.reason
-                    && a.from_node == c.from_node
+                    && a.from_node.name(&self.nodes) == c.from_node
                     && self.keys.get(a.workload as usize) == Some(c.workload.as_str())
             })
     }
@@ -124,7 +134,7 @@ impl CountedAdvice {
 
 /// Moves the advice rows of `rows` to `aside`, their workloads' keys to `keys` (one per
 /// row). The rows kept keep their order.
-fn set_aside(rows: &mut Vec<Candidate>, aside: &mut Vec<SetAside>, keys: &mut WorkloadKeys) {
+fn set_aside(rows: &mut Vec<Candidate>, aside: &mut Vec<SetAside>, keys: &mut NameArena) {
     rows.retain_mut(|r| {
         if r.executable {
             return true;
@@ -134,7 +144,7 @@ fn set_aside(rows: &mut Vec<Candidate>, aside: &mut Vec<SetAside>, keys: &mut Wo
             workload: (keys.len() - 1) as u32,
             component: r.component,
             instance: r.instance,
-            from_node: std::mem::take(&mut r.from_node),
+            from_node: NodeRef::Name(std::mem::take(&mut r.from_node)),
             reason: r.reason,
             advisory_reason: r.advisory_reason,
         });
@@ -195,12 +205,24 @@ mod tests {
         )
     }
 
-    fn keys(names: &[&str]) -> Arc<WorkloadKeys> {
-        let mut k = WorkloadKeys::default();
+    fn keys(names: &[&str]) -> Arc<NameArena> {
+        let mut k = NameArena::default();
         for n in names {
             k.push_key(&format!("ns/{n}"));
         }
         Arc::new(k)
+    }
+
+    fn nodes(names: &[&str]) -> Arc<NameArena> {
+        let mut k = NameArena::default();
+        for n in names {
+            k.push_key(n);
+        }
+        Arc::new(k)
+    }
+
+    fn at(position: u32) -> NodeRef {
+        NodeRef::Position(position)
     }
 
     #[test]
@@ -209,10 +231,11 @@ mod tests {
         let not_paying = AdvisoryReason::NonExecutableObservedFragmentation;
         let by_position = CountedAdvice::new(
             vec![
-                SetAside::fragmentation(1, ComponentKind::Engine, 0, "n1".into(), not_paying),
-                SetAside::fragmentation(2, ComponentKind::Engine, 1, "n2".into(), no_room),
+                SetAside::fragmentation(1, ComponentKind::Engine, 0, at(1), not_paying),
+                SetAside::fragmentation(2, ComponentKind::Engine, 1, at(2), no_room),
             ],
             keys(&["a", "b", "c"]),
+            nodes(&["n0", "n1", "n2"]),
         );
         let mut rows = vec![
             candidate("a", 0, "n0", None),
@@ -223,23 +246,40 @@ mod tests {
         assert_eq!(rows, vec![candidate("a", 0, "n0", None)], "the move stays");
         assert_eq!(by_position, by_key);
         assert_eq!(by_position.counts(), by_key.counts());
-        // Another snapshot's positions for the same rows.
+        // Another snapshot's positions for the same rows (one node named, not placed).
         let shuffled = CountedAdvice::new(
             vec![
-                SetAside::fragmentation(0, ComponentKind::Engine, 0, "n1".into(), not_paying),
-                SetAside::fragmentation(3, ComponentKind::Engine, 1, "n2".into(), no_room),
+                SetAside::fragmentation(0, ComponentKind::Engine, 0, at(0), not_paying),
+                SetAside::fragmentation(
+                    3,
+                    ComponentKind::Engine,
+                    1,
+                    NodeRef::Name("n2".into()),
+                    no_room,
+                ),
             ],
             keys(&["b", "x", "y", "c"]),
+            nodes(&["n1", "n0"]),
         );
         assert_eq!(shuffled, by_position);
         let other = CountedAdvice::new(
             vec![
-                SetAside::fragmentation(1, ComponentKind::Engine, 0, "n1".into(), not_paying),
-                SetAside::fragmentation(1, ComponentKind::Engine, 1, "n2".into(), no_room),
+                SetAside::fragmentation(1, ComponentKind::Engine, 0, at(1), not_paying),
+                SetAside::fragmentation(1, ComponentKind::Engine, 1, at(2), no_room),
             ],
             keys(&["b", "x"]),
+            nodes(&["n0", "n1", "n2"]),
         );
         assert_ne!(other, by_position, "a different workload's row");
+        let moved = CountedAdvice::new(
+            vec![
+                SetAside::fragmentation(1, ComponentKind::Engine, 0, at(0), not_paying),
+                SetAside::fragmentation(2, ComponentKind::Engine, 1, at(2), no_room),
+            ],
+            keys(&["a", "b", "c"]),
+            nodes(&["n0", "n1", "n2"]),
+        );
+        assert_ne!(moved, by_position, "a row from another node");
         for counted in [&by_position, &by_key, &shuffled] {
             assert!(counted.covers(&candidate("b", 0, "n1", Some(not_paying))));
             assert!(counted.covers(&candidate("c", 1, "n2", None)));

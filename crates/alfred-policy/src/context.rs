@@ -9,13 +9,72 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::rc::Rc;
 
 use alfred_model::Timestamp;
-use alfred_model::index::{InstanceFacts, NONE, SnapshotIndex};
+use alfred_model::index::{InstanceFacts, NONE, NameArena, SnapshotIndex};
 use alfred_model::reason::AdvisoryReason;
-use alfred_model::snapshot::{ClusterSnapshot, Instance, Node, Pod, SpotOverride, Workload};
+use alfred_model::snapshot::{
+    ClusterSnapshot, Component, Instance, Node, Pod, SpotOverride, Workload,
+};
 use alfred_score::Analysis;
 
 use crate::eligibility::advisory;
 use crate::settings::PolicySettings;
+
+/// An Instance named by its component and position, read only where the index does not
+/// answer. Why: the walk's first reading of each component and Instance of a pass was a
+/// cache miss per object (a sixth of a 14-day twin run), and most Instances need nothing
+/// the index lacks.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct InstanceRef<'a> {
+    component: &'a Component,
+    position: usize,
+}
+
+impl<'a> InstanceRef<'a> {
+    /// Instance `position` of `component`.
+    pub(crate) fn new(component: &'a Component, position: usize) -> InstanceRef<'a> {
+        InstanceRef {
+            component,
+            position,
+        }
+    }
+
+    /// The Instance (a first reading); `None` only for a position the component does not
+    /// have (an index that is not of this snapshot). Never inlined: inlined, its reading of
+    /// the component's list was hoisted out of the walk's loops (a reference is always
+    /// readable), and every Instance paid for it again.
+    #[inline(never)]
+    pub(crate) fn get(self) -> Option<&'a Instance> {
+        self.component.instances.get(self.position)
+    }
+}
+
+/// A row's source node as the walk finds it: a position in the snapshot's nodes, named by
+/// the index's [`SnapshotIndex::node_names`] only when a row is kept or matched (the walk
+/// sets thousands of advice rows aside a pass, and a name copied per row was an allocation
+/// per row); or a name, off the index's path.
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) enum NodeRef {
+    Position(u32),
+    Name(String),
+}
+
+impl NodeRef {
+    /// The node's name (`names`: the snapshot's node names).
+    pub(crate) fn name<'a>(&'a self, names: &'a NameArena) -> &'a str {
+        match self {
+            NodeRef::Position(p) => names.get(*p as usize).unwrap_or_default(),
+            NodeRef::Name(n) => n,
+        }
+    }
+
+    /// [`NodeRef::name`], owned.
+    pub(crate) fn into_name(self, names: &NameArena) -> String {
+        match self {
+            NodeRef::Position(p) => names.get(p as usize).unwrap_or_default().to_owned(),
+            NodeRef::Name(n) => n,
+        }
+    }
+}
 
 /// One pass's read-only inputs. The snapshot is normalized (a normalized copy, or the
 /// caller's snapshot itself when it already is exactly what normalizing would make of it),
@@ -413,13 +472,23 @@ impl<'a> Ctx<'a> {
     /// `self.snap`'s, `facts` the Instance's entry): pods and their nodes come resolved, and
     /// node positions are name order (the snapshot is normalized, names unique), so "ties to
     /// the smallest name" is "ties to the smallest position". A GPU pod on a node the snapshot
-    /// does not know (which the index cannot name) takes the by-name path.
-    pub fn primary_node_at(
+    /// does not know (which the index cannot name) takes the by-name path. `inst` is read
+    /// only by that path and for an Instance without GPU pods. A node of the snapshot comes
+    /// as its position.
+    pub(crate) fn primary_node_at(
         &self,
         idx: &SnapshotIndex,
         facts: &InstanceFacts,
-        inst: &Instance,
-    ) -> String {
+        inst: InstanceRef<'_>,
+    ) -> NodeRef {
+        let by_pods = || {
+            NodeRef::Name(
+                inst.get()
+                    .and_then(Instance::primary_node_by_pods)
+                    .unwrap_or_default()
+                    .to_owned(),
+            )
+        };
         // The common Instance: every GPU pod on one known node, which is then the primary
         // node (no per-node tally to build, one per Instance per pass otherwise).
         let mut only: Option<u32> = None;
@@ -436,8 +505,8 @@ impl<'a> Ctx<'a> {
         }
         if one_node {
             return match only {
-                Some(n) => self.snap.nodes[n as usize].name.clone(),
-                None => inst.primary_node_by_pods().unwrap_or_default().to_owned(),
+                Some(n) => NodeRef::Position(n),
+                None => by_pods(),
             };
         }
         // (node position, GPUs), ascending by position.
@@ -453,7 +522,11 @@ impl<'a> Ctx<'a> {
                 if self.snap.pods[pi as usize].node.is_empty() {
                     continue;
                 }
-                return self.primary_node(&inst.pods, Some(inst));
+                return NodeRef::Name(
+                    inst.get()
+                        .map(|i| self.primary_node(&i.pods, Some(i)))
+                        .unwrap_or_default(),
+                );
             }
             match by.binary_search_by(|(n, _)| n.cmp(&f.node)) {
                 Ok(i) => by[i].1 += u64::from(f.gpus),
@@ -467,8 +540,8 @@ impl<'a> Ctx<'a> {
             }
         }
         match best {
-            Some((n, _)) => self.snap.nodes[n as usize].name.clone(),
-            None => inst.primary_node_by_pods().unwrap_or_default().to_owned(),
+            Some((n, _)) => NodeRef::Position(n),
+            None => by_pods(),
         }
     }
 

@@ -15,18 +15,20 @@ use std::sync::Arc;
 
 use alfred_model::Timestamp;
 use alfred_model::config::Config;
-use alfred_model::index::{COMPONENT_OMENATIVE, InstanceFacts, NONE, SnapshotIndex, WorkloadKeys};
+use alfred_model::index::{
+    COMPONENT_OMENATIVE, INSTANCE_TERMINATING, InstanceFacts, NONE, NameArena, SnapshotIndex,
+};
 use alfred_model::reason::{AdvisoryReason, RowReason};
 use alfred_model::record::{Candidate, Policy};
 use alfred_model::snapshot::{
-    ClusterSnapshot, Component, DeploymentMode, Instance, PendingPod, Workload,
+    ClusterSnapshot, Component, ComponentKind, DeploymentMode, PendingPod, Workload,
 };
 use alfred_score::{
     Analysis, Bins, LadderSlots, PoolAnalysis, PoolScore, ThresholdCase, weighted_fragmentation,
 };
 
 use crate::advice_counts::SetAside;
-use crate::context::{Ctx, prefix16};
+use crate::context::{Ctx, InstanceRef, NodeRef, prefix16};
 use crate::eligibility::omenative_eligibility_at;
 use crate::rows::row;
 use crate::settings::PolicySettings;
@@ -83,7 +85,9 @@ pub(crate) struct Walked {
     pub(crate) rows: Vec<Candidate>,
     pub(crate) aside: Vec<SetAside>,
     /// The walked snapshot's workload keys, which `aside` names by position.
-    pub(crate) keys: Arc<WorkloadKeys>,
+    pub(crate) keys: Arc<NameArena>,
+    /// The walked snapshot's node names, which `aside` names by position.
+    pub(crate) nodes: Arc<NameArena>,
 }
 
 /// [`run`] and `beside` (work that reads the same context, such as the drain-plan search)
@@ -175,6 +179,7 @@ fn run_split_on<T>(
         };
         let (mut walked, other) = crate::walk_chunks::shared(ctx, &parts, chunk, beside);
         walked.keys = idx.workload_keys.clone();
+        walked.nodes = idx.node_names.clone();
         return (walked, other);
     }
     let walk = Walk::new(ctx, &idx, &pools);
@@ -188,7 +193,7 @@ fn run_split_on<T>(
         walk: &walk,
     };
     let total = lane.visits();
-    let mut out = WalkOut::new(ctx.cfg.count_advice);
+    let mut out = lane.out(ctx);
     if !out.counts_advice() {
         out.rows.reserve(lane.rows_bound(0, total));
     }
@@ -202,8 +207,16 @@ fn run_split_on<T>(
     let (mut rows, aside) = out.into_parts();
     lane.keep_in_window(&mut rows, &mut Vec::<()>::new());
     sort_rows_with(&mut rows, &mut Vec::<()>::new());
-    let keys = idx.workload_keys.clone();
-    (Walked { rows, aside, keys }, beside())
+    let (keys, nodes) = (idx.workload_keys.clone(), idx.node_names.clone());
+    (
+        Walked {
+            rows,
+            aside,
+            keys,
+            nodes,
+        },
+        beside(),
+    )
 }
 
 /// A pool the walk visits: its position in `ClusterSnapshot::pools`, its analysis, and
@@ -261,6 +274,11 @@ impl WalkLane<'_, '_, '_> {
     /// The most rows visits `[from, to)` can make.
     pub(crate) fn rows_bound(&self, from: usize, to: usize) -> usize {
         self.walk.rows_bound(self.parts.visited, from, to)
+    }
+
+    /// Where this lane's rows go, as `ctx`'s settings say.
+    pub(crate) fn out(&self, ctx: &Ctx<'_>) -> WalkOut {
+        WalkOut::new(ctx.cfg.count_advice, self.parts.idx.node_names.clone())
     }
 
     /// Appends the rows of visits `[from, to)` of the walk, counted across the visited
@@ -398,6 +416,7 @@ struct ComponentWalk<'w> {
     /// The workload's position in the snapshot.
     workload: u32,
     flags: u8,
+    kind: ComponentKind,
     instances: &'w [(Option<usize>, InstanceFacts)],
 }
 
@@ -407,9 +426,9 @@ struct ComponentWalk<'w> {
 pub(crate) struct Walk {
     /// Per workload: the position in `components` of its first component.
     workload_starts: Vec<usize>,
-    /// Per component, in walk order: its index flags and its Instances' range in
+    /// Per component, in walk order: its index flags, its kind and its Instances' range in
     /// `instances`.
-    components: Vec<(u8, usize, usize)>,
+    components: Vec<(u8, ComponentKind, usize, usize)>,
     /// Per Instance, in walk order: its pool ([`Ctx::instance_pool_at`]) as a position in
     /// `ClusterSnapshot::pools` (the walk compares positions, not names, once per Instance
     /// per visited pool) and its index entry.
@@ -438,7 +457,8 @@ impl Walk {
             // Components and Instances from the index (an OMENative component's mode too):
             // the objects are read for the other modes only.
             for ci in 0..w.components.len() {
-                let (flags, count) = idx.component(next_component);
+                let component = idx.component(next_component);
+                let (flags, count) = (component.flags, component.instances);
                 next_component += 1;
                 let first = instances.len();
                 instances.extend((0..count).map(|_| {
@@ -450,7 +470,7 @@ impl Walk {
                     next_instance += 1;
                     (ctx.instance_pool_at(idx, &facts), facts)
                 }));
-                components.push((flags, first, instances.len()));
+                components.push((flags, component.kind, first, instances.len()));
                 let every_pool = if flags & COMPONENT_OMENATIVE != 0 {
                     ctx.model_reason(w).is_some()
                 } else {
@@ -484,10 +504,11 @@ impl Walk {
 
     /// Component `ci` of workload `wi`.
     fn component(&self, wi: usize, ci: usize) -> ComponentWalk<'_> {
-        let (flags, lo, hi) = self.components[self.workload_starts[wi] + ci];
+        let (flags, kind, lo, hi) = self.components[self.workload_starts[wi] + ci];
         ComponentWalk {
             workload: wi as u32,
             flags,
+            kind,
             instances: &self.instances[lo..hi],
         }
     }
@@ -510,7 +531,7 @@ impl Walk {
             );
             base += visits.len();
             for &(wi, ci) in visits.get(lo..hi).unwrap_or_default() {
-                let (_, first, last) = self.components[self.workload_starts[wi] + ci];
+                let (_, _, first, last) = self.components[self.workload_starts[wi] + ci];
                 bound += (last - first).max(1);
             }
         }
@@ -520,6 +541,10 @@ impl Walk {
 
 /// `cw`: the index entries and pools of `c` and its Instances; `pool_id`: the position of
 /// `eval`'s pool in `ClusterSnapshot::pools`.
+///
+/// An OMENative component (most of them) is walked from the index: `c` and its Instances
+/// are read only for the rows that need more than the index has (a kept row, an executable
+/// one, an Instance whose pods the index could not vouch for).
 #[allow(clippy::too_many_arguments)]
 fn component(
     ctx: &Ctx<'_>,
@@ -532,7 +557,10 @@ fn component(
     cw: &ComponentWalk<'_>,
     out: &mut WalkOut,
 ) {
-    let inst_pools = cw.instances;
+    debug_assert_eq!(c.instances.len(), cw.instances.len());
+    if cw.flags & COMPONENT_OMENATIVE != 0 {
+        return omenative_component(ctx, idx, eval, pricer, (pool_id, exec), w, c, cw, out);
+    }
     let pool = eval.score.pool.as_str();
     let busy = !w.settings.movable || !w.migration.active.is_empty() || ctx.in_cooldown(w);
     match &c.mode {
@@ -544,11 +572,10 @@ fn component(
             {
                 return;
             }
-            let from = ctx.primary_node(&pods, c.instances.first());
+            let from = NodeRef::Name(ctx.primary_node(&pods, c.instances.first()));
             out.advise(
                 w,
-                cw.workload,
-                c,
+                (cw.workload, cw.kind, &c.mode),
                 -1,
                 from,
                 AdvisoryReason::LWSMigrationUnsupported,
@@ -559,16 +586,18 @@ fn component(
             if busy {
                 return;
             }
-            for (inst, (in_pool, facts)) in c.instances.iter().zip(inst_pools) {
-                if inst.total_gpus == 0 || inst.any_terminating || *in_pool != Some(pool_id) {
+            for (position, (in_pool, facts)) in cw.instances.iter().enumerate() {
+                if facts.total_gpus == 0
+                    || facts.flags & INSTANCE_TERMINATING != 0
+                    || *in_pool != Some(pool_id)
+                {
                     continue;
                 }
-                let from = ctx.primary_node_at(idx, facts, inst);
+                let from = ctx.primary_node_at(idx, facts, InstanceRef::new(c, position));
                 out.advise(
                     w,
-                    cw.workload,
-                    c,
-                    i64::from(inst.index),
+                    (cw.workload, cw.kind, &c.mode),
+                    i64::from(facts.index),
                     from,
                     AdvisoryReason::RawDeploymentMigrationUnsupported,
                     |_| {},
@@ -576,45 +605,77 @@ fn component(
             }
         }
         DeploymentMode::OMENative => {
-            if let Some(why) = ctx.model_reason(w) {
-                let pods = component_pods(c);
-                if ctx.primary_pool(&pods).as_deref() == Some(pool) {
-                    let from = ctx.primary_node(&pods, c.instances.first());
-                    out.advise(w, cw.workload, c, -1, from, why, |_| {});
-                }
-                return;
-            }
-            for (inst, (in_pool, facts)) in c.instances.iter().zip(inst_pools) {
-                // From the index: an Instance of another pool is passed over unread.
-                if facts.total_gpus == 0 || *in_pool != Some(pool_id) {
-                    continue;
-                }
-                let at = IndexAt {
-                    idx,
-                    workload: cw.workload,
-                    component_flags: cw.flags,
-                    facts,
-                };
-                omenative_instance(ctx, &at, eval, pricer, exec, w, c, inst, out);
-            }
+            omenative_component(ctx, idx, eval, pricer, (pool_id, exec), w, c, cw, out)
         }
         DeploymentMode::Other(_) => {}
     }
 }
 
-/// Where an Instance sits in the snapshot's index: the index, its component's flags and
-/// its own entry.
+/// [`component`] for an OMENative component.
+#[allow(clippy::too_many_arguments)]
+fn omenative_component(
+    ctx: &Ctx<'_>,
+    idx: &SnapshotIndex,
+    eval: &PoolAnalysis<'_>,
+    pricer: &Pricer<'_>,
+    (pool_id, exec): (usize, bool),
+    w: &Workload,
+    c: &Component,
+    cw: &ComponentWalk<'_>,
+    out: &mut WalkOut,
+) {
+    if let Some(why) = ctx.model_reason(w) {
+        let pods = component_pods(c);
+        if ctx.primary_pool(&pods).as_deref() == Some(eval.score.pool.as_str()) {
+            let from = NodeRef::Name(ctx.primary_node(&pods, c.instances.first()));
+            out.advise(w, (cw.workload, cw.kind, &OMENATIVE), -1, from, why, |_| {});
+        }
+        return;
+    }
+    for (position, (in_pool, facts)) in cw.instances.iter().enumerate() {
+        // From the index: an Instance of another pool is passed over unread.
+        if facts.total_gpus == 0 || *in_pool != Some(pool_id) {
+            continue;
+        }
+        let at = IndexAt {
+            idx,
+            workload: cw.workload,
+            kind: cw.kind,
+            component_flags: cw.flags,
+            facts,
+        };
+        omenative_instance(
+            ctx,
+            &at,
+            eval,
+            pricer,
+            exec,
+            w,
+            InstanceRef::new(c, position),
+            out,
+        );
+    }
+}
+
+/// The deployment mode of the components [`omenative_component`] walks (their rows name
+/// it without reading the component).
+static OMENATIVE: DeploymentMode = DeploymentMode::OMENative;
+
+/// Where an Instance sits in the snapshot's index: the index, its component's kind and
+/// flags and its own entry.
 struct IndexAt<'i> {
     idx: &'i SnapshotIndex,
     /// The workload's position in the snapshot.
     workload: u32,
+    kind: ComponentKind,
     component_flags: u8,
     facts: &'i InstanceFacts,
 }
 
 /// The OMENative ladder of docs/design-policies.md#defragmentation-ladder for one Instance (steps
 /// 2–8), its row put in `out`. No row only when the fail-closed guard of
-/// docs/design-policies.md#benefit-cost-and-score drops the candidate.
+/// docs/design-policies.md#benefit-cost-and-score drops the candidate. The component is
+/// not read, and the Instance only where the index does not answer (see [`component`]).
 #[allow(clippy::too_many_arguments)]
 fn omenative_instance(
     ctx: &Ctx<'_>,
@@ -623,17 +684,16 @@ fn omenative_instance(
     pricer: &Pricer<'_>,
     exec: bool,
     w: &Workload,
-    c: &Component,
-    inst: &Instance,
+    inst: InstanceRef<'_>,
     out: &mut WalkOut,
 ) {
     let from = ctx.primary_node_at(at.idx, at.facts, inst);
-    let index = i64::from(inst.index);
+    let index = i64::from(at.facts.index);
+    let (owner, footprint) = ((at.workload, at.kind, &OMENATIVE), at.facts.total_gpus);
     if !ctx.cfg.omenative_migration_enabled {
         return out.advise(
             w,
-            at.workload,
-            c,
+            owner,
             index,
             from,
             AdvisoryReason::MigrationSurfaceDisabled,
@@ -643,8 +703,7 @@ fn omenative_instance(
     if ctx.in_cooldown(w) {
         return out.advise(
             w,
-            at.workload,
-            c,
+            owner,
             index,
             from,
             AdvisoryReason::OMENativeStateIneligible,
@@ -652,13 +711,12 @@ fn omenative_instance(
         );
     }
     if let Some(why) = omenative_eligibility_at(ctx, at.idx, w, at.component_flags, at.facts) {
-        return out.advise(w, at.workload, c, index, from, why, |_| {});
+        return out.advise(w, owner, index, from, why, |_| {});
     }
     if !exec {
         return out.advise(
             w,
-            at.workload,
-            c,
+            owner,
             index,
             from,
             AdvisoryReason::NonExecutableObservedFragmentation,
@@ -668,13 +726,12 @@ fn omenative_instance(
     let Some(plan) = plan_surge_at(ctx, at.idx, at.facts, w, inst) else {
         return out.advise(
             w,
-            at.workload,
-            c,
+            owner,
             index,
             from,
             AdvisoryReason::NoSurgeHeadroom,
             |r| {
-                r.footprint_gpus = inst.total_gpus;
+                r.footprint_gpus = footprint;
             },
         );
     };
@@ -686,8 +743,7 @@ fn omenative_instance(
     if score.partial_cmp(&0.0) != Some(Ordering::Greater) {
         return out.advise(
             w,
-            at.workload,
-            c,
+            owner,
             index,
             from,
             AdvisoryReason::NonExecutableObservedFragmentation,
@@ -701,11 +757,11 @@ fn omenative_instance(
     let mut r = row(
         Policy::Defragmentation,
         w,
-        c.kind,
+        at.kind,
         index,
-        &c.mode,
+        &OMENATIVE,
         RowReason::Fragmentation,
-        from,
+        from.into_name(&at.idx.node_names),
         None,
     );
     r.benefit = priced.benefit;
@@ -721,7 +777,7 @@ fn omenative_instance(
     r.score = boosted;
     r.emergency = priced.emergency;
     r.surge_shaped = true;
-    r.footprint_gpus = inst.total_gpus;
+    r.footprint_gpus = footprint;
     r.placement_target_nodes = plan.placement_targets(ctx);
     r.hint_target_nodes = plan.hints(ctx);
     r.pod_gpus = plan.pod_gpus;
@@ -736,13 +792,16 @@ pub(crate) struct WalkOut {
     pub(crate) rows: Vec<Candidate>,
     /// `Some` under `count_advice`.
     aside: Option<Vec<SetAside>>,
+    /// The walked snapshot's node names (a kept row names its source node).
+    node_names: Arc<NameArena>,
 }
 
 impl WalkOut {
-    pub(crate) fn new(count_advice: bool) -> WalkOut {
+    pub(crate) fn new(count_advice: bool, node_names: Arc<NameArena>) -> WalkOut {
         WalkOut {
             rows: Vec::new(),
             aside: count_advice.then(Vec::new),
+            node_names,
         }
     }
 
@@ -751,33 +810,30 @@ impl WalkOut {
         self.aside.is_some()
     }
 
-    /// An advice row of Instance `instance` of `w`'s component `c` on `from`, for `why`
-    /// (`workload`: `w`'s position in the snapshot),
-    /// with `fill` setting the fields besides (kept rows only: a count reads none of them).
-    #[allow(clippy::too_many_arguments)]
+    /// An advice row of Instance `instance` of the component of `w` of kind `kind` and
+    /// deployment mode `mode` on `from`, for `why` (`workload`: `w`'s position in the
+    /// snapshot), with `fill` setting the fields besides (kept rows only: a count reads
+    /// none of them).
     fn advise(
         &mut self,
         w: &Workload,
-        workload: u32,
-        c: &Component,
+        (workload, kind, mode): (u32, ComponentKind, &DeploymentMode),
         instance: i64,
-        from: String,
+        from: NodeRef,
         why: AdvisoryReason,
         fill: impl FnOnce(&mut Candidate),
     ) {
         match &mut self.aside {
-            Some(aside) => aside.push(SetAside::fragmentation(
-                workload, c.kind, instance, from, why,
-            )),
+            Some(aside) => aside.push(SetAside::fragmentation(workload, kind, instance, from, why)),
             None => {
                 let mut r = row(
                     Policy::Defragmentation,
                     w,
-                    c.kind,
+                    kind,
                     instance,
-                    &c.mode,
+                    mode,
                     RowReason::Fragmentation,
-                    from,
+                    from.into_name(&self.node_names),
                     Some(why),
                 );
                 fill(&mut r);

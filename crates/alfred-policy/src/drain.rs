@@ -552,7 +552,8 @@ fn occupants_by_node(ctx: &Ctx<'_>, idx: &SnapshotIndex) -> Occupants {
             && ctx.model_reason(w).is_none();
         // Components and Instances from the index alone.
         for ci in 0..w.components.len() {
-            let (flags, count) = idx.component(next_component);
+            let component = idx.component(next_component);
+            let (flags, count) = (component.flags, component.instances);
             next_component += 1;
             for ii in 0..count {
                 let Some(facts) = idx.instances.get(next_instance).copied() else {

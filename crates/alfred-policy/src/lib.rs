@@ -246,6 +246,7 @@ fn propose_in(ctx: &context::Ctx<'_>, plans: &[PlanRecord]) -> Proposal {
         rows: mut defrag,
         mut aside,
         keys,
+        nodes,
     } = walked;
     // A plan's rows take the place of its Instances' own defragmentation rows (one row per
     // Instance), ahead of the other moves.
@@ -281,7 +282,7 @@ fn propose_in(ctx: &context::Ctx<'_>, plans: &[PlanRecord]) -> Proposal {
         candidates,
         node_markers: nh.node_markers,
         drain,
-        counted_advice: CountedAdvice::new(aside, keys),
+        counted_advice: CountedAdvice::new(aside, keys, nodes),
     }
 }
 

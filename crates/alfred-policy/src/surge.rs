@@ -7,7 +7,7 @@ use std::rc::Rc;
 use alfred_model::index::{INSTANCE_PODS_CONSISTENT, InstanceFacts, SnapshotIndex};
 use alfred_model::snapshot::{ClusterSnapshot, Instance, Workload};
 
-use crate::context::{Ctx, TargetList};
+use crate::context::{Ctx, InstanceRef, TargetList};
 #[cfg(test)]
 use alfred_model::snapshot::Node;
 
@@ -80,21 +80,29 @@ pub(crate) fn eligible_target(ctx: &Ctx<'_>, w: &Workload, n: &Node) -> bool {
             .is_none_or(|allowed| allowed.contains(&n.name))
 }
 
-/// The validated prints of docs/design-policies.md#surge-plans `(pod key, node position, gpus)`
-/// (GPU pods only), the sources (node positions, ascending) and the pool; `None` =
+/// A surge plan's prints `(node position, gpus)` (GPU pods only, largest first, ties in pod
+/// key order), its sources (node positions, ascending) and its pool.
+type Prints<'c> = (Vec<(usize, u32)>, Vec<usize>, &'c str);
+
+/// `prints` `(sort key, node position, gpus)` in the surge plan's order: largest first, ties
+/// by `sort key` (the pod key, or anything ordered as the keys are); the key is dropped.
+fn in_print_order<K: Ord>(mut prints: Vec<(K, usize, u32)>) -> Vec<(usize, u32)> {
+    prints.sort_by(|a, b| b.2.cmp(&a.2).then_with(|| a.0.cmp(&b.0)));
+    prints
+        .into_iter()
+        .map(|(_, node, gpus)| (node, gpus))
+        .collect()
+}
+
+/// The validated prints of docs/design-policies.md#surge-plans ([`Prints`]); `None` =
 /// `NoSurgeHeadroom`.
-#[allow(clippy::type_complexity)]
-fn surge_prints<'c, 'i>(
-    ctx: &'c Ctx<'_>,
-    w: &Workload,
-    inst: &'i Instance,
-) -> Option<(Vec<(&'i str, usize, u32)>, Vec<usize>, &'c str)> {
+fn surge_prints<'c>(ctx: &'c Ctx<'_>, w: &Workload, inst: &Instance) -> Option<Prints<'c>> {
     if ctx.model_reason(w).is_some() {
         return None;
     }
     // Validate the prints: every pod resolves to a bound pod of this namespace on a known node,
     // the GPU total and per-node pod counts agree with the Instance.
-    let mut prints: Vec<(&'i str, usize, u32)> = Vec::new();
+    let mut prints: Vec<(&str, usize, u32)> = Vec::new();
     let mut counts: BTreeMap<&str, u32> = BTreeMap::new();
     let mut total: u64 = 0;
     for key in &inst.pods {
@@ -134,34 +142,34 @@ fn surge_prints<'c, 'i>(
         pool = Some(p);
     }
     let pool = pool?;
-    prints.sort_by(|a, b| b.2.cmp(&a.2).then_with(|| a.0.cmp(b.0)));
-    Some((prints, sources, pool))
+    Some((in_print_order(prints), sources, pool))
 }
 
 /// [`surge_prints`] read from the snapshot's index (`idx` is `ctx.snap`'s, `facts` the
 /// Instance's entry): the pods and their nodes come resolved, so nothing is looked up by
 /// name, and node positions are name order (normalized snapshot, unique names), so the
-/// per-node pod counts compare with the Instance's `nodes` by position. Same answer.
-#[allow(clippy::type_complexity)]
-fn surge_prints_at<'c, 'i>(
+/// per-node pod counts compare with the Instance's `nodes` by position. Same answer. The
+/// Instance itself is read only when the index did not find its pods consistent.
+fn surge_prints_at<'c>(
     ctx: &'c Ctx<'_>,
     idx: &SnapshotIndex,
     facts: &InstanceFacts,
     w: &Workload,
-    inst: &'i Instance,
-) -> Option<(Vec<(&'i str, usize, u32)>, Vec<usize>, &'c str)> {
-    let pod_ix = idx.pods_of(facts);
-    if pod_ix.len() != inst.pods.len() {
-        return surge_prints(ctx, w, inst);
-    }
+    inst: InstanceRef<'_>,
+) -> Option<Prints<'c>> {
     if ctx.model_reason(w).is_some() {
         return None;
     }
     if facts.flags & INSTANCE_PODS_CONSISTENT != 0 {
-        return consistent_prints(ctx, idx, facts, inst, pod_ix);
+        return consistent_prints(ctx, idx, facts);
+    }
+    let inst = inst.get()?;
+    let pod_ix = idx.pods_of(facts);
+    if pod_ix.len() != inst.pods.len() {
+        return surge_prints(ctx, w, inst);
     }
     let snap: &'c ClusterSnapshot = &ctx.snap;
-    let mut prints: Vec<(&'i str, usize, u32)> = Vec::with_capacity(pod_ix.len());
+    let mut prints: Vec<(&str, usize, u32)> = Vec::with_capacity(pod_ix.len());
     // (node position, pods), ascending.
     let mut counts: Vec<(u32, u32)> = Vec::with_capacity(2);
     let mut total: u64 = 0;
@@ -205,27 +213,28 @@ fn surge_prints_at<'c, 'i>(
     // The Instance's `nodes` keys, resolved: equal to the counted nodes, checked above.
     let sources: Vec<usize> = idx.nodes_of(facts).iter().map(|n| *n as usize).collect();
     let pool = pool?;
-    prints.sort_by(|a, b| b.2.cmp(&a.2).then_with(|| a.0.cmp(b.0)));
-    Some((prints, sources, pool))
+    Some((in_print_order(prints), sources, pool))
 }
 
 /// [`surge_prints_at`] for an Instance the index found consistent
 /// ([`INSTANCE_PODS_CONSISTENT`]: it checked what `surge_prints_at` checks of the pods
 /// themselves), read from the index's tables alone: only the GPU pods' nodes are read, for
 /// their pool, compared by its position in the index's pools. Same answer.
-#[allow(clippy::type_complexity)]
-fn consistent_prints<'c, 'i>(
+///
+/// Ties are broken by the pods' positions: the pods are of the workload's namespace (the
+/// flag says so) and the snapshot's pods are in `(namespace, name)` order, so positions are
+/// in the order of the pods' keys (`namespace/name`).
+fn consistent_prints<'c>(
     ctx: &'c Ctx<'_>,
     idx: &SnapshotIndex,
     facts: &InstanceFacts,
-    inst: &'i Instance,
-    pod_ix: &[u32],
-) -> Option<(Vec<(&'i str, usize, u32)>, Vec<usize>, &'c str)> {
+) -> Option<Prints<'c>> {
     let snap: &'c ClusterSnapshot = &ctx.snap;
-    let mut prints: Vec<(&'i str, usize, u32)> = Vec::with_capacity(pod_ix.len());
+    let pod_ix = idx.pods_of(facts);
+    let mut prints: Vec<(u32, usize, u32)> = Vec::with_capacity(pod_ix.len());
     // The pool's position in `idx.pools` and its key.
     let mut pool: Option<(u32, &'c str)> = None;
-    for (key, &pi) in inst.pods.iter().zip(pod_ix) {
+    for &pi in pod_ix {
         let p = idx.pods.get(pi as usize)?;
         if p.gpus == 0 {
             continue;
@@ -242,12 +251,11 @@ fn consistent_prints<'c, 'i>(
             return None;
         }
         pool = Some((at, key_of_pool));
-        prints.push((key.as_str(), p.node as usize, p.gpus));
+        prints.push((pi, p.node as usize, p.gpus));
     }
     let sources: Vec<usize> = idx.nodes_of(facts).iter().map(|n| *n as usize).collect();
     let (_, pool) = pool?;
-    prints.sort_by(|a, b| b.2.cmp(&a.2).then_with(|| a.0.cmp(b.0)));
-    Some((prints, sources, pool))
+    Some((in_print_order(prints), sources, pool))
 }
 
 /// [`plan_surge`] with the prints read from the snapshot's index ([`surge_prints_at`]):
@@ -257,7 +265,7 @@ pub(crate) fn plan_surge_at(
     idx: &SnapshotIndex,
     facts: &InstanceFacts,
     w: &Workload,
-    inst: &Instance,
+    inst: InstanceRef<'_>,
 ) -> Option<SurgePlan> {
     plan_from_prints(ctx, w, surge_prints_at(ctx, idx, facts, w, inst)?)
 }
@@ -275,20 +283,19 @@ pub(crate) fn plan_surge(ctx: &Ctx<'_>, w: &Workload, inst: &Instance) -> Option
 }
 
 /// [`plan_surge`] from the validated prints, sources and pool.
-#[allow(clippy::type_complexity)]
 fn plan_from_prints(
     ctx: &Ctx<'_>,
     w: &Workload,
-    (prints, sources, pool): (Vec<(&str, usize, u32)>, Vec<usize>, &str),
+    (prints, sources, pool): Prints<'_>,
 ) -> Option<SurgePlan> {
-    let minimum = prints.iter().map(|p| p.2).min()?;
+    let minimum = prints.iter().map(|p| p.1).min()?;
     let targets = ctx.target_list(pool, w);
     let is_source = |pos: usize| sources.binary_search(&targets.nodes[pos]).is_ok();
     let start = targets.free.partition_point(|f| *f < minimum);
     // Used targets `(position, free GPUs left)`, in position order.
     let mut used: Vec<(usize, u32)> = Vec::new();
     let mut moves = Vec::with_capacity(prints.len());
-    for (_, from, gpus) in &prints {
+    for (from, gpus) in &prints {
         let reused = used.iter().position(|(_, f)| *f >= *gpus);
         let mut fresh = targets.free.partition_point(|f| *f < *gpus).max(start);
         while fresh < targets.nodes.len()
@@ -319,7 +326,7 @@ fn plan_from_prints(
     Some(SurgePlan {
         moves,
         sources,
-        pod_gpus: prints.iter().map(|p| p.2).collect(),
+        pod_gpus: prints.iter().map(|p| p.1).collect(),
         targets,
         start,
     })
@@ -343,12 +350,9 @@ pub(crate) fn plan_surge_reference(
 )> {
     let (prints, sources, pool) = surge_prints(ctx, w, inst)?;
     let name = |i: usize| ctx.snap.nodes[i].name.clone();
-    let prints: Vec<(&str, String, u32)> = prints
-        .into_iter()
-        .map(|(k, n, g)| (k, name(n), g))
-        .collect();
+    let prints: Vec<(String, u32)> = prints.into_iter().map(|(n, g)| (name(n), g)).collect();
     let sources: Vec<String> = sources.into_iter().map(name).collect();
-    let minimum = prints.iter().map(|p| p.2).min()?;
+    let minimum = prints.iter().map(|p| p.1).min()?;
     let mut targets: Vec<&Node> = ctx
         .snap
         .nodes
@@ -361,7 +365,7 @@ pub(crate) fn plan_surge_reference(
     targets.sort_by(|a, b| (a.free_gpus, &a.name).cmp(&(b.free_gpus, &b.name)));
     let mut free: Vec<u32> = targets.iter().map(|n| n.free_gpus).collect();
     let mut moves = Vec::new();
-    for (_, from, gpus) in &prints {
+    for (from, gpus) in &prints {
         let slot = free.iter().position(|f| *f >= *gpus)?;
         free[slot] -= gpus;
         moves.push((from.clone(), targets[slot].name.clone(), *gpus));
@@ -373,6 +377,6 @@ pub(crate) fn plan_surge_reference(
         placement_targets,
         hints,
         sources,
-        prints.iter().map(|p| p.2).collect(),
+        prints.iter().map(|p| p.1).collect(),
     ))
 }

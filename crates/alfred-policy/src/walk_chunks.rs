@@ -23,7 +23,7 @@ use alfred_model::record::Candidate;
 use crate::advice_counts::SetAside;
 use crate::context::Ctx;
 use crate::defragmentation::{
-    PoolPricers, Walk, WalkLane, WalkOut, WalkParts, Walked, row_order, sort_rows_with,
+    PoolPricers, Walk, WalkLane, WalkParts, Walked, row_order, sort_rows_with,
 };
 
 /// A row's place in the one-thread walk: its chunk, then its position among the chunk's rows.
@@ -63,8 +63,17 @@ pub(crate) fn shared<T>(
     let mut aside = std::mem::take(&mut mine.aside);
     aside.append(&mut theirs.aside);
     let rows = merge(mine, theirs);
-    let keys = Default::default();
-    (Walked { rows, aside, keys }, other)
+    // The caller names the walked snapshot's workloads and nodes.
+    let (keys, nodes) = Default::default();
+    (
+        Walked {
+            rows,
+            aside,
+            keys,
+            nodes,
+        },
+        other,
+    )
 }
 
 /// The chunks of a shared walk, handed out in increasing order.
@@ -96,7 +105,7 @@ struct Placed {
 /// Walks chunks until none is left.
 fn walk_taken(ctx: &Ctx<'_>, lane: &WalkLane<'_, '_, '_>, chunks: &Chunks) -> Placed {
     let total = lane.visits();
-    let mut out = WalkOut::new(ctx.cfg.count_advice);
+    let mut out = lane.out(ctx);
     let mut places = Vec::new();
     let mut pricers = PoolPricers::new(lane.pools_visited());
     while let Some((k, from, to)) = chunks.take(total) {

@@ -408,7 +408,8 @@ fn running_demand(
             && (!model_key_into(w, &mut key_buf)
                 || model_info_block(snapshot.models.get(key_buf.as_str())).is_none());
         for _ in 0..w.components.len() {
-            let (c_flags, c_instances) = idx.component(next_component);
+            let component = idx.component(next_component);
+            let (c_flags, c_instances) = (component.flags, component.instances);
             next_component += 1;
             let c_ok =
                 w_ok && c_flags & COMPONENT_OMENATIVE != 0 && component_block_of(c_flags).is_none();

@@ -338,20 +338,22 @@ fn index_forms_agree(ctx: &Ctx<'_>) {
         for comp in &w.components {
             let flags = idx.component_flags[k_comp];
             k_comp += 1;
-            for inst in &comp.instances {
+            for (position, inst) in comp.instances.iter().enumerate() {
                 let facts = idx.instances[k_inst];
                 k_inst += 1;
+                let unread = crate::context::InstanceRef::new(comp, position);
                 assert_eq!(
                     ctx.instance_pool_at(&idx, &facts)
                         .map(|p| idx.pools[p].as_str()),
                     ctx.instance_pool(inst)
                 );
                 assert_eq!(
-                    ctx.primary_node_at(&idx, &facts, inst),
+                    ctx.primary_node_at(&idx, &facts, unread)
+                        .into_name(&idx.node_names),
                     ctx.primary_node(&inst.pods, Some(inst))
                 );
                 assert_eq!(
-                    crate::surge::plan_surge_at(ctx, &idx, &facts, w, inst),
+                    crate::surge::plan_surge_at(ctx, &idx, &facts, w, unread),
                     crate::surge::plan_surge(ctx, w, inst)
                 );
                 assert_eq!(
@@ -381,6 +383,8 @@ fn surge_plans_of_consistent_instances_read_only_the_index() {
         .omenative("prod", "two-nodes", &[&[("n1", 1), ("n2", 2)]])
         .omenative("prod", "two-pools", &[&[("n2", 1), ("m1", 1)]])
         .omenative("prod", "miscounted", &[&[("n3", 2)]])
+        // Two prints of one GPU: their order (by pod key) is the order of the moves.
+        .omenative("prod", "tied", &[&[("n3", 1), ("n1", 1)]])
         .workload("prod/miscounted", |w| {
             w.components[0].instances[0].total_gpus = 3;
         })
@@ -392,11 +396,12 @@ fn surge_plans_of_consistent_instances_read_only_the_index() {
     let mut k = 0;
     for w in &ctx.snap.workloads {
         for c in &w.components {
-            for inst in &c.instances {
+            for (position, inst) in c.instances.iter().enumerate() {
                 let facts = idx.instances[k];
                 k += 1;
                 let flagged = facts.flags & INSTANCE_PODS_CONSISTENT != 0;
-                let fast = crate::surge::plan_surge_at(&ctx, &idx, &facts, w, inst);
+                let unread = crate::context::InstanceRef::new(c, position);
+                let fast = crate::surge::plan_surge_at(&ctx, &idx, &facts, w, unread);
                 assert_eq!(fast, crate::surge::plan_surge(&ctx, w, inst), "{}", w.name);
                 seen.push((w.name.as_str(), flagged, fast.is_some()));
             }
@@ -408,6 +413,7 @@ fn surge_plans_of_consistent_instances_read_only_the_index() {
         vec![
             ("miscounted", false, false),
             ("one-node", true, true),
+            ("tied", true, true),
             ("two-nodes", true, true),
             ("two-pools", true, false),
         ]
@@ -520,7 +526,7 @@ proptest! {
             let kept: Vec<_> = walked.rows.iter().collect();
             prop_assert_eq!(format!("{kept:?}"), format!("{executable:?}"), "chunks of {} visits", chunk);
             prop_assert_eq!(
-                crate::CountedAdvice::new(walked.aside, walked.keys).counts(),
+                crate::CountedAdvice::new(walked.aside, walked.keys, walked.nodes).counts(),
                 crate::count_advice_rows(&every),
                 "chunks of {} visits", chunk
             );
