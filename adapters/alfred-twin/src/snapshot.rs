@@ -558,8 +558,10 @@ impl Tracked {
 /// The snapshot of [`build`] (`workloads = true`) kept from pass to pass and brought up to
 /// date by rebuilding only the entries of tasks that changed: new tasks, tasks whose
 /// `Fingerprint` changed, tasks that left, tasks that started a migration or whose entries
-/// showed one (see `Tracked`); the nodes' GPU counts and cordons are updated in place, and
-/// the lists are edited in place (`splice`). The result equals [`build`]'s at the same
+/// showed one (see `Tracked`). Only the tasks the simulator logged as changed
+/// ([`Sim::touched`](crate::engine::Sim::touched)) and those showing migrations are looked
+/// at (debug builds check every other one). The nodes' GPU counts and cordons are updated in
+/// place, and the lists are edited in place (`splice`). The result equals [`build`]'s at the same
 /// instant (debug builds check it on every update), and it stays normalized, so the policies
 /// read it without copying it.
 #[derive(Debug, Default)]
@@ -569,6 +571,8 @@ pub struct Incremental {
     tracked: Vec<Tracked>,
     /// `sim.tasks[..seen]` have been looked at.
     seen: usize,
+    /// `sim.touched[..touched_seen]` have been looked at.
+    touched_seen: usize,
     /// Position in `snap.nodes` of each twin node.
     node_pos: Vec<usize>,
     /// The task owning each element of the snapshot's sorted lists.
@@ -658,6 +662,7 @@ impl Incremental {
             .map(|(i, _)| Tracked::of(sim, i, now))
             .collect();
         self.seen = sim.tasks.len();
+        self.touched_seen = sim.touched.len();
         self.node_pos = sim
             .world
             .nodes
@@ -686,9 +691,30 @@ impl Incremental {
                 node.taints = node_taints(n);
             }
         }
+        // The tasks logged as changed since the last update, ascending.
+        let mut touched = sim
+            .touched
+            .get(self.touched_seen..)
+            .unwrap_or_default()
+            .to_vec();
+        touched.sort_unstable();
+        touched.dedup();
+        self.touched_seen = sim.touched.len();
+        let mut touched = touched.into_iter().peekable();
         // Dirty tasks: (index, still live).
         let mut dirty: Vec<usize> = Vec::new();
         self.tracked.retain_mut(|tr| {
+            while touched.next_if(|&k| k < tr.task).is_some() {}
+            if touched.next_if_eq(&tr.task).is_none() && !tr.shows_migrations {
+                // Not logged: as it was (what the log promises; checked in debug builds).
+                debug_assert!({
+                    let t = &sim.tasks[tr.task];
+                    t.state != TaskState::Gone
+                        && tr.migrations == t.migrations.len()
+                        && tr.fingerprint == fingerprint(t)
+                });
+                return true;
+            }
             let t = &sim.tasks[tr.task];
             if t.state == TaskState::Gone {
                 dirty.push(tr.task);
