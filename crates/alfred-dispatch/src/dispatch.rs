@@ -315,9 +315,10 @@ impl Dispatch {
         counted: CountedAdvice,
     ) -> Dispatch {
         withhold_admitted(&mut decisions, DispatchReason::ExecutionDisabled);
+        // The journal as read unless the follow-up goes on (it sets its own).
         let mut out = DispatchOutcome {
             decisions: Vec::new(),
-            journal: slot.clone(),
+            journal: JournalSlot::Missing,
             effects: Vec::new(),
             uuids_used: 0,
             journal_error: None,
@@ -332,8 +333,9 @@ impl Dispatch {
             counted: CountedAdvice::default(),
         };
         let journal = match slot {
-            JournalSlot::Readable(j) => j.clone(),
+            JournalSlot::Readable(j) => j,
             JournalSlot::Missing | JournalSlot::Unreadable { .. } => {
+                out.journal = slot.clone();
                 out.journal_error = Some(match slot {
                     JournalSlot::Unreadable { error, .. } => error.clone(),
                     _ => "state.json is missing".into(),
@@ -345,6 +347,7 @@ impl Dispatch {
         let Some((journal, unresolved, uncertain)) =
             follow_up(ctx, journal, &mut decisions, &counted, &mut out, breaker)
         else {
+            out.journal = slot.clone();
             return finished(decisions, out);
         };
         let work = match pick_work(ctx, &journal, unresolved, uncertain.as_deref()) {
@@ -603,20 +606,21 @@ fn withhold_admitted(decisions: &mut [Decision], reason: DispatchReason) {
     }
 }
 
-/// The follow-up (docs/design-pass.md#follow-up) and its journal write, with the breaker's
-/// outcomes and the rows of the entries it reports. Returns the journal from then on, its
-/// unresolved entries and the entry found `SubmissionUncertain` this pass; `None` when the
-/// journal cannot be written (every admitted move withheld).
+/// The follow-up (docs/design-pass.md#follow-up) of the journal as read and its journal
+/// write, with the breaker's outcomes and the rows of the entries it reports. Returns the
+/// journal from then on (also put in `out`), its unresolved entries and the entry found
+/// `SubmissionUncertain` this pass; `None` when the journal cannot be written (every
+/// admitted move withheld).
 fn follow_up(
     ctx: &DispatchCtx<'_>,
-    journal: Journal,
+    journal: &Journal,
     decisions: &mut Vec<Decision>,
     counted: &CountedAdvice,
     out: &mut DispatchOutcome,
     breaker: &mut Breaker,
 ) -> Option<(Journal, Vec<Entry>, Option<String>)> {
     let mut follow = crate::follow::reconcile(
-        &journal,
+        journal,
         ctx.snapshot,
         ctx.now,
         ctx.runtime.migration_ack_timeout,
@@ -630,7 +634,8 @@ fn follow_up(
     // available the journal is reconciled in both modes. Recommend-only follows and updates the
     // entries execute mode created (a `WriteJournal` effect) but never appends one and never writes
     // a request annotation.
-    let journal = if follow.changed {
+    // Unchanged, the followed journal is the one read.
+    if follow.changed {
         if let Err(e) = write(&follow.journal, &mut out.effects) {
             out.journal_error = Some(e);
             withhold_all(decisions, DispatchReason::JournalUnavailable);
@@ -639,18 +644,15 @@ fn follow_up(
         for ok in &follow.ended {
             breaker.record_outcome(*ok, ctx.now);
         }
-        follow.journal.clone()
-    } else {
-        journal
-    };
+    }
     for uuid in &follow.reported {
         if let Some(e) = follow.journal.entry(uuid) {
             merge_entry(decisions, e, counted);
         }
     }
     let unresolved: Vec<Entry> = follow.journal.unresolved().cloned().collect();
-    out.journal = JournalSlot::Readable(journal.clone());
-    Some((journal, unresolved, uncertain))
+    out.journal = JournalSlot::Readable(follow.journal.clone());
+    Some((follow.journal, unresolved, uncertain))
 }
 
 /// What the dispatcher does after the follow-up: retry the one prepared entry, or try the

@@ -82,10 +82,11 @@ impl PlanBook {
         let cfg = &input.config.policies.defragmentation;
         let enabled = cfg.enabled && cfg.drain_plans.enabled;
         for i in 0..book.plans.len() {
-            let r = book.plans[i].clone();
-            if !r.active() {
+            // The ended plans (most of the book: kept a day) are not copied.
+            if !book.plans[i].active() {
                 continue;
             }
+            let r = book.plans[i].clone();
             let verdict = if !enabled {
                 Some(PlanEndReason::PlansDisabled)
             } else if !input.executing {
@@ -229,8 +230,12 @@ impl PlanBook {
         if self.changed
             && let Some(j) = journal
         {
-            let mut j = j.clone();
-            j.plans = self.plans.clone();
+            let j = Journal {
+                version: j.version.clone(),
+                entries: j.entries.clone(),
+                backoff_until: j.backoff_until,
+                plans: self.plans.clone(),
+            };
             if let Ok(text) = j.to_state_json() {
                 out.push(Effect::WriteJournal { state_json: text });
             }

@@ -550,15 +550,25 @@ impl<'a> PassRun<'a> {
     ) -> PassOutput {
         let input = &self.input;
         let (snap, cfg) = (&*input.snapshot, &*input.config);
-        let mut new_state = (*input.state).clone();
         let mut effects = std::mem::take(&mut self.effects);
-        let (decisions, journal_error, uuids_used) = match dispatched {
+        // The state as read, with the dispatcher's journal; its node records and verbatim
+        // text are set below.
+        let (journal, decisions, journal_error, uuids_used) = match dispatched {
             Some(out) => {
                 effects.extend(out.effects);
-                new_state.journal = out.journal;
-                (out.decisions, out.journal_error, out.uuids_used)
+                (
+                    out.journal,
+                    out.decisions,
+                    out.journal_error,
+                    out.uuids_used,
+                )
             }
-            None => (decisions, None, 0),
+            None => (input.state.journal.clone(), decisions, None, 0),
+        };
+        let mut new_state = DurableState {
+            journal,
+            node_records: BTreeMap::new(),
+            verbatim: None,
         };
         let Proposed {
             pools,
