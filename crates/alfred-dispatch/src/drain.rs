@@ -749,17 +749,11 @@ fn pending<'s>(
     snap: &'s ClusterSnapshot,
     key: &str,
 ) -> Option<&'s alfred_model::snapshot::PendingPod> {
-    let (ns, name) = key.split_once('/')?;
-    snap.pending_pods
-        .iter()
-        .find(|p| p.namespace == ns && p.name == name)
+    snap.pending_pod_by_key(key)
 }
 
 fn bound<'s>(snap: &'s ClusterSnapshot, key: &str) -> Option<&'s alfred_model::snapshot::Pod> {
-    let (ns, name) = key.split_once('/')?;
-    snap.pods
-        .iter()
-        .find(|p| p.namespace == ns && p.name == name && !p.node.is_empty())
+    snap.bound_pod_by_key(key)
 }
 
 fn has_taint(n: &Node, plan_id: &str) -> bool {

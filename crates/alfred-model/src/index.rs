@@ -224,6 +224,9 @@ pub struct SnapshotIndex {
     pub workload_keys: Arc<NameArena>,
     /// The nodes' names, by position (shared, as the workloads' keys).
     pub node_names: Arc<NameArena>,
+    /// Whether the pending pods are in key order (part of
+    /// [`ClusterSnapshot::is_normalized`]'s answer, read with the pending order).
+    pub(crate) pending_normalized: bool,
     /// [`ClusterSnapshot::is_normalized`]'s answer for the lists the index covers, once
     /// known (a cache: not compared).
     pub(crate) normalized: NormalizedCache,
@@ -729,6 +732,7 @@ impl SnapshotIndex {
             node_pool: nodes.node_pool,
             pods,
             pending_order: pending_order(&s.pending_pods),
+            pending_normalized: s.pending_normalized(),
             workload_starts: tables.workload_starts,
             workload_keys: Arc::new(tables.workload_keys),
             node_names,

@@ -15,15 +15,15 @@ use std::cmp::Ordering;
 use std::sync::OnceLock;
 
 use crate::index::NONE;
-use crate::snapshot::{ClusterSnapshot, Pod, Workload};
+use crate::snapshot::{ClusterSnapshot, PendingPod, Pod, Workload};
 
 impl ClusterSnapshot {
     /// Whether the snapshot is normalized (the module documentation): what a copy of it
     /// normalized, with those duplicates dropped, would equal, but for `observed_at`.
     ///
     /// The answer for the nodes, bound pods and workloads is kept with the snapshot's cached
-    /// index and carried over with it; the pending pods, PodGroups and problems (short
-    /// lists) are checked on every call.
+    /// index and carried over with it, and the pending pods' is read with the index (which
+    /// orders them); the PodGroups and problems (short lists) are checked on every call.
     pub fn is_normalized(&self) -> bool {
         let indexed = match self.cached_index() {
             Some(index) => *index
@@ -66,17 +66,82 @@ impl ClusterSnapshot {
             )
     }
 
-    /// The pending pods, PodGroups and problems (duplicates allowed).
+    /// The pending pods, PodGroups and problems (duplicates allowed); the pending pods' part
+    /// from the cached index when there is one (it orders them, so it is built from them).
     fn unindexed_lists_normalized(&self) -> bool {
+        let pending = match self.cached_index() {
+            Some(index) => index.pending_normalized,
+            None => self.pending_normalized(),
+        };
+        pending
+            && ordered(
+                &self.pod_groups,
+                |a, b| key_order((&a.namespace, &a.name), (&b.namespace, &b.name)),
+                false,
+            )
+            && self.problems.is_sorted()
+    }
+}
+
+impl ClusterSnapshot {
+    /// Whether the pending pods are in key order (duplicates allowed).
+    pub(crate) fn pending_normalized(&self) -> bool {
         ordered(
             &self.pending_pods,
             |a, b| key_order((&a.namespace, &a.name), (&b.namespace, &b.name)),
             false,
-        ) && ordered(
-            &self.pod_groups,
-            |a, b| key_order((&a.namespace, &a.name), (&b.namespace, &b.name)),
-            false,
-        ) && self.problems.is_sorted()
+        )
+    }
+}
+
+/// Lookups by key that give a scan's answer (the first match in list order) in any
+/// snapshot, by binary search where the snapshot's cached index vouches for the order.
+/// Why: the drain-plan review looks up each active plan's pod several times a pass; a scan
+/// read every pod's name from its own allocation.
+impl ClusterSnapshot {
+    /// The first bound pod named by the `namespace/name` key that is on a node.
+    pub fn bound_pod_by_key(&self, key: &str) -> Option<&Pod> {
+        let (ns, name) = key.split_once('/')?;
+        let on_node = |p: &&Pod| !p.node.is_empty();
+        // Known normalized: the bound pods are in key order, without duplicates.
+        if self
+            .cached_index()
+            .is_some_and(|i| i.normalized.0.get() == Some(&true))
+        {
+            return self.pod(ns, name).filter(on_node);
+        }
+        self.pods
+            .iter()
+            .find(|p| p.namespace == ns && p.name == name && on_node(p))
+    }
+
+    /// The first pending pod (in list order) named by the `namespace/name` key.
+    pub fn pending_pod_by_key(&self, key: &str) -> Option<&PendingPod> {
+        let (ns, name) = key.split_once('/')?;
+        let order = match self.cached_index() {
+            Some(index) if index.pending_order.len() == self.pending_pods.len() => {
+                &index.pending_order
+            }
+            _ => {
+                return self
+                    .pending_pods
+                    .iter()
+                    .find(|p| p.namespace == ns && p.name == name);
+            }
+        };
+        // The index orders the pending pods by key (ties otherwise): the pods of this key
+        // are one run of that order, the first in list order the least position in it.
+        let key_of = |i: &u32| {
+            self.pending_pods
+                .get(*i as usize)
+                .map(|p| (p.namespace.as_str(), p.name.as_str()))
+        };
+        let start = order.partition_point(|i| key_of(i) < Some((ns, name)));
+        let first = order[start..]
+            .iter()
+            .take_while(|i| key_of(i) == Some((ns, name)))
+            .min()?;
+        self.pending_pods.get(*first as usize)
     }
 }
 
@@ -322,5 +387,89 @@ mod tests {
         );
         assert!(!s.is_normalized());
         assert_eq!(s.known_normalized(), Some(false));
+    }
+
+    /// The lookups by key give a scan's answer (first match in list order) whether the
+    /// snapshot is normalized or not, indexed or not, with duplicates and unbound pods.
+    #[test]
+    fn lookups_by_key_answer_as_a_scan() {
+        let bound = |name: &str, node: &str, uid: &str| Pod {
+            node: node.into(),
+            uid: uid.into(),
+            ..pod(name)
+        };
+        let pending = |ns: &str, name: &str, uid: &str, since: i64| PendingPod {
+            namespace: ns.into(),
+            name: name.into(),
+            uid: uid.into(),
+            pending_since: crate::Timestamp::from_unix_secs(since),
+            ..PendingPod::default()
+        };
+        let mut normalized = ClusterSnapshot {
+            pods: vec![
+                bound("a", "n1", "1"),
+                bound("b", "", "2"),
+                bound("c", "n2", "3"),
+            ],
+            pending_pods: vec![
+                pending("a-b", "x", "p1", 5),
+                pending("ns", "q", "p2", 9),
+                pending("ns", "q", "p3", 1),
+                pending("ns", "r", "p4", 3),
+            ],
+            ..ClusterSnapshot::default()
+        };
+        normalized.normalize();
+        // Out of order, with a duplicate bound pod (the unbound one first).
+        let mut raw = normalized.clone();
+        raw.pods.reverse();
+        raw.pods.push(bound("b", "n3", "5"));
+        raw.pending_pods.reverse();
+        raw.invalidate_index();
+        let keys = [
+            "ns/a", "ns/b", "ns/c", "ns/zz", "a-b/x", "ns/q", "ns/r", "nokey",
+        ];
+        for s in [&normalized, &raw] {
+            let scan_bound = |k: &str| {
+                let (ns, name) = k.split_once('/')?;
+                s.pods
+                    .iter()
+                    .find(|p| p.namespace == ns && p.name == name && !p.node.is_empty())
+            };
+            let scan_pending = |k: &str| {
+                let (ns, name) = k.split_once('/')?;
+                s.pending_pods
+                    .iter()
+                    .find(|p| p.namespace == ns && p.name == name)
+            };
+            for indexed in [false, true] {
+                if indexed {
+                    assert!(s.index().pods.len() == s.pods.len());
+                    let _ = s.is_normalized();
+                }
+                for k in keys {
+                    let uid = |p: Option<&Pod>| p.map(|p| p.uid.clone());
+                    assert_eq!(uid(s.bound_pod_by_key(k)), uid(scan_bound(k)), "{k}");
+                    let uid = |p: Option<&PendingPod>| p.map(|p| p.uid.clone());
+                    assert_eq!(uid(s.pending_pod_by_key(k)), uid(scan_pending(k)), "{k}");
+                }
+            }
+        }
+        assert_eq!(
+            raw.bound_pod_by_key("ns/b").map(|p| p.uid.as_str()),
+            Some("5")
+        );
+        assert_eq!(normalized.bound_pod_by_key("ns/b"), None, "not on a node");
+        // The first of the duplicates in list order, not the first pending.
+        assert_eq!(
+            normalized
+                .pending_pod_by_key("ns/q")
+                .map(|p| p.uid.as_str()),
+            Some("p2")
+        );
+        assert_eq!(
+            raw.pending_pod_by_key("ns/q").map(|p| p.uid.as_str()),
+            Some("p3")
+        );
     }
 }

@@ -4,7 +4,7 @@
 //! cached target lists.
 
 use std::borrow::Cow;
-use std::cell::RefCell;
+use std::cell::{OnceCell, RefCell};
 use std::collections::{BTreeMap, BTreeSet};
 use std::rc::Rc;
 
@@ -90,10 +90,10 @@ pub(crate) struct Ctx<'a> {
     targets: RefCell<BTreeMap<TargetKey, Rc<TargetList>>>,
     /// Name prefixes of `snap.nodes`, for [`Ctx::node`].
     node_names: NameIndex,
-    /// Name prefixes of `snap.pods`, for [`Ctx::pod`].
-    pod_names: NameIndex,
-    /// `snap.pods` as runs `[start, end)` of one namespace, in order.
-    pod_namespaces: Vec<(usize, usize)>,
+    /// For [`Ctx::pod`], built on its first use: most passes look no pod up by name (the
+    /// walk reads the snapshot's index), and building it read every pod's name and
+    /// namespace.
+    pods: OnceCell<PodLookup>,
     /// alfred-score's analysis of `snap` at `now` with the policies' scoring settings, when
     /// the caller already made it ([`crate::analyze_and_propose`]); [`Ctx::analyze`]
     /// otherwise.
@@ -107,8 +107,8 @@ pub(crate) struct CtxSeed<'a> {
     cfg: &'a PolicySettings,
     now: Timestamp,
     node_names: NameIndex,
-    pod_names: NameIndex,
-    pod_namespaces: Vec<(usize, usize)>,
+    /// The pod lookup, when the seeding context had built it.
+    pods: Option<PodLookup>,
     shared: Option<&'a Analysis<'a>>,
 }
 
@@ -121,9 +121,32 @@ impl<'a> CtxSeed<'a> {
             now: self.now,
             targets: RefCell::default(),
             node_names: self.node_names,
-            pod_names: self.pod_names,
-            pod_namespaces: self.pod_namespaces,
+            pods: self.pods.map(OnceCell::from).unwrap_or_default(),
             shared: self.shared,
+        }
+    }
+}
+
+/// A normalized snapshot's pod names as [`NameIndex`] and its pods as runs `[start, end)`
+/// of one namespace, in order.
+#[derive(Debug, Clone)]
+struct PodLookup {
+    names: NameIndex,
+    namespaces: Vec<(usize, usize)>,
+}
+
+impl PodLookup {
+    fn of(pods: &[Pod]) -> PodLookup {
+        let mut namespaces: Vec<(usize, usize)> = Vec::new();
+        for (i, p) in pods.iter().enumerate() {
+            match namespaces.last_mut() {
+                Some(r) if pods[r.0].namespace == p.namespace => r.1 = i + 1,
+                _ => namespaces.push((i, i + 1)),
+            }
+        }
+        PodLookup {
+            names: NameIndex::new(pods.iter().map(|p| p.name.as_str())),
+            namespaces,
         }
     }
 }
@@ -161,23 +184,10 @@ pub(crate) fn prefix16(s: &str) -> u128 {
     u128::from_be_bytes(a)
 }
 
-/// A normalized snapshot's node names, pod names, and runs of pods of one namespace.
-type Indexes = (NameIndex, NameIndex, Vec<(usize, usize)>);
-
-/// The lookup indexes of a normalized, deduplicated snapshot.
-fn indexes(snap: &ClusterSnapshot) -> Indexes {
-    let mut runs: Vec<(usize, usize)> = Vec::new();
-    for (i, p) in snap.pods.iter().enumerate() {
-        match runs.last_mut() {
-            Some(r) if snap.pods[r.0].namespace == p.namespace => r.1 = i + 1,
-            _ => runs.push((i, i + 1)),
-        }
-    }
-    (
-        NameIndex::new(snap.nodes.iter().map(|n| n.name.as_str())),
-        NameIndex::new(snap.pods.iter().map(|p| p.name.as_str())),
-        runs,
-    )
+/// The node lookup of a normalized, deduplicated snapshot (its pod lookup is built on
+/// first use).
+fn node_lookup(snap: &ClusterSnapshot) -> NameIndex {
+    NameIndex::new(snap.nodes.iter().map(|n| n.name.as_str()))
 }
 
 /// `(pool, avoid spot, model key when the model constrains the targets)`.
@@ -201,15 +211,14 @@ impl<'a> Ctx<'a> {
         // not copied: the copy below would equal it. Decisions are made at `now`; the
         // snapshot keeps its own `observed_at`, the time the node markers carry.
         if snapshot.is_normalized() {
-            let indexes = indexes(snapshot);
-            return Ctx::borrowing(snapshot, cfg, now, indexes);
+            return Ctx::borrowing(snapshot, cfg, now, node_lookup(snapshot));
         }
         Ctx::normalized_copy(snapshot, cfg, now)
     }
 
     /// [`Ctx::new`] and `other` at once: another thread runs `other` and then checks the
     /// second half of the workloads' order while this one checks the rest and builds the
-    /// lookup indexes. On a large cluster the check is a few hundred thousand string
+    /// node lookup. On a large cluster the check is a few hundred thousand string
     /// comparisons, and `other` (the pass's analysis) is shorter than the check.
     pub(crate) fn new_beside<T: Send>(
         snapshot: &'a ClusterSnapshot,
@@ -220,7 +229,7 @@ impl<'a> Ctx<'a> {
         let half = snapshot.workloads.len() / 2;
         // Known when a producer carried the snapshot's index over from its last pass.
         let known = snapshot.known_normalized();
-        let (mine, theirs, indexes, other) = std::thread::scope(|scope| {
+        let (mine, theirs, node_names, other) = std::thread::scope(|scope| {
             let helper = scope.spawn(|| {
                 let other = other();
                 let theirs = known.is_some()
@@ -235,15 +244,15 @@ impl<'a> Ctx<'a> {
                         .iter()
                         .all(Workload::is_normalized)
             });
-            // Built ahead of the other half's answer: the indexes of a normalized snapshot.
-            let indexes = mine.then(|| indexes(snapshot));
+            // Built ahead of the other half's answer: the node lookup of a normalized snapshot.
+            let node_names = mine.then(|| node_lookup(snapshot));
             let (other, theirs) = helper
                 .join()
                 .unwrap_or_else(|panic| std::panic::resume_unwind(panic));
-            (mine, theirs, indexes, other)
+            (mine, theirs, node_names, other)
         });
-        let ctx = match indexes {
-            Some(indexes) if mine && theirs => Ctx::borrowing(snapshot, cfg, now, indexes),
+        let ctx = match node_names {
+            Some(node_names) if mine && theirs => Ctx::borrowing(snapshot, cfg, now, node_names),
             _ => Ctx::normalized_copy(snapshot, cfg, now),
         };
         (ctx, other)
@@ -254,17 +263,17 @@ impl<'a> Ctx<'a> {
         snapshot: &'a ClusterSnapshot,
         cfg: &'a PolicySettings,
         now: Timestamp,
-        indexes: Indexes,
+        node_names: NameIndex,
     ) -> Self {
-        Ctx::of(Cow::Borrowed(snapshot), cfg, now, indexes)
+        Ctx::of(Cow::Borrowed(snapshot), cfg, now, node_names)
     }
 
-    /// The context of `snap` (normalized) with its indexes and an empty cache.
+    /// The context of `snap` (normalized) with its node lookup and empty caches.
     fn of(
         snap: Cow<'a, ClusterSnapshot>,
         cfg: &'a PolicySettings,
         now: Timestamp,
-        (node_names, pod_names, pod_namespaces): Indexes,
+        node_names: NameIndex,
     ) -> Self {
         Ctx {
             snap,
@@ -272,8 +281,7 @@ impl<'a> Ctx<'a> {
             now,
             targets: RefCell::default(),
             node_names,
-            pod_names,
-            pod_namespaces,
+            pods: OnceCell::new(),
             shared: None,
         }
     }
@@ -299,12 +307,12 @@ impl<'a> Ctx<'a> {
                 c.instances.dedup_by(|b, a| a.index == b.index);
             }
         }
-        let indexes = indexes(&snap);
-        Ctx::of(Cow::Owned(snap), cfg, now, indexes)
+        let node_names = node_lookup(&snap);
+        Ctx::of(Cow::Owned(snap), cfg, now, node_names)
     }
 
     /// What another thread needs to make a context equal to this one: the same snapshot
-    /// (borrowed), settings, time, lookup indexes and shared analysis, and an empty cache
+    /// (borrowed), settings, time, lookups and shared analysis, and an empty cache
     /// of target lists (the cache only saves work: a list is the same whoever builds it).
     pub(crate) fn seed(&self) -> CtxSeed<'_> {
         CtxSeed {
@@ -312,8 +320,7 @@ impl<'a> Ctx<'a> {
             cfg: self.cfg,
             now: self.now,
             node_names: self.node_names.clone(),
-            pod_names: self.pod_names.clone(),
-            pod_namespaces: self.pod_namespaces.clone(),
+            pods: self.pods.get().cloned(),
             shared: self.shared,
         }
     }
@@ -345,12 +352,13 @@ impl<'a> Ctx<'a> {
     pub fn pod(&self, key: &str) -> Option<&Pod> {
         let (ns, name) = key.split_once('/')?;
         let pods = &self.snap.pods;
-        let run = self
-            .pod_namespaces
+        let lookup = self.pods.get_or_init(|| PodLookup::of(pods));
+        let run = lookup
+            .namespaces
             .binary_search_by(|(start, _)| pods[*start].namespace.as_str().cmp(ns))
             .ok()?;
-        let (start, end) = self.pod_namespaces[run];
-        let (lo, hi) = self.pod_names.range(start, end, name);
+        let (start, end) = lookup.namespaces[run];
+        let (lo, hi) = lookup.names.range(start, end, name);
         pods[lo..hi]
             .binary_search_by(|p| p.name.as_str().cmp(name))
             .ok()
