@@ -1183,10 +1183,12 @@ pub(crate) fn candidates(ctx: &Ctx<'_>, proposal: &DrainProposal) -> Vec<Candida
                 starts_plan: !plan.continued,
             });
             if first {
+                // A few lookups a pass: binary searches, not the context's pod lookup
+                // (built on first use, over every pod).
                 let mut prints: Vec<u32> = inst
                     .pods
                     .iter()
-                    .filter_map(|key| ctx.pod(key))
+                    .filter_map(|key| ctx.snap.pod_by_key(key))
                     .map(|p| p.gpus)
                     .filter(|g| *g > 0)
                     .collect();
