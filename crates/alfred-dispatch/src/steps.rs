@@ -551,9 +551,8 @@ impl<'a> PassRun<'a> {
         let input = &self.input;
         let (snap, cfg) = (&*input.snapshot, &*input.config);
         let mut effects = std::mem::take(&mut self.effects);
-        // The state as read, with the dispatcher's journal; its node records and verbatim
-        // text are set below.
-        let (journal, decisions, journal_error, uuids_used) = match dispatched {
+        // The dispatcher's journal, else the one read.
+        let (mut journal, decisions, journal_error, uuids_used) = match dispatched {
             Some(out) => {
                 effects.extend(out.effects);
                 (
@@ -564,11 +563,6 @@ impl<'a> PassRun<'a> {
                 )
             }
             None => (input.state.journal.clone(), decisions, None, 0),
-        };
-        let mut new_state = DurableState {
-            journal,
-            node_records: BTreeMap::new(),
-            verbatim: None,
         };
         let Proposed {
             pools,
@@ -585,13 +579,13 @@ impl<'a> PassRun<'a> {
         let plans_on = cfg.policies.defragmentation.enabled
             && cfg.policies.defragmentation.drain_plans.enabled;
         let gauge_pools = if plans_on { snap.pools() } else { Vec::new() };
-        let writable = match &new_state.journal {
-            JournalSlot::Readable(j) if input.runtime.executor_available() => Some(j.clone()),
+        let writable = match &journal {
+            JournalSlot::Readable(j) if input.runtime.executor_available() => Some(j),
             _ => None,
         };
-        let (plans_now, plan_effects) = book.finish(writable.as_ref(), &gauge_pools);
-        if writable.is_some()
-            && let JournalSlot::Readable(j) = &mut new_state.journal
+        let (plans_now, plan_effects) = book.finish(writable, &gauge_pools);
+        if input.runtime.executor_available()
+            && let JournalSlot::Readable(j) = &mut journal
         {
             j.plans = plans_now;
         }
@@ -616,8 +610,11 @@ impl<'a> PassRun<'a> {
             &decisions,
             &mut effects,
         );
-        new_state.node_records = reported.node_records.clone();
-        new_state.verbatim = input.state.verbatim.clone();
+        let new_state = DurableState {
+            journal,
+            node_records: reported.node_records.clone(),
+            verbatim: input.state.verbatim.clone(),
+        };
         let explain = decisions
             .into_iter()
             .map(|(candidate, verdict)| crate::pass::Explained { candidate, verdict })
