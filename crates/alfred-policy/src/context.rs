@@ -40,8 +40,8 @@ impl<'a> InstanceRef<'a> {
 
     /// The Instance (a first reading); `None` only for a position the component does not
     /// have (an index that is not of this snapshot). Never inlined: inlined, its reading of
-    /// the component's list was hoisted out of the walk's loops (a reference is always
-    /// readable), and every Instance paid for it again.
+    /// the component's list was hoisted to the top of the walk's loops (a reference is always
+    /// readable), so every component was read whether an Instance needed it or not.
     #[inline(never)]
     pub(crate) fn get(self) -> Option<&'a Instance> {
         self.component.instances.get(self.position)

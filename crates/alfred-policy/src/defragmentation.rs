@@ -543,8 +543,8 @@ impl Walk {
 /// `eval`'s pool in `ClusterSnapshot::pools`.
 ///
 /// An OMENative component (most of them) is walked from the index: `c` and its Instances
-/// are read only for the rows that need more than the index has (a kept row, an executable
-/// one, an Instance whose pods the index could not vouch for).
+/// are read only where the index does not answer (a row for a model reason, which names the
+/// component's primary node; an Instance whose pods the index could not vouch for).
 #[allow(clippy::too_many_arguments)]
 fn component(
     ctx: &Ctx<'_>,
