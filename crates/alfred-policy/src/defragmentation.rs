@@ -558,9 +558,56 @@ fn component(
     out: &mut WalkOut,
 ) {
     debug_assert_eq!(c.instances.len(), cw.instances.len());
-    if cw.flags & COMPONENT_OMENATIVE != 0 {
-        return omenative_component(ctx, idx, eval, pricer, (pool_id, exec), w, c, cw, out);
+    // The index's flag first: an OMENative component's mode is not read.
+    if cw.flags & COMPONENT_OMENATIVE == 0 && c.mode != DeploymentMode::OMENative {
+        return other_component(ctx, idx, eval, pool_id, w, c, cw, out);
     }
+    if let Some(why) = ctx.model_reason(w) {
+        let pods = component_pods(c);
+        if ctx.primary_pool(&pods).as_deref() == Some(eval.score.pool.as_str()) {
+            let from = NodeRef::Name(ctx.primary_node(&pods, c.instances.first()));
+            out.advise(w, (cw.workload, cw.kind, &OMENATIVE), -1, from, why, |_| {});
+        }
+        return;
+    }
+    for (position, (in_pool, facts)) in cw.instances.iter().enumerate() {
+        // From the index: an Instance of another pool is passed over unread.
+        if facts.total_gpus == 0 || *in_pool != Some(pool_id) {
+            continue;
+        }
+        let at = IndexAt {
+            idx,
+            workload: cw.workload,
+            kind: cw.kind,
+            component_flags: cw.flags,
+            facts,
+        };
+        omenative_instance(
+            ctx,
+            &at,
+            eval,
+            pricer,
+            exec,
+            w,
+            InstanceRef::new(c, position),
+            out,
+        );
+    }
+}
+
+/// [`component`] for an LWS or a RawDeployment component (advice only; other modes make no
+/// row).
+#[allow(clippy::too_many_arguments)]
+fn other_component(
+    ctx: &Ctx<'_>,
+    idx: &SnapshotIndex,
+    eval: &PoolAnalysis<'_>,
+    pool_id: usize,
+    w: &Workload,
+    c: &Component,
+    cw: &ComponentWalk<'_>,
+    out: &mut WalkOut,
+) {
     let pool = eval.score.pool.as_str();
     let busy = !w.settings.movable || !w.migration.active.is_empty() || ctx.in_cooldown(w);
     match &c.mode {
@@ -604,60 +651,11 @@ fn component(
                 );
             }
         }
-        DeploymentMode::OMENative => {
-            omenative_component(ctx, idx, eval, pricer, (pool_id, exec), w, c, cw, out)
-        }
-        DeploymentMode::Other(_) => {}
+        DeploymentMode::OMENative | DeploymentMode::Other(_) => {}
     }
 }
 
-/// [`component`] for an OMENative component.
-#[allow(clippy::too_many_arguments)]
-fn omenative_component(
-    ctx: &Ctx<'_>,
-    idx: &SnapshotIndex,
-    eval: &PoolAnalysis<'_>,
-    pricer: &Pricer<'_>,
-    (pool_id, exec): (usize, bool),
-    w: &Workload,
-    c: &Component,
-    cw: &ComponentWalk<'_>,
-    out: &mut WalkOut,
-) {
-    if let Some(why) = ctx.model_reason(w) {
-        let pods = component_pods(c);
-        if ctx.primary_pool(&pods).as_deref() == Some(eval.score.pool.as_str()) {
-            let from = NodeRef::Name(ctx.primary_node(&pods, c.instances.first()));
-            out.advise(w, (cw.workload, cw.kind, &OMENATIVE), -1, from, why, |_| {});
-        }
-        return;
-    }
-    for (position, (in_pool, facts)) in cw.instances.iter().enumerate() {
-        // From the index: an Instance of another pool is passed over unread.
-        if facts.total_gpus == 0 || *in_pool != Some(pool_id) {
-            continue;
-        }
-        let at = IndexAt {
-            idx,
-            workload: cw.workload,
-            kind: cw.kind,
-            component_flags: cw.flags,
-            facts,
-        };
-        omenative_instance(
-            ctx,
-            &at,
-            eval,
-            pricer,
-            exec,
-            w,
-            InstanceRef::new(c, position),
-            out,
-        );
-    }
-}
-
-/// The deployment mode of the components [`omenative_component`] walks (their rows name
+/// The deployment mode of the OMENative components [`component`] walks (their rows name
 /// it without reading the component).
 static OMENATIVE: DeploymentMode = DeploymentMode::OMENative;
 
