@@ -455,10 +455,11 @@ impl<'a> Ctx<'a> {
             .then_some(first)
     }
 
-    /// [`Ctx::instance_pool`] read from the snapshot's index (`idx` is `self.snap`'s,
-    /// `facts` the Instance's entry), as a position in `idx.pools`: the Instance's node keys
-    /// and each node's pool are resolved there, so neither a node nor a pool name is read
-    /// (a walk resolves one per Instance per pass). Same answer: the index resolves a key to
+    /// The pool every node of the Instance is in (the answer of the by-name form the tests
+    /// hold it to), read from the snapshot's index (`idx` is `self.snap`'s, `facts` the
+    /// Instance's entry), as a position in `idx.pools`: the Instance's node keys and each
+    /// node's pool are resolved there, so neither a node nor a pool name is read (a walk
+    /// resolves one per Instance per pass). Same answer: the index resolves a key to
     /// the node of that name, or to none, as [`Ctx::node`] does (the names are unique), and
     /// `idx.pools` is [`ClusterSnapshot::pools`], the pools of the nodes that
     /// [`Node::has_gpus`], with each such node's position in `idx.node_pool`.

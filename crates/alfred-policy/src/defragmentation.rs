@@ -233,7 +233,7 @@ pub(crate) struct WalkParts<'l, 'v, 'a> {
 
 impl WalkParts<'_, '_, '_> {
     /// The walk of these pools (per workload, per component: the component's index flags
-    /// and, per Instance, its pool ([`Ctx::instance_pool`]) and its index entry; and per
+    /// and, per Instance, its pool ([`Ctx::instance_pool_at`]) and its index entry; and per
     /// pool, the components that can make a row in it).
     pub(crate) fn walk(&self, ctx: &Ctx<'_>) -> Walk {
         Walk::new(ctx, self.idx, self.pools)
@@ -336,6 +336,12 @@ impl WalkLane<'_, '_, '_> {
     }
 }
 
+/// [`sort_rows_with`] without a companion.
+#[cfg(test)]
+pub(crate) fn sort_rows(rows: &mut Vec<Candidate>) {
+    sort_rows_with(rows, &mut Vec::<()>::new());
+}
+
 /// The final sort of docs/design-policies.md#defragmentation-pass, completed with the remaining row
 /// fields so it is total.
 ///
@@ -344,12 +350,8 @@ impl WalkLane<'_, '_, '_> {
 /// first bytes, then by the rows' other fields), then moves every row once into its place.
 /// A stable sort of the positions by the rows' order is the very permutation a stable sort
 /// of the rows makes.
-#[cfg(test)]
-pub(crate) fn sort_rows(rows: &mut Vec<Candidate>) {
-    sort_rows_with(rows, &mut Vec::<()>::new());
-}
-
-/// [`sort_rows`], with `companion` (empty, or one entry per row) put in the rows' new order.
+///
+/// `companion` (empty, or one entry per row) is put in the rows' new order.
 pub(crate) fn sort_rows_with<S>(rows: &mut Vec<Candidate>, companion: &mut Vec<S>) {
     // The workload's first bytes as a number decide most ties of score and footprint
     // without comparing the names ([`prefix16`] keeps their order).
@@ -376,7 +378,7 @@ pub(crate) fn sort_rows_with<S>(rows: &mut Vec<Candidate>, companion: &mut Vec<S
     }
 }
 
-/// [`sort_rows`]'s order in full.
+/// The order of [`sort_rows_with`] in full.
 pub(crate) fn row_order(a: &Candidate, b: &Candidate) -> std::cmp::Ordering {
     b.score
         .total_cmp(&a.score)
@@ -407,7 +409,7 @@ pub(crate) fn component_pods(c: &Component) -> Vec<String> {
 }
 
 /// A component as the walk reads it: its [`SnapshotIndex::component_flags`] entry and,
-/// per Instance, its pool ([`Ctx::instance_pool`]) and its [`SnapshotIndex::instances`]
+/// per Instance, its pool ([`Ctx::instance_pool_at`]) and its [`SnapshotIndex::instances`]
 /// entry.
 ///
 /// [`SnapshotIndex::component_flags`]: alfred_model::index::SnapshotIndex::component_flags
@@ -513,7 +515,7 @@ impl Walk {
         }
     }
 
-    /// The most rows visits `[from, to)` (counted as [`walk_visits`] counts them) can make:
+    /// The most rows visits `[from, to)` (counted as [`WalkLane::walk_visits`] counts them) can make:
     /// one per Instance of each visited component, at least one per component.
     fn rows_bound(
         &self,

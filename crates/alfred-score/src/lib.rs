@@ -15,7 +15,7 @@
 //!
 //! Entry points:
 //!
-//! * [`score`] (`&ClusterSnapshot`, `&Config`) → [`ClusterScore`], a thin wrapper over
+//! * [`score()`] (`&ClusterSnapshot`, `&Config`) → [`ClusterScore`], a thin wrapper over
 //!   [`score_with`] (`&ClusterSnapshot`, [`ScoreSettings`]) → [`ClusterScore`], the
 //!   published numbers (`pools[]` with `pool`, `totalFree`, `perSize`, `observed`, `best`,
 //!   `reclaimable`, `pendingPressure`, `score`, `thresholdCase`);
