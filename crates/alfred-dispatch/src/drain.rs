@@ -10,7 +10,9 @@
 //! 2. The policies re-plan the active plans ([`PlanBook::block`] ends the ones they cannot go
 //!    on with) and may propose new ones.
 //! 3. [`PlanBook::after_dispatch`]: a plan step the dispatcher submitted starts its plan (or
-//!    adds a step to it).
+//!    adds a step to it), in execute mode only, and only a request this pass submitted: an
+//!    earlier pass's request still in the journal comes back on its Instance's row with
+//!    `RequestSubmitted` while OMENative has not acknowledged it.
 //! 4. [`PlanBook::finish`]: the protection writes (nominate or taint, re-set where it was
 //!    lost; removed when the plan ends), Node Events, metrics, and one journal write when a
 //!    plan changed, placed **before** the protection writes so that no nomination or taint
@@ -133,15 +135,35 @@ impl PlanBook {
         }
     }
 
-    /// Step 3: the plan steps the dispatcher submitted start their plan or extend it.
+    /// Step 3: the plan steps the dispatcher submitted in this pass start their plan or
+    /// extend it, when `executing` (execute mode with an executor: in recommend-only a plan
+    /// is advice and starts nothing, docs/design-policies.md#drain-plans). A row whose request
+    /// `read` (the journal as the pass read it) already held as submitted, or that a plan
+    /// already lists (ended plans included), is an earlier pass's request, merged into this
+    /// pass's rows from the journal while it waits for OMENative: it neither adds a step again
+    /// nor starts a plan (anew, or for another request's move) without the budget check a new
+    /// plan's step passes.
+    #[allow(clippy::too_many_arguments)] // the pass's inputs, each read once
     pub fn after_dispatch(
         &mut self,
         decisions: &[Decision],
         proposed: &[DrainPlan],
         config: &Config,
         snap: &ClusterSnapshot,
+        read: Option<&Journal>,
         now: Timestamp,
+        executing: bool,
     ) {
+        if !executing {
+            return;
+        }
+        let submitted_before = |uuid: &str| {
+            read.is_some_and(|j| {
+                j.entries
+                    .iter()
+                    .any(|e| e.uuid == uuid && e.phase != Phase::Prepared)
+            })
+        };
         let settings = &config.policies.defragmentation.drain_plans;
         for (c, v) in decisions {
             let (Some(step), Some(v)) = (&c.plan, v) else {
@@ -150,6 +172,13 @@ impl PlanBook {
             if v.dispatch_reason != Some(DispatchReason::RequestSubmitted)
                 || v.request_uuid.is_empty()
             {
+                continue;
+            }
+            let listed = self
+                .plans
+                .iter()
+                .any(|p| p.steps.iter().any(|s| s.request_uuid == v.request_uuid));
+            if listed || submitted_before(&v.request_uuid) {
                 continue;
             }
             let Some(plan) = proposed.iter().find(|p| p.id == step.plan_id) else {

@@ -574,7 +574,16 @@ impl<'a> PassRun<'a> {
         } = proposed;
         // Plan steps submitted start or extend their plans; then the plans' journal write,
         // protection writes, Events and gauges (after the request and its journal save).
-        book.after_dispatch(&decisions, &drain.plans, cfg, snap, input.now);
+        let executing = input.runtime.executor_available() && cfg.mode == Mode::Execute;
+        book.after_dispatch(
+            &decisions,
+            &drain.plans,
+            cfg,
+            snap,
+            journal_read(&input.state),
+            input.now,
+            executing,
+        );
         let plan_views = book.views(&drain.plans, input.now);
         let plans_on = cfg.policies.defragmentation.enabled
             && cfg.policies.defragmentation.drain_plans.enabled;

@@ -673,3 +673,142 @@ fn a_plan_that_could_not_go_on_for_the_next_pod_either_ends_for_its_own() {
     );
     assert_overtaken(&book);
 }
+
+/// The policies' proposal of the fixture's plan (n1 for prod/big), one step moving chat/a.
+fn proposed_plan() -> alfred_model::plan::DrainPlan {
+    let p = plan(DrainProtectionWire::Nominate);
+    alfred_model::plan::DrainPlan {
+        id: p.id,
+        pool: p.pool,
+        node: p.node,
+        node_uid: p.node_uid,
+        pod: p.pod,
+        pod_uid: p.pod_uid,
+        pod_gpus: 8,
+        pending_since: p.pending_since,
+        steps: vec![alfred_model::plan::PlanMove {
+            workload: "chat/a".into(),
+            component: ComponentKind::Engine,
+            instance: 0,
+            gpus: 7,
+            targets: vec!["n2".into()],
+        }],
+        recovered_gpus: 4.0,
+        benefit_gpus: 12.0,
+        cost_gpus: 1.2,
+        continued: false,
+        done_steps: 0,
+    }
+}
+
+/// The plan's step row with a `RequestSubmitted` verdict for request `uuid`.
+fn submitted_step(uuid: &str) -> crate::dispatch::Decision {
+    let j: Journal = serde_json::from_str(EXAMPLE).unwrap();
+    let mut c = crate::dispatch::entry_candidate(&j.entries[0]);
+    c.workload = "chat/a".into();
+    c.from_node = "n1".into();
+    c.plan = Some(alfred_model::plan::PlanStepRef {
+        plan_id: "dp-000000000001".into(),
+        step: 1,
+        steps: 1,
+        node: "n1".into(),
+        starts_plan: true,
+    });
+    let v = alfred_model::record::Verdict {
+        admitted: true,
+        dispatch_reason: Some(alfred_model::reason::DispatchReason::RequestSubmitted),
+        request_uuid: uuid.into(),
+        ..alfred_model::record::Verdict::default()
+    };
+    (c, Some(v))
+}
+
+/// `after_dispatch` on `book` with the step row of `uuid`: the plans' ids and step counts.
+fn after(
+    mut book: PlanBook,
+    uuid: &str,
+    read: &Journal,
+    executing: bool,
+) -> (PlanBook, Vec<(String, PlanPhase, usize)>) {
+    let snap = cluster();
+    book.after_dispatch(
+        &[submitted_step(uuid)],
+        &[proposed_plan()],
+        &execute_config(),
+        &snap,
+        Some(read),
+        t(0),
+        executing,
+    );
+    let plans = book
+        .plans
+        .iter()
+        .map(|p| (p.id.clone(), p.phase, p.steps.len()))
+        .collect();
+    (book, plans)
+}
+
+const NEW_UUID: &str = "0b6e3c52-1d4f-4a8e-8b2c-7e9d5f3a1c04";
+
+#[test]
+fn a_plan_starts_from_the_request_this_pass_submitted_in_execute_mode_only() {
+    let empty = Journal::empty();
+    let (book, plans) = after(PlanBook::default(), NEW_UUID, &empty, true);
+    assert_eq!(
+        plans,
+        vec![("dp-000000000001".into(), PlanPhase::Protecting, 1)]
+    );
+    assert_eq!(book.started_now, vec!["dp-000000000001".to_owned()]);
+    // Recommend-only: a plan is advice, nothing starts and nothing is written.
+    let (book, plans) = after(PlanBook::default(), NEW_UUID, &empty, false);
+    assert!(plans.is_empty());
+    assert!(book.started_now.is_empty());
+    let (_, effects) = book.finish(Some(&empty), &[]);
+    assert!(
+        !effects.iter().any(|e| matches!(
+            e,
+            Effect::NominatePod { .. } | Effect::TaintNode { .. } | Effect::WriteJournal { .. }
+        )),
+        "{effects:?}"
+    );
+    // A request the journal held `prepared` (retried, or learned submitted this pass from
+    // its InferenceService) starts the plan.
+    let mut read = journal(&plan(DrainProtectionWire::Nominate), Phase::Prepared);
+    read.plans.clear();
+    read.entries[0].uuid = NEW_UUID.into();
+    let (_, plans) = after(PlanBook::default(), NEW_UUID, &read, true);
+    assert_eq!(plans.len(), 1);
+}
+
+#[test]
+fn an_earlier_pass_s_request_on_a_plan_step_s_row_neither_adds_a_step_nor_starts_a_plan() {
+    // Submitted in an earlier pass and not yet acknowledged: its row comes back with
+    // `RequestSubmitted` on the Instance's plan step.
+    let mut read = journal(&plan(DrainProtectionWire::Nominate), Phase::Submitted);
+    read.plans.clear();
+    read.entries[0].uuid = NEW_UUID.into();
+    let (book, plans) = after(PlanBook::default(), NEW_UUID, &read, true);
+    assert!(plans.is_empty(), "another request's move starts no plan");
+    assert!(book.started_now.is_empty());
+    // The active plan already lists the request: no second step.
+    let active = journal(&plan(DrainProtectionWire::Nominate), Phase::Submitted);
+    let book = review(&cluster(), &execute_config(), &active, true);
+    let (_, plans) = after(book, STEP_UUID, &active, true);
+    assert_eq!(
+        plans,
+        vec![("dp-000000000001".into(), PlanPhase::Draining, 1)]
+    );
+    // An ended plan that lists it is not started anew.
+    let mut ended_plan = plan(DrainProtectionWire::Nominate);
+    ended_plan.phase = PlanPhase::Abandoned;
+    ended_plan.reason = Some(PlanEndReason::StepStalled);
+    ended_plan.ended_at = Some(t(-1));
+    let gone = journal(&ended_plan, Phase::Prepared);
+    let book = review(&cluster(), &execute_config(), &gone, true);
+    let (book, plans) = after(book, STEP_UUID, &gone, true);
+    assert_eq!(
+        plans,
+        vec![("dp-000000000001".into(), PlanPhase::Abandoned, 1)]
+    );
+    assert!(book.started_now.is_empty());
+}
