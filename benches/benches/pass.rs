@@ -106,7 +106,7 @@ fn bench_pass(c: &mut Criterion) {
     };
     let mut lines = Vec::new();
     for (name, nodes, pods) in SIZES {
-        if !filter.is_empty() && !filter.iter().any(|f| f == name) {
+        if !alfred_benches::size_selected(&filter, "pass", name) {
             continue;
         }
         let fx = Fixture::new(generate_cluster(nodes, pods, 0xA1F2_ED00 + nodes as u64));

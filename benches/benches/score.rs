@@ -42,11 +42,7 @@ fn bench_score(c: &mut Criterion) {
     let settings = ScoreSettings::default();
     let mut lines = Vec::new();
     for (name, nodes, pods) in SIZES {
-        if !filter.is_empty()
-            && !filter
-                .iter()
-                .any(|f| name == f || f.strip_prefix("score/") == Some(name))
-        {
+        if !alfred_benches::size_selected(&filter, "score", name) {
             continue;
         }
         let snap = generate_cluster(nodes, pods, 0xA1F2_ED00 + nodes as u64);

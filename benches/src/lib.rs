@@ -76,3 +76,13 @@ pub fn size_filter() -> Vec<String> {
         .map(|v| v.split(',').map(|x| x.trim().to_string()).collect())
         .unwrap_or_default()
 }
+
+/// Whether the size `name` of the bench `group` runs under `filter` ([`size_filter`]): every
+/// size when it is empty, else a size named exactly, alone (`L`) or with its group
+/// (`score/L`). Never by substring: `L` must not select `XL`.
+pub fn size_selected(filter: &[String], group: &str, name: &str) -> bool {
+    filter.is_empty()
+        || filter.iter().any(|f| {
+            f == name || f.strip_prefix(group).and_then(|r| r.strip_prefix('/')) == Some(name)
+        })
+}

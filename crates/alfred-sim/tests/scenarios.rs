@@ -42,6 +42,37 @@ fn s01_resource_scoring_strategies() {
     assert_eq!(nodes_of(&run(&most_gpu, &c, &rep, &[])), ["a"]);
 }
 
+// 1b. A scalar resource the pod does not ask for does not count in the fit score: a CPU-only
+// pod scores the same on a GPU node as on a CPU node (MostAllocated over cpu and GPUs would
+// otherwise rank the GPU node's unused GPUs as empty and send the pod to the CPU node).
+#[test]
+fn s01b_an_unrequested_scalar_resource_does_not_score() {
+    let nodes = vec![
+        node("a-gpu", "64", "512Gi", 8, json!({})),
+        node("b-cpu", "64", "512Gi", 0, json!({})),
+    ];
+    let c = cluster(nodes, vec![]);
+    let most = profile_yaml(
+        "    pluginConfig:
+      - name: NodeResourcesFit
+        args:
+          scoringStrategy:
+            type: MostAllocated
+            resources:
+              - name: cpu
+                weight: 1
+              - name: nvidia.com/gpu
+                weight: 1
+",
+    );
+    let cpu_only = [pod("default", "r", "2", "16Gi", 0)];
+    // A tie, broken by the smaller name.
+    assert_eq!(nodes_of(&run(&most, &c, &cpu_only, &[])), ["a-gpu"]);
+    // A pod that asks for a GPU counts it, and fits only the GPU node.
+    let gpu = [pod("default", "g", "2", "16Gi", 1)];
+    assert_eq!(nodes_of(&run(&most, &c, &gpu, &[])), ["a-gpu"]);
+}
+
 // 2. A node without the extended resource is filtered, unless its group is ignored.
 #[test]
 fn s02_extended_resources() {

@@ -3,7 +3,7 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 
-use super::{Constraint, Cycle, MAX_NODE_SCORE, NO_RES, PreparedCluster, is_extended};
+use super::{Constraint, Cycle, MAX_NODE_SCORE, NO_RES, NodeState, PreparedCluster, is_extended};
 use crate::config::{FitStrategy, Profile};
 use crate::model::{HOSTNAME_LABEL, PodInfo, node_term_matches, tolerates};
 
@@ -105,14 +105,9 @@ impl PreparedCluster {
                 let (mut sum, mut wsum) = (0i64, 0i64);
                 for (r, w) in &profile.fit.resources {
                     let pr = Self::pod_request_for_score(p, r, true);
-                    if is_scalar(r) && pr == 0 {
+                    let Some((i, alloc)) = self.scored_allocatable(s, r, pr) else {
                         continue;
-                    }
-                    let i = self.res(r);
-                    let alloc = if i == NO_RES { 0 } else { s.alloc[i] };
-                    if alloc == 0 {
-                        continue;
-                    }
+                    };
                     let used = match r.as_str() {
                         "cpu" => s.nz_cpu,
                         "memory" => s.nz_mem,
@@ -136,6 +131,18 @@ impl PreparedCluster {
             .collect()
     }
 
+    /// Resource `r`'s index and node `s`'s allocatable of it, when it counts in a resource
+    /// score for a request of `pr`: not a scalar resource the pod does not ask for, and some
+    /// of it allocatable.
+    fn scored_allocatable(&self, s: &NodeState, r: &str, pr: i64) -> Option<(usize, i64)> {
+        if is_scalar(r) && pr == 0 {
+            return None;
+        }
+        let i = self.res(r);
+        let alloc = if i == NO_RES { 0 } else { s.alloc[i] };
+        (alloc != 0).then_some((i, alloc))
+    }
+
     fn score_balanced(
         &self,
         p: &PodInfo,
@@ -157,14 +164,9 @@ impl PreparedCluster {
                     let mut fractions = Vec::new();
                     for (r, _) in &profile.balanced_resources {
                         let pr = Self::pod_request_for_score(p, r, false);
-                        if is_scalar(r) && pr == 0 {
+                        let Some((i, alloc)) = self.scored_allocatable(s, r, pr) else {
                             continue;
-                        }
-                        let i = self.res(r);
-                        let alloc = if i == NO_RES { 0 } else { s.alloc[i] };
-                        if alloc == 0 {
-                            continue;
-                        }
+                        };
                         let used = s.requested[i] + pr;
                         fractions.push((used as f64 / alloc as f64).min(1.0));
                     }
