@@ -1,0 +1,2 @@
+//! `plumb`: the multi-cluster capacity hub's binary (offline commands for now).
+fn main() {}
