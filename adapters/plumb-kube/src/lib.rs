@@ -4,8 +4,12 @@
 //!
 //! Kubernetes types stay inside this crate; the decisions are the core crates'.
 
+pub mod cli;
 pub mod karpenter;
 pub mod objects;
+pub mod observe;
+pub mod policy;
+pub mod replay;
 pub mod signals;
 
 /// Exit status for bad input.

@@ -1,2 +1,37 @@
-//! `plumb`: the multi-cluster capacity hub's binary (offline commands for now).
-fn main() {}
+//! `plumb`: the multi-cluster capacity hub's binary.
+//!
+//! Subcommands:
+//! - `plumb replay DIR --cluster NAME --now TIME`: the member report of a recorded member,
+//!   offline and deterministic (see the `replay` module).
+//! - `plumb policy check FILE`: validate an AdaptivePolicy; `--print-effective` prints it with
+//!   defaults.
+//! - `plumb version`.
+//!
+//! Exit status: 0 on success, 2 on bad input (one line naming the file and the field).
+
+use std::process::ExitCode;
+
+use clap::Parser;
+use plumb_kube::cli::{Cli, Command, PolicyCommand};
+
+fn main() -> ExitCode {
+    match Cli::parse().command {
+        Command::Replay(args) => plumb_kube::replay::main(&args),
+        Command::Policy {
+            command: PolicyCommand::Check(args),
+        } => {
+            let outcome = plumb_kube::policy::check_file(&args.file, args.print_effective);
+            print!("{}", outcome.stdout);
+            eprint!("{}", outcome.stderr);
+            if outcome.valid {
+                ExitCode::SUCCESS
+            } else {
+                ExitCode::from(plumb_kube::EXIT_BAD_INPUT)
+            }
+        }
+        Command::Version => {
+            println!("plumb {}", env!("CARGO_PKG_VERSION"));
+            ExitCode::SUCCESS
+        }
+    }
+}
