@@ -7,11 +7,15 @@
 //! randomness. The member report is computed by `plumb-core`; this crate only holds its shape.
 
 pub mod duration;
+pub mod effective;
+pub mod hash;
 pub mod policy;
 pub mod quantity;
 pub mod spec;
 pub mod status;
+pub mod validate;
 
+pub use hash::member_spec_hash;
 pub use duration::{DurationError, GoDuration, format_go_duration, parse_go_duration};
 pub use policy::{AdaptivePolicy, ObjectMeta, ParseError};
 pub use quantity::{Decimal, Quantity, parse_quantity};
@@ -21,3 +25,4 @@ pub use status::{
     Sample, Tier, TrackedDecision,
 };
 pub use utc_time::Timestamp;
+pub use validate::{Checked, Notice, Problem, check_document};
