@@ -215,7 +215,10 @@ impl GoDuration {
 
     /// The value as a [`std::time::Duration`], `None` when the text is invalid.
     pub fn to_std(&self) -> Option<std::time::Duration> {
-        self.parsed.as_ref().ok().map(|n| std::time::Duration::from_nanos(*n))
+        self.parsed
+            .as_ref()
+            .ok()
+            .map(|n| std::time::Duration::from_nanos(*n))
     }
 }
 

@@ -93,7 +93,15 @@ mod tests {
         let policy = AdaptivePolicy::from_yaml(text).unwrap();
         let effective = policy.spec.effective(policy.metadata.namespace.as_deref());
         insta::assert_json_snapshot!(effective);
-        assert_eq!(effective.effective(Some("ml")), effective, "filling is idempotent");
-        assert_eq!(effective.check(), policy.spec.check(), "defaults change no verdict");
+        assert_eq!(
+            effective.effective(Some("ml")),
+            effective,
+            "filling is idempotent"
+        );
+        assert_eq!(
+            effective.check(),
+            policy.spec.check(),
+            "defaults change no verdict"
+        );
     }
 }

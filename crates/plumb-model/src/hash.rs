@@ -21,7 +21,11 @@ use crate::spec::{AdaptivePolicySpec, ClusterSpec, MetricSignal, Signals, defaul
 
 /// The hash a member named `cluster` reports for `spec`, in a policy of namespace
 /// `namespace` (the default of `workload.namespace`).
-pub fn member_spec_hash(spec: &AdaptivePolicySpec, namespace: Option<&str>, cluster: &str) -> String {
+pub fn member_spec_hash(
+    spec: &AdaptivePolicySpec,
+    namespace: Option<&str>,
+    cluster: &str,
+) -> String {
     let text = canonical_text(&hashed_fields(spec, namespace, cluster));
     let digest = Sha256::digest(text.as_bytes());
     let mut out = String::with_capacity(7 + 64);
@@ -72,7 +76,9 @@ fn signals(s: &Signals) -> Map<String, Value> {
     put_number(&mut m, "errorRateSLO", s.error_rate_slo);
     put_str(&mut m, "saturation", s.saturation.as_deref());
     if let Some(q) = &s.saturation_threshold {
-        let text = q.value().map_or_else(|_| q.text().to_owned(), |d| d.to_string());
+        let text = q
+            .value()
+            .map_or_else(|_| q.text().to_owned(), |d| d.to_string());
         m.insert("saturationThreshold".into(), Value::from(text));
     }
     if let Some(metrics) = &s.metrics {
@@ -108,7 +114,12 @@ fn cluster_entry(c: &ClusterSpec, shared_capacity: Option<f64>) -> Map<String, V
         let sorted: BTreeMap<&String, &String> = selector.iter().collect();
         m.insert(
             "nodeSelector".into(),
-            Value::Object(sorted.into_iter().map(|(k, v)| (k.clone(), Value::from(v.clone()))).collect()),
+            Value::Object(
+                sorted
+                    .into_iter()
+                    .map(|(k, v)| (k.clone(), Value::from(v.clone())))
+                    .collect(),
+            ),
         );
     }
     put(&mut m, "maxReplicas", c.max_replicas.map(Value::from));
@@ -131,7 +142,8 @@ fn cluster_entry(c: &ClusterSpec, shared_capacity: Option<f64>) -> Map<String, V
 
 /// A duration as integer nanoseconds; an invalid one (which validation refuses) as its text.
 fn duration(d: &GoDuration) -> Value {
-    d.nanos().map_or_else(|_| Value::from(d.text()), Value::from)
+    d.nanos()
+        .map_or_else(|_| Value::from(d.text()), Value::from)
 }
 
 fn put(m: &mut Map<String, Value>, key: &str, value: Option<Value>) {
@@ -149,7 +161,10 @@ fn put_number(m: &mut Map<String, Value>, key: &str, value: Option<f64>) {
     put(
         m,
         key,
-        value.map(|v| serde_json::Number::from_f64(v).map_or_else(|| Value::from(v.to_string()), Value::Number)),
+        value.map(|v| {
+            serde_json::Number::from_f64(v)
+                .map_or_else(|| Value::from(v.to_string()), Value::Number)
+        }),
     );
 }
 

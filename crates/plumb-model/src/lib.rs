@@ -15,13 +15,13 @@ pub mod spec;
 pub mod status;
 pub mod validate;
 
-pub use hash::member_spec_hash;
 pub use duration::{DurationError, GoDuration, format_go_duration, parse_go_duration};
+pub use hash::member_spec_hash;
 pub use policy::{AdaptivePolicy, ObjectMeta, ParseError};
 pub use quantity::{Decimal, Quantity, parse_quantity};
 pub use spec::AdaptivePolicySpec;
 pub use status::{
-    Condition, FleetCluster, FleetStatus, FinishedDecision, Intent, Phase, PolicyStatus, Report,
+    Condition, FinishedDecision, FleetCluster, FleetStatus, Intent, Phase, PolicyStatus, Report,
     Sample, Tier, TrackedDecision,
 };
 pub use utc_time::Timestamp;

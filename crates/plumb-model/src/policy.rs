@@ -141,8 +141,7 @@ mod tests {
 
     #[test]
     fn a_wrong_type_is_named_with_its_path() {
-        let err =
-            AdaptivePolicy::from_yaml("spec:\n  capacity: {step: two}\n").unwrap_err();
+        let err = AdaptivePolicy::from_yaml("spec:\n  capacity: {step: two}\n").unwrap_err();
         assert_eq!(err.path, "spec.capacity.step");
         let err = AdaptivePolicy::from_yaml("spec:\n  mode: manual\n").unwrap_err();
         assert_eq!(err.path, "spec.mode");

@@ -98,7 +98,7 @@ impl Decimal {
                 exp10: 0,
             };
         }
-        while mantissa % 10 == 0 {
+        while mantissa.is_multiple_of(10) {
             mantissa /= 10;
             exp10 += 1;
         }
@@ -141,7 +141,11 @@ impl fmt::Display for Decimal {
         }
         let digits = self.mantissa.to_string();
         if self.exp10 >= 0 {
-            return write!(f, "{digits}{}", "0".repeat(self.exp10.unsigned_abs() as usize));
+            return write!(
+                f,
+                "{digits}{}",
+                "0".repeat(self.exp10.unsigned_abs() as usize)
+            );
         }
         let places = self.exp10.unsigned_abs() as usize;
         if digits.len() > places {
@@ -252,7 +256,16 @@ mod tests {
 
     #[test]
     fn malformed_quantities_are_refused() {
-        for bad in ["", "abc", "1.2.3", ".", "5x", "1e", "1e1234", "12345678901234567891"] {
+        for bad in [
+            "",
+            "abc",
+            "1.2.3",
+            ".",
+            "5x",
+            "1e",
+            "1e1234",
+            "12345678901234567891",
+        ] {
             assert!(parse_quantity(bad).is_err(), "{bad:?}");
         }
         assert!(Quantity::new("1e999").value().is_err());

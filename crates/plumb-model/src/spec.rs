@@ -219,13 +219,21 @@ pub struct Signals {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub latency: Option<String>,
     /// `latencySLO`: over it a cluster needs `step` more and gains no traffic.
-    #[serde(default, rename = "latencySLO", skip_serializing_if = "Option::is_none")]
+    #[serde(
+        default,
+        rename = "latencySLO",
+        skip_serializing_if = "Option::is_none"
+    )]
     pub latency_slo: Option<f64>,
     /// `errorRate`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub error_rate: Option<String>,
     /// `errorRateSLO`: over it a cluster gains no traffic and gives traffic away.
-    #[serde(default, rename = "errorRateSLO", skip_serializing_if = "Option::is_none")]
+    #[serde(
+        default,
+        rename = "errorRateSLO",
+        skip_serializing_if = "Option::is_none"
+    )]
     pub error_rate_slo: Option<f64>,
     /// `saturation`.
     #[serde(default, skip_serializing_if = "Option::is_none")]

@@ -67,7 +67,8 @@ impl Checked {
 }
 
 /// What this build says of an experimental field it accepts.
-const IGNORED: &str = "accepted and ignored by this build: no model or planner runs, the rules decide every step";
+const IGNORED: &str =
+    "accepted and ignored by this build: no model or planner runs, the rules decide every step";
 
 /// Reads and checks a policy document (YAML or JSON): a document that cannot be read is one
 /// problem (with the path of the unknown or mistyped field); otherwise every rule is checked.
@@ -79,7 +80,11 @@ pub fn check_document(text: &str) -> (Option<AdaptivePolicy>, Checked) {
         }
         Err(e) => {
             let mut checked = Checked::default();
-            let path = if e.path.is_empty() { "document".to_owned() } else { e.path };
+            let path = if e.path.is_empty() {
+                "document".to_owned()
+            } else {
+                e.path
+            };
             checked.problem(path, e.message);
             (None, checked)
         }
@@ -99,7 +104,11 @@ impl AdaptivePolicySpec {
             check_signals(&mut out, signals);
         }
         if let Some(capacity) = &self.capacity {
-            positive_number(&mut out, "spec.capacity.replicaCapacity", capacity.replica_capacity);
+            positive_number(
+                &mut out,
+                "spec.capacity.replicaCapacity",
+                capacity.replica_capacity,
+            );
             at_least_one(&mut out, "spec.capacity.step", capacity.step);
         }
         if let Some(e) = &self.escalation {
@@ -118,7 +127,10 @@ impl AdaptivePolicySpec {
         }
         if let Some(p) = self.confidence_threshold_percent {
             if !(0..=100).contains(&p) {
-                out.problem("spec.confidenceThresholdPercent", format!("must be 0 to 100 (is {p})"));
+                out.problem(
+                    "spec.confidenceThresholdPercent",
+                    format!("must be 0 to 100 (is {p})"),
+                );
             }
             out.notices.push(notice("spec.confidenceThresholdPercent"));
         }
@@ -143,42 +155,45 @@ fn required_text(out: &mut Checked, path: &str, value: Option<&str>) {
 }
 
 fn positive_number(out: &mut Checked, path: &str, value: Option<f64>) {
-    if let Some(v) = value {
-        if !(v.is_finite() && v > 0.0) {
-            out.problem(path, format!("must be a number above 0 (is {v})"));
-        }
+    if let Some(v) = value
+        && !(v.is_finite() && v > 0.0)
+    {
+        out.problem(path, format!("must be a number above 0 (is {v})"));
     }
 }
 
 fn non_negative_number(out: &mut Checked, path: &str, value: Option<f64>) {
-    if let Some(v) = value {
-        if !(v.is_finite() && v >= 0.0) {
-            out.problem(path, format!("must be a number of at least 0 (is {v})"));
-        }
+    if let Some(v) = value
+        && !(v.is_finite() && v >= 0.0)
+    {
+        out.problem(path, format!("must be a number of at least 0 (is {v})"));
     }
 }
 
 fn at_least_one(out: &mut Checked, path: &str, value: Option<i64>) {
-    if let Some(v) = value {
-        if v < 1 {
-            out.problem(path, format!("must be at least 1 (is {v})"));
-        }
+    if let Some(v) = value
+        && v < 1
+    {
+        out.problem(path, format!("must be at least 1 (is {v})"));
     }
 }
 
 fn percent_step(out: &mut Checked, path: &str, value: Option<i64>) {
-    if let Some(v) = value {
-        if !(1..=100).contains(&v) {
-            out.problem(path, format!("must be 1 to 100 (is {v})"));
-        }
+    if let Some(v) = value
+        && !(1..=100).contains(&v)
+    {
+        out.problem(path, format!("must be 1 to 100 (is {v})"));
     }
 }
 
 fn duration(out: &mut Checked, path: &str, value: Option<&GoDuration>) {
-    if let Some(d) = value {
-        if let Err(e) = d.nanos() {
-            out.problem(path, format!("{e}: {:?} (Go duration, e.g. 30s, 2m, 1h30m)", d.text()));
-        }
+    if let Some(d) = value
+        && let Err(e) = d.nanos()
+    {
+        out.problem(
+            path,
+            format!("{e}: {:?} (Go duration, e.g. 30s, 2m, 1h30m)", d.text()),
+        );
     }
 }
 
@@ -190,21 +205,25 @@ fn check_clusters(out: &mut Checked, spec: &AdaptivePolicySpec) {
     if clusters.is_empty() || clusters.len() > limits::MAX_CLUSTERS {
         out.problem(
             "spec.clusters",
-            format!("must list 1 to {} clusters (lists {})", limits::MAX_CLUSTERS, clusters.len()),
+            format!(
+                "must list 1 to {} clusters (lists {})",
+                limits::MAX_CLUSTERS,
+                clusters.len()
+            ),
         );
     }
     let mut seen: BTreeMap<&str, usize> = BTreeMap::new();
     for (i, cluster) in clusters.iter().enumerate() {
         let at = format!("spec.clusters[{i}]");
         required_text(out, &format!("{at}.name"), cluster.name.as_deref());
-        if let Some(name) = cluster.name.as_deref().filter(|n| !n.is_empty()) {
-            if let Some(first) = seen.insert(name, i) {
-                seen.insert(name, first);
-                out.problem(
-                    format!("{at}.name"),
-                    format!("duplicate cluster name {name:?} (also spec.clusters[{first}])"),
-                );
-            }
+        if let Some(name) = cluster.name.as_deref().filter(|n| !n.is_empty())
+            && let Some(first) = seen.insert(name, i)
+        {
+            seen.insert(name, first);
+            out.problem(
+                format!("{at}.name"),
+                format!("duplicate cluster name {name:?} (also spec.clusters[{first}])"),
+            );
         }
         check_cluster(out, &at, cluster);
     }
@@ -218,13 +237,20 @@ fn check_cluster(out: &mut Checked, at: &str, cluster: &ClusterSpec) {
     }
     match cluster.max_replicas {
         None => out.problem(format!("{at}.maxReplicas"), "required"),
-        Some(m) if m < 0 => out.problem(format!("{at}.maxReplicas"), format!("must be at least 0 (is {m})")),
+        Some(m) if m < 0 => out.problem(
+            format!("{at}.maxReplicas"),
+            format!("must be at least 0 (is {m})"),
+        ),
         Some(_) => {}
     }
     if cluster.region.as_deref() == Some("") {
         out.problem(format!("{at}.region"), "must not be empty");
     }
-    positive_number(out, &format!("{at}.replicaCapacity"), cluster.replica_capacity);
+    positive_number(
+        out,
+        &format!("{at}.replicaCapacity"),
+        cluster.replica_capacity,
+    );
     if let Some(backend) = &cluster.backend {
         required_text(out, &format!("{at}.backend.name"), backend.name.as_deref());
     }
@@ -244,11 +270,20 @@ fn check_cluster(out: &mut Checked, at: &str, cluster: &ClusterSpec) {
     }
     let (min, weight, max) = (cluster.min_weight(), cluster.weight(), cluster.max_weight());
     if min > max {
-        out.problem(format!("{at}.minWeight"), format!("must not exceed maxWeight ({min} > {max})"));
+        out.problem(
+            format!("{at}.minWeight"),
+            format!("must not exceed maxWeight ({min} > {max})"),
+        );
     } else if weight < min {
-        out.problem(format!("{at}.weight"), format!("must be at least minWeight ({weight} < {min})"));
+        out.problem(
+            format!("{at}.weight"),
+            format!("must be at least minWeight ({weight} < {min})"),
+        );
     } else if weight > max {
-        out.problem(format!("{at}.weight"), format!("must not exceed maxWeight ({weight} > {max})"));
+        out.problem(
+            format!("{at}.weight"),
+            format!("must not exceed maxWeight ({weight} > {max})"),
+        );
     }
 }
 
@@ -266,13 +301,13 @@ fn check_signals(out: &mut Checked, signals: &Signals) {
     }
     non_negative_number(out, "spec.signals.latencySLO", signals.latency_slo);
     non_negative_number(out, "spec.signals.errorRateSLO", signals.error_rate_slo);
-    if let Some(q) = &signals.saturation_threshold {
-        if let Err(why) = q.value() {
-            out.problem(
-                "spec.signals.saturationThreshold",
-                format!("{why}: {:?} (a quantity, e.g. \"50\" or \"0.9\")", q.text()),
-            );
-        }
+    if let Some(q) = &signals.saturation_threshold
+        && let Err(why) = q.value()
+    {
+        out.problem(
+            "spec.signals.saturationThreshold",
+            format!("{why}: {:?} (a quantity, e.g. \"50\" or \"0.9\")", q.text()),
+        );
     }
     if let Some(metrics) = &signals.metrics {
         check_metrics(out, metrics);
@@ -283,7 +318,11 @@ fn check_metrics(out: &mut Checked, metrics: &[MetricSignal]) {
     if metrics.len() > limits::MAX_METRICS {
         out.problem(
             "spec.signals.metrics",
-            format!("must list at most {} metrics (lists {})", limits::MAX_METRICS, metrics.len()),
+            format!(
+                "must list at most {} metrics (lists {})",
+                limits::MAX_METRICS,
+                metrics.len()
+            ),
         );
     }
     let mut seen: BTreeMap<&str, usize> = BTreeMap::new();
@@ -311,7 +350,10 @@ fn check_traffic(out: &mut Checked, spec: &AdaptivePolicySpec, traffic: &Traffic
     let clusters = spec.clusters.as_deref().unwrap_or_default();
     for (i, cluster) in clusters.iter().enumerate() {
         if cluster.backend.is_none() {
-            out.problem(format!("spec.clusters[{i}].backend"), "required when traffic is set");
+            out.problem(
+                format!("spec.clusters[{i}].backend"),
+                "required when traffic is set",
+            );
         }
     }
     let total: i64 = clusters.iter().map(ClusterSpec::weight).sum();
@@ -327,16 +369,23 @@ fn check_traffic(out: &mut Checked, spec: &AdaptivePolicySpec, traffic: &Traffic
             if routes.is_empty() || routes.len() > limits::MAX_ROUTES {
                 out.problem(
                     "spec.traffic.routes",
-                    format!("must list 1 to {} routes (lists {})", limits::MAX_ROUTES, routes.len()),
+                    format!(
+                        "must list 1 to {} routes (lists {})",
+                        limits::MAX_ROUTES,
+                        routes.len()
+                    ),
                 );
             }
             for (i, route) in routes.iter().enumerate() {
                 let at = format!("spec.traffic.routes[{i}]");
                 required_text(out, &format!("{at}.cluster"), route.cluster.as_deref());
-                if let Some(c) = route.cluster.as_deref().filter(|c| !c.is_empty()) {
-                    if spec.cluster(c).is_none() {
-                        out.problem(format!("{at}.cluster"), format!("{c:?} is not one of spec.clusters"));
-                    }
+                if let Some(c) = route.cluster.as_deref().filter(|c| !c.is_empty())
+                    && spec.cluster(c).is_none()
+                {
+                    out.problem(
+                        format!("{at}.cluster"),
+                        format!("{c:?} is not one of spec.clusters"),
+                    );
                 }
                 if route.namespace.as_deref() == Some("") {
                     out.problem(format!("{at}.namespace"), "must not be empty");
@@ -361,7 +410,10 @@ fn check_experimental(out: &mut Checked, spec: &AdaptivePolicySpec) {
             if chars > limits::MAX_INTENT_CHARS {
                 out.problem(
                     format!("{at}.intent"),
-                    format!("must be at most {} characters (has {chars})", limits::MAX_INTENT_CHARS),
+                    format!(
+                        "must be at most {} characters (has {chars})",
+                        limits::MAX_INTENT_CHARS
+                    ),
                 );
             }
         }

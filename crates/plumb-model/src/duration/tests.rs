@@ -21,7 +21,10 @@ fn parses_the_forms_policies_use() {
         ("-0s", 0),
         (".5s", 500 * NANOS_PER_MILLI),
         ("1.s", NANOS_PER_SEC),
-        ("1h1m1s1ms1us1ns", NANOS_PER_HOUR + NANOS_PER_MIN + NANOS_PER_SEC + 1_001_001),
+        (
+            "1h1m1s1ms1us1ns",
+            NANOS_PER_HOUR + NANOS_PER_MIN + NANOS_PER_SEC + 1_001_001,
+        ),
         ("2562047h47m16.854775807s", MAX_NANOS),
         ("0.3333333333333333333333333333333333h", 1_199_999_999_999),
     ] {
@@ -62,7 +65,10 @@ fn prints_as_go_does() {
         (3_300 * NANOS_PER_MILLI, "3.3s"),
         (4 * NANOS_PER_MIN + 5 * NANOS_PER_SEC, "4m5s"),
         (4 * NANOS_PER_MIN + 5_001 * NANOS_PER_MILLI, "4m5.001s"),
-        (5 * NANOS_PER_HOUR + 6 * NANOS_PER_MIN + 7_001 * NANOS_PER_MILLI, "5h6m7.001s"),
+        (
+            5 * NANOS_PER_HOUR + 6 * NANOS_PER_MIN + 7_001 * NANOS_PER_MILLI,
+            "5h6m7.001s",
+        ),
         (8 * NANOS_PER_MIN + 1, "8m0.000000001s"),
         (MAX_NANOS, "2562047h47m16.854775807s"),
         (90 * NANOS_PER_MIN, "1h30m0s"),
@@ -81,7 +87,10 @@ fn a_spec_duration_keeps_its_spelling() {
     assert_eq!(d.nanos(), Ok(2 * NANOS_PER_MIN));
     assert_eq!(serde_json::to_string(&d).unwrap(), "\"120s\"");
     let bad: GoDuration = serde_json::from_str("\"2 minutes\"").unwrap();
-    assert_eq!(bad.nanos(), Err(DurationError::UnknownUnit(" minutes".into())));
+    assert_eq!(
+        bad.nanos(),
+        Err(DurationError::UnknownUnit(" minutes".into()))
+    );
     assert_eq!(bad.to_std(), None);
     assert!(serde_json::from_str::<GoDuration>("120").is_err());
     assert_eq!(GoDuration::from_nanos(90 * NANOS_PER_MIN).text(), "1h30m0s");
@@ -94,14 +103,29 @@ fn canonical_shape(nanos: u64, text: &str) -> bool {
         return text == "0s";
     }
     if nanos < NANOS_PER_SEC {
-        let unit = if nanos < 1_000 { "ns" } else if nanos < NANOS_PER_MILLI { "\u{b5}s" } else { "ms" };
-        let Some(number) = text.strip_suffix(unit) else { return false };
+        let unit = if nanos < 1_000 {
+            "ns"
+        } else if nanos < NANOS_PER_MILLI {
+            "\u{b5}s"
+        } else {
+            "ms"
+        };
+        let Some(number) = text.strip_suffix(unit) else {
+            return false;
+        };
         return !number.ends_with('0') || !number.contains('.');
     }
-    let (hours, rest) = text.split_once('h').map_or((None, text), |(h, r)| (Some(h), r));
-    let (minutes, rest) = rest.split_once('m').map_or((None, rest), |(m, r)| (Some(m), r));
-    let Some(seconds) = rest.strip_suffix('s') else { return false };
-    let in_range = |part: Option<&str>, max: u64| part.is_none_or(|p| p.parse::<u64>().is_ok_and(|v| v < max));
+    let (hours, rest) = text
+        .split_once('h')
+        .map_or((None, text), |(h, r)| (Some(h), r));
+    let (minutes, rest) = rest
+        .split_once('m')
+        .map_or((None, rest), |(m, r)| (Some(m), r));
+    let Some(seconds) = rest.strip_suffix('s') else {
+        return false;
+    };
+    let in_range =
+        |part: Option<&str>, max: u64| part.is_none_or(|p| p.parse::<u64>().is_ok_and(|v| v < max));
     let no_trailing_zero = !seconds.contains('.') || !seconds.ends_with('0');
     let minutes_when_hours = hours.is_none() || minutes.is_some();
     let hours_only_when_needed = hours.is_none_or(|h| h != "0");
@@ -110,7 +134,10 @@ fn canonical_shape(nanos: u64, text: &str) -> bool {
         && hours_only_when_needed
         && minutes_only_when_needed
         && in_range(minutes, 60)
-        && seconds.split('.').next().is_some_and(|s| s.parse::<u64>().is_ok_and(|v| v < 60))
+        && seconds
+            .split('.')
+            .next()
+            .is_some_and(|s| s.parse::<u64>().is_ok_and(|v| v < 60))
         && no_trailing_zero
 }
 

@@ -43,22 +43,36 @@ fn the_hash_is_sha256_of_the_canonical_text() {
     let spec = base();
     let h = hash(&spec, "east");
     assert!(h.starts_with("sha256:") && h.len() == 7 + 64, "{h}");
-    assert!(h[7..].chars().all(|c| c.is_ascii_hexdigit() && !c.is_ascii_uppercase()));
+    assert!(
+        h[7..]
+            .chars()
+            .all(|c| c.is_ascii_hexdigit() && !c.is_ascii_uppercase())
+    );
     insta::assert_snapshot!(canonical_text(&hashed_fields(&spec, Some("ml"), "east")));
-    assert_ne!(hash(&spec, "east"), hash(&spec, "west"), "each member hashes its own entry");
+    assert_ne!(
+        hash(&spec, "east"),
+        hash(&spec, "west"),
+        "each member hashes its own entry"
+    );
 }
 
 #[test]
 fn spellings_of_one_meaning_hash_alike() {
     let plain = hash(&base(), "east");
     let same = [
-        BASE.replace("{name: kv, query: kv_usage, window: 1m}", "{name: kv, query: kv_usage, window: 60s, maxAge: 2m}"),
+        BASE.replace(
+            "{name: kv, query: kv_usage, window: 1m}",
+            "{name: kv, query: kv_usage, window: 60s, maxAge: 2m}",
+        ),
         BASE.replace("window: 1m}", "window: 1m, maxAge: 120s}"),
         BASE.replace("\"0.9\"", "900m"),
         BASE.replace("{pool: reserved, zone: a}", "{zone: a, pool: reserved}"),
         BASE.replace("{name: llama}", "{name: llama, namespace: ml}"),
         BASE.replace("{replicaCapacity: 5}", "{replicaCapacity: 5, step: 2}"),
-        BASE.replace("    region: us-east-1\n", "    region: us-east-1\n    costRank: 0\n    replicaCapacity: 5\n"),
+        BASE.replace(
+            "    region: us-east-1\n",
+            "    region: us-east-1\n    costRank: 0\n    replicaCapacity: 5\n",
+        ),
         BASE.replace("workload: {name: llama}", "workload:\n    name: llama"),
     ];
     for text in same {
@@ -72,16 +86,26 @@ fn hub_only_change(spec: &mut AdaptivePolicySpec, which: u8, n: i64) {
     let clusters = spec.clusters.as_mut().unwrap();
     match which % 9 {
         0 => spec.mode = Some(if n % 2 == 0 { Mode::Auto } else { Mode::Shadow }),
-        1 => spec.escalation.get_or_insert_default().cooldown = Some(GoDuration::new(format!("{n}s"))),
+        1 => {
+            spec.escalation.get_or_insert_default().cooldown =
+                Some(GoDuration::new(format!("{n}s")))
+        }
         2 => spec.placement = Some(Placement::StaticFirst),
         3 => spec.traffic.get_or_insert_default().step_percent = Some(n),
         4 => clusters[0].weight = Some(n),
         5 => clusters[0].min_weight = Some(n),
         6 => clusters[0].max_weight = Some(n),
         7 => {
-            let adaptive = spec.experimental.get_or_insert_default().adaptive.get_or_insert_default();
+            let adaptive = spec
+                .experimental
+                .get_or_insert_default()
+                .adaptive
+                .get_or_insert_default();
             adaptive.intent = Some(format!("intent {n}"));
-            adaptive.burst = Some(Burst { step: Some(n), step_percent: None });
+            adaptive.burst = Some(Burst {
+                step: Some(n),
+                step_percent: None,
+            });
         }
         _ => spec.confidence_threshold_percent = Some(n),
     }
@@ -92,19 +116,38 @@ fn hashed_change(spec: &mut AdaptivePolicySpec, which: u8, n: i64) {
     let east = &mut spec.clusters.as_mut().unwrap()[0];
     match which % 12 {
         0 => east.max_replicas = Some(11 + n),
-        1 => east.node_pools.get_or_insert_default().push(format!("pool{n}")),
+        1 => east
+            .node_pools
+            .get_or_insert_default()
+            .push(format!("pool{n}")),
         2 => east.region = Some(format!("region-{n}")),
         3 => east.cost_rank = Some(1 + n),
         4 => east.replica_capacity = Some(6.0 + n as f64),
-        5 => east.backend = Some(BackendRef { name: Some(format!("b{n}")), ..BackendRef::default() }),
+        5 => {
+            east.backend = Some(BackendRef {
+                name: Some(format!("b{n}")),
+                ..BackendRef::default()
+            })
+        }
         6 => {
-            east.node_selector.get_or_insert_default().insert(format!("k{n}"), "v".into());
+            east.node_selector
+                .get_or_insert_default()
+                .insert(format!("k{n}"), "v".into());
         }
         7 => spec.workload.get_or_insert_default().name = Some(format!("model-{n}")),
         8 => spec.capacity.get_or_insert_default().step = Some(3 + n),
         9 => spec.signals.get_or_insert_default().pressure = Some(format!("avg(waiting{n})")),
-        10 => spec.signals.get_or_insert_default().saturation_threshold = Some(Quantity::new(format!("{}", 1 + n))),
-        _ => spec.signals.get_or_insert_default().metrics.get_or_insert_default()[0].window = Some(GoDuration::new(format!("{}s", 61 + n))),
+        10 => {
+            spec.signals.get_or_insert_default().saturation_threshold =
+                Some(Quantity::new(format!("{}", 1 + n)))
+        }
+        _ => {
+            spec.signals
+                .get_or_insert_default()
+                .metrics
+                .get_or_insert_default()[0]
+                .window = Some(GoDuration::new(format!("{}s", 61 + n)))
+        }
     }
 }
 

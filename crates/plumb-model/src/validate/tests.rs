@@ -79,7 +79,11 @@ fn the_full_policy_is_valid_with_three_notices() {
     let notices: Vec<_> = checked.notices.iter().map(|n| n.path.as_str()).collect();
     assert_eq!(
         notices,
-        ["spec.signals.metrics", "spec.confidenceThresholdPercent", "spec.experimental.adaptive"]
+        [
+            "spec.signals.metrics",
+            "spec.confidenceThresholdPercent",
+            "spec.experimental.adaptive"
+        ]
     );
     assert!(checked.notices[0].message.contains("ignored by this build"));
 }
@@ -107,39 +111,154 @@ fn an_empty_spec_names_every_required_field() {
 #[test]
 fn each_rule_is_named_with_its_path() {
     let cases: &[(&str, &str, &str)] = &[
-        ("- name: west\n", "- name: east\n", "spec.clusters[1].name: duplicate cluster name \"east\" (also spec.clusters[0])"),
-        ("maxReplicas: 6", "maxReplicas: -1", "spec.clusters[1].maxReplicas: must be at least 0 (is -1)"),
-        ("    backend: {name: llama-west}\n", "", "spec.clusters[1].backend: required when traffic is set"),
-        ("{name: llama-west}", "{kind: Service}", "spec.clusters[1].backend.name: required"),
-        ("- {cluster: west, name: llama}", "- {cluster: north, name: llama}", "spec.traffic.routes[1].cluster: \"north\" is not one of spec.clusters"),
-        ("- {cluster: west, name: llama}", "- {name: llama}", "spec.traffic.routes[1].cluster: required"),
-        ("weight: 60", "weight: 101", "spec.clusters[0].weight: must be 0 to 100 (is 101)"),
-        ("minWeight: 10", "minWeight: -5", "spec.clusters[0].minWeight: must be 0 to 100 (is -5)"),
-        ("minWeight: 10", "minWeight: 95", "spec.clusters[0].minWeight: must not exceed maxWeight (95 > 90)"),
-        ("maxWeight: 90", "maxWeight: 50", "spec.clusters[0].weight: must not exceed maxWeight (60 > 50)"),
-        ("weight: 40", "weight: 30", "spec.clusters[].weight: Steady weights must sum to 100 when traffic is set (they sum to 90)"),
-        ("step: 3", "step: 0", "spec.capacity.step: must be at least 1 (is 0)"),
-        ("stepPercent: 5", "stepPercent: 101", "spec.traffic.stepPercent: must be 1 to 100 (is 101)"),
-        ("stepPercent: 5", "stepPercent: 0", "spec.traffic.stepPercent: must be 1 to 100 (is 0)"),
-        ("after: 3m", "after: -3m", "spec.escalation.after: negative duration: \"-3m\" (Go duration, e.g. 30s, 2m, 1h30m)"),
-        ("calmFor: 20m", "calmFor: \"20\"", "spec.escalation.calmFor: missing unit (ns, us, ms, s, m or h): \"20\" (Go duration, e.g. 30s, 2m, 1h30m)"),
-        ("window: 1m", "window: 1d", "spec.signals.metrics[0].window: unknown unit \"d\" (ns, us, ms, s, m or h): \"1d\" (Go duration, e.g. 30s, 2m, 1h30m)"),
-        ("saturationThreshold: \"50\"", "saturationThreshold: fifty", "spec.signals.saturationThreshold: expected a number: \"fifty\" (a quantity, e.g. \"50\" or \"0.9\")"),
-        ("latencySLO: 2.5", "latencySLO: -1", "spec.signals.latencySLO: must be a number of at least 0 (is -1)"),
-        ("replicaCapacity: 4", "replicaCapacity: 0", "spec.clusters[0].replicaCapacity: must be a number above 0 (is 0)"),
-        ("{replicaCapacity: 5,", "{replicaCapacity: -5,", "spec.capacity.replicaCapacity: must be a number above 0 (is -5)"),
-        ("demand: sum(rate(requests[1m]))", "demand: \"\"", "spec.signals.demand: must not be empty"),
-        ("      intent: keep latency low\n", "", "spec.experimental.adaptive.intent: required"),
-        ("burst: {step: 4,", "burst: {step: 0,", "spec.experimental.adaptive.burst.step: must be at least 1 (is 0)"),
-        ("stepPercent: 20}", "stepPercent: 200}", "spec.experimental.adaptive.burst.stepPercent: must be 1 to 100 (is 200)"),
-        ("confidenceThresholdPercent: 80", "confidenceThresholdPercent: 101", "spec.confidenceThresholdPercent: must be 0 to 100 (is 101)"),
-        ("{name: kv, query: kv_usage,", "{name: kv,", "spec.signals.metrics[0].query: required"),
-        ("nodePools: [gpu]", "nodePools: [\"\"]", "spec.clusters[0].nodePools[0]: must not be empty"),
+        (
+            "- name: west\n",
+            "- name: east\n",
+            "spec.clusters[1].name: duplicate cluster name \"east\" (also spec.clusters[0])",
+        ),
+        (
+            "maxReplicas: 6",
+            "maxReplicas: -1",
+            "spec.clusters[1].maxReplicas: must be at least 0 (is -1)",
+        ),
+        (
+            "    backend: {name: llama-west}\n",
+            "",
+            "spec.clusters[1].backend: required when traffic is set",
+        ),
+        (
+            "{name: llama-west}",
+            "{kind: Service}",
+            "spec.clusters[1].backend.name: required",
+        ),
+        (
+            "- {cluster: west, name: llama}",
+            "- {cluster: north, name: llama}",
+            "spec.traffic.routes[1].cluster: \"north\" is not one of spec.clusters",
+        ),
+        (
+            "- {cluster: west, name: llama}",
+            "- {name: llama}",
+            "spec.traffic.routes[1].cluster: required",
+        ),
+        (
+            "weight: 60",
+            "weight: 101",
+            "spec.clusters[0].weight: must be 0 to 100 (is 101)",
+        ),
+        (
+            "minWeight: 10",
+            "minWeight: -5",
+            "spec.clusters[0].minWeight: must be 0 to 100 (is -5)",
+        ),
+        (
+            "minWeight: 10",
+            "minWeight: 95",
+            "spec.clusters[0].minWeight: must not exceed maxWeight (95 > 90)",
+        ),
+        (
+            "maxWeight: 90",
+            "maxWeight: 50",
+            "spec.clusters[0].weight: must not exceed maxWeight (60 > 50)",
+        ),
+        (
+            "weight: 40",
+            "weight: 30",
+            "spec.clusters[].weight: Steady weights must sum to 100 when traffic is set (they sum to 90)",
+        ),
+        (
+            "step: 3",
+            "step: 0",
+            "spec.capacity.step: must be at least 1 (is 0)",
+        ),
+        (
+            "stepPercent: 5",
+            "stepPercent: 101",
+            "spec.traffic.stepPercent: must be 1 to 100 (is 101)",
+        ),
+        (
+            "stepPercent: 5",
+            "stepPercent: 0",
+            "spec.traffic.stepPercent: must be 1 to 100 (is 0)",
+        ),
+        (
+            "after: 3m",
+            "after: -3m",
+            "spec.escalation.after: negative duration: \"-3m\" (Go duration, e.g. 30s, 2m, 1h30m)",
+        ),
+        (
+            "calmFor: 20m",
+            "calmFor: \"20\"",
+            "spec.escalation.calmFor: missing unit (ns, us, ms, s, m or h): \"20\" (Go duration, e.g. 30s, 2m, 1h30m)",
+        ),
+        (
+            "window: 1m",
+            "window: 1d",
+            "spec.signals.metrics[0].window: unknown unit \"d\" (ns, us, ms, s, m or h): \"1d\" (Go duration, e.g. 30s, 2m, 1h30m)",
+        ),
+        (
+            "saturationThreshold: \"50\"",
+            "saturationThreshold: fifty",
+            "spec.signals.saturationThreshold: expected a number: \"fifty\" (a quantity, e.g. \"50\" or \"0.9\")",
+        ),
+        (
+            "latencySLO: 2.5",
+            "latencySLO: -1",
+            "spec.signals.latencySLO: must be a number of at least 0 (is -1)",
+        ),
+        (
+            "replicaCapacity: 4",
+            "replicaCapacity: 0",
+            "spec.clusters[0].replicaCapacity: must be a number above 0 (is 0)",
+        ),
+        (
+            "{replicaCapacity: 5,",
+            "{replicaCapacity: -5,",
+            "spec.capacity.replicaCapacity: must be a number above 0 (is -5)",
+        ),
+        (
+            "demand: sum(rate(requests[1m]))",
+            "demand: \"\"",
+            "spec.signals.demand: must not be empty",
+        ),
+        (
+            "      intent: keep latency low\n",
+            "",
+            "spec.experimental.adaptive.intent: required",
+        ),
+        (
+            "burst: {step: 4,",
+            "burst: {step: 0,",
+            "spec.experimental.adaptive.burst.step: must be at least 1 (is 0)",
+        ),
+        (
+            "stepPercent: 20}",
+            "stepPercent: 200}",
+            "spec.experimental.adaptive.burst.stepPercent: must be 1 to 100 (is 200)",
+        ),
+        (
+            "confidenceThresholdPercent: 80",
+            "confidenceThresholdPercent: 101",
+            "spec.confidenceThresholdPercent: must be 0 to 100 (is 101)",
+        ),
+        (
+            "{name: kv, query: kv_usage,",
+            "{name: kv,",
+            "spec.signals.metrics[0].query: required",
+        ),
+        (
+            "nodePools: [gpu]",
+            "nodePools: [\"\"]",
+            "spec.clusters[0].nodePools[0]: must not be empty",
+        ),
     ];
     for (from, to, expected) in cases {
         let text = edited(from, to);
         let got = lines(&check(&text));
-        assert!(got.iter().any(|l| l == expected), "{from} -> {to}: expected {expected:?}, got {got:?}");
+        assert!(
+            got.iter().any(|l| l == expected),
+            "{from} -> {to}: expected {expected:?}, got {got:?}"
+        );
     }
 }
 
@@ -148,7 +267,11 @@ fn unknown_fields_and_wrong_types_are_problems_with_their_path() {
     let checked = check(&edited("costRank: 1", "costRnak: 1"));
     assert_eq!(checked.problems.len(), 1);
     assert_eq!(checked.problems[0].path, "spec.clusters[0].costRnak");
-    assert!(checked.problems[0].rule.contains("unknown field `costRnak`"));
+    assert!(
+        checked.problems[0]
+            .rule
+            .contains("unknown field `costRnak`")
+    );
     let checked = check(&edited("placement: StaticFirst", "placement: Nearest"));
     assert_eq!(checked.problems[0].path, "spec.placement");
     let checked = check("spec: [");
@@ -157,20 +280,53 @@ fn unknown_fields_and_wrong_types_are_problems_with_their_path() {
 
 #[test]
 fn counts_are_bounded() {
-    let clusters: String = (0..256).map(|i| format!("  - {{name: c{i}, maxReplicas: 1}}\n")).collect();
+    let clusters: String = (0..256)
+        .map(|i| format!("  - {{name: c{i}, maxReplicas: 1}}\n"))
+        .collect();
     let text = format!("spec:\n  workload: {{name: w}}\n  clusters:\n{clusters}");
-    assert_eq!(lines(&check(&text)), ["spec.clusters: must list 1 to 255 clusters (lists 256)"]);
+    assert_eq!(
+        lines(&check(&text)),
+        ["spec.clusters: must list 1 to 255 clusters (lists 256)"]
+    );
     let text = "spec:\n  workload: {name: w}\n  clusters: []\n";
-    assert_eq!(lines(&check(text)), ["spec.clusters: must list 1 to 255 clusters (lists 0)"]);
-    let routes: String = (0..17).map(|_| "    - {cluster: east, name: r}\n".to_owned()).collect();
-    let text = edited("    - {cluster: east, namespace: gw, name: llama}\n    - {cluster: west, name: llama}\n", &routes);
-    assert_eq!(lines(&check(&text)), ["spec.traffic.routes: must list 1 to 16 routes (lists 17)"]);
-    let metrics: String = (0..17).map(|i| format!("    - {{name: m{i}, query: q}}\n")).collect();
-    let text = edited("    - {name: kv, query: kv_usage, unit: ratio, meaning: cache use, window: 1m, maxAge: 2m}\n", &metrics);
-    assert_eq!(lines(&check(&text)), ["spec.signals.metrics: must list at most 16 metrics (lists 17)"]);
-    let text = edited("intent: keep latency low", &format!("intent: {}", "x".repeat(1001)));
-    assert_eq!(lines(&check(&text)), ["spec.experimental.adaptive.intent: must be at most 1000 characters (has 1001)"]);
-    let text = edited("intent: keep latency low", &format!("intent: {}", "é".repeat(1000)));
+    assert_eq!(
+        lines(&check(text)),
+        ["spec.clusters: must list 1 to 255 clusters (lists 0)"]
+    );
+    let routes: String = (0..17)
+        .map(|_| "    - {cluster: east, name: r}\n".to_owned())
+        .collect();
+    let text = edited(
+        "    - {cluster: east, namespace: gw, name: llama}\n    - {cluster: west, name: llama}\n",
+        &routes,
+    );
+    assert_eq!(
+        lines(&check(&text)),
+        ["spec.traffic.routes: must list 1 to 16 routes (lists 17)"]
+    );
+    let metrics: String = (0..17)
+        .map(|i| format!("    - {{name: m{i}, query: q}}\n"))
+        .collect();
+    let text = edited(
+        "    - {name: kv, query: kv_usage, unit: ratio, meaning: cache use, window: 1m, maxAge: 2m}\n",
+        &metrics,
+    );
+    assert_eq!(
+        lines(&check(&text)),
+        ["spec.signals.metrics: must list at most 16 metrics (lists 17)"]
+    );
+    let text = edited(
+        "intent: keep latency low",
+        &format!("intent: {}", "x".repeat(1001)),
+    );
+    assert_eq!(
+        lines(&check(&text)),
+        ["spec.experimental.adaptive.intent: must be at most 1000 characters (has 1001)"]
+    );
+    let text = edited(
+        "intent: keep latency low",
+        &format!("intent: {}", "é".repeat(1000)),
+    );
     assert_eq!(lines(&check(&text)), Vec::<String>::new());
 }
 
@@ -185,7 +341,8 @@ fn every_problem_is_reported_at_once() {
 
 #[test]
 fn without_traffic_weights_and_backends_are_free() {
-    let text = "spec:\n  workload: {name: w}\n  clusters:\n  - {name: a, maxReplicas: 2, weight: 30}\n";
+    let text =
+        "spec:\n  workload: {name: w}\n  clusters:\n  - {name: a, maxReplicas: 2, weight: 30}\n";
     assert!(check(text).is_valid());
     assert!(check(text).notices.is_empty());
 }
@@ -203,14 +360,34 @@ fn arbitrary_json() -> impl Strategy<Value = serde_json::Value> {
         any::<bool>().prop_map(serde_json::Value::from),
         any::<i64>().prop_map(serde_json::Value::from),
         "[a-z0-9.]{0,6}".prop_map(serde_json::Value::from),
-        prop_oneof![Just("2m"), Just("-1s"), Just("1.5h"), Just("0"), Just("50")].prop_map(serde_json::Value::from),
+        prop_oneof![Just("2m"), Just("-1s"), Just("1.5h"), Just("0"), Just("50")]
+            .prop_map(serde_json::Value::from),
     ];
     let keys = prop_oneof![
-        Just("spec"), Just("workload"), Just("name"), Just("clusters"), Just("maxReplicas"),
-        Just("weight"), Just("minWeight"), Just("maxWeight"), Just("traffic"), Just("routes"),
-        Just("cluster"), Just("backend"), Just("escalation"), Just("after"), Just("capacity"),
-        Just("step"), Just("signals"), Just("metrics"), Just("saturationThreshold"),
-        Just("experimental"), Just("adaptive"), Just("intent"), Just("stepPercent"), Just("x"),
+        Just("spec"),
+        Just("workload"),
+        Just("name"),
+        Just("clusters"),
+        Just("maxReplicas"),
+        Just("weight"),
+        Just("minWeight"),
+        Just("maxWeight"),
+        Just("traffic"),
+        Just("routes"),
+        Just("cluster"),
+        Just("backend"),
+        Just("escalation"),
+        Just("after"),
+        Just("capacity"),
+        Just("step"),
+        Just("signals"),
+        Just("metrics"),
+        Just("saturationThreshold"),
+        Just("experimental"),
+        Just("adaptive"),
+        Just("intent"),
+        Just("stepPercent"),
+        Just("x"),
     ];
     leaf.prop_recursive(4, 48, 6, move |inner| {
         prop_oneof![

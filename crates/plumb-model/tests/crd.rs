@@ -1,0 +1,466 @@
+//! The hand-written CRD (`deploy/plumb/crds/adaptivepolicies.plumb-k8s.github.io.yaml`) against
+//! the Rust types: every field of `spec` and `status` is in the schema with a matching type and
+//! every field of the schema is in the types; the schema's defaults are the built-in ones; the
+//! printer columns point at fields that exist.
+//!
+//! The types' fields are enumerated by deserializing them from a tracing deserializer, which
+//! answers every field serde asks for and records its path and kind, so a field added to a type
+//! shows here without anyone listing it.
+
+use std::cell::RefCell;
+use std::collections::BTreeMap;
+use std::path::Path;
+
+use plumb_model::policy::{API_VERSION, GROUP, KIND, PLURAL, VERSION};
+use plumb_model::spec::{AdaptivePolicySpec, defaults};
+use plumb_model::status::PolicyStatus;
+use serde::Deserialize;
+use serde::de::value::{Error, StrDeserializer};
+use serde::de::{self, DeserializeSeed, IntoDeserializer, Visitor};
+use serde_json::Value;
+
+const CRD: &str = "deploy/plumb/crds/adaptivepolicies.plumb-k8s.github.io.yaml";
+
+fn crd() -> Value {
+    let path = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../..")
+        .join(CRD);
+    let text = std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("cannot read {CRD}: {e}"));
+    serde_saphyr::from_str(&text).unwrap_or_else(|e| panic!("{CRD} is not YAML: {e}"))
+}
+
+fn version_schema(crd: &Value) -> &Value {
+    &crd["spec"]["versions"][0]
+}
+
+// ---- the tracing deserializer ----
+
+type Fields = RefCell<BTreeMap<String, &'static str>>;
+
+/// Answers every request of a `Deserialize` impl and records `path → kind`.
+struct Tracer<'a> {
+    path: String,
+    out: &'a Fields,
+}
+
+/// Every string the tracer hands out: a valid timestamp, so time fields deserialize too.
+const ANY_STRING: &str = "2026-01-01T00:00:00Z";
+
+impl<'a> Tracer<'a> {
+    fn record(&self, kind: &'static str) {
+        self.out.borrow_mut().insert(self.path.clone(), kind);
+    }
+    fn child(&self, suffix: &str) -> Tracer<'a> {
+        let path = if self.path.is_empty() {
+            suffix.trim_start_matches('.').to_owned()
+        } else {
+            format!("{}{suffix}", self.path)
+        };
+        Tracer {
+            path,
+            out: self.out,
+        }
+    }
+}
+
+/// Map access over one entry per field (a struct) or one `k` entry (a map).
+struct Entries<'a> {
+    tracer: Tracer<'a>,
+    keys: Vec<&'static str>,
+    value_suffix: Vec<String>,
+    at: usize,
+}
+
+impl<'de> de::MapAccess<'de> for Entries<'_> {
+    type Error = Error;
+    fn next_key_seed<K: DeserializeSeed<'de>>(
+        &mut self,
+        seed: K,
+    ) -> Result<Option<K::Value>, Error> {
+        let Some(key) = self.keys.get(self.at) else {
+            return Ok(None);
+        };
+        seed.deserialize(StrDeserializer::<Error>::new(key))
+            .map(Some)
+    }
+    fn next_value_seed<V: DeserializeSeed<'de>>(&mut self, seed: V) -> Result<V::Value, Error> {
+        let child = self.tracer.child(&self.value_suffix[self.at]);
+        self.at += 1;
+        seed.deserialize(child)
+    }
+}
+
+/// Seq access with one element.
+struct One<'a>(Option<Tracer<'a>>);
+
+impl<'de> de::SeqAccess<'de> for One<'_> {
+    type Error = Error;
+    fn next_element_seed<T: DeserializeSeed<'de>>(
+        &mut self,
+        seed: T,
+    ) -> Result<Option<T::Value>, Error> {
+        self.0.take().map(|t| seed.deserialize(t)).transpose()
+    }
+}
+
+macro_rules! integers {
+    ($($method:ident)*) => {$(
+        fn $method<V: Visitor<'de>>(self, visitor: V) -> Result<V::Value, Error> {
+            self.record("integer");
+            visitor.visit_i64(0)
+        }
+    )*};
+}
+
+impl<'de> de::Deserializer<'de> for Tracer<'_> {
+    type Error = Error;
+
+    /// Only the quantity asks for "anything": it is an int-or-string.
+    fn deserialize_any<V: Visitor<'de>>(self, visitor: V) -> Result<V::Value, Error> {
+        self.record("int-or-string");
+        visitor.visit_str("1")
+    }
+    fn deserialize_bool<V: Visitor<'de>>(self, visitor: V) -> Result<V::Value, Error> {
+        self.record("boolean");
+        visitor.visit_bool(false)
+    }
+    integers!(deserialize_i8 deserialize_i16 deserialize_i32 deserialize_i64 deserialize_u8 deserialize_u16 deserialize_u32 deserialize_u64);
+    fn deserialize_f32<V: Visitor<'de>>(self, visitor: V) -> Result<V::Value, Error> {
+        self.deserialize_f64(visitor)
+    }
+    fn deserialize_f64<V: Visitor<'de>>(self, visitor: V) -> Result<V::Value, Error> {
+        self.record("number");
+        visitor.visit_f64(1.0)
+    }
+    fn deserialize_str<V: Visitor<'de>>(self, visitor: V) -> Result<V::Value, Error> {
+        self.record("string");
+        visitor.visit_str(ANY_STRING)
+    }
+    fn deserialize_string<V: Visitor<'de>>(self, visitor: V) -> Result<V::Value, Error> {
+        self.deserialize_str(visitor)
+    }
+    fn deserialize_option<V: Visitor<'de>>(self, visitor: V) -> Result<V::Value, Error> {
+        visitor.visit_some(self)
+    }
+    fn deserialize_newtype_struct<V: Visitor<'de>>(
+        self,
+        _: &'static str,
+        visitor: V,
+    ) -> Result<V::Value, Error> {
+        visitor.visit_newtype_struct(self)
+    }
+    fn deserialize_seq<V: Visitor<'de>>(self, visitor: V) -> Result<V::Value, Error> {
+        self.record("array");
+        let item = self.child("[]");
+        visitor.visit_seq(One(Some(item)))
+    }
+    fn deserialize_map<V: Visitor<'de>>(self, visitor: V) -> Result<V::Value, Error> {
+        self.record("map");
+        visitor.visit_map(Entries {
+            tracer: self,
+            keys: vec!["k"],
+            value_suffix: vec![".*".to_owned()],
+            at: 0,
+        })
+    }
+    fn deserialize_struct<V: Visitor<'de>>(
+        self,
+        _: &'static str,
+        fields: &'static [&'static str],
+        visitor: V,
+    ) -> Result<V::Value, Error> {
+        self.record("object");
+        visitor.visit_map(Entries {
+            value_suffix: fields.iter().map(|f| format!(".{f}")).collect(),
+            keys: fields.to_vec(),
+            tracer: self,
+            at: 0,
+        })
+    }
+    fn deserialize_enum<V: Visitor<'de>>(
+        self,
+        _: &'static str,
+        variants: &'static [&'static str],
+        visitor: V,
+    ) -> Result<V::Value, Error> {
+        self.record("string");
+        visitor.visit_enum(variants[0].into_deserializer())
+    }
+    fn deserialize_identifier<V: Visitor<'de>>(self, visitor: V) -> Result<V::Value, Error> {
+        visitor.visit_str(ANY_STRING)
+    }
+    fn deserialize_ignored_any<V: Visitor<'de>>(self, visitor: V) -> Result<V::Value, Error> {
+        visitor.visit_unit()
+    }
+    serde::forward_to_deserialize_any! {
+        i128 u128 char bytes byte_buf unit unit_struct tuple tuple_struct
+    }
+}
+
+/// `path → kind` of every field of `T`, `root` prefixed.
+fn type_fields<T: for<'de> Deserialize<'de>>(root: &str) -> BTreeMap<String, &'static str> {
+    let out = Fields::default();
+    T::deserialize(Tracer {
+        path: root.to_owned(),
+        out: &out,
+    })
+    .unwrap_or_else(|e| panic!("tracing {root}: {e}"));
+    out.into_inner()
+}
+
+// ---- the schema's fields ----
+
+fn schema_kind(node: &Value) -> &'static str {
+    if node["x-kubernetes-int-or-string"] == Value::Bool(true) {
+        return "int-or-string";
+    }
+    match node["type"].as_str() {
+        Some("object") if node.get("additionalProperties").is_some() => "map",
+        Some("object") => "object",
+        Some("array") => "array",
+        Some("string") => "string",
+        Some("integer") => "integer",
+        Some("number") => "number",
+        Some("boolean") => "boolean",
+        other => panic!("schema type {other:?} at {node}"),
+    }
+}
+
+fn schema_fields(node: &Value, path: &str, out: &mut BTreeMap<String, &'static str>) {
+    out.insert(path.to_owned(), schema_kind(node));
+    if let Some(props) = node["properties"].as_object() {
+        for (name, child) in props {
+            schema_fields(child, &format!("{path}.{name}"), out);
+        }
+    }
+    if let Some(items) = node.get("items") {
+        schema_fields(items, &format!("{path}[]"), out);
+    }
+    if let Some(values) = node.get("additionalProperties").filter(|v| v.is_object()) {
+        schema_fields(values, &format!("{path}.*"), out);
+    }
+}
+
+fn schema_defaults(node: &Value, path: &str, out: &mut BTreeMap<String, Value>) {
+    if let Some(d) = node.get("default") {
+        out.insert(path.to_owned(), d.clone());
+    }
+    if let Some(props) = node["properties"].as_object() {
+        for (name, child) in props {
+            schema_defaults(child, &format!("{path}.{name}"), out);
+        }
+    }
+    if let Some(items) = node.get("items") {
+        schema_defaults(items, &format!("{path}[]"), out);
+    }
+}
+
+fn root_schema(crd: &Value) -> &Value {
+    &version_schema(crd)["schema"]["openAPIV3Schema"]
+}
+
+fn diff(types: &BTreeMap<String, &str>, schema: &BTreeMap<String, &str>) -> Vec<String> {
+    let mut out = Vec::new();
+    for (path, kind) in types {
+        match schema.get(path) {
+            None => out.push(format!("{path} ({kind}) is in the types but not in {CRD}")),
+            Some(k) if k != kind => {
+                out.push(format!("{path}: the types say {kind}, {CRD} says {k}"))
+            }
+            Some(_) => {}
+        }
+    }
+    for path in schema.keys().filter(|p| !types.contains_key(*p)) {
+        out.push(format!("{path} is in {CRD} but not in the types"));
+    }
+    out
+}
+
+#[test]
+fn the_crd_names_the_api() {
+    let crd = crd();
+    assert_eq!(crd["spec"]["group"], GROUP);
+    assert_eq!(crd["spec"]["names"]["kind"], KIND);
+    assert_eq!(crd["spec"]["names"]["plural"], PLURAL);
+    assert_eq!(crd["spec"]["scope"], "Namespaced");
+    assert_eq!(crd["metadata"]["name"], format!("{PLURAL}.{GROUP}"));
+    assert_eq!(version_schema(&crd)["name"], VERSION);
+    assert_eq!(API_VERSION, format!("{GROUP}/{VERSION}"));
+    assert_eq!(
+        version_schema(&crd)["subresources"]["status"],
+        serde_json::json!({})
+    );
+}
+
+#[test]
+fn every_spec_and_status_field_is_in_the_schema_and_back() {
+    let crd = crd();
+    let root = root_schema(&crd);
+    let mut types = type_fields::<AdaptivePolicySpec>("spec");
+    types.extend(type_fields::<PolicyStatus>("status"));
+    let mut schema = BTreeMap::new();
+    schema_fields(&root["properties"]["spec"], "spec", &mut schema);
+    schema_fields(&root["properties"]["status"], "status", &mut schema);
+    let problems = diff(&types, &schema);
+    assert!(problems.is_empty(), "\n{}", problems.join("\n"));
+    assert!(
+        types.len() > 100,
+        "the tracer saw only {} fields",
+        types.len()
+    );
+}
+
+/// A spec with every section present and no optional leaf set: the effective spec fills in
+/// exactly the defaults.
+const BARE: &str = "spec:\n  workload: {name: w}\n  clusters: [{name: a, maxReplicas: 1}]\n  signals:\n    metrics: [{name: m, query: q}]\n  capacity: {}\n  escalation: {}\n  traffic: {routes: [{cluster: a, name: r}]}\n  experimental: {adaptive: {intent: i}}\n";
+
+/// Defaults that depend on the policy or its other fields, which a schema cannot state.
+const CONTEXT_DEFAULTS: [&str; 4] = [
+    "spec.workload.namespace",
+    "spec.traffic.routes[].namespace",
+    "spec.clusters[].nodePools",
+    "spec.clusters[].replicaCapacity",
+];
+
+/// Leaf values of a JSON value by path (arrays: their first element as `[]`).
+fn leaves(value: &Value, path: &str, out: &mut BTreeMap<String, Value>) {
+    match value {
+        Value::Object(m) => m
+            .iter()
+            .for_each(|(k, v)| leaves(v, &format!("{path}.{k}"), out)),
+        Value::Array(items) if !items.is_empty() && items[0].is_object() => {
+            leaves(&items[0], &format!("{path}[]"), out);
+        }
+        other => {
+            out.insert(path.to_owned(), other.clone());
+        }
+    }
+}
+
+#[test]
+fn the_schemas_defaults_are_the_built_in_ones() {
+    let crd = crd();
+    let mut schema = BTreeMap::new();
+    schema_defaults(
+        &root_schema(&crd)["properties"]["spec"],
+        "spec",
+        &mut schema,
+    );
+    let policy = plumb_model::AdaptivePolicy::from_yaml(BARE).unwrap();
+    let mut written = BTreeMap::new();
+    leaves(
+        &serde_json::to_value(&policy.spec).unwrap(),
+        "spec",
+        &mut written,
+    );
+    let mut effective = BTreeMap::new();
+    leaves(
+        &serde_json::to_value(policy.spec.effective(Some("ns"))).unwrap(),
+        "spec",
+        &mut effective,
+    );
+    let filled: BTreeMap<&String, &Value> = effective
+        .iter()
+        .filter(|(p, _)| !written.contains_key(*p) && !CONTEXT_DEFAULTS.contains(&p.as_str()))
+        .collect();
+    let schema_refs: BTreeMap<&String, &Value> = schema.iter().collect();
+    assert_eq!(schema_refs, filled);
+    assert_eq!(
+        schema["spec.capacity.step"],
+        serde_json::json!(defaults::STEP)
+    );
+    assert_eq!(
+        schema["spec.escalation.after"],
+        serde_json::json!(defaults::AFTER)
+    );
+}
+
+#[test]
+fn the_printer_columns_show_mode_needed_floor_and_phase() {
+    let crd = crd();
+    let columns: Vec<(String, String)> = version_schema(&crd)["additionalPrinterColumns"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|c| {
+            (
+                c["name"].as_str().unwrap().to_owned(),
+                c["jsonPath"].as_str().unwrap().to_owned(),
+            )
+        })
+        .collect();
+    let expected = [
+        ("MODE", ".spec.mode"),
+        ("NEEDED", ".status.report.neededReplicas"),
+        ("FLOOR", ".status.intent.replicas"),
+        ("PHASE", ".status.fleet.phase"),
+    ];
+    for (i, (name, path)) in expected.iter().enumerate() {
+        assert_eq!(
+            (columns[i].0.as_str(), columns[i].1.as_str()),
+            (*name, *path)
+        );
+    }
+    let mut types = type_fields::<AdaptivePolicySpec>("spec");
+    types.extend(type_fields::<PolicyStatus>("status"));
+    for (_, path) in expected {
+        assert!(types.contains_key(&path[1..]), "{path} is not a field");
+    }
+}
+
+#[test]
+fn the_duration_pattern_accepts_what_the_parser_accepts() {
+    let crd = crd();
+    let pattern = root_schema(&crd)["properties"]["spec"]["properties"]["escalation"]["properties"]
+        ["after"]["pattern"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    // The pattern, read as a grammar by hand: optional '+', then "0" or one or more
+    // <number><unit> components. Checked against the parser on examples either way.
+    assert!(pattern.contains("(ns|us|µs|μs|ms|s|m|h)"));
+    for good in [
+        "0", "30s", "2m", "1h30m", "1.5h", "300ms", "1us", ".5s", "+5s",
+    ] {
+        assert!(plumb_model::parse_go_duration(good).is_ok(), "{good}");
+        assert!(matches_duration_pattern(good), "{good}");
+    }
+    for bad in ["-1s", "30", "1d", "", "1h 30m", "s", "."] {
+        assert!(!matches_duration_pattern(bad), "{bad}");
+        assert!(plumb_model::parse_go_duration(bad).is_err(), "{bad}");
+    }
+}
+
+/// The CRD's duration pattern, hand-translated (no regex crate in the tree).
+fn matches_duration_pattern(text: &str) -> bool {
+    let body = text.strip_prefix('+').unwrap_or(text);
+    if body == "0" {
+        return true;
+    }
+    let mut rest = body;
+    if rest.is_empty() {
+        return false;
+    }
+    while !rest.is_empty() {
+        let int = rest.len() - rest.trim_start_matches(|c: char| c.is_ascii_digit()).len();
+        let (mut number_len, mut has_digits) = (int, int > 0);
+        if rest[int..].starts_with('.') {
+            let after = &rest[int + 1..];
+            let frac = after.len() - after.trim_start_matches(|c: char| c.is_ascii_digit()).len();
+            number_len = int + 1 + frac;
+            has_digits |= frac > 0;
+        }
+        if !has_digits {
+            return false;
+        }
+        rest = &rest[number_len..];
+        let Some(unit) = ["ns", "us", "µs", "μs", "ms", "s", "m", "h"]
+            .into_iter()
+            .find(|u| rest.starts_with(u) && !(*u == "m" && rest.starts_with("ms")))
+        else {
+            return false;
+        };
+        rest = &rest[unit.len()..];
+    }
+    true
+}
