@@ -5,7 +5,6 @@
 //! Kubernetes types stay inside this crate; the decisions are the core crates'.
 
 pub mod cli;
-pub mod karpenter;
 pub mod objects;
 pub mod observe;
 pub mod policy;

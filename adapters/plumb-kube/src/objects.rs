@@ -10,13 +10,15 @@ use std::collections::BTreeMap;
 use std::fmt;
 use std::path::{Path, PathBuf};
 
-use k8s_openapi::api::apps::v1::Deployment;
-use k8s_openapi::api::autoscaling::v2::HorizontalPodAutoscaler;
-use k8s_openapi::api::core::v1::{Event, Node, Pod};
+use plumb_core::member::{
+    Autoscaler, Deployment, Event, MemberObservation, NodeClaim, NodePool, ObservedPod,
+};
+use scheduler_model::objects::{Namespace, Node};
 use serde::de::DeserializeOwned;
 use serde_json::Value;
 
-use crate::karpenter::{self, NodeClaim, NodePool};
+/// The API group and version of Karpenter's NodePool and NodeClaim.
+pub const KARPENTER_API_VERSION: &str = "karpenter.sh/v1";
 
 /// The API group and version of the AdaptivePolicy.
 pub const POLICY_API_VERSION: &str = "plumb-k8s.github.io/v1alpha1";
@@ -65,23 +67,13 @@ impl RecordedPolicy {
     }
 }
 
-/// The objects of a recorded member, by kind, in the order read (files by name).
+/// The objects of a recorded member, by kind, in the order read (files by name): the
+/// observation the member report reads (its `namespace` and `promised` are the replay's to
+/// fill), and the AdaptivePolicies.
 #[derive(Debug, Clone, Default)]
 pub struct MemberObjects {
-    /// `apps/v1` Deployments.
-    pub deployments: Vec<Deployment>,
-    /// `autoscaling/v2` HorizontalPodAutoscalers.
-    pub autoscalers: Vec<HorizontalPodAutoscaler>,
-    /// Pods.
-    pub pods: Vec<Pod>,
-    /// Nodes.
-    pub nodes: Vec<Node>,
-    /// `karpenter.sh/v1` NodePools.
-    pub node_pools: Vec<NodePool>,
-    /// `karpenter.sh/v1` NodeClaims.
-    pub node_claims: Vec<NodeClaim>,
-    /// `v1` Events.
-    pub events: Vec<Event>,
+    /// Deployments, HPAs, Pods, Nodes, Namespaces, NodePools, NodeClaims and Events.
+    pub observed: MemberObservation,
     /// AdaptivePolicies.
     pub policies: Vec<RecordedPolicy>,
     /// Objects of other kinds, counted by `apiVersion/kind`.
@@ -183,16 +175,20 @@ impl MemberObjects {
         let (Some(api_version), Some(kind)) = (field("apiVersion"), field("kind")) else {
             return Err(" (no apiVersion and kind): every object needs both".to_owned());
         };
+        let o = &mut self.observed;
         match (api_version, kind) {
-            ("apps/v1", "Deployment") => push(&mut self.deployments, kind, item),
+            ("apps/v1", "Deployment") => push::<Deployment>(&mut o.deployments, kind, item),
             ("autoscaling/v2", "HorizontalPodAutoscaler") => {
-                push(&mut self.autoscalers, kind, item)
+                push::<Autoscaler>(&mut o.autoscalers, kind, item)
             }
-            ("v1", "Pod") => push(&mut self.pods, kind, item),
-            ("v1", "Node") => push(&mut self.nodes, kind, item),
-            ("v1", "Event") => push(&mut self.events, kind, item),
-            (karpenter::API_VERSION, "NodePool") => push(&mut self.node_pools, kind, item),
-            (karpenter::API_VERSION, "NodeClaim") => push(&mut self.node_claims, kind, item),
+            ("v1", "Pod") => push::<ObservedPod>(&mut o.pods, kind, item),
+            ("v1", "Node") => push::<Node>(&mut o.nodes, kind, item),
+            ("v1", "Namespace") => push::<Namespace>(&mut o.namespaces, kind, item),
+            ("v1", "Event") => push::<Event>(&mut o.events, kind, item),
+            (KARPENTER_API_VERSION, "NodePool") => push::<NodePool>(&mut o.node_pools, kind, item),
+            (KARPENTER_API_VERSION, "NodeClaim") => {
+                push::<NodeClaim>(&mut o.node_claims, kind, item)
+            }
             (POLICY_API_VERSION, "AdaptivePolicy") => {
                 if !item.get("metadata").is_some_and(Value::is_object) {
                     return Err(" (AdaptivePolicy): metadata: missing".to_owned());
@@ -268,8 +264,11 @@ mod tests {
                "metadata":{"name":"p","namespace":"serving"},"spec":{}}]}"#,
         )
         .unwrap();
-        assert_eq!(objects.nodes.len(), 1);
-        assert_eq!(objects.node_pools[0].spec.limits["nvidia.com/gpu"].0, "32");
+        assert_eq!(objects.observed.nodes.len(), 1);
+        assert_eq!(
+            objects.observed.node_pools[0].spec.limits["nvidia.com/gpu"],
+            "32"
+        );
         assert_eq!(objects.policies[0].key(), "serving/p");
         assert_eq!(objects.policies[0].origin.to_string(), "m.json: items[3]");
         assert_eq!(objects.other_kinds["v1/Service"], 1);

@@ -103,7 +103,7 @@ pub fn check_file(path: &Path, print_effective: bool) -> CheckOutcome {
 /// the YAML writer refuse a value).
 pub fn effective_yaml(policy: &AdaptivePolicy) -> String {
     let mut effective = policy.clone();
-    effective.spec = policy.spec.clone(); // PENDING: spec.effective() once plumb-model has it
+    effective.spec = policy.spec.effective(policy.metadata.namespace.as_deref());
     serde_saphyr::to_string(&effective)
         .unwrap_or_else(|_| serde_json::to_string_pretty(&effective).unwrap_or_default() + "\n")
 }

@@ -10,6 +10,7 @@ use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
+use plumb_core::member::Diagnostics;
 use plumb_model::{AdaptivePolicy, Condition, Report, Timestamp};
 use serde_json::{Value, json};
 
@@ -76,10 +77,12 @@ pub struct ReplayOutput {
     pub cluster: String,
     /// The report's time.
     pub now: Timestamp,
-    /// The member report.
-    pub report: Report,
+    /// The member report (`None` when the cluster is not in the policy's `clusters[]`).
+    pub report: Option<Report>,
     /// The conditions the member writes (`Ready`).
     pub conditions: Vec<Condition>,
+    /// How static room was found: registered and `filtered` nodes, promised replicas placed.
+    pub diagnostics: Diagnostics,
 }
 
 /// Runs the replay of `args`: the output text, or the one-line error.
@@ -110,7 +113,7 @@ pub fn main(args: &ReplayArgs) -> ExitCode {
 
 /// Every recorded policy decoded, the one reported on first.
 struct Policies {
-    chosen: (Origin, AdaptivePolicy),
+    chosen: AdaptivePolicy,
     others: Vec<AdaptivePolicy>,
 }
 
@@ -169,7 +172,7 @@ fn policies(recorded: &Recorded, wanted: Option<&str>) -> Result<Policies, Input
                     message: located(&recorded_policy.origin, &keys[i], &format!("{first}{more}")),
                 });
             }
-            chosen = Some((recorded_policy.origin.clone(), policy));
+            chosen = Some(policy);
         } else {
             others.push(policy);
         }
@@ -186,20 +189,22 @@ pub fn replay(
     wanted: Option<&str>,
 ) -> Result<ReplayOutput, InputError> {
     let policies = policies(recorded, wanted)?;
-    let (origin, policy) = &policies.chosen;
-    let (report, conditions) =
-        crate::observe::report(recorded, policy, &policies.others, cluster, now).map_err(
-            |message| InputError {
-                path: origin.path.clone(),
-                message,
-            },
-        )?;
+    let policy = &policies.chosen;
+    let reported = crate::observe::report(
+        &recorded.objects.observed,
+        &recorded.signals,
+        policy,
+        &policies.others,
+        cluster,
+        now,
+    );
     Ok(ReplayOutput {
         policy: policy.key(),
         cluster: cluster.to_owned(),
         now,
-        report,
-        conditions,
+        report: reported.report,
+        conditions: vec![reported.ready],
+        diagnostics: reported.diagnostics,
     })
 }
 
@@ -211,6 +216,7 @@ pub fn render_json(output: &ReplayOutput) -> String {
         "now": output.now,
         "report": output.report,
         "conditions": output.conditions,
+        "staticDiagnostics": diagnostics_json(&output.diagnostics),
     });
     serde_json::to_string_pretty(&value).unwrap_or_default() + "\n"
 }
@@ -222,24 +228,44 @@ pub fn render_table(output: &ReplayOutput) -> String {
         "POLICY {}  CLUSTER {}  AT {}\n\n{:<24} VALUE\n",
         output.policy, output.cluster, output.now, "FIELD"
     );
-    if let Ok(Value::Object(fields)) = serde_json::to_value(&output.report) {
-        for (name, value) in &fields {
-            let _ = writeln!(text, "{name:<24} {}", cell(value));
+    match serde_json::to_value(&output.report) {
+        Ok(Value::Object(fields)) => {
+            for (name, value) in &fields {
+                let _ = writeln!(text, "{name:<24} {}", cell(value));
+            }
         }
+        _ => text.push_str("(no report: the cluster is not a member)\n"),
     }
+    let d = &output.diagnostics;
+    let _ = writeln!(
+        text,
+        "\nstatic room: {} registered nodes, {} filtered; {} promised replicas placed first, {} \
+         left for NodePool headroom",
+        d.registered, d.filtered, d.promised_placed, d.promised_unplaced
+    );
     let _ = writeln!(
         text,
         "\n{:<8} {:<7} {:<20} MESSAGE",
         "TYPE", "STATUS", "REASON"
     );
     for c in &output.conditions {
-        let _ = writeln!(
-            text,
+        let line = format!(
             "{:<8} {:<7} {:<20} {}",
             c.type_, c.status, c.reason, c.message
         );
+        let _ = writeln!(text, "{}", line.trim_end());
     }
     text
+}
+
+/// The static diagnostics as JSON (the names the agent's log uses).
+fn diagnostics_json(d: &Diagnostics) -> Value {
+    json!({
+        "registered": d.registered,
+        "filtered": d.filtered,
+        "promisedPlaced": d.promised_placed,
+        "promisedUnplaced": d.promised_unplaced,
+    })
 }
 
 /// A report value in one cell: a sample as `value (at time)`, text unquoted.
