@@ -45,7 +45,7 @@ use serde_json::Value;
 
 /// The core crates the design names; every package under `crates/` is checked as core, this list
 /// only guards against the check silently seeing none of them.
-const CORE_CRATES: [&str; 7] = [
+const CORE_CRATES: [&str; 8] = [
     "alfred-model",
     "alfred-observe",
     "alfred-score",
@@ -53,6 +53,7 @@ const CORE_CRATES: [&str; 7] = [
     "alfred-arbiter",
     "alfred-dispatch",
     "alfred-sim",
+    "scheduler-model",
 ];
 
 /// Crates that bring IO, async runtimes, Kubernetes clients or randomness, anywhere in a core
@@ -77,13 +78,15 @@ const ALLOWED: [(&str, &str); 1] = [("alfred-observe", "k8s-openapi")];
 
 /// The workspace crates each core crate may depend on (normal and build dependencies), as
 /// ARCHITECTURE.md draws them: adapters → dispatch → (policy → score, arbiter, sim) → model,
-/// observe → model. Any other edge between workspace crates fails.
-const CORE_DIRECTION: [(&str, &[&str]); 8] = [
+/// observe → model; sim → scheduler-model, the product-neutral scheduler model. Any other edge
+/// between workspace crates fails.
+const CORE_DIRECTION: [(&str, &[&str]); 9] = [
     ("alfred-model", &[]),
+    ("scheduler-model", &[]),
     ("alfred-testkit", &["alfred-model"]),
     ("alfred-observe", &["alfred-model"]),
     ("alfred-score", &["alfred-model"]),
-    ("alfred-sim", &["alfred-model"]),
+    ("alfred-sim", &["alfred-model", "scheduler-model"]),
     ("alfred-arbiter", &["alfred-model"]),
     ("alfred-policy", &["alfred-model", "alfred-score"]),
     (

@@ -48,26 +48,20 @@
 //! # Ok::<(), Box<dyn std::error::Error>>(())
 //! ```
 
-pub mod clip;
-pub mod config;
-pub mod engine;
-mod gang;
 pub mod identity;
-pub mod model;
-pub mod objects;
-pub mod outcome;
-pub mod plugins;
-pub mod quantity;
 pub mod selection;
 pub mod wire;
 pub mod workers;
 
-/// The scheduler name of pods that name none.
-pub const DEFAULT_SCHEDULER_NAME: &str = "default-scheduler";
+// The scheduler model itself lives in the product-neutral `scheduler-model` crate; its modules
+// and root items are re-exported so every `alfred_sim::…` path keeps working.
+pub use scheduler_model::{
+    DEFAULT_SCHEDULER_NAME, clip, config, engine, model, objects, outcome, plugins, quantity,
+    simulate,
+};
 
 pub use config::{ConfigError, Profile, load_config};
 pub use engine::{InputError, MoveInput, Outcome, PodPlacement, PreparedCluster};
-pub use gang::is_gpu_resource;
 pub use identity::{
     BuildInfo, Identity, PrintedProfile, canonical_json, configuration_id, printed_profile,
     sha256_hex,
@@ -75,6 +69,7 @@ pub use identity::{
 pub use objects::Cluster;
 pub use outcome::{Cause, Decision, Failure, SchedulingReason, SchedulingStatus, WorkerReason};
 pub use plugins::SCHEDULER_VERSION;
+pub use scheduler_model::is_gpu_resource;
 pub use selection::{ProfileConfig, Selected, TemplateFacts, select_profile};
 pub use wire::{
     Evaluation, Placement, PodRef, RequestError, SimulationRequest, SimulationResult,
@@ -82,13 +77,3 @@ pub use wire::{
     encode_result, evaluate, validate_result,
 };
 pub use workers::{ProbeError, WorkerEntry, WorkersError, WorkersFile, check_probe, parse_workers};
-
-/// Simulates one move in-process: converts `cluster` and places `input`'s replacement pods.
-/// For several moves against the same cluster, build a [`PreparedCluster`] once instead.
-pub fn simulate(
-    profile: &Profile,
-    cluster: &Cluster,
-    input: &MoveInput<'_>,
-) -> Result<Outcome, InputError> {
-    PreparedCluster::new(cluster, &profile.scheduler_name)?.simulate(profile, input, &mut || false)
-}
