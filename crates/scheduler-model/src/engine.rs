@@ -1,6 +1,7 @@
 //! The deterministic driver (docs/design-simulation.md#driver) over a snapshot with an undo log
 //! for gang trials; the default profile's filter and score plugins
-//! (docs/design-simulation.md#default-profile) are in `filter` and `score`.
+//! (docs/design-simulation.md#default-profile) are in `filter` and `score`; `fit` answers room
+//! questions (place and keep, count the copies that fit).
 
 use std::collections::{BTreeMap, BTreeSet};
 
@@ -12,6 +13,7 @@ use crate::objects::{Cluster, LabelSelector, Pod};
 use crate::outcome::{Cause, Decision, Failure};
 
 mod filter;
+mod fit;
 mod score;
 
 pub(crate) const MAX_NODE_SCORE: i64 = 100;
