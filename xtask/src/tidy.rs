@@ -80,13 +80,14 @@ const ALLOWED: [(&str, &str); 1] = [("alfred-observe", "k8s-openapi")];
 /// ARCHITECTURE.md draws them: adapters → dispatch → (policy → score, arbiter, sim) → model,
 /// observe → model; sim → scheduler-model, the product-neutral scheduler model. Any other edge
 /// between workspace crates fails.
-const CORE_DIRECTION: [(&str, &[&str]); 9] = [
+const CORE_DIRECTION: [(&str, &[&str]); 10] = [
     ("alfred-model", &[]),
     ("scheduler-model", &[]),
     ("alfred-testkit", &["alfred-model"]),
     ("alfred-observe", &["alfred-model"]),
     ("alfred-score", &["alfred-model"]),
     ("alfred-sim", &["alfred-model", "scheduler-model"]),
+    ("plumb-core", &["plumb-model", "scheduler-model", "utc-time"]),
     ("alfred-arbiter", &["alfred-model"]),
     ("alfred-policy", &["alfred-model", "alfred-score"]),
     (
