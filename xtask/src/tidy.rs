@@ -12,6 +12,9 @@
 //! - Every workspace member's `Cargo.toml` has `[lints] workspace = true`.
 //! - The core crates depend on each other only as ARCHITECTURE.md draws it (the arbiter knows
 //!   neither the policy nor the scorer), and nothing under `crates/` depends on an adapter.
+//! - The two products stay apart: no `plumb-*` crate depends on an `alfred-*` crate or the
+//!   reverse (normal, build or dev dependencies); what both need lives in a shared crate named
+//!   for what it does.
 //! - The twin's tests skip for missing trace data only through `common::skip_unless_ci`, which
 //!   fails when `CI` is set.
 //! - Every `docs/<page>.md#<anchor>` a source file names exists (the page, and a heading with
@@ -45,7 +48,7 @@ use serde_json::Value;
 
 /// The core crates the design names; every package under `crates/` is checked as core, this list
 /// only guards against the check silently seeing none of them.
-const CORE_CRATES: [&str; 8] = [
+const CORE_CRATES: [&str; 10] = [
     "alfred-model",
     "alfred-observe",
     "alfred-score",
@@ -54,6 +57,8 @@ const CORE_CRATES: [&str; 8] = [
     "alfred-dispatch",
     "alfred-sim",
     "scheduler-model",
+    "utc-time",
+    "plumb-model",
 ];
 
 /// Crates that bring IO, async runtimes, Kubernetes clients or randomness, anywhere in a core
@@ -80,14 +85,19 @@ const ALLOWED: [(&str, &str); 1] = [("alfred-observe", "k8s-openapi")];
 /// ARCHITECTURE.md draws them: adapters → dispatch → (policy → score, arbiter, sim) → model,
 /// observe → model; sim → scheduler-model, the product-neutral scheduler model. Any other edge
 /// between workspace crates fails.
-const CORE_DIRECTION: [(&str, &[&str]); 10] = [
-    ("alfred-model", &[]),
+const CORE_DIRECTION: [(&str, &[&str]); 12] = [
+    ("utc-time", &[]),
+    ("alfred-model", &["utc-time"]),
     ("scheduler-model", &[]),
+    ("plumb-model", &["utc-time"]),
     ("alfred-testkit", &["alfred-model"]),
     ("alfred-observe", &["alfred-model"]),
     ("alfred-score", &["alfred-model"]),
     ("alfred-sim", &["alfred-model", "scheduler-model"]),
-    ("plumb-core", &["plumb-model", "scheduler-model", "utc-time"]),
+    (
+        "plumb-core",
+        &["plumb-model", "scheduler-model", "utc-time"],
+    ),
     ("alfred-arbiter", &["alfred-model"]),
     ("alfred-policy", &["alfred-model", "alfred-score"]),
     (
@@ -103,7 +113,7 @@ const CORE_DIRECTION: [(&str, &[&str]); 10] = [
 ];
 
 /// The packages whose `docs_reference` tests hold `docs/` to the code.
-const DOCS_REFERENCE_PACKAGES: [&str; 2] = ["alfred-model", "alfred-kube"];
+const DOCS_REFERENCE_PACKAGES: [&str; 3] = ["alfred-model", "alfred-kube", "plumb-model"];
 
 /// The folders besides `crates/*` and `adapters/*` whose Rust files, tests included, must point
 /// only into the repository (every crate and adapter does, so a new one is held to it at once).
@@ -148,6 +158,7 @@ pub(crate) fn run_all(root: &Path) -> Result<()> {
             "core dependency direction",
             core_direction_violations(&metadata)?,
         ),
+        ("products apart", product_separation_violations(&metadata)?),
         ("twin trace skips", twin_skip_violations(root)?),
         ("references into docs/", docs_link_violations(root)?),
         ("markdown links", markdown_link_violations(root)?),
@@ -863,6 +874,60 @@ pub(crate) fn core_direction_violations(metadata: &Value) -> Result<Vec<String>>
                     allowed
                         .filter(|d| !d.is_empty())
                         .map_or("no other core crate".to_owned(), |d| d.join(", "))
+                ));
+            }
+        }
+    }
+    Ok(violations)
+}
+
+/// The two product lines, by package-name prefix: no crate of one may depend on a crate of the
+/// other, in any kind of dependency (a test helper would still tie their releases together).
+const PRODUCTS: [&str; 2] = ["alfred-", "plumb-"];
+
+/// Dependencies (normal, build or dev) between workspace crates of different products.
+pub(crate) fn product_separation_violations(metadata: &Value) -> Result<Vec<String>> {
+    let members: BTreeSet<&str> = metadata["workspace_members"]
+        .as_array()
+        .context("metadata has no workspace_members")?
+        .iter()
+        .filter_map(Value::as_str)
+        .collect();
+    let names: BTreeMap<&str, &str> = metadata["packages"]
+        .as_array()
+        .context("metadata has no packages")?
+        .iter()
+        .map(|p| {
+            (
+                p["id"].as_str().unwrap_or_default(),
+                p["name"].as_str().unwrap_or_default(),
+            )
+        })
+        .filter(|(id, _)| members.contains(id))
+        .collect();
+    let product = |name: &str| PRODUCTS.iter().position(|p| name.starts_with(p));
+    let mut violations = Vec::new();
+    for node in metadata["resolve"]["nodes"]
+        .as_array()
+        .context("metadata has no resolve graph")?
+    {
+        let Some(&name) = node["id"].as_str().and_then(|id| names.get(id)) else {
+            continue;
+        };
+        let Some(own) = product(name) else {
+            continue;
+        };
+        for dep in node["deps"]
+            .as_array()
+            .map(Vec::as_slice)
+            .unwrap_or_default()
+        {
+            let Some(&dep_name) = dep["pkg"].as_str().and_then(|id| names.get(id)) else {
+                continue;
+            };
+            if product(dep_name).is_some_and(|other| other != own) {
+                violations.push(format!(
+                    "{name} depends on {dep_name}: the products stay apart; move what both need into a shared crate named for what it does"
                 ));
             }
         }
@@ -1709,6 +1774,46 @@ mod tests {
         fail_on(
             "core dependency direction",
             core_direction_violations(&metadata).unwrap(),
+        );
+    }
+
+    #[test]
+    fn no_plumb_crate_depends_on_an_alfred_crate_or_the_reverse() {
+        let metadata = cargo_metadata(&workspace_root()).unwrap();
+        fail_on(
+            "products apart",
+            product_separation_violations(&metadata).unwrap(),
+        );
+    }
+
+    #[test]
+    fn product_rule_catches_either_direction_and_dev_dependencies() {
+        let mut m = metadata();
+        let pkg = |name: &str| {
+            serde_json::json!({"id": format!("{name}-id"), "name": name,
+                               "manifest_path": format!("/ws/crates/{name}/Cargo.toml")})
+        };
+        for name in ["plumb-core"] {
+            m["packages"].as_array_mut().unwrap().push(pkg(name));
+            m["workspace_members"]
+                .as_array_mut()
+                .unwrap()
+                .push(format!("{name}-id").into());
+        }
+        let dep = |name: &str, kind: Value| serde_json::json!({"pkg": format!("{name}-id"), "dep_kinds": [{"kind": kind}]});
+        let nodes = m["resolve"]["nodes"].as_array_mut().unwrap();
+        nodes.push(serde_json::json!({"id": "plumb-core-id", "deps": [
+            dep("plumb-model", Value::Null), dep("utc-time", Value::Null), dep("alfred-model", "dev".into())]}));
+        nodes.push(serde_json::json!({"id": "alfred-dispatch-id", "deps": [dep("plumb-model", Value::Null)]}));
+        nodes.push(
+            serde_json::json!({"id": "alfred-model-id", "deps": [dep("utc-time", Value::Null)]}),
+        );
+        assert_eq!(
+            product_separation_violations(&m).unwrap(),
+            vec![
+                "plumb-core depends on alfred-model: the products stay apart; move what both need into a shared crate named for what it does".to_owned(),
+                "alfred-dispatch depends on plumb-model: the products stay apart; move what both need into a shared crate named for what it does".to_owned(),
+            ]
         );
     }
 
