@@ -28,7 +28,12 @@ fn flag_rows() -> Vec<(String, Vec<String>)> {
                 .split('|')
                 .map(|c| c.trim().to_owned())
                 .collect();
-            let flag = cells.first()?.strip_prefix('`')?.split_once('`')?.0.to_owned();
+            let flag = cells
+                .first()?
+                .strip_prefix('`')?
+                .split_once('`')?
+                .0
+                .to_owned();
             flag.starts_with("--").then_some((flag, cells))
         })
         .collect()

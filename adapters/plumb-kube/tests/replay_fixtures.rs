@@ -117,13 +117,26 @@ fn default_member_is_short_by_its_unschedulable_replicas_plus_what_demand_asks()
     assert_eq!(r["unschedulableReplicas"], 2);
     // 2 unschedulable + (ceil(34 / 4) = 9) − 6 desired.
     assert_eq!(r["neededReplicas"], 5);
-    assert_eq!(r["shortSince"], NOW);
+    // Carried over from the recorded previous report: short since 11:52, and the highest
+    // pressure served safely since 03:00 (no safe moment now: the member is short).
+    assert_eq!(r["shortSince"], "2026-12-01T11:52:00Z");
+    assert_eq!(r["safePressure"], 4.2);
+    assert_eq!(r["safeSince"], "2026-12-01T03:00:00Z");
     assert_eq!(r["staticRoom"], 0);
     // gpu-a100's limit of 32 GPUs holds 16 now: 16 more, four replicas of 4 GPUs.
     assert_eq!(r["dynamicRoom"], 4);
     assert_eq!(r["region"], "us-east-1");
     assert_eq!(r["demand"]["value"], 34.0);
     assert!(r["specHash"].as_str().unwrap().starts_with("sha256:"));
+}
+
+#[test]
+fn a_settled_member_is_not_short_and_raises_its_safe_pressure() {
+    let r = &replay_json("unregistered-pool")["report"];
+    assert_eq!(r["neededReplicas"], 0);
+    assert!(r.get("shortSince").is_none(), "{r}");
+    // 6.5 served with every wanted replica ready and every signal read: above the recorded 4.2.
+    assert_eq!(r["safePressure"], 6.5);
 }
 
 #[test]
