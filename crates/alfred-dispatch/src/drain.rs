@@ -209,6 +209,12 @@ impl PlanBook {
                 p.steps.push(record);
                 continue;
             }
+            // The state holds at most `MAX_PLANS` plans: one more active plan could not be
+            // saved, and its protection would go out without a record naming it. The request
+            // goes on as a single move.
+            if self.active().count() >= MAX_PLANS {
+                continue;
+            }
             // A plan id is reused when the same node is planned for the same pod again:
             // the ended record gives way to the new one.
             self.plans.retain(|p| p.id != plan.id);
@@ -265,8 +271,11 @@ impl PlanBook {
                 backoff_until: j.backoff_until,
                 plans: self.plans.clone(),
             };
-            if let Ok(text) = j.to_state_json() {
-                out.push(Effect::WriteJournal { state_json: text });
+            match j.to_state_json() {
+                Ok(text) => out.push(Effect::WriteJournal { state_json: text }),
+                // A state that cannot be saved (more plans than it may hold, or too large)
+                // records no protection: none is put in place without the record naming it.
+                Err(_) => self.effects.retain(|e| !puts_protection(e)),
             }
         }
         out.append(&mut self.effects);
@@ -614,6 +623,11 @@ impl PlanBook {
     }
 }
 
+/// Whether `e` puts a plan's protection in place (a nomination or a taint of alfred's).
+fn puts_protection(e: &Effect) -> bool {
+    matches!(e, Effect::NominatePod { .. } | Effect::TaintNode { .. })
+}
+
 /// Under `taint`, the pod the scheduler gave the freed node of a plan at hand-off (its taint
 /// lifted) to: the node's room for the plan is gone, and a pod of at least the plan's GPUs
 /// that was not running there when the plan started is bound to it (a pod that stays on a
@@ -832,5 +846,7 @@ pub fn protection(config: &Config) -> DrainProtection {
     config.policies.defragmentation.drain_plans.protection
 }
 
+#[cfg(test)]
+mod state_tests;
 #[cfg(test)]
 mod tests;
