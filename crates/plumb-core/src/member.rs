@@ -99,7 +99,7 @@ pub fn report(
     if deployment.is_none() {
         errors.push(format!("workload: Deployment {namespace}/{name} not found"));
     }
-    let (replicas, own_nominated) = match deployment {
+    let (replicas, own_pending) = match deployment {
         Some(d) => workload_replicas(observation, d),
         None => (Replicas::default(), Vec::new()),
     };
@@ -110,7 +110,7 @@ pub fn report(
         observation,
         member,
         deployment,
-        &own_nominated,
+        &own_pending,
         &replicas,
         now,
         &mut errors,
@@ -137,7 +137,10 @@ pub fn report(
         spec_hash: plumb_model::hash::member_spec_hash(spec, Some(&observation.namespace), cluster),
         ..Report::default()
     };
-    let safe_now = needed == 0 && replicas.ready >= replicas.desired && errors.is_empty();
+    let safe_now = deployment.is_some()
+        && needed == 0
+        && replicas.ready >= replicas.desired
+        && read.errors.is_empty();
     let safe = safe::safe_pressure(read.pressure.map(|s| s.value), safe_now, previous, now);
     out.safe_pressure = safe.pressure;
     out.safe_since = safe.since;
@@ -166,7 +169,7 @@ fn condition(status: &str, reason: &str, message: String) -> Condition {
 }
 
 /// Desired, ready, unschedulable and nominated replicas of the Deployment, whether its
-/// autoscaler holds a scale-down, and its pending pods nominated onto a node.
+/// autoscaler holds a scale-down, and its pending pods.
 fn workload_replicas<'a>(
     observation: &'a MemberObservation,
     d: &Deployment,
@@ -177,7 +180,7 @@ fn workload_replicas<'a>(
         ready: clamp_u32(d.status.ready_replicas.unwrap_or(0)),
         ..Replicas::default()
     };
-    let mut nominated = Vec::new();
+    let mut pending = Vec::new();
     if let Some(selector) = &d.spec.selector {
         for p in &observation.pods {
             let pod = &p.pod;
@@ -189,9 +192,9 @@ fn workload_replicas<'a>(
             {
                 continue;
             }
+            pending.push(pod);
             if !pod.status.nominated_node_name.is_empty() {
                 r.nominated += 1;
-                nominated.push(pod);
             } else if p.unschedulable {
                 r.unschedulable += 1;
             }
@@ -205,7 +208,7 @@ fn workload_replicas<'a>(
                 c.type_ == "AbleToScale" && c.status == "True" && c.reason == "ScaleDownStabilized"
             })
     });
-    (r, nominated)
+    (r, pending)
 }
 
 fn clamp_u32(v: i64) -> u32 {
@@ -308,7 +311,7 @@ fn rooms(
     observation: &MemberObservation,
     member: &ClusterSpec,
     deployment: Option<&Deployment>,
-    own_nominated: &[&Pod],
+    own_pending: &[&Pod],
     replicas: &Replicas,
     now: Timestamp,
     errors: &mut Vec<String>,
@@ -344,7 +347,7 @@ fn rooms(
     let unplaced = match room::static_room(
         observation,
         &template,
-        own_nominated,
+        own_pending,
         &registered.nodes,
         max_replicas,
     ) {

@@ -71,40 +71,42 @@ pub struct StaticRoom {
     pub promised_unplaced: Vec<Pod>,
 }
 
-/// Places the promised replicas (other policies' in policy order, then this workload's own
-/// nominated pods, which will land), then counts the workload's replicas that fit on
-/// `registered`, at most `limit`. `Err` names why the model cannot answer.
+/// Places the workload's own pending pods (replicas already wanted, which will take room
+/// when they land), then the replicas other policies were promised here, in policy order,
+/// each where the scheduler would put it; then counts the workload's replicas that fit on
+/// `registered`, at most `limit`. Promised replicas no node holds are returned, to be charged
+/// to NodePool headroom. `Err` names why the model cannot answer.
 pub fn static_room(
     observation: &MemberObservation,
     template: &Pod,
-    own_nominated: &[&Pod],
+    own_pending: &[&Pod],
     registered: &BTreeSet<String>,
     limit: u32,
 ) -> Result<StaticRoom, String> {
     let profile = Profile::default_scheduler();
     let mut prepared = PreparedCluster::new(&occupancy(observation), &profile.scheduler_name)
         .map_err(|e| format!("staticRoom: {e}"))?;
+    let place = |prepared: &mut PreparedCluster, pod: &Pod| {
+        prepared
+            .place(&profile, pod)
+            .map_err(|f| format!("staticRoom: {}", f.detail))
+    };
+    for pod in own_pending {
+        let mut pod = (*pod).clone();
+        pod.spec.scheduler_name.clear();
+        place(&mut prepared, &pod)?;
+    }
     let mut out = StaticRoom::default();
     let mut promised: Vec<&super::observation::Promised> = observation.promised.iter().collect();
     promised.sort_by(|a, b| a.policy.cmp(&b.policy));
-    let mut queue: Vec<Pod> = Vec::new();
     for p in promised {
         for i in 0..p.replicas {
             let name = format!("{}-promised-{i}", p.policy.replace('/', "-"));
-            queue.push(template_pod(&p.template, &p.namespace, &name));
-        }
-    }
-    for pod in own_nominated {
-        let mut pod = (*pod).clone();
-        pod.spec.node_name.clear();
-        pod.spec.scheduler_name.clear();
-        queue.push(pod);
-    }
-    for pod in queue {
-        match prepared.place(&profile, &pod) {
-            Ok(Some(_)) => out.promised_placed += 1,
-            Ok(None) => out.promised_unplaced.push(pod),
-            Err(f) => return Err(format!("staticRoom: {}", f.detail)),
+            let pod = template_pod(&p.template, &p.namespace, &name);
+            match place(&mut prepared, &pod)? {
+                Some(_) => out.promised_placed += 1,
+                None => out.promised_unplaced.push(pod),
+            }
         }
     }
     out.replicas = prepared

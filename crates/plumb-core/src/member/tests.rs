@@ -655,3 +655,20 @@ fn safe_pressure_grows_only_while_served_safely() {
         .expect("member");
     assert_eq!(fourth.safe_pressure, Some(3.0), "not every replica ready");
 }
+
+#[test]
+fn the_workloads_own_pending_pods_take_their_room_before_it_is_counted() {
+    // Only the registered nodes: an idle unregistered node would take them first.
+    let mut obs = observation();
+    obs.nodes.truncate(2);
+    let mut fresh = pod("llama", 4, 2, None, None);
+    fresh.unschedulable = false;
+    obs.pods.push(fresh);
+    obs.pods.push(pod("llama", 5, 2, None, Some("g1")));
+    let r = run(&obs, &spec(json!({})), &SignalSamples::default());
+    assert_eq!(
+        r.static_room, 2,
+        "two of the four free slots are already wanted"
+    );
+    assert_eq!((r.unschedulable_replicas, r.nominated_replicas), (0, 1));
+}
