@@ -57,9 +57,28 @@ pub fn report(
     );
     Reported {
         report: out.report,
-        ready: out.ready,
+        ready: keep_transition_time(out.ready, policy, now),
         diagnostics: out.diagnostics,
     }
+}
+
+/// The condition as its writer stores it: `lastTransitionTime` kept from the recorded `Ready`
+/// condition while the status stays the same, else `now`; `observedGeneration` the policy's.
+fn keep_transition_time(
+    mut ready: Condition,
+    policy: &AdaptivePolicy,
+    now: Timestamp,
+) -> Condition {
+    let recorded = policy
+        .status
+        .as_ref()
+        .and_then(|s| s.conditions.iter().find(|c| c.type_ == ready.type_));
+    ready.last_transition_time = match recorded {
+        Some(c) if c.status == ready.status => c.last_transition_time.or(Some(now)),
+        _ => Some(now),
+    };
+    ready.observed_generation = policy.metadata.generation;
+    ready
 }
 
 /// The replicas `other` was promised in `cluster` and does not have on a node.

@@ -112,6 +112,11 @@ fn default_member_is_short_by_its_unschedulable_replicas_plus_what_demand_asks()
     let v = replay_json("default");
     let r = &v["report"];
     assert_eq!(ready(&v).0, "True");
+    // Still True as recorded: the transition time is kept.
+    assert_eq!(
+        v["conditions"][0]["lastTransitionTime"],
+        "2026-12-01T09:00:00Z"
+    );
     assert_eq!(r["desiredReplicas"], 6);
     assert_eq!(r["readyReplicas"], 4);
     assert_eq!(r["unschedulableReplicas"], 2);
@@ -185,6 +190,8 @@ fn a_signal_with_two_samples_nan_or_an_error_is_ignored_and_ready_turns_false() 
         let r = &v["report"];
         assert!(r.get(signal).is_none(), "{fixture}: {r}");
         assert_eq!(r["error"], message, "{fixture}");
+        // The recorded condition was True: the status changed now.
+        assert_eq!(v["conditions"][0]["lastTransitionTime"], NOW, "{fixture}");
         // The rest still counts: unschedulable replicas and the other signals.
         assert_eq!(r["unschedulableReplicas"], 2, "{fixture}");
         assert!(r["neededReplicas"].as_u64().unwrap() >= 2, "{fixture}");
