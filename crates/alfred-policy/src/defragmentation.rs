@@ -1131,7 +1131,14 @@ fn emergency(ctx: &Ctx<'_>, pool: &str, w: &Workload, max_before: u32, max_after
     })
 }
 
-fn tenant_compatible(ctx: &Ctx<'_>, w: &Workload, p: &alfred_model::snapshot::PendingPod) -> bool {
+/// Whether pending pod `p` may make a move of `w`'s an emergency
+/// (docs/design-policies.md#boosts): the same namespace, or, with
+/// `allowCrossTenantOptimization`, the same tenant group through the pod's InferenceService.
+pub(crate) fn tenant_compatible(
+    ctx: &Ctx<'_>,
+    w: &Workload,
+    p: &alfred_model::snapshot::PendingPod,
+) -> bool {
     if p.namespace == w.namespace {
         return true;
     }

@@ -484,15 +484,20 @@ fn replan(
 }
 
 /// The rows of the plans (docs/design-policies.md#drain-plans): each plan's next move is an
-/// executable candidate (an emergency: it seats a pod that waits, so maintenance windows do not
-/// hold it back), ranked by the plan's score in GPUs; its later moves are advice
+/// executable candidate, ranked by the plan's score in GPUs; its later moves are advice
 /// (`DrainPlanStepWaiting`). Every row carries its plan and step. Targets are never a plan's node.
+///
+/// A step is an emergency ([`urgent`]) only when the plan's pod makes it one; outside the
+/// maintenance windows the next move of a plan that is not is held: advice with
+/// `NonExecutableObservedFragmentation`, the reason of any move a closed window holds.
 pub(crate) fn candidates(ctx: &Ctx<'_>, proposal: &DrainProposal) -> Vec<Candidate> {
     let plan_nodes: BTreeSet<&str> = proposal.plans.iter().map(|p| p.node.as_str()).collect();
+    let window_open = ctx.cfg.window_open(ctx.now);
     let mut out = Vec::new();
     for plan in &proposal.plans {
         let total = u32::try_from(plan.steps.len()).unwrap_or(u32::MAX);
         let done = plan_done_steps(plan);
+        let pod = ctx.snap.pending_pod_by_key(&plan.pod);
         for (k, step) in plan.steps.iter().enumerate() {
             let Some((ns, name)) = step.workload.split_once('/') else {
                 continue;
@@ -511,6 +516,14 @@ pub(crate) fn candidates(ctx: &Ctx<'_>, proposal: &DrainProposal) -> Vec<Candida
                 continue;
             };
             let first = k == 0;
+            let emergency = pod.is_some_and(|p| urgent(ctx, w, p));
+            let advisory = if !first {
+                Some(AdvisoryReason::DrainPlanStepWaiting)
+            } else if !window_open && !emergency {
+                Some(AdvisoryReason::NonExecutableObservedFragmentation)
+            } else {
+                None
+            };
             let mut r = row(
                 Policy::Defragmentation,
                 w,
@@ -519,12 +532,12 @@ pub(crate) fn candidates(ctx: &Ctx<'_>, proposal: &DrainProposal) -> Vec<Candida
                 &c.mode,
                 RowReason::Fragmentation,
                 plan.node.clone(),
-                (!first).then_some(AdvisoryReason::DrainPlanStepWaiting),
+                advisory,
             );
             r.benefit = plan.benefit_gpus;
             r.cost = plan.cost_gpus;
             r.score = plan.score();
-            r.emergency = true;
+            r.emergency = emergency;
             r.footprint_gpus = inst.total_gpus;
             r.plan = Some(PlanStepRef {
                 plan_id: plan.id.clone(),
@@ -573,11 +586,25 @@ pub(crate) fn candidates(ctx: &Ctx<'_>, proposal: &DrainProposal) -> Vec<Candida
     out
 }
 
+/// Whether a step moving an Instance of `w` is an emergency (docs/design-policies.md#drain-plans):
+/// the plan's pod `p` waited longer than `emergencyPendingAgeMinutes` and is tenant-compatible
+/// with `w` as an emergency's pod must be (docs/design-policies.md#boosts). The plan's pod, not
+/// the step's own effect, makes a step urgent: a plan's first step of two seats nothing alone,
+/// and a step whose Instance belongs to another tenant serves that tenant's pod no more than a
+/// single move would.
+fn urgent(ctx: &Ctx<'_>, w: &alfred_model::snapshot::Workload, p: &PendingPod) -> bool {
+    let age = f64::from(ctx.cfg.emergency_pending_age_minutes);
+    ctx.now.minutes_since(p.pending_since) > age
+        && crate::defragmentation::tenant_compatible(ctx, w, p)
+}
+
 /// Steps of a continued plan already made: the proposal holds the moves still to make, and
 /// the step numbers count the plan's whole length.
 fn plan_done_steps(plan: &DrainPlan) -> u32 {
     plan.done_steps
 }
 
+#[cfg(test)]
+mod emergency_tests;
 #[cfg(test)]
 mod tests;
