@@ -26,6 +26,9 @@ use crate::rows::row;
 use crate::settings::PolicySettings;
 use crate::surge::plan_surge;
 
+/// The label naming an OME pod's InferenceService (in the pod's namespace).
+const ISVC_LABEL: &str = "ome.io/inferenceservice";
+
 /// What the reporter needs to keep a `node.<name>` record and emit Node events
 /// (docs/design-policies.md#node-health, docs/design-pass.md#node-records): one per node whose
 /// health is not `Clear` or that is due for maintenance.
@@ -237,10 +240,21 @@ fn markers(ctx: &Ctx<'_>) -> Vec<NodeMarker> {
         for p in &ctx.snap.pods {
             if p.ome
                 && p.gpus > 0
-                && let Some((_, ome)) = on.get_mut(p.node.as_str())
+                && let Some((workloads, ome)) = on.get_mut(p.node.as_str())
             {
                 *ome = true;
+                // The workload its identity label names, when the snapshot does not hold it
+                // (its InferenceService is not there, or the pod joined none of its parts).
+                if let Some(isvc) = p.labels.get(ISVC_LABEL).filter(|v| !v.is_empty()) {
+                    let key = format!("{}/{isvc}", p.namespace);
+                    if !workloads.contains(&key) {
+                        workloads.push(key);
+                    }
+                }
             }
+        }
+        for (workloads, _) in on.values_mut() {
+            workloads.sort();
         }
     }
     let mut out = Vec::new();

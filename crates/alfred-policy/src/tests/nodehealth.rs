@@ -284,6 +284,43 @@ fn markers_count_ome_pods_whose_workload_is_unknown() {
     assert!(out.candidates.is_empty());
 }
 
+/// docs/design-policies.md#node-health: a GPU pod whose identity names an InferenceService the
+/// snapshot does not hold (its `ome.io/inferenceservice` label, its InferenceReplica owner) still
+/// names a workload, `namespace/name` from its label: the marker lists it, sorted and once, beside
+/// the workloads the snapshot holds.
+#[test]
+fn markers_list_the_workload_a_pods_labels_name_when_the_snapshot_lacks_it() {
+    let labelled = |name: &str, gpus: u32| {
+        let mut p = ClusterBuilder::pod("prod", name, "m", gpus, Some("gone"));
+        p.controller = Some(alfred_model::snapshot::OwnerRef {
+            api_version: "ome.io/v1beta1".into(),
+            kind: "InferenceReplica".into(),
+            name: "gone-engine-0".into(),
+            uid: "uid-ir".into(),
+        });
+        p
+    };
+    let b = ClusterBuilder::new()
+        .node("m", "H100", 8)
+        .maintenance("m", "os-patching")
+        .omenative("prod", "zz", &[&[("m", 1)]])
+        .omenative("prod", "aa", &[&[("m", 1)]])
+        .bound_pod(labelled("gone-0", 2))
+        .bound_pod(labelled("gone-1", 1))
+        // A pod of it without GPUs names nothing.
+        .bound_pod(ClusterBuilder::pod(
+            "prod",
+            "cpu-0",
+            "m",
+            0,
+            Some("cpu-only"),
+        ));
+    let out = run(b, &PolicySettings::default());
+    let m = out.node_markers.iter().find(|m| m.node == "m").unwrap();
+    assert_eq!(m.workloads, vec!["prod/aa", "prod/gone", "prod/zz"]);
+    assert!(m.ome_gpu_occupants_present);
+}
+
 /// docs/design-policies.md#node-health: a marker lists the OME workloads with *GPU* pods on its
 /// node (a workload whose only pod there requests no GPU is not one), and carries the observation
 /// time `T`, not the later time of the pass deciding on it (normalized snapshot or not).
