@@ -216,7 +216,7 @@ pub fn render_json(output: &ReplayOutput) -> String {
         "now": output.now,
         "report": output.report,
         "conditions": output.conditions,
-        "staticDiagnostics": diagnostics_json(&output.diagnostics),
+        "staticDiagnostics": output.report.as_ref().map(|_| diagnostics_json(&output.diagnostics)),
     });
     serde_json::to_string_pretty(&value).unwrap_or_default() + "\n"
 }
@@ -233,16 +233,16 @@ pub fn render_table(output: &ReplayOutput) -> String {
             for (name, value) in &fields {
                 let _ = writeln!(text, "{name:<24} {}", cell(value));
             }
+            let d = &output.diagnostics;
+            let _ = writeln!(
+                text,
+                "\nstatic room: {} registered nodes, {} filtered; {} promised replicas placed \
+                 first, {} left for NodePool headroom",
+                d.registered, d.filtered, d.promised_placed, d.promised_unplaced
+            );
         }
         _ => text.push_str("(no report: the cluster is not a member)\n"),
     }
-    let d = &output.diagnostics;
-    let _ = writeln!(
-        text,
-        "\nstatic room: {} registered nodes, {} filtered; {} promised replicas placed first, {} \
-         left for NodePool headroom",
-        d.registered, d.filtered, d.promised_placed, d.promised_unplaced
-    );
     let _ = writeln!(
         text,
         "\n{:<8} {:<7} {:<20} MESSAGE",

@@ -248,5 +248,6 @@ fn a_cluster_not_in_the_policy_is_not_a_member() {
     assert_eq!(code, 0, "{stderr}");
     let v: Value = serde_json::from_str(&stdout).unwrap();
     assert!(v["report"].is_null());
+    assert!(v["staticDiagnostics"].is_null());
     assert_eq!(ready(&v).1, "NotAMember");
 }
