@@ -413,6 +413,15 @@ proptest! {
     }
 
     #[test]
+    fn checking_never_panics_on_random_yaml(value in arbitrary_json()) {
+        let text = serde_saphyr::to_string(&value).unwrap();
+        let (_, checked) = check_document(&text);
+        for p in &checked.problems {
+            prop_assert!(!p.to_string().contains('\n'));
+        }
+    }
+
+    #[test]
     fn checking_never_panics_on_random_text(text in "\\PC{0,64}") {
         let _ = check_document(&text);
     }
