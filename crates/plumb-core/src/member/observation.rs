@@ -177,9 +177,27 @@ impl ObservedPod {
     }
 }
 
+/// Reads either a pod's Kubernetes JSON or this type's own serialized form
+/// (`{"pod": …, "ready": …, "unschedulable": …}`), so an observation written out reads back.
 impl<'de> Deserialize<'de> for ObservedPod {
     fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        #[derive(Deserialize)]
+        struct Own {
+            pod: Pod,
+            #[serde(default)]
+            ready: bool,
+            #[serde(default)]
+            unschedulable: bool,
+        }
         let value = Value::deserialize(d)?;
+        if value.get("pod").is_some() && value.get("spec").is_none() {
+            let own = Own::deserialize(value).map_err(serde::de::Error::custom)?;
+            return Ok(ObservedPod {
+                pod: own.pod,
+                ready: own.ready,
+                unschedulable: own.unschedulable,
+            });
+        }
         ObservedPod::from_value(&value).map_err(serde::de::Error::custom)
     }
 }

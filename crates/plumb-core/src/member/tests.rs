@@ -672,3 +672,17 @@ fn the_workloads_own_pending_pods_take_their_room_before_it_is_counted() {
     );
     assert_eq!((r.unschedulable_replicas, r.nominated_replicas), (0, 1));
 }
+
+#[test]
+fn an_observation_reads_back_what_it_writes_and_pods_read_from_kubernetes_json() {
+    let obs = observation();
+    let text = serde_json::to_string(&obs).expect("write");
+    let back: MemberObservation = serde_json::from_str(&text).expect("read");
+    assert_eq!(back, obs);
+    let p = &obs.pods[0];
+    assert!(p.ready && !p.unschedulable);
+    let pending = pod("llama", 9, 2, None, None);
+    assert!(!pending.ready && pending.unschedulable);
+    let bad = ObservedPod::from_value(&json!({"metadata": {"name": 3}}));
+    assert!(bad.is_err_and(|e| e.starts_with("pod:")));
+}
