@@ -1078,7 +1078,21 @@ impl Chaos {
             self.check(invariants::no_request_in_recommend_only(&r));
             self.check(invariants::no_request_without_a_healthy_guard(&r));
             self.check(invariants::no_second_request_for_an_instance(&r));
-            self.check(invariants::within_caps(&r, max_in_flight, per_hour));
+            if self
+                .config
+                .policies
+                .defragmentation
+                .drain_plans
+                .overlap_steps
+            {
+                self.check(invariants::within_caps_overlapping(
+                    &r,
+                    max_in_flight,
+                    per_hour,
+                ));
+            } else {
+                self.check(invariants::within_caps(&r, max_in_flight, per_hour));
+            }
             self.check(invariants::built_on_a_fresh_snapshot(&r));
             self.check(invariants::no_request_while_the_breaker_is_open(&r));
             self.alfred_requests.insert(r.uuid.clone(), now);
@@ -1387,7 +1401,15 @@ fn campaign_config(rng: &mut Rng, seed: u64, placement: Placement, interval_ms: 
         .defragmentation
         .drain_plans
         .lone_pod_wait_minutes = 1 + rng.index(30) as u32;
+    // The plans' throughput opt-in, on in one run of three: drawn from the seed, not the
+    // stream, so a run drawn without it replays as it did before the key existed.
+    config.policies.defragmentation.drain_plans.overlap_steps = overlap_drawn(seed);
     config
+}
+
+/// Whether a run of `seed` has `drainPlans.overlapSteps` on (one seed in three).
+fn overlap_drawn(seed: u64) -> bool {
+    (seed >> 3) % 3 == 0
 }
 
 /// The drain-plan protection of a run or a reload: nominate, taint or none.
@@ -1549,6 +1571,17 @@ mod tests {
         };
         s.normalize();
         s
+    }
+
+    #[test]
+    fn one_run_in_three_draws_overlapping_plan_steps_from_its_seed() {
+        let on = (0..3000u64).filter(|s| overlap_drawn(*s)).count();
+        assert!((900..=1100).contains(&on), "{on}");
+        // CI's replayed seed keeps its configuration.
+        assert!(!overlap_drawn(7257));
+        let mut rng = Rng::new(1);
+        let config = campaign_config(&mut rng, 0, Placement::Spread, 60_000);
+        assert!(config.policies.defragmentation.drain_plans.overlap_steps);
     }
 
     #[test]

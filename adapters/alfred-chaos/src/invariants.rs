@@ -100,8 +100,51 @@ pub fn within_caps(
     max_in_flight: u32,
     max_per_hour: u32,
 ) -> Result<(), Violation> {
+    caps(r, max_in_flight, max_per_hour, false)
+}
+
+/// [`within_caps`] under `drainPlans.overlapSteps` (docs/design-policies.md#overlapping-steps):
+/// a request may also be written while other requests wait or run when every one of them is
+/// a step of one active plan of the journal the pass read and the request leaves that
+/// plan's node (its next step); never beside anyone else's, never beyond
+/// `maxInFlightMigrations` or `maxMigrationsPerHour`.
+pub fn within_caps_overlapping(
+    r: &LandedRequest,
+    max_in_flight: u32,
+    max_per_hour: u32,
+) -> Result<(), Violation> {
+    caps(r, max_in_flight, max_per_hour, true)
+}
+
+/// Whether every other request in flight is a step of the one active plan whose node `r`
+/// leaves.
+fn beside_its_own_plan_only(r: &LandedRequest) -> bool {
+    let from = serde_json::from_str::<serde_json::Value>(&r.payload)
+        .ok()
+        .and_then(|v| v["from_node"].as_str().map(str::to_owned));
+    let Some(from) = from else {
+        return false;
+    };
+    r.context
+        .journal_plans
+        .iter()
+        .filter(|p| p.active() && p.node == from)
+        .any(|p| {
+            r.in_flight_others
+                .iter()
+                .all(|u| p.steps.iter().any(|s| &s.request_uuid == u))
+        })
+}
+
+fn caps(
+    r: &LandedRequest,
+    max_in_flight: u32,
+    max_per_hour: u32,
+    overlap: bool,
+) -> Result<(), Violation> {
     let in_flight = r.in_flight_others.len() + 1;
-    if !r.in_flight_others.is_empty() || in_flight > max_in_flight as usize {
+    let beside_others = !r.in_flight_others.is_empty() && !(overlap && beside_its_own_plan_only(r));
+    if beside_others || in_flight > max_in_flight as usize {
         return fail(
             "in-flight-cap",
             format!(
@@ -573,6 +616,69 @@ mod tests {
         r.hourly = 3;
         assert_eq!(within_caps(&r, 1, 2).unwrap_err().invariant, "hourly-cap");
         assert!(within_caps(&r, 1, 3).is_ok());
+    }
+
+    #[test]
+    fn with_overlapping_steps_only_the_plans_own_steps_may_be_in_flight() {
+        use alfred_model::plan::{DrainProtectionWire, PlanPhase, PlanRecord, PlanStepRecord};
+        let step = |uuid: &str| PlanStepRecord {
+            workload: "twin/t000001".into(),
+            component: alfred_model::snapshot::ComponentKind::Engine,
+            instance: 0,
+            gpus: 1,
+            request_uuid: uuid.into(),
+        };
+        let mut r = landed();
+        r.payload = r#"{"from_node":"n1"}"#.into();
+        r.in_flight_others = vec!["u0".into()];
+        r.context.journal_plans = vec![PlanRecord {
+            id: "dp-1".into(),
+            pool: "H100".into(),
+            node: "n1".into(),
+            node_uid: "uid-n1".into(),
+            pod: "twin/p".into(),
+            pod_uid: "p".into(),
+            gpus: 8,
+            protection: DrainProtectionWire::Nominate,
+            steps: vec![step("u0")],
+            phase: PlanPhase::Draining,
+            reason: None,
+            started_at: t(0),
+            deadline: t(3600),
+            ended_at: None,
+            pending_since: t(0),
+        }];
+        // Off, the plan's own step in flight is still a violation.
+        assert_eq!(
+            within_caps(&r, 3, 10).unwrap_err().invariant,
+            "in-flight-cap"
+        );
+        // On, the plan's next step goes beside it, within maxInFlightMigrations.
+        assert!(within_caps_overlapping(&r, 3, 10).is_ok());
+        assert_eq!(
+            within_caps_overlapping(&r, 1, 10).unwrap_err().invariant,
+            "in-flight-cap"
+        );
+        // Beside anyone else's migration: caught.
+        let mut other = r.clone();
+        other.in_flight_others.push("someone-else".into());
+        assert!(within_caps_overlapping(&other, 3, 10).is_err());
+        // A request that does not leave the plan's node, or an ended plan: caught.
+        let mut elsewhere = r.clone();
+        elsewhere.payload = r#"{"from_node":"n2"}"#.into();
+        assert!(within_caps_overlapping(&elsewhere, 3, 10).is_err());
+        let mut ended = r.clone();
+        ended.context.journal_plans[0].phase = PlanPhase::Abandoned;
+        assert!(within_caps_overlapping(&ended, 3, 10).is_err());
+        // The hourly cap counts every request.
+        let mut hourly = r.clone();
+        hourly.hourly = 11;
+        assert_eq!(
+            within_caps_overlapping(&hourly, 3, 10)
+                .unwrap_err()
+                .invariant,
+            "hourly-cap"
+        );
     }
 
     #[test]

@@ -419,6 +419,15 @@ impl<'a> Pass<'a> {
         }
     }
 
+    /// The plan whose own earlier steps do not cool this move's targets: a started plan's,
+    /// with `overlapSteps` (docs/design-policies.md#overlapping-steps); `None` otherwise.
+    fn overlapping_plan<'c>(&self, c: &'c Candidate) -> Option<&'c str> {
+        c.plan
+            .as_ref()
+            .filter(|p| self.settings.overlap_plan_steps && !p.starts_plan)
+            .map(|p| p.plan_id.as_str())
+    }
+
     fn find_pod(&self, key: &str) -> Option<&'a alfred_model::snapshot::Pod> {
         let (ns, name) = key.split_once('/')?;
         self.snapshot
@@ -477,10 +486,12 @@ impl<'a> Pass<'a> {
             marks.landed = true;
             return false;
         }
-        if self
-            .ledger
-            .node_cooling(name, self.now, self.settings.per_node_cooldown())
-        {
+        if self.ledger.node_cooling_outside(
+            name,
+            self.now,
+            self.settings.per_node_cooldown(),
+            self.overlapping_plan(c),
+        ) {
             marks.cooling = true;
             return false;
         }

@@ -171,6 +171,9 @@ pub struct Ledger {
     /// Nodes active drain plans free (docs/design.md#drain-plans-and-the-budget): not serialized,
     /// derived from the plans.
     protected: BTreeSet<String>,
+    /// Request UUID → the active drain plan whose step it is: not serialized, derived from
+    /// the plans (docs/design-policies.md#overlapping-steps).
+    plan_steps: BTreeMap<String, String>,
 }
 
 #[derive(Serialize, Deserialize)]
@@ -227,6 +230,7 @@ impl Ledger {
         Self {
             records: Vec::new(),
             protected: BTreeSet::new(),
+            plan_steps: BTreeMap::new(),
         }
     }
 
@@ -238,6 +242,16 @@ impl Ledger {
     /// The nodes active drain plans free.
     pub fn protected_nodes(&self) -> &BTreeSet<String> {
         &self.protected
+    }
+
+    /// Marks request `uuid` a step of the active drain plan `plan_id`.
+    pub fn mark_plan_step(&mut self, uuid: &str, plan_id: &str) {
+        self.plan_steps.insert(uuid.to_owned(), plan_id.to_owned());
+    }
+
+    /// The active drain plan request `uuid` is a step of, if any.
+    pub fn plan_of(&self, uuid: &str) -> Option<&str> {
+        self.plan_steps.get(uuid).map(String::as_str)
     }
 
     /// The records, oldest first (ties by UUID).
@@ -312,6 +326,7 @@ impl Ledger {
                 .cloned()
                 .collect(),
             protected: self.protected.clone(),
+            plan_steps: self.plan_steps.clone(),
         }
     }
 
@@ -364,9 +379,24 @@ impl Ledger {
     /// Whether `node` cools at `now`: a record used it (source or target) less than
     /// `window` before (counted from [`DispatchRecord::cooling_from`]; strict `<`).
     pub fn node_cooling(&self, node: &str, now: Timestamp, window: Duration) -> bool {
-        self.records
-            .iter()
-            .any(|r| r.used(node) && now.since(r.cooling_from()) < window)
+        self.node_cooling_outside(node, now, window, None)
+    }
+
+    /// [`Ledger::node_cooling`] not counting the steps of the drain plan `plan_id`
+    /// (docs/design-policies.md#overlapping-steps: with `overlapSteps` a started plan's next
+    /// step may land where its own earlier steps did).
+    pub fn node_cooling_outside(
+        &self,
+        node: &str,
+        now: Timestamp,
+        window: Duration,
+        plan_id: Option<&str>,
+    ) -> bool {
+        self.records.iter().any(|r| {
+            r.used(node)
+                && now.since(r.cooling_from()) < window
+                && (plan_id.is_none() || self.plan_of(&r.uuid) != plan_id)
+        })
     }
 
     /// Whether one of alfred's requests landed on `node` (as a target) within `window`: the

@@ -35,6 +35,9 @@ pub struct ArbiterSettings {
     /// `decisionLoopInterval` (5 min): a drain plan makes one step a pass, so its later
     /// steps meet the hourly cap that much later (gate 16).
     pub decision_loop_interval: Duration,
+    /// `policies.defragmentation.drainPlans.overlapSteps` (false): a started plan's next step
+    /// may land on a node its own earlier steps used (docs/design-policies.md#overlapping-steps).
+    pub overlap_plan_steps: bool,
 }
 
 impl Default for ArbiterSettings {
@@ -48,6 +51,7 @@ impl Default for ArbiterSettings {
             health_cooldown_floor_minutes: 5,
             avoid_preemptible_targets: true,
             decision_loop_interval: Duration::from_secs(300),
+            overlap_plan_steps: false,
         }
     }
 }
@@ -72,6 +76,7 @@ impl ArbiterSettings {
                 .health_cooldown_floor_minutes,
             avoid_preemptible_targets: config.spot_policy.avoid_as_target,
             decision_loop_interval: config.decision_loop_interval,
+            overlap_plan_steps: config.policies.defragmentation.drain_plans.overlap_steps,
         }
     }
 
@@ -122,6 +127,7 @@ mod tests {
         c.per_node_cooldown_minutes = 90;
         c.policies.node_health.health_cooldown_floor_minutes = 2;
         c.spot_policy.avoid_as_target = false;
+        c.policies.defragmentation.drain_plans.overlap_steps = true;
         let s = ArbiterSettings::from_config(&c);
         assert_eq!(
             s,
@@ -134,6 +140,7 @@ mod tests {
                 health_cooldown_floor_minutes: 2,
                 avoid_preemptible_targets: false,
                 decision_loop_interval: c.decision_loop_interval,
+                overlap_plan_steps: true,
             }
         );
         assert_eq!(s.ledger_retention(), minutes(90));

@@ -889,6 +889,7 @@ fn odd_inputs_never_panic() {
         health_cooldown_floor_minutes: u32::MAX,
         avoid_preemptible_targets: true,
         decision_loop_interval: std::time::Duration::MAX,
+        overlap_plan_steps: true,
     };
     for now in [
         NOW,

@@ -166,6 +166,7 @@ fn world() -> impl Strategy<Value = World> {
             0u32..=15,
             0u32..=8,
             any::<bool>(),
+            any::<bool>(),
         ),
         0u8..20,
     )
@@ -183,6 +184,7 @@ fn world() -> impl Strategy<Value = World> {
                 health_cooldown_floor_minutes: s.5,
                 avoid_preemptible_targets: s.6,
                 decision_loop_interval: std::time::Duration::from_secs(300),
+                overlap_plan_steps: s.7,
             },
             breaker_open: br == 0,
         })

@@ -55,6 +55,46 @@ pub fn node_received(
     })
 }
 
+/// The request UUIDs of the started drain plan whose later step `candidate` is, when
+/// `overlapSteps` lets such a step go beside them (docs/design-policies.md#overlapping-steps);
+/// empty otherwise: the option off, no plan step, a plan's first step, or a plan the journal
+/// does not hold as active.
+pub fn own_plan_requests(
+    journal: &Journal,
+    candidate: &Candidate,
+    config: &Config,
+) -> BTreeSet<String> {
+    let Some(step) = candidate.plan.as_ref() else {
+        return BTreeSet::new();
+    };
+    if !config.policies.defragmentation.drain_plans.overlap_steps || step.starts_plan {
+        return BTreeSet::new();
+    }
+    journal
+        .plans
+        .iter()
+        .filter(|p| p.active() && p.id == step.plan_id)
+        .flat_map(|p| p.steps.iter())
+        .filter(|s| !s.request_uuid.is_empty())
+        .map(|s| s.request_uuid.clone())
+        .collect()
+}
+
+/// [`node_cooling`] not counting the entries in `own` (a started plan's earlier steps, for
+/// its next step's targets: docs/design-policies.md#overlapping-steps).
+pub fn node_cooling_outside(
+    journal: &Journal,
+    node: &str,
+    now: Timestamp,
+    window: Duration,
+    skip_uuid: Option<&str>,
+    own: &BTreeSet<String>,
+) -> bool {
+    recent_entry(journal, now, window, skip_uuid, |e| {
+        !own.contains(&e.uuid) && (e.from_node == node || e.targets.iter().any(|t| t == node))
+    })
+}
+
 /// Whether an entry other than `skip_uuid` that used its nodes within `window` matches.
 fn recent_entry(
     journal: &Journal,
@@ -181,6 +221,12 @@ pub fn check_budget(
         active.remove(&id);
         hourly.remove(&id);
     }
+    // docs/design-policies.md#overlapping-steps: with `overlapSteps`, a started plan's own
+    // earlier steps do not hold its next one back; any other migration still does.
+    let own = own_plan_requests(journal, candidate, config);
+    for e in journal.entries.iter().filter(|e| own.contains(&e.uuid)) {
+        active.remove(&identity(&e.workload_uid, &e.uuid));
+    }
     if !active.is_empty() {
         return Err(DispatchReason::InFlightCap);
     }
@@ -252,5 +298,167 @@ mod tests {
         // Past the window nothing cools.
         let later = j.entries[0].created_at.plus_minutes(11);
         assert!(!source_cooling(&j, &plain, later, window, None));
+    }
+
+    /// The example journal with its (acknowledged, in progress) entry listed as step 1 of the
+    /// active plan `dp-1` freeing `gpu-h100-a07`.
+    fn plan_journal() -> Journal {
+        use alfred_model::plan::{DrainProtectionWire, PlanPhase, PlanRecord, PlanStepRecord};
+        let mut j = journal();
+        let e = &j.entries[0];
+        j.plans = vec![PlanRecord {
+            id: "dp-1".into(),
+            pool: "H100".into(),
+            node: "gpu-h100-a07".into(),
+            node_uid: "uid-a07".into(),
+            pod: "prod/big".into(),
+            pod_uid: "p1".into(),
+            gpus: 8,
+            protection: DrainProtectionWire::Nominate,
+            steps: vec![PlanStepRecord {
+                workload: "inference/qwen3-235b".into(),
+                component: e.component,
+                instance: e.instance,
+                gpus: 4,
+                request_uuid: e.uuid.clone(),
+            }],
+            phase: PlanPhase::Draining,
+            reason: None,
+            started_at: e.created_at,
+            deadline: e.created_at.plus_minutes(60),
+            ended_at: None,
+            pending_since: e.created_at.plus_minutes(-30),
+        }];
+        j
+    }
+
+    fn overlap(on: bool) -> Config {
+        let mut c = Config::builtin();
+        c.policies.defragmentation.drain_plans.overlap_steps = on;
+        c
+    }
+
+    /// An empty cluster observed `minutes` after the journal's entry was created.
+    fn cluster_at(j: &Journal, minutes: i64) -> (ClusterSnapshot, Timestamp) {
+        let now = j.entries[0].created_at.plus_minutes(minutes);
+        let snap = ClusterSnapshot {
+            observed_at: now,
+            ..ClusterSnapshot::default()
+        };
+        (snap, now)
+    }
+
+    #[test]
+    fn off_a_plans_next_step_waits_for_its_own_earlier_step() {
+        let j = plan_journal();
+        let (snap, now) = cluster_at(&j, 5);
+        let next = step("gpu-h100-a07", "gpu-h100-a07", false);
+        assert_eq!(
+            check_budget(&next, &snap, &j, &overlap(false), None, now),
+            Err(DispatchReason::InFlightCap)
+        );
+        assert!(own_plan_requests(&j, &next, &overlap(false)).is_empty());
+    }
+
+    #[test]
+    fn on_a_started_plans_next_step_goes_beside_its_own_steps_only() {
+        let j = plan_journal();
+        let (snap, now) = cluster_at(&j, 5);
+        let next = step("gpu-h100-a07", "gpu-h100-a07", false);
+        assert_eq!(
+            check_budget(&next, &snap, &j, &overlap(true), None, now),
+            Ok(())
+        );
+        // A plan's first step, another plan's step and a move of no plan still wait.
+        let first = step("gpu-h100-a07", "gpu-h100-a07", true);
+        let mut other_plan = next.clone();
+        if let Some(p) = other_plan.plan.as_mut() {
+            p.plan_id = "dp-2".into();
+        }
+        let mut no_plan = next.clone();
+        no_plan.plan = None;
+        for c in [first, other_plan, no_plan] {
+            assert_eq!(
+                check_budget(&c, &snap, &j, &overlap(true), None, now),
+                Err(DispatchReason::InFlightCap),
+                "{:?}",
+                c.plan
+            );
+        }
+        // Someone else's migration beside the plan's holds the step back.
+        let mut busy = snap.clone();
+        busy.workloads.push(alfred_model::snapshot::Workload {
+            namespace: "ns".into(),
+            name: "someone".into(),
+            uid: "uid-someone".into(),
+            migration: alfred_model::snapshot::MigrationState {
+                requests: vec![alfred_model::snapshot::MigrationRequestObserved {
+                    uuid: "theirs".into(),
+                    ..Default::default()
+                }],
+                valid: true,
+                ..Default::default()
+            },
+            ..Default::default()
+        });
+        assert_eq!(
+            check_budget(&next, &busy, &j, &overlap(true), None, now),
+            Err(DispatchReason::InFlightCap)
+        );
+        // An ended plan's steps are nobody's to overlap.
+        let mut ended = j.clone();
+        ended.plans[0].phase = alfred_model::plan::PlanPhase::Abandoned;
+        assert_eq!(
+            check_budget(&next, &snap, &ended, &overlap(true), None, now),
+            Err(DispatchReason::InFlightCap)
+        );
+    }
+
+    #[test]
+    fn on_the_hourly_cap_counts_the_plans_own_steps() {
+        let j = plan_journal();
+        let (snap, now) = cluster_at(&j, 5);
+        let next = step("gpu-h100-a07", "gpu-h100-a07", false);
+        // The plan's step 1 is this hour's one migration: a cap of one leaves nothing.
+        let mut config = overlap(true);
+        config.max_migrations_per_hour = 1;
+        assert_eq!(
+            check_budget(&next, &snap, &j, &config, None, now),
+            Err(DispatchReason::HourlyCap)
+        );
+        config.max_migrations_per_hour = 2;
+        assert_eq!(check_budget(&next, &snap, &j, &config, None, now), Ok(()));
+    }
+
+    #[test]
+    fn on_the_target_cooldown_skips_only_the_plans_own_steps() {
+        let j = plan_journal();
+        let (_, now) = cluster_at(&j, 5);
+        let window = Duration::from_secs(600);
+        let next = step("gpu-h100-a07", "gpu-h100-a07", false);
+        let cooling = |config: &Config, c: &Candidate| {
+            let own = own_plan_requests(&j, c, config);
+            node_cooling_outside(&j, "gpu-h100-c03", now, window, None, &own)
+        };
+        // Step 1 landed on c03 five minutes ago.
+        assert!(cooling(&overlap(false), &next));
+        assert!(!cooling(&overlap(true), &next));
+        assert!(cooling(
+            &overlap(true),
+            &step("gpu-h100-a07", "gpu-h100-a07", true)
+        ));
+        // Without the plan's mark, the same entry cools c03 for the step too.
+        let mut unplanned = j.clone();
+        unplanned.plans.clear();
+        let own = own_plan_requests(&unplanned, &next, &overlap(true));
+        assert!(own.is_empty());
+        assert!(node_cooling_outside(
+            &unplanned,
+            "gpu-h100-c03",
+            now,
+            window,
+            None,
+            &own
+        ));
     }
 }

@@ -296,6 +296,9 @@ pub struct Dispatch {
     out: DispatchOutcome,
     work: Work,
     submitted: Option<usize>,
+    /// With `overlapSteps`, the started drain plan every unresolved request is a step of:
+    /// only its later steps may go this pass (docs/design-policies.md#overlapping-steps).
+    own_plan: Option<String>,
     /// The advice rows the policies counted (a journal entry reported on gets no row of
     /// its own when one of them was its Instance's).
     counted: CountedAdvice,
@@ -330,6 +333,7 @@ impl Dispatch {
             out,
             work: Work::Finished,
             submitted: None,
+            own_plan: None,
             counted: CountedAdvice::default(),
         };
         let journal = match slot {
@@ -350,8 +354,25 @@ impl Dispatch {
             out.journal = slot.clone();
             return finished(decisions, out);
         };
+        let overlap = ctx
+            .config
+            .policies
+            .defragmentation
+            .drain_plans
+            .overlap_steps;
+        let own_plan = overlapping_plan(overlap, &journal, &unresolved);
+        let unresolved = if own_plan.is_some() {
+            Vec::new()
+        } else {
+            unresolved
+        };
         let work = match pick_work(ctx, &journal, unresolved, uncertain.as_deref()) {
-            Ok(work) => work,
+            Ok(work) => {
+                if let Some(plan) = &own_plan {
+                    withhold_outside_plan(&mut decisions, plan);
+                }
+                work
+            }
             Err(reason) => {
                 if let Some(r) = reason {
                     withhold_all(&mut decisions, r);
@@ -366,6 +387,7 @@ impl Dispatch {
             out,
             work,
             submitted: None,
+            own_plan,
             counted,
         }
     }
@@ -431,6 +453,7 @@ impl Dispatch {
                 && c.mode == DeploymentMode::OMENative
                 && v.request_uuid.is_empty()
                 && v.dispatch_status == Some(DispatchStatus::Withheld)
+                && self.own_plan.as_deref().is_none_or(|p| later_step_of(c, p))
             {
                 return Some((next, i));
             }
@@ -591,6 +614,53 @@ impl Dispatch {
         }
         self.out.decisions = self.decisions;
         self.out
+    }
+}
+
+/// Whether `c` is a later step of the started drain plan `plan_id`.
+fn later_step_of(c: &Candidate, plan_id: &str) -> bool {
+    c.plan
+        .as_ref()
+        .is_some_and(|p| p.plan_id == plan_id && !p.starts_plan)
+}
+
+/// With `overlapSteps` (docs/design-policies.md#overlapping-steps): the active drain plan
+/// whose steps are every unresolved request, each submitted or acknowledged (a prepared or
+/// stalled one is handled as without the option). `None` when the option is off, nothing
+/// is unresolved, or any unresolved request is not that one plan's.
+fn overlapping_plan(overlap: bool, journal: &Journal, unresolved: &[Entry]) -> Option<String> {
+    if !overlap || unresolved.is_empty() {
+        return None;
+    }
+    if !unresolved
+        .iter()
+        .all(|e| matches!(e.phase, Phase::Submitted | Phase::Acknowledged))
+    {
+        return None;
+    }
+    let plan = journal
+        .plans
+        .iter()
+        .filter(|p| p.active())
+        .find(|p| p.steps.iter().any(|s| s.request_uuid == unresolved[0].uuid))?;
+    unresolved
+        .iter()
+        .all(|e| plan.steps.iter().any(|s| s.request_uuid == e.uuid))
+        .then(|| plan.id.clone())
+}
+
+/// Withholds every admitted row that is not a later step of `plan_id` with
+/// `UnresolvedRequest`: with `overlapSteps` only that plan's next step may go beside its
+/// own requests.
+fn withhold_outside_plan(decisions: &mut [Decision], plan_id: &str) {
+    for (c, v) in decisions.iter_mut() {
+        if let Some(v) = v
+            && v.admitted
+            && v.dispatch_status == Some(DispatchStatus::Withheld)
+            && !later_step_of(c, plan_id)
+        {
+            v.dispatch_reason = Some(DispatchReason::UnresolvedRequest);
+        }
     }
 }
 
@@ -924,6 +994,124 @@ mod tests {
         c.advisory_reason =
             Some(alfred_model::reason::AdvisoryReason::NonExecutableObservedFragmentation);
         c
+    }
+
+    /// The example journal, its entry (in `phase`) step 1 of the active plan `dp-1`, and a
+    /// second entry `u2` of no plan (terminal unless `u2_running`).
+    fn plan_journal(phase: Phase, u2_running: bool) -> (Journal, Entry) {
+        use alfred_model::plan::{DrainProtectionWire, PlanPhase, PlanRecord, PlanStepRecord};
+        let mut j = Journal::parse(crate::journal::tests::EXAMPLE).expect("example journal");
+        j.entries[0].phase = phase;
+        let mut other = j.entries[0].clone();
+        other.uuid = "u2".into();
+        other.phase = if u2_running {
+            Phase::Acknowledged
+        } else {
+            Phase::Completed
+        };
+        other.completed_at = (!u2_running).then_some(other.created_at);
+        let e = j.entries[0].clone();
+        j.entries.push(other);
+        j.plans = vec![PlanRecord {
+            id: "dp-1".into(),
+            pool: "H100".into(),
+            node: e.from_node.clone(),
+            node_uid: "uid".into(),
+            pod: "prod/big".into(),
+            pod_uid: "p1".into(),
+            gpus: 8,
+            protection: DrainProtectionWire::Nominate,
+            steps: vec![PlanStepRecord {
+                workload: "inference/qwen3-235b".into(),
+                component: e.component,
+                instance: e.instance,
+                gpus: 4,
+                request_uuid: e.uuid.clone(),
+            }],
+            phase: PlanPhase::Draining,
+            reason: None,
+            started_at: e.created_at,
+            deadline: e.created_at.plus_minutes(60),
+            ended_at: None,
+            pending_since: e.created_at,
+        }];
+        (j, e)
+    }
+
+    #[test]
+    fn overlap_names_the_plan_only_when_every_unresolved_request_is_its_running_step() {
+        let unresolved = |j: &Journal| j.unresolved().cloned().collect::<Vec<_>>();
+        for phase in [Phase::Submitted, Phase::Acknowledged] {
+            let (j, _) = plan_journal(phase, false);
+            assert_eq!(
+                overlapping_plan(true, &j, &unresolved(&j)),
+                Some("dp-1".into())
+            );
+            // Off: no exemption, whatever the journal holds.
+            assert_eq!(overlapping_plan(false, &j, &unresolved(&j)), None);
+        }
+        // A prepared or stalled step is handled as without the option.
+        for phase in [Phase::Prepared, Phase::Stalled] {
+            let (j, _) = plan_journal(phase, false);
+            assert_eq!(
+                overlapping_plan(true, &j, &unresolved(&j)),
+                None,
+                "{phase:?}"
+            );
+        }
+        // Another unresolved request beside the plan's step: none.
+        let (j, _) = plan_journal(Phase::Acknowledged, true);
+        assert_eq!(unresolved(&j).len(), 2);
+        assert_eq!(overlapping_plan(true, &j, &unresolved(&j)), None);
+        // An ended plan's step, or nothing unresolved: none.
+        let (mut j, _) = plan_journal(Phase::Acknowledged, false);
+        j.plans[0].phase = alfred_model::plan::PlanPhase::Abandoned;
+        assert_eq!(overlapping_plan(true, &j, &unresolved(&j)), None);
+        assert_eq!(overlapping_plan(true, &j, &[]), None);
+    }
+
+    #[test]
+    fn overlap_withholds_every_row_but_the_plans_later_steps() {
+        let (_, e) = plan_journal(Phase::Acknowledged, false);
+        let admitted = || Verdict {
+            admitted: true,
+            dispatch_status: Some(DispatchStatus::Withheld),
+            dispatch_reason: Some(DispatchReason::ExecutionDisabled),
+            ..Verdict::default()
+        };
+        let with_plan = |id: &str, starts: bool| {
+            let mut c = entry_candidate(&e);
+            c.plan = Some(alfred_model::plan::PlanStepRef {
+                plan_id: id.into(),
+                step: 2,
+                steps: 3,
+                node: e.from_node.clone(),
+                starts_plan: starts,
+            });
+            (c, Some(admitted()))
+        };
+        let mut rows = vec![
+            with_plan("dp-1", false),
+            with_plan("dp-1", true),
+            with_plan("dp-2", false),
+            (entry_candidate(&e), Some(admitted())),
+        ];
+        withhold_outside_plan(&mut rows, "dp-1");
+        let reasons: Vec<_> = rows
+            .iter()
+            .map(|(_, v)| v.as_ref().and_then(|v| v.dispatch_reason))
+            .collect();
+        assert_eq!(
+            reasons,
+            vec![
+                Some(DispatchReason::ExecutionDisabled),
+                Some(DispatchReason::UnresolvedRequest),
+                Some(DispatchReason::UnresolvedRequest),
+                Some(DispatchReason::UnresolvedRequest),
+            ]
+        );
+        assert!(later_step_of(&rows[0].0, "dp-1"));
+        assert!(!later_step_of(&rows[1].0, "dp-1"));
     }
 
     #[test]

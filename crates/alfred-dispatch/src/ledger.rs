@@ -108,6 +108,9 @@ pub fn ledger_of(journal: &Journal, snapshot: &ClusterSnapshot) -> Ledger {
     }
     for p in journal.plans.iter().filter(|p| p.active()) {
         ledger.protect(&p.node);
+        for s in p.steps.iter().filter(|s| !s.request_uuid.is_empty()) {
+            ledger.mark_plan_step(&s.request_uuid, &p.id);
+        }
     }
     ledger
 }

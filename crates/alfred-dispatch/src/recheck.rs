@@ -31,7 +31,7 @@ use sha2::{Digest, Sha256};
 
 use alfred_arbiter::Breaker;
 
-use crate::budget::{check_budget, node_cooling};
+use crate::budget::{check_budget, node_cooling_outside, own_plan_requests};
 use crate::journal::{Entry, Journal};
 use crate::request::RequestPayload;
 use crate::schedule::{fresh, select_profile};
@@ -574,13 +574,15 @@ fn predicted_targets(
         }
     }
     let node_window = Duration::from_secs(u64::from(ctx.config.per_node_cooldown_minutes) * 60);
+    let own = own_plan_requests(ctx.journal, fresh_c, ctx.config);
     for t in &targets {
-        if node_cooling(
+        if node_cooling_outside(
             ctx.journal,
             t,
             ctx.now,
             node_window,
             existing.map(|e| e.uuid.as_str()),
+            &own,
         ) {
             return Err(DispatchReason::TargetCooldown);
         }

@@ -268,6 +268,7 @@ struct RawDefrag {
 #[derive(Default)]
 struct RawDrainPlans {
     enabled: Option<bool>,
+    overlap_steps: Option<bool>,
     protection: Option<String>,
     /// `maxStepsPerPlan`, `maxActivePlans`, `planDeadlineMinutes`, `abandonBackoffMinutes`,
     /// `lonePodWaitMinutes`.
@@ -413,12 +414,13 @@ impl RawConfig {
         )?;
         self.defrag.enabled = d.bool("enabled")?;
         if let Some(node) = d.get("drainPlans") {
-            let keys = ["enabled", "protection"]
+            let keys = ["enabled", "protection", "overlapSteps"]
                 .into_iter()
                 .chain(DRAIN_POSITIVE)
                 .collect::<Vec<_>>();
             let p = Obj::new(node, DRAIN_PLANS, &keys)?;
             self.defrag.drain.enabled = p.bool("enabled")?;
+            self.defrag.drain.overlap_steps = p.bool("overlapSteps")?;
             self.defrag.drain.protection = p.string("protection")?;
             for (slot, key) in self.defrag.drain.positive.iter_mut().zip(DRAIN_POSITIVE) {
                 *slot = p.int(key)?;
@@ -666,6 +668,9 @@ fn build_defragmentation(
     let drain = &mut defrag.drain_plans;
     if let Some(enabled) = raw.drain.enabled {
         drain.enabled = enabled;
+    }
+    if let Some(overlap) = raw.drain.overlap_steps {
+        drain.overlap_steps = overlap;
     }
     if let Some(p) = &raw.drain.protection {
         drain.protection = DrainProtection::from_name(p).ok_or_else(|| {

@@ -35,7 +35,7 @@ pub mod defaults {
     /// `policies.defragmentation.drainPlans.maxStepsPerPlan`: 8, not the 4. On the
     /// trace cluster most 8-GPU nodes hold five to eight 1-GPU replicas, so four steps free
     /// almost none of them (the twin's 8-GPU p95 wait: 400 min with 4, 244 with 8, over 4
-    /// days; README, "Drain plans").
+    /// days; docs/design-policies.md#how-a-plan-is-built).
     pub const DRAIN_MAX_STEPS_PER_PLAN: u32 = 8;
     /// `policies.defragmentation.drainPlans.maxActivePlans`.
     pub const DRAIN_MAX_ACTIVE_PLANS: u32 = 1;
@@ -44,7 +44,7 @@ pub mod defaults {
     /// `policies.defragmentation.drainPlans.abandonBackoffMinutes`.
     pub const DRAIN_ABANDON_BACKOFF_MINUTES: u32 = 30;
     /// `policies.defragmentation.drainPlans.lonePodWaitMinutes`: three times the default
-    /// `emergencyPendingAgeMinutes` (README, "Drain plans").
+    /// `emergencyPendingAgeMinutes` (docs/design-policies.md#drain-plans).
     pub const DRAIN_LONE_POD_WAIT_MINUTES: u32 = 30;
     /// `policies.nodeHealth.triggerConditions`.
     pub const TRIGGER_CONDITIONS: [&str; 1] = ["GpuUnhealthy"];
@@ -215,6 +215,14 @@ pub struct DrainPlansConfig {
     /// long. Until then it heads the scheduler's queue and takes the first node churn frees,
     /// so a plan made for it would most often lose the race and its half-emptied node.
     pub lone_pod_wait_minutes: u32,
+    /// `overlapSteps` (default false): the plans' throughput opt-in
+    /// (docs/design-policies.md#overlapping-steps). When true, a started plan's next step may be
+    /// submitted while the plan's own earlier steps are still waiting or in progress, and
+    /// the target cooldown does not count those earlier steps. Still one request a pass,
+    /// never beside a migration that is not the plan's own, and `maxMigrationsPerHour`
+    /// counts every move. False keeps the seeds' rule: no request while any migration is
+    /// waiting or in progress.
+    pub overlap_steps: bool,
 }
 
 /// `policies.defragmentation.scoring`.
@@ -620,6 +628,7 @@ impl Config {
                         plan_deadline_minutes: defaults::DRAIN_PLAN_DEADLINE_MINUTES,
                         abandon_backoff_minutes: defaults::DRAIN_ABANDON_BACKOFF_MINUTES,
                         lone_pod_wait_minutes: defaults::DRAIN_LONE_POD_WAIT_MINUTES,
+                        overlap_steps: false,
                     },
                 },
                 node_health: NodeHealthConfig {

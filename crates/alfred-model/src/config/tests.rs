@@ -1362,7 +1362,8 @@ fn effective_json_prints_every_key() {
                     "maxActivePlans": 1,
                     "planDeadlineMinutes": 60,
                     "abandonBackoffMinutes": 30,
-                    "lonePodWaitMinutes": 30
+                    "lonePodWaitMinutes": 30,
+                    "overlapSteps": false
                 }
             },
             "nodeHealth": {
@@ -1466,6 +1467,26 @@ fn drain_plan_keys_are_validated_naming_their_path() {
     }
     let e = Config::from_yaml(&format!("{base}      bogus: 1\n")).unwrap_err();
     assert_eq!(e.path(), "policies.defragmentation.drainPlans.bogus");
+}
+
+#[test]
+fn overlap_steps_is_off_unless_set_and_must_be_a_boolean() {
+    let base = "schemaVersion: 1\npolicies:\n  defragmentation:\n    drainPlans:\n";
+    assert!(
+        !Config::builtin()
+            .policies
+            .defragmentation
+            .drain_plans
+            .overlap_steps
+    );
+    let on = Config::from_yaml(&format!("{base}      overlapSteps: true\n")).unwrap();
+    assert!(on.policies.defragmentation.drain_plans.overlap_steps);
+    // Only that key changes.
+    let mut back = on.clone();
+    back.policies.defragmentation.drain_plans.overlap_steps = false;
+    assert_eq!(back, Config::builtin());
+    let e = Config::from_yaml(&format!("{base}      overlapSteps: \"yes\"\n")).unwrap_err();
+    assert_eq!(e.path(), "policies.defragmentation.drainPlans.overlapSteps");
 }
 
 /// 200,000 keys: a pairwise duplicate check would make 2·10¹⁰ comparisons (minutes even
