@@ -41,6 +41,10 @@ use crate::journal::{Journal, MAX_PLANS, Phase};
 /// How long an ended plan is kept.
 const ENDED_RETENTION: Duration = Duration::from_secs(24 * 3600);
 
+/// The most `planDeadlineMinutes` a plan handed from pod to pod keeps its node, counted from
+/// its start (docs/design-policies.md#drain-plans).
+const HANDOVER_DEADLINES: u32 = 2;
+
 /// The plans of one pass, as they change through it.
 #[derive(Debug, Clone, PartialEq, Default)]
 pub struct PlanBook {
@@ -414,13 +418,19 @@ impl PlanBook {
             .defragmentation
             .drain_plans
             .plan_deadline_minutes;
+        let allowed = Duration::from_secs(u64::from(minutes_allowed) * 60);
+        // Each pod gets the deadline afresh, but the node is kept at most
+        // `HANDOVER_DEADLINES` deadlines from the plan's start, whatever the hand-overs: a
+        // queue whose pods keep binding elsewhere cannot keep it tainted without end.
+        let last = r.started_at.plus(allowed * HANDOVER_DEADLINES);
+        if input.now >= last {
+            return verdict;
+        }
         let mut handed = r.clone();
         handed.pod = next.key();
         handed.pod_uid = next.uid.clone();
         handed.pending_since = next.pending_since;
-        handed.deadline = input
-            .now
-            .plus(Duration::from_secs(u64::from(minutes_allowed) * 60));
+        handed.deadline = input.now.plus(allowed).min(last);
         // The new pod's protection is put in place as a new plan's is.
         handed.phase = PlanPhase::Protecting;
         // A plan that could not go on for the new pod either (its node or a step went

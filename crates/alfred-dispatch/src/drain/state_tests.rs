@@ -1,5 +1,7 @@
 //! The plans' record and their protection: no nomination or taint of alfred's goes out
-//! without the saved state naming its plan, even when the state cannot be saved.
+//! without the saved state naming its plan, even when the state cannot be saved; how long a
+//! plan handed from pod to pod keeps its node; and the limits of what the record knows (a
+//! nomination it does not name, a request learned to have landed).
 
 use alfred_model::config::{Config, Mode};
 use alfred_model::effect::Effect;
@@ -122,6 +124,38 @@ fn a_state_that_cannot_be_saved_sends_no_protection() {
     assert_eq!(protections(&effects), 1);
 }
 
+/// The executable row of plan `p`'s first step.
+fn step_row(p: &PlanRecord) -> alfred_model::record::Candidate {
+    alfred_model::record::Candidate {
+        policy: alfred_model::record::Policy::Defragmentation,
+        workload: "chat/a".into(),
+        component: ComponentKind::Engine,
+        instance: 99,
+        mode: alfred_model::snapshot::DeploymentMode::OMENative,
+        reason: alfred_model::reason::RowReason::Fragmentation,
+        from_node: p.node.clone(),
+        hint_target_nodes: vec!["n0".into()],
+        placement_target_nodes: vec!["n0".into()],
+        executable: true,
+        advisory_reason: None,
+        surge_shaped: true,
+        footprint_gpus: 1,
+        benefit: 9.0,
+        cost: 1.2,
+        score: 7.8,
+        emergency: true,
+        pod_gpus: vec![1],
+        scheduling: None,
+        plan: Some(alfred_model::plan::PlanStepRef {
+            plan_id: p.id.clone(),
+            step: 1,
+            steps: 1,
+            node: p.node.clone(),
+            starts_plan: true,
+        }),
+    }
+}
+
 #[test]
 fn no_plan_starts_past_the_most_the_state_may_hold() {
     let snap = cluster(MAX_PLANS + 1);
@@ -155,34 +189,7 @@ fn no_plan_starts_past_the_most_the_state_may_hold() {
         continued: false,
         done_steps: 0,
     };
-    let row = alfred_model::record::Candidate {
-        policy: alfred_model::record::Policy::Defragmentation,
-        workload: "chat/a".into(),
-        component: ComponentKind::Engine,
-        instance: 99,
-        mode: alfred_model::snapshot::DeploymentMode::OMENative,
-        reason: alfred_model::reason::RowReason::Fragmentation,
-        from_node: new.node.clone(),
-        hint_target_nodes: vec!["n0".into()],
-        placement_target_nodes: vec!["n0".into()],
-        executable: true,
-        advisory_reason: None,
-        surge_shaped: true,
-        footprint_gpus: 1,
-        benefit: 9.0,
-        cost: 1.2,
-        score: 7.8,
-        emergency: true,
-        pod_gpus: vec![1],
-        scheduling: None,
-        plan: Some(alfred_model::plan::PlanStepRef {
-            plan_id: new.id.clone(),
-            step: 1,
-            steps: 1,
-            node: new.node.clone(),
-            starts_plan: true,
-        }),
-    };
+    let row = step_row(&new);
     let verdict = alfred_model::record::Verdict {
         admitted: true,
         dispatch_reason: Some(alfred_model::reason::DispatchReason::RequestSubmitted),
@@ -220,4 +227,146 @@ fn no_plan_starts_past_the_most_the_state_may_hold() {
         true,
     );
     assert_eq!(book.started_now, vec![new.id.clone()]);
+}
+
+/// Plan 0 under `taint`, started `started` minutes from now, whose pod bound to n1 while
+/// `prod/next` (8 GPUs, pending 20 minutes) waits: reviewed now.
+fn handed_over(started: i64) -> PlanBook {
+    let mut config = execute_config();
+    config.policies.defragmentation.drain_plans.protection =
+        alfred_model::config::DrainProtection::Taint;
+    let mut p = active(0);
+    p.protection = DrainProtectionWire::Taint;
+    p.started_at = t(started);
+    p.deadline = t(5);
+    let mut snap = cluster(2);
+    snap.nodes[0].taints.push(alfred_model::snapshot::Taint {
+        key: alfred_model::plan::DRAIN_TAINT_KEY.into(),
+        value: p.id.clone(),
+        effect: "NoSchedule".into(),
+    });
+    snap.pending_pods = vec![PendingPod {
+        namespace: "prod".into(),
+        name: "next".into(),
+        uid: "uid-next".into(),
+        gpus_needed: 8,
+        pending_since: t(-20),
+        pools: PoolAttribution::Any,
+        ..PendingPod::default()
+    }];
+    snap.pods.push(alfred_model::snapshot::Pod {
+        namespace: "prod".into(),
+        name: "p0".into(),
+        uid: "uid-p0".into(),
+        node: "n1".into(),
+        gpus: 8,
+        ..alfred_model::snapshot::Pod::default()
+    });
+    let mut journal = Journal::empty();
+    journal.plans = vec![p];
+    PlanBook::review(&super::ReviewInput {
+        snapshot: &snap,
+        config: &config,
+        journal: &journal,
+        executing: true,
+        now: t(0),
+    })
+}
+
+#[test]
+fn hand_over_keeps_a_node_at_most_two_deadlines_from_the_plans_start() {
+    // Started 10 minutes ago: the new pod gets a whole deadline (60 minutes).
+    let book = handed_over(-10);
+    assert!(book.plans[0].active(), "{:?}", book.plans[0]);
+    assert_eq!(book.plans[0].pod, "prod/next");
+    assert_eq!(book.plans[0].deadline, t(60));
+    // Started 100 minutes ago: the new pod gets what is left of two deadlines.
+    let book = handed_over(-100);
+    assert_eq!(book.plans[0].pod, "prod/next");
+    assert_eq!(book.plans[0].deadline, t(20));
+    // Started two deadlines ago: no hand-over; the plan ends for its own pod.
+    let book = handed_over(-120);
+    let r = &book.plans[0];
+    assert_eq!(r.pod, "prod/p0");
+    assert_eq!(
+        (r.phase, r.reason),
+        (
+            PlanPhase::Abandoned,
+            Some(alfred_model::reason::PlanEndReason::PodBoundElsewhere)
+        )
+    );
+}
+
+/// A nomination carries no mark of who set it: one on a pending pod that no plan of the
+/// state names (its plan was lost with a reset journal) is left alone, as the scheduler's
+/// would be (docs/design-policies.md#drain-plans gives the manual fix).
+#[test]
+fn a_nomination_no_plan_names_is_not_cleared() {
+    let mut snap = cluster(2);
+    snap.pending_pods[0].nominated_node = "n0".into();
+    let book = PlanBook::review(&super::ReviewInput {
+        snapshot: &snap,
+        config: &execute_config(),
+        journal: &Journal::empty(),
+        executing: true,
+        now: t(0),
+    });
+    let (_, effects) = book.finish(Some(&Journal::empty()), &[]);
+    assert!(
+        !effects
+            .iter()
+            .any(|e| matches!(e, Effect::ClearNomination { .. })),
+        "{effects:?}"
+    );
+}
+
+/// A request whose write ended uncertain and that the next pass learns landed (its row comes
+/// back acknowledged, not `RequestSubmitted`) starts no plan: the move goes on as a single
+/// move, unprotected (docs/design-policies.md#drain-plans).
+#[test]
+fn a_request_learned_to_have_landed_starts_no_plan() {
+    let snap = cluster(1);
+    let p = active(0);
+    let proposed = alfred_model::plan::DrainPlan {
+        id: p.id.clone(),
+        pool: p.pool.clone(),
+        node: p.node.clone(),
+        node_uid: p.node_uid.clone(),
+        pod: p.pod.clone(),
+        pod_uid: p.pod_uid.clone(),
+        pod_gpus: 8,
+        pending_since: p.pending_since,
+        steps: Vec::new(),
+        recovered_gpus: 1.0,
+        benefit_gpus: 9.0,
+        cost_gpus: 1.2,
+        continued: false,
+        done_steps: 0,
+    };
+    let row = step_row(&p);
+    for reason in [
+        alfred_model::reason::DispatchReason::UUIDStatusObserved,
+        alfred_model::reason::DispatchReason::SubmissionUncertain,
+    ] {
+        let verdict = alfred_model::record::Verdict {
+            admitted: true,
+            dispatch_reason: Some(reason),
+            request_uuid: "0b6e3c52-1d4f-4a8e-8b2c-7e9d5f3a1c04".into(),
+            ..alfred_model::record::Verdict::default()
+        };
+        let mut book = PlanBook::default();
+        book.after_dispatch(
+            &[(row.clone(), Some(verdict))],
+            std::slice::from_ref(&proposed),
+            &execute_config(),
+            &snap,
+            Some(&Journal::empty()),
+            t(0),
+            true,
+        );
+        assert!(
+            book.plans.is_empty() && book.started_now.is_empty(),
+            "{reason:?}"
+        );
+    }
 }

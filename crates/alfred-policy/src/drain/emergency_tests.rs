@@ -1,6 +1,7 @@
-//! Which plan steps are emergencies, and what maintenance windows hold
-//! (docs/design-policies.md#drain-plans): the plan's pod makes a step urgent when it waited past
-//! `emergencyPendingAgeMinutes` and is tenant-compatible with the step's workload.
+//! What holds a plan's step and what does not (docs/design-policies.md#drain-plans): the plan's
+//! pod makes a step an emergency when it waited past `emergencyPendingAgeMinutes` and is
+//! tenant-compatible with the step's workload; maintenance windows hold every other step; the
+//! pool's threshold case holds none.
 
 use alfred_model::reason::AdvisoryReason;
 use alfred_model::record::Candidate;
@@ -181,4 +182,31 @@ fn each_step_of_a_two_step_plan_is_judged_by_the_plans_pod() {
     // Inside the window step 1 goes ahead, still no emergency.
     let rows = step_rows(two_steps(OPEN), &weekend_window());
     assert!(rows[0].executable && !rows[0].emergency, "{:#?}", rows[0]);
+}
+
+#[test]
+fn the_pools_threshold_case_does_not_hold_a_plan() {
+    // A threshold no score reaches: the pool's single moves are advice or nothing, and the
+    // plan for the pod that fits nowhere still goes ahead.
+    let s = PolicySettings {
+        fragmentation_threshold: 0.99,
+        ..PolicySettings::default()
+    };
+    let b = one_step(OPEN, "prod");
+    let snap = b.clone().build();
+    let out = propose_with_plans(&snap, &s, snap.observed_at, &[]);
+    let analysis = alfred_score::analyze(&snap, &s.score_settings());
+    let case = analysis
+        .pool("H100")
+        .map(|p| p.score.threshold_case)
+        .unwrap();
+    assert_ne!(case, alfred_score::ThresholdCase::ExecutionOpen);
+    assert!(
+        out.candidates
+            .iter()
+            .filter(|c| c.plan.is_none())
+            .all(|c| !c.executable)
+    );
+    let rows = step_rows(b, &s);
+    assert!(rows[0].executable, "{:#?}", rows[0]);
 }
