@@ -356,7 +356,11 @@ fn check_traffic(out: &mut Checked, spec: &AdaptivePolicySpec, traffic: &Traffic
             );
         }
     }
-    let total: i64 = clusters.iter().map(ClusterSpec::weight).sum();
+    // Saturating: weights are any integers until checked, and their sum must not overflow.
+    let total = clusters
+        .iter()
+        .map(ClusterSpec::weight)
+        .fold(0i64, i64::saturating_add);
     if !clusters.is_empty() && total != 100 {
         out.problem(
             "spec.clusters[].weight",

@@ -331,6 +331,16 @@ fn counts_are_bounded() {
 }
 
 #[test]
+fn huge_weights_are_reported_not_overflowed() {
+    let text = format!(
+        "spec:\n  workload: {{name: w}}\n  clusters:\n  - {{name: a, maxReplicas: 1, weight: {max}, backend: {{name: a}}}}\n  - {{name: b, maxReplicas: 1, weight: {max}, backend: {{name: b}}}}\n  traffic: {{routes: [{{cluster: a, name: r}}]}}\n",
+        max = i64::MAX
+    );
+    let got = lines(&check(&text));
+    assert!(got.contains(&format!("spec.clusters[].weight: Steady weights must sum to 100 when traffic is set (they sum to {})", i64::MAX)), "{got:?}");
+}
+
+#[test]
 fn every_problem_is_reported_at_once() {
     let text = edited("maxReplicas: 6", "maxReplicas: -1")
         .replacen("after: 3m", "after: soon", 1)
