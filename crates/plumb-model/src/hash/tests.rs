@@ -153,6 +153,36 @@ fn hashed_change(spec: &mut AdaptivePolicySpec, which: u8, n: i64) {
 
 proptest! {
     #[test]
+    fn any_spelling_of_a_duration_hashes_alike(nanos in 1u64..=1_000_000 * 3_600_000_000_000) {
+        let spelled = |text: String| {
+            let mut spec = base();
+            spec.signals.as_mut().unwrap().metrics.as_mut().unwrap()[0].window = Some(GoDuration::new(text));
+            hash(&spec, "east")
+        };
+        let canonical = spelled(crate::duration::format_go_duration(nanos));
+        prop_assert_eq!(&spelled(format!("{nanos}ns")), &canonical);
+        if nanos % 1_000_000_000 == 0 {
+            prop_assert_eq!(&spelled(format!("{}s", nanos / 1_000_000_000)), &canonical);
+        }
+        prop_assert_ne!(&spelled(format!("{}ns", nanos + 1)), &canonical);
+    }
+
+    #[test]
+    fn a_default_written_out_hashes_as_left_out(step in prop::bool::ANY, age in prop::bool::ANY, rank in prop::bool::ANY) {
+        let mut spec = base();
+        if step {
+            spec.capacity.as_mut().unwrap().step = Some(2);
+        }
+        if age {
+            spec.signals.as_mut().unwrap().metrics.as_mut().unwrap()[0].max_age = Some(GoDuration::new("120s"));
+        }
+        if rank {
+            spec.clusters.as_mut().unwrap()[0].cost_rank = Some(0);
+        }
+        prop_assert_eq!(hash(&spec, "east"), hash(&base(), "east"));
+    }
+
+    #[test]
     fn hub_only_changes_leave_every_members_hash_unchanged(which in any::<u8>(), n in 0i64..100) {
         let before = base();
         let mut after = before.clone();
