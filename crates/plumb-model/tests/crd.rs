@@ -253,3 +253,55 @@ fn matches_duration_pattern(text: &str) -> bool {
     }
     true
 }
+
+/// A valid policy with every object that has required fields.
+const VALID: &str = r#"{"spec": {
+  "workload": {"name": "w"},
+  "clusters": [{"name": "a", "maxReplicas": 2, "weight": 100, "backend": {"name": "b"}}],
+  "signals": {"metrics": [{"name": "m", "query": "q"}]},
+  "traffic": {"routes": [{"cluster": "a", "name": "r"}]},
+  "experimental": {"adaptive": {"intent": "i"}}}}"#;
+
+/// Removes the field at `path` (`spec.clusters[0].name`) from `value`.
+fn remove(value: &mut Value, path: &str) {
+    let (parent, field) = path.rsplit_once('.').unwrap();
+    let mut at = value;
+    for part in parent.split('.') {
+        let (name, index) = match part.strip_suffix("[0]") {
+            Some(name) => (name, true),
+            None => (part, false),
+        };
+        at = &mut at[name];
+        if index {
+            at = &mut at[0];
+        }
+    }
+    at.as_object_mut().unwrap().remove(field).unwrap();
+}
+
+#[test]
+fn what_the_schema_requires_validation_requires_too() {
+    let crd = crd();
+    let mut required = Vec::new();
+    common::schema_required(
+        &root_schema(&crd)["properties"]["spec"],
+        "spec",
+        &mut required,
+    );
+    assert!(required.len() >= 9, "{required:?}");
+    let valid: Value = serde_json::from_str(VALID).unwrap();
+    let (_, checked) = plumb_model::check_document(VALID);
+    assert!(checked.is_valid(), "{:?}", checked.problems);
+    for path in required {
+        let concrete = path.replace("[]", "[0]");
+        let mut value = valid.clone();
+        remove(&mut value, &concrete);
+        let (_, checked) = plumb_model::check_document(&value.to_string());
+        let expected = format!("{concrete}: required");
+        assert!(
+            checked.problems.iter().any(|p| p.to_string() == expected),
+            "{CRD} requires {path}; validation says {:?}",
+            checked.problems
+        );
+    }
+}

@@ -83,6 +83,26 @@ fn every_built_in_default_is_the_one_its_row_states() {
 }
 
 #[test]
+fn the_rows_marked_required_are_the_ones_the_crd_requires() {
+    let path = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../../deploy/plumb/crds/adaptivepolicies.plumb-k8s.github.io.yaml");
+    let crd: Value = serde_saphyr::from_str(&std::fs::read_to_string(path).unwrap()).unwrap();
+    let schema = &crd["spec"]["versions"][0]["schema"]["openAPIV3Schema"]["properties"]["spec"];
+    let mut required = Vec::new();
+    common::schema_required(schema, "spec", &mut required);
+    let from_crd: BTreeSet<String> = required
+        .iter()
+        .map(|p| p["spec.".len()..].to_owned())
+        .collect();
+    let from_page: BTreeSet<String> = spec_rows(&page())
+        .into_iter()
+        .filter(|(_, default)| default == "required")
+        .map(|(field, _)| field)
+        .collect();
+    assert_eq!(from_page, from_crd, "{PAGE}: the fields marked required");
+}
+
+#[test]
 fn the_page_reader_finds_rows_and_their_defaults() {
     let text = "## Other\n| `x` | `1` | no |\n## Spec fields\n| field | default | meaning |\n| --- | --- | --- |\n| `a.b` | `2m` | yes |\n## Flags\n| `--c` | | |\n";
     let rows = spec_rows(text);

@@ -222,3 +222,18 @@ pub fn filled_defaults(except: &[&str]) -> BTreeMap<String, Value> {
         .filter(|(p, _)| !written.contains_key(p) && !except.contains(&p.as_str()))
         .collect()
 }
+
+/// The schema paths the CRD marks required (`spec.clusters[].name`), below `path`.
+pub fn schema_required(node: &Value, path: &str, out: &mut Vec<String>) {
+    for name in node["required"].as_array().into_iter().flatten() {
+        out.push(format!("{path}.{}", name.as_str().unwrap()));
+    }
+    if let Some(props) = node["properties"].as_object() {
+        for (name, child) in props {
+            schema_required(child, &format!("{path}.{name}"), out);
+        }
+    }
+    if let Some(items) = node.get("items") {
+        schema_required(items, &format!("{path}[]"), out);
+    }
+}
