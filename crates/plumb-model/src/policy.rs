@@ -107,7 +107,22 @@ impl AdaptivePolicy {
     }
 
     /// Reads a policy from a parsed JSON value (one item of a `kubectl get -o json` List).
+    ///
+    /// An `apiVersion` or `kind` other than this type's is refused first, so a document of
+    /// another kind is named as such rather than by its first unknown field.
     pub fn from_value(value: Value) -> Result<Self, ParseError> {
+        for (field, expected) in [("apiVersion", API_VERSION), ("kind", KIND)] {
+            match value.get(field) {
+                None => {}
+                Some(Value::String(s)) if s == expected => {}
+                Some(other) => {
+                    return Err(ParseError {
+                        path: field.to_owned(),
+                        message: format!("must be {expected} (is {other})"),
+                    });
+                }
+            }
+        }
         serde_path_to_error::deserialize(value).map_err(|e| {
             let path = e.path().to_string();
             ParseError {
@@ -155,6 +170,29 @@ mod tests {
         let policy = AdaptivePolicy::from_json(text).unwrap();
         assert_eq!(policy.key(), "ml/p");
         assert_eq!(policy.status.unwrap().report.unwrap().needed_replicas, 3);
+    }
+
+    #[test]
+    fn another_kind_or_version_is_named_first() {
+        let err = AdaptivePolicy::from_yaml(
+            "apiVersion: apps/v1\nkind: Deployment\nspec: {replicas: 2}\n",
+        )
+        .unwrap_err();
+        assert_eq!(
+            err.to_string(),
+            "apiVersion: must be plumb-k8s.github.io/v1alpha1 (is \"apps/v1\")"
+        );
+        let err = AdaptivePolicy::from_yaml("kind: Deployment\nspec: {}\n").unwrap_err();
+        assert_eq!(
+            err.to_string(),
+            "kind: must be AdaptivePolicy (is \"Deployment\")"
+        );
+        assert!(
+            AdaptivePolicy::from_yaml(
+                "apiVersion: plumb-k8s.github.io/v1alpha1\nkind: AdaptivePolicy\nspec: {}\n"
+            )
+            .is_ok()
+        );
     }
 
     #[test]
