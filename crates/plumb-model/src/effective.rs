@@ -72,6 +72,11 @@ fn fill_cluster(cluster: &mut ClusterSpec, shared_capacity: Option<f64>) {
     cluster.weight.get_or_insert(defaults::WEIGHT);
     cluster.min_weight.get_or_insert(defaults::MIN_WEIGHT);
     cluster.max_weight.get_or_insert(defaults::MAX_WEIGHT);
+    if let Some(backend) = cluster.backend.as_mut() {
+        backend
+            .kind
+            .get_or_insert_with(|| defaults::BACKEND_KIND.to_owned());
+    }
 }
 
 fn fill_traffic(traffic: &mut Traffic, namespace: Option<&str>) {

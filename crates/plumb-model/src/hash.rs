@@ -134,7 +134,9 @@ fn cluster_entry(c: &ClusterSpec, shared_capacity: Option<f64>) -> Map<String, V
         let mut backend = Map::new();
         put_str(&mut backend, "name", b.name.as_deref());
         put_str(&mut backend, "namespace", b.namespace.as_deref());
-        put_str(&mut backend, "kind", b.kind.as_deref());
+        if b.kind.as_deref() != Some(defaults::BACKEND_KIND) {
+            put_str(&mut backend, "kind", b.kind.as_deref());
+        }
         m.insert("backend".into(), Value::Object(backend));
     }
     m

@@ -24,6 +24,8 @@ pub mod defaults {
     pub const CONFIDENCE_THRESHOLD_PERCENT: i64 = 90;
     /// `clusters[].costRank`.
     pub const COST_RANK: i64 = 0;
+    /// `clusters[].backend.kind` (Gateway API's default backendRef kind).
+    pub const BACKEND_KIND: &str = "Service";
     /// `clusters[].weight`.
     pub const WEIGHT: i64 = 0;
     /// `clusters[].minWeight`.

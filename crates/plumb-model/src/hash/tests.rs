@@ -74,6 +74,7 @@ fn spellings_of_one_meaning_hash_alike() {
             "    region: us-east-1\n    costRank: 0\n    replicaCapacity: 5\n",
         ),
         BASE.replace("workload: {name: llama}", "workload:\n    name: llama"),
+        BASE.replace("{name: llama-east}", "{name: llama-east, kind: Service}"),
     ];
     for text in same {
         let spec = AdaptivePolicy::from_yaml(&text).unwrap().spec;

@@ -185,7 +185,7 @@ pub fn type_fields<T: for<'de> Deserialize<'de>>(root: &str) -> BTreeMap<String,
 
 /// A spec with every section present and no optional leaf set: the effective spec fills in
 /// exactly the defaults.
-pub const BARE: &str = "spec:\n  workload: {name: w}\n  clusters: [{name: a, maxReplicas: 1}]\n  signals:\n    metrics: [{name: m, query: q}]\n  capacity: {}\n  escalation: {}\n  traffic: {routes: [{cluster: a, name: r}]}\n  experimental: {adaptive: {intent: i}}\n";
+pub const BARE: &str = "spec:\n  workload: {name: w}\n  clusters: [{name: a, maxReplicas: 1, backend: {name: b}}]\n  signals:\n    metrics: [{name: m, query: q}]\n  capacity: {}\n  escalation: {}\n  traffic: {routes: [{cluster: a, name: r}]}\n  experimental: {adaptive: {intent: i}}\n";
 
 /// Leaf values of a JSON value by path (arrays: their first element as `[]`).
 pub fn leaves(value: &Value, path: &str, out: &mut BTreeMap<String, Value>) {
