@@ -13,10 +13,13 @@
 //!   (`adapters/alfred-chaos`).
 //! - `replay-dump [--nodes N] [--pods M] [--yaml] OUT`: a large synthetic List for measuring
 //!   `alfred replay` (`dump.rs`).
+//! - `image [--tag NAME:TAG] [--engine E] [--check]`: the container image of the `Containerfile`,
+//!   built from this machine's release binaries without pulling a base (`image.rs`).
 
 mod apiserver;
 mod dump;
 mod fuzz;
+mod image;
 mod tidy;
 
 use std::path::{Path, PathBuf};
@@ -45,6 +48,10 @@ tasks:
   replay-dump [--nodes N] [--pods M] [--yaml] OUT
                       write a synthetic List (default 100,000 nodes, 1,000,000 pods) for
                       measuring alfred replay's memory; never committed
+  image [--tag NAME:TAG] [--engine podman|docker] [--check]
+                      build the container image (Containerfile) from this machine's release
+                      binaries, nothing pulled (default tag localhost/alfred:<version>);
+                      --check runs `alfred replay` inside it and compares with the host's
   bench-live          alfred run's cold start and peak RSS at 5,000 nodes / 25,000 pods against a
                       private API server (adapters/alfred-kube/BENCH-LIVE.md); on demand only
 ";
@@ -73,6 +80,7 @@ fn main_inner() -> Result<()> {
         "fuzz" => fuzz::main(rest),
         "chaos" => chaos(rest),
         "replay-dump" => dump::main(rest),
+        "image" => image::main(rest),
         "help" | "-h" | "--help" => {
             print!("{USAGE}");
             Ok(())
