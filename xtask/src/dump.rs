@@ -1,6 +1,6 @@
 //! `cargo xtask replay-dump`: writes a large synthetic cluster as `kubectl get nodes,pods -o
-//! json` (or `-o yaml`) prints it, to measure what `alfred replay` needs at scale (README,
-//! "Bounded work per input"). Generated, never committed: at 100,000 nodes and 1,000,000 pods
+//! json` (or `-o yaml`) prints it, to measure what `alfred replay` needs at scale
+//! (benches/RESULTS.md, "Bounded work per input"). Generated, never committed: at 100,000 nodes and 1,000,000 pods
 //! the JSON is over a gigabyte.
 //!
 //! The objects carry what a real API server returns (uids, resource versions, owner references,

@@ -1,7 +1,7 @@
 //! Embedding alfred in another operator: a toy operator loop over a recorded cluster.
 //!
-//! The cluster is `fixtures/clusters/execute-move-pays.json` (the README's execute-mode
-//! story) with `fixtures/configs/execute-mode.yaml`. The operator observes it once,
+//! The cluster is `fixtures/clusters/execute-move-pays.json` (the execute-mode story of
+//! docs/operations.md#rehearsing-execute-mode-offline) with `fixtures/configs/execute-mode.yaml`. The operator observes it once,
 //! then runs two passes of one [`Caretaker`] five minutes apart. Its applier plays the
 //! cluster: every write lands, and a toy OMENative carries out the migration request
 //! before the next pass (the Instance's pods move to the request's first target node,

@@ -1,7 +1,7 @@
 //! What `alfred replay`'s reader costs against what it builds: the process's peak resident
 //! size after reading the inputs and after building the snapshot (Linux `VmHWM`), and the
-//! snapshot's size written as JSON, so the README can say how many snapshots' worth the
-//! reader needs (README, "Bounded work per input"). The pass itself is not run.
+//! snapshot's size written as JSON, so benches/RESULTS.md can say how many snapshots' worth
+//! the reader needs ("Bounded work per input"). The pass itself is not run.
 //!
 //! ```sh
 //! cargo xtask replay-dump /tmp/dump.json

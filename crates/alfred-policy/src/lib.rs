@@ -11,7 +11,7 @@
 //! [`early_tick::warrants_early_pass`]. They read [`PolicySettings`], the part of the
 //! configuration the policies use.
 //!
-//! # Choices and departures from the reference (for the README's "Differences from OME Alfred")
+//! # Choices and departures from the reference (docs/differences-from-ome-alfred.md)
 //!
 //! * docs/design-scoring.md#the-repack: Instances inside their per-workload cooldown stay out of
 //!   the repack, so a pool whose only movable Instances cool down scores 0 (the reference repacks
