@@ -34,8 +34,9 @@
 //! - Every `"alfred_…"` metric name written in non-test code of `crates/*/src` and
 //!   `adapters/*/src` is one that `alfred_model::metric::MetricId` declares.
 //! - `cargo xtask tidy` also runs the tests that hold `docs/` to the code (`docs_reference` in
-//!   `alfred-model` and `alfred-kube`): a config key, flag, reason code, metric or Event without
-//!   its row there fails. The normal test command runs those tests itself.
+//!   `alfred-model`, `alfred-kube`, `plumb-model` and `plumb-kube`): a config key, spec field,
+//!   flag, reason code, metric or Event without its row there fails. The normal test command
+//!   runs those tests itself.
 //!
 //! Each failure names the file and line (or the dependency chain) to fix.
 
@@ -114,7 +115,8 @@ const CORE_DIRECTION: [(&str, &[&str]); 12] = [
 ];
 
 /// The packages whose `docs_reference` tests hold `docs/` to the code.
-const DOCS_REFERENCE_PACKAGES: [&str; 3] = ["alfred-model", "alfred-kube", "plumb-model"];
+const DOCS_REFERENCE_PACKAGES: [&str; 4] =
+    ["alfred-model", "alfred-kube", "plumb-model", "plumb-kube"];
 
 /// The folders besides `crates/*` and `adapters/*` whose Rust files, tests included, must point
 /// only into the repository (every crate and adapter does, so a new one is held to it at once).
