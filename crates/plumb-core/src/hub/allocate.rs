@@ -77,7 +77,7 @@ fn room(member: &Member<'_>, tier: Tier) -> u32 {
 /// Ranks candidates for a tier: static room first, fewer launch failures, `costRank`, more
 /// room in the tier, name; in tier 1 members of a failing region go last.
 fn rank(cands: &mut [Candidate<'_, '_>], tier: Tier, failing: &BTreeSet<String>) {
-    cands.sort_by_key(|c| {
+    cands.sort_by_cached_key(|c| {
         let m = c.member;
         let (static_room, failures) = m
             .report
@@ -90,9 +90,9 @@ fn rank(cands: &mut [Candidate<'_, '_>], tier: Tier, failing: &BTreeSet<String>)
             failures,
             m.config.cost_rank,
             Reverse(room(m, tier)),
-            m.config.name.clone(),
+            m.config.name.as_str(),
         )
-    })
+    });
 }
 
 /// Allocates up to `missing` replicas over the allowed tiers; each cluster gains at most

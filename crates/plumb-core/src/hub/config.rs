@@ -1,6 +1,7 @@
 //! The hub's reading of its own copy of the spec: every default filled in, every number in
 //! the unit the step works in, resolved once per step.
 
+use std::collections::BTreeMap;
 use std::time::Duration;
 
 use plumb_model::AdaptivePolicySpec;
@@ -60,6 +61,8 @@ pub struct HubConfig {
     pub calm_for: Duration,
     /// `clusters[]`, in spec order.
     pub clusters: Vec<ClusterConfig>,
+    /// Each cluster's position in `clusters`, by name (the first of a repeated name).
+    index: BTreeMap<String, usize>,
 }
 
 fn clamp_u32(value: i64) -> u32 {
@@ -76,7 +79,7 @@ impl HubConfig {
     pub fn from_spec(spec: &AdaptivePolicySpec) -> HubConfig {
         let timings = spec.timings();
         let signals = spec.signals.clone().unwrap_or_default();
-        let clusters = spec
+        let clusters: Vec<ClusterConfig> = spec
             .clusters
             .as_deref()
             .unwrap_or_default()
@@ -84,7 +87,12 @@ impl HubConfig {
             .filter(|c| c.name.as_deref().is_some_and(|n| !n.is_empty()))
             .map(|c| cluster_config(spec, c))
             .collect();
+        let mut index = BTreeMap::new();
+        for (i, c) in clusters.iter().enumerate() {
+            index.entry(c.name.clone()).or_insert(i);
+        }
         HubConfig {
+            index,
             mode: spec.mode(),
             placement: spec.placement(),
             step: clamp_u32(spec.step()).max(1),
@@ -104,7 +112,7 @@ impl HubConfig {
 
     /// The entry of `name`.
     pub fn cluster(&self, name: &str) -> Option<&ClusterConfig> {
-        self.clusters.iter().find(|c| c.name == name)
+        self.index.get(name).and_then(|i| self.clusters.get(*i))
     }
 }
 
@@ -113,8 +121,9 @@ fn cluster_config(spec: &AdaptivePolicySpec, c: &ClusterSpec) -> ClusterConfig {
     let min_weight = percent(c.min_weight());
     let max_weight = percent(c.max_weight()).max(min_weight);
     ClusterConfig {
-        replica_capacity: spec
-            .replica_capacity(&name)
+        replica_capacity: c
+            .replica_capacity
+            .or_else(|| spec.capacity.as_ref().and_then(|cap| cap.replica_capacity))
             .filter(|v| v.is_finite() && *v > 0.0),
         max_replicas: clamp_u32(c.max_replicas.unwrap_or(0)),
         cost_rank: c.cost_rank(),

@@ -49,11 +49,16 @@ impl Plan {
         weights: Option<&BTreeMap<String, u32>>,
         now: Timestamp,
     ) -> Plan {
+        let kept_by_name: BTreeMap<&str, &FleetCluster> = fleet
+            .clusters
+            .iter()
+            .map(|f| (f.name.as_str(), f))
+            .collect();
         let clusters = config
             .clusters
             .iter()
             .map(|c| {
-                let kept = fleet.clusters.iter().find(|f| f.name == c.name);
+                let kept = kept_by_name.get(c.name.as_str()).copied();
                 let mut cluster = kept.cloned().unwrap_or_else(|| FleetCluster {
                     name: c.name.clone(),
                     ..FleetCluster::default()

@@ -129,63 +129,68 @@ fn may_give(view: &View<'_>, plan: &Plan, name: &str) -> bool {
     w > member.config.min_weight && (!protected || over_slo(view, report))
 }
 
-fn pressure_of(view: &View<'_>, name: &str) -> Option<f64> {
-    view.member(name)
-        .and_then(|m| m.report)
-        .and_then(|r| r.pressure)
-        .map(|s| s.value)
+/// One cluster as pressure relief sees it, read once per step.
+struct Side {
+    name: String,
+    pressure: f64,
+    over_slo: bool,
+    may_give: bool,
+    may_gain: bool,
+    reported_since_shift: bool,
 }
 
 /// With `pressure`: up to `stepPercent` from the busiest cluster (an over-SLO one first) to
 /// the least busy one carrying a share, never within the 20 % band, never before both
 /// reported after the last shift, never past equal pressure.
 fn relieve_by_pressure(view: &View<'_>, plan: &mut Plan, last_shift: Option<Timestamp>) {
-    let names: Vec<String> = plan.clusters.keys().cloned().collect();
-    let drained = |n: &String| {
-        view.member(n)
-            .and_then(|m| m.report)
-            .is_some_and(|r| over_slo(view, r))
-    };
-    let by_pressure = |a: &&String, b: &&String| {
-        pressure_of(view, a)
-            .unwrap_or(0.0)
-            .total_cmp(&pressure_of(view, b).unwrap_or(0.0))
-            .then(b.cmp(a))
-    };
-    let Some(donor) = names
+    let sides: Vec<Side> = plan
+        .clusters
         .iter()
-        .filter(|n| may_give(view, plan, n) && pressure_of(view, n).is_some())
-        .max_by(|a, b| drained(a).cmp(&drained(b)).then(by_pressure(a, b)))
+        .filter_map(|(name, cluster)| {
+            let report = view.member(name)?.report?;
+            let pressure = report.pressure?.value;
+            Some(Side {
+                name: name.clone(),
+                pressure,
+                over_slo: over_slo(view, report),
+                may_give: may_give(view, plan, name),
+                may_gain: may_gain(view, plan, name) && cluster.weight.unwrap_or(0) > 0,
+                reported_since_shift: report
+                    .time
+                    .is_some_and(|t| last_shift.is_none_or(|s| t > s)),
+            })
+        })
+        .collect();
+    let busier = |a: &&Side, b: &&Side| a.pressure.total_cmp(&b.pressure).then(b.name.cmp(&a.name));
+    let Some(donor) = sides
+        .iter()
+        .filter(|s| s.may_give)
+        .max_by(|a, b| a.over_slo.cmp(&b.over_slo).then(busier(a, b)))
     else {
         return;
     };
-    let Some(receiver) = names
+    let Some(receiver) = sides
         .iter()
-        .filter(|n| *n != donor && may_gain(view, plan, n) && pressure_of(view, n).is_some())
-        .filter(|n| plan.clusters.get(*n).and_then(|c| c.weight).unwrap_or(0) > 0)
-        .min_by(by_pressure)
+        .filter(|s| s.name != donor.name && s.may_gain)
+        .min_by(busier)
     else {
         return;
     };
-    let reported_since = |n: &str| {
-        view.member(n)
-            .and_then(|m| m.report)
-            .and_then(|r| r.time)
-            .is_some_and(|t| last_shift.is_none_or(|s| t > s))
-    };
-    if !reported_since(donor) || !reported_since(receiver) {
+    if !donor.reported_since_shift || !receiver.reported_since_shift {
         return;
     }
-    let (pd, pr) = (
-        pressure_of(view, donor).unwrap_or(0.0),
-        pressure_of(view, receiver).unwrap_or(0.0),
+    let (pd, pr) = (donor.pressure, receiver.pressure);
+    if !donor.over_slo && pd - pr <= PRESSURE_BAND * pd {
+        return;
+    }
+    let k = pressure_step(
+        view,
+        plan,
+        (&donor.name, pd),
+        (&receiver.name, pr),
+        donor.over_slo,
     );
-    let slo_donor = drained(donor);
-    if !slo_donor && pd - pr <= PRESSURE_BAND * pd {
-        return;
-    }
-    let k = pressure_step(view, plan, (donor, pd), (receiver, pr), slo_donor);
-    shift(plan, donor, receiver, k);
+    shift(plan, &donor.name, &receiver.name, k);
 }
 
 /// The largest whole percent ≤ `stepPercent`, within both bounds, that keeps the donor's

@@ -16,6 +16,8 @@ pub struct View<'a> {
     pub config: &'a HubConfig,
     /// Every spec member, in spec order.
     pub members: Vec<Member<'a>>,
+    /// Each member's position in `members`, by name.
+    index: BTreeMap<String, usize>,
     /// Each member's own need (replicas it is short of), by name.
     pub need: BTreeMap<String, u32>,
     /// How far the fleet may step in for each member, by name.
@@ -49,9 +51,15 @@ impl<'a> View<'a> {
             step_in.insert(name.clone(), members::step_in(config, member, n, now));
             need.insert(name.clone(), n);
         }
+        let index = members
+            .iter()
+            .enumerate()
+            .map(|(i, m)| (m.config.name.clone(), i))
+            .collect();
         View {
             config,
             members,
+            index,
             need,
             step_in,
             now,
@@ -61,7 +69,7 @@ impl<'a> View<'a> {
 
     /// The member called `name`.
     pub fn member(&self, name: &str) -> Option<&Member<'a>> {
-        self.members.iter().find(|m| m.config.name == name)
+        self.index.get(name).and_then(|i| self.members.get(*i))
     }
 
     /// Whether any member with a usable report is short, however young the shortage.
