@@ -6,7 +6,6 @@
 //! compare-and-swap writes this module plans; time is an input. Every voter counts,
 //! reachable or not, so a member cut off from the others can never elect itself.
 
-use std::collections::BTreeMap;
 use std::fmt;
 use std::time::Duration;
 
@@ -130,9 +129,9 @@ impl std::error::Error for NoQuorum {}
 /// A majority read: the record most Leases agree on, and the views it came from.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct QuorumRead {
-    /// The holder's freshest record, or none when no reachable Lease names a holder.
+    /// The newest term's freshest record, or none when no reachable Lease names a holder.
     pub record: Option<LeaseRecord>,
-    /// How many Leases name that holder.
+    /// How many Leases name that holder in that term.
     pub votes: usize,
     /// Every voter's view, sorted by member name (the write plan's input).
     pub views: Vec<VoterView>,
@@ -145,9 +144,13 @@ impl QuorumRead {
     }
 }
 
-/// Reads the quorum: the holder most reachable Leases name; a tie goes to the latest
-/// renewal, then to the smaller identity (so the result never depends on the input order).
-/// Fails when fewer than a majority of all voters answered. A voter listed twice counts once.
+/// Reads the quorum: the freshest record of the newest term — the highest
+/// `leaseTransitions`, then the latest renewal, then the holder most Leases name, then the
+/// smaller identity (so the result never depends on the input order). Naming simply the holder
+/// most Leases name would let a deposed holder's record, still on most of one read's Leases,
+/// outvote a newer term written on a bare majority, and two candidates would both hold the
+/// quorum (docs/plumb/design.md#quorum). Fails when fewer than a majority of all voters
+/// answered. A voter listed twice counts once.
 pub fn read(views: Vec<VoterView>) -> Result<QuorumRead, NoQuorum> {
     let views = dedup_sorted(views);
     let reachable = views
@@ -158,30 +161,31 @@ pub fn read(views: Vec<VoterView>) -> Result<QuorumRead, NoQuorum> {
     if reachable < need {
         return Err(NoQuorum { reachable, need });
     }
-    // holder -> (votes, freshest record naming it)
-    let mut tally: BTreeMap<&str, (usize, &LeaseRecord)> = BTreeMap::new();
-    for view in &views {
-        let LeaseView::Present { record, .. } = &view.view else {
-            continue;
-        };
-        let Some(holder) = record.holder.as_deref().filter(|h| !h.is_empty()) else {
-            continue;
-        };
-        let entry = tally.entry(holder).or_insert((0, record));
-        entry.0 += 1;
-        if record.renew_time > entry.1.renew_time {
-            entry.1 = record;
-        }
-    }
-    // BTreeMap iterates names ascending; `max_by` keeps the last maximum, so compare the
-    // name reversed to let the smaller identity win a full tie.
-    let best = tally.iter().max_by(|(an, (av, ar)), (bn, (bv, br))| {
-        av.cmp(bv)
+    let held: Vec<(&str, &LeaseRecord)> = views
+        .iter()
+        .filter_map(|v| match &v.view {
+            LeaseView::Present { record, .. } => record
+                .holder
+                .as_deref()
+                .filter(|h| !h.is_empty())
+                .map(|h| (h, record)),
+            _ => None,
+        })
+        .collect();
+    let votes = |holder: &str, transitions: u32| {
+        held.iter()
+            .filter(|(h, r)| *h == holder && r.transitions == transitions)
+            .count()
+    };
+    let best = held.iter().max_by(|(an, ar), (bn, br)| {
+        ar.transitions
+            .cmp(&br.transitions)
             .then(ar.renew_time.cmp(&br.renew_time))
+            .then(votes(an, ar.transitions).cmp(&votes(bn, br.transitions)))
             .then(bn.cmp(an))
     });
     let (record, votes) = match best {
-        Some((_, (votes, record))) => (Some((*record).clone()), *votes),
+        Some((holder, record)) => (Some((*record).clone()), votes(holder, record.transitions)),
         None => (None, 0),
     };
     Ok(QuorumRead {
@@ -189,6 +193,17 @@ pub fn read(views: Vec<VoterView>) -> Result<QuorumRead, NoQuorum> {
         votes,
         views,
     })
+}
+
+/// The highest `leaseTransitions` any reachable Lease shows (a new term goes above it).
+fn newest_term(read: &QuorumRead) -> Option<u32> {
+    read.views
+        .iter()
+        .filter_map(|v| match &v.view {
+            LeaseView::Present { record, .. } => Some(record.transitions),
+            _ => None,
+        })
+        .max()
 }
 
 fn dedup_sorted(mut views: Vec<VoterView>) -> Vec<VoterView> {
@@ -391,7 +406,7 @@ impl Elector {
                     acquire_time: Some(now),
                     renew_time: Some(now),
                     lease_duration_seconds: duration,
-                    transitions: current.map_or(0, |c| c.transitions.saturating_add(1)),
+                    transitions: newest_term(&read).map_or(0, |t| t.saturating_add(1)),
                 }
             }
         };

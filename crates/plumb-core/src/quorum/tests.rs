@@ -133,17 +133,63 @@ fn timing_defaults_are_15s_10s_2s() {
 }
 
 #[test]
-fn read_names_the_holder_most_leases_name() {
+fn read_names_the_newest_terms_freshest_record() {
+    let term = |holder: &str, renewed: i64, transitions: u32| LeaseRecord {
+        transitions,
+        ..record(holder, renewed)
+    };
+    // x is named by two Leases, but y holds a newer term
     let views = vec![
-        present("a", "1", record("x/p", 10)),
-        present("b", "1", record("y/p", 50)),
-        present("c", "1", record("x/p", 5)),
+        present("a", "1", term("x/p", 10, 0)),
+        present("b", "1", term("y/p", 5, 1)),
+        present("c", "1", term("x/p", 5, 0)),
+    ];
+    let newest = read(views).expect("all reachable");
+    assert_eq!(newest.holder(), Some("y/p"));
+    assert_eq!(newest.votes, 1);
+    // within a term, the freshest record
+    let views = vec![
+        present("a", "1", term("x/p", 10, 2)),
+        present("b", "1", term("x/p", 12, 2)),
+        present("c", "1", term("x/p", 5, 2)),
     ];
     let read = read(views).expect("all reachable");
-    assert_eq!(read.holder(), Some("x/p"));
-    assert_eq!(read.votes, 2);
-    // the freshest of x's records
-    assert_eq!(read.record.and_then(|r| r.renew_time), Some(t(10)));
+    assert_eq!(read.record.and_then(|r| r.renew_time), Some(t(12)));
+    assert_eq!(read.votes, 3);
+}
+
+#[test]
+fn a_new_term_goes_above_every_term_seen() {
+    let mut e = Elector::new("z/p", LeaseTiming::default());
+    let views = vec![
+        present(
+            "a",
+            "1",
+            LeaseRecord {
+                transitions: 4,
+                ..record("x/p", 0)
+            },
+        ),
+        present(
+            "b",
+            "1",
+            LeaseRecord {
+                transitions: 7,
+                holder: None,
+                ..record("y/p", 0)
+            },
+        ),
+        VoterView::new("c", LeaseView::Absent),
+    ];
+    assert!(matches!(
+        e.on_read(views.clone(), t(1)),
+        Attempt::Wait(Wait::HeldBy { .. })
+    ));
+    let Attempt::Write(plan) = e.on_read(views, t(16)) else {
+        panic!("x expired")
+    };
+    assert_eq!(plan.record.transitions, 8);
+    assert_eq!(plan.record.holder.as_deref(), Some("z/p"));
 }
 
 #[test]
@@ -460,5 +506,34 @@ proptest! {
         prop_assert!(!round(&mut c, &mut leases, &reach, t(1)), "the old hub's record holds");
         let leads = round(&mut c, &mut leases, &reach, t(1 + wait));
         prop_assert_eq!(leads, reach.len() >= majority(n));
+    }
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 500, ..ProptestConfig::default() })]
+
+    /// Over any schedule of rounds, with each round's reach chosen freely (partitions that
+    /// come and go), no two candidates lead at the same instant (one clock for all).
+    #[test]
+    fn at_most_one_candidate_leads_at_any_instant(
+        n in 1usize..6,
+        schedule in proptest::collection::vec((0usize..3, proptest::collection::vec(any::<bool>(), 5), 0i64..7), 1..80),
+    ) {
+        let mut leases = Leases::new(n);
+        let mut electors: Vec<Elector> = (0..3).map(|i| Elector::new(format!("c{i}/p"), LeaseTiming::default())).collect();
+        let mut now = t(0);
+        for (who, reach, dt) in &schedule {
+            now = now.plus(Duration::from_secs(*dt as u64));
+            let reachable: BTreeSet<String> = leases
+                .members
+                .iter()
+                .zip(reach)
+                .filter(|(_, r)| **r)
+                .map(|(m, _)| m.clone())
+                .collect();
+            round(&mut electors[*who], &mut leases, &reachable, now);
+            let leading: Vec<&str> = electors.iter().filter(|e| e.is_leading(now)).map(Elector::identity).collect();
+            prop_assert!(leading.len() <= 1, "{leading:?} lead at {now}");
+        }
     }
 }
