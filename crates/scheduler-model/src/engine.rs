@@ -205,27 +205,57 @@ struct PreparedNodes {
     unsupported: Option<Failure>,
 }
 
+/// A cluster by reference, for callers that hold its objects elsewhere and would otherwise
+/// copy every pod into a [`Cluster`] only to convert it: the same parts, pods as references.
+#[derive(Debug, Clone, Copy)]
+pub struct ClusterView<'a> {
+    pub nodes: &'a [crate::objects::Node],
+    pub pods: &'a [&'a Pod],
+    pub namespaces: &'a [crate::objects::Namespace],
+    pub selector_objects: &'a [crate::objects::SelectorObject],
+    pub pod_groups: &'a [crate::objects::PodGroup],
+}
+
 impl PreparedCluster {
     /// Converts the cluster for `scheduler` (the profile's scheduler name).
     pub fn new(cluster: &Cluster, scheduler: &str) -> Result<PreparedCluster, InputError> {
+        let pods: Vec<&Pod> = cluster.pods.iter().collect();
+        Self::from_view(
+            ClusterView {
+                nodes: &cluster.nodes,
+                pods: &pods,
+                namespaces: &cluster.namespaces,
+                selector_objects: &cluster.selector_objects,
+                pod_groups: &cluster.pod_groups,
+            },
+            scheduler,
+        )
+    }
+
+    /// Converts a cluster given by reference for `scheduler`: the same as [`Self::new`] over a
+    /// [`Cluster`] of the same objects.
+    pub fn from_view(
+        cluster: ClusterView<'_>,
+        scheduler: &str,
+    ) -> Result<PreparedCluster, InputError> {
         let mut ns_labels = BTreeMap::new();
-        for ns in &cluster.namespaces {
+        for ns in cluster.namespaces {
             ns_labels.insert(ns.metadata.name.clone(), ns.metadata.labels.clone());
         }
         let PreparedNodes {
             nodes,
             node_index,
             unsupported,
-        } = Self::prepared_nodes(cluster)?;
+        } = Self::prepared_nodes(cluster.nodes)?;
         let mut pg = BTreeMap::new();
-        for g in &cluster.pod_groups {
+        for g in cluster.pod_groups {
             pg.insert(
                 format!("{}/{}", g.metadata.namespace, g.metadata.name),
                 g.clone(),
             );
         }
         let mut selectors = Vec::new();
-        for o in &cluster.selector_objects {
+        for o in cluster.selector_objects {
             if let Some(s) = &o.selector {
                 selectors.push((
                     o.kind.clone(),
@@ -272,16 +302,16 @@ impl PreparedCluster {
             pod_group_members: BTreeMap::new(),
             held: Vec::new(),
         };
-        prepared.add_pods(cluster, scheduler)?;
+        prepared.add_pods(cluster.pods, scheduler)?;
         Ok(prepared)
     }
 
     /// The nodes sorted by name with their index; a node the model cannot hold stays as an
     /// unschedulable placeholder and its failure is returned (the first one).
-    fn prepared_nodes(cluster: &Cluster) -> Result<PreparedNodes, InputError> {
+    fn prepared_nodes(all: &[crate::objects::Node]) -> Result<PreparedNodes, InputError> {
         let mut unsupported = None;
         let mut nodes = Vec::new();
-        let mut sorted: Vec<&crate::objects::Node> = cluster.nodes.iter().collect();
+        let mut sorted: Vec<&crate::objects::Node> = all.iter().collect();
         sorted.sort_by(|a, b| a.metadata.name.cmp(&b.metadata.name));
         let mut node_index = BTreeMap::new();
         for n in sorted {
@@ -324,8 +354,8 @@ impl PreparedCluster {
     /// Places the bound pods on their nodes and queues the pending ones of `scheduler` as
     /// competitors (highest priority, then oldest, first); a pending pod the model cannot
     /// schedule marks the cluster unsupported.
-    fn add_pods(&mut self, cluster: &Cluster, scheduler: &str) -> Result<(), InputError> {
-        let mut pods: Vec<&Pod> = cluster.pods.iter().collect();
+    fn add_pods(&mut self, all: &[&Pod], scheduler: &str) -> Result<(), InputError> {
+        let mut pods: Vec<&Pod> = all.to_vec();
         pods.sort_by_cached_key(|p| p.key());
         for p in pods {
             if !self.pod_keys.insert(p.key()) {

@@ -14,8 +14,11 @@
 //! * [`objects`]: Kubernetes-shaped serde types (Node, Pod, …) that deserialize from the API's
 //!   JSON, and the [`Cluster`] they form;
 //! * [`load_config`] / [`Profile`]: a KubeSchedulerConfiguration, validated and defaulted;
-//! * [`PreparedCluster::new`] + [`PreparedCluster::simulate`]: a cluster converted once, against
-//!   which many placements are simulated; [`simulate`] does both for one placement.
+//! * [`PreparedCluster::new`] (or [`PreparedCluster::from_view`] over borrowed objects) +
+//!   [`PreparedCluster::simulate`]: a cluster converted once, against which many placements are
+//!   simulated; [`simulate`] does both for one placement;
+//! * [`PreparedCluster::place`] and [`PreparedCluster::count_fitting`]: room questions (place a
+//!   pod and keep it, count the copies that still fit on some nodes).
 
 pub mod clip;
 pub mod config;
@@ -31,7 +34,7 @@ pub mod quantity;
 pub const DEFAULT_SCHEDULER_NAME: &str = "default-scheduler";
 
 pub use config::{ConfigError, Profile, load_config};
-pub use engine::{InputError, MoveInput, Outcome, PodPlacement, PreparedCluster};
+pub use engine::{ClusterView, InputError, MoveInput, Outcome, PodPlacement, PreparedCluster};
 pub use gang::is_gpu_resource;
 pub use objects::Cluster;
 pub use outcome::{Cause, Decision, Failure, SchedulingReason, SchedulingStatus, WorkerReason};

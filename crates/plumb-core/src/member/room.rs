@@ -6,9 +6,9 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 
-use scheduler_model::objects::{Cluster, Node, ObjectMeta, Pod};
+use scheduler_model::objects::{Node, ObjectMeta, Pod};
 use scheduler_model::quantity::parse_resource;
-use scheduler_model::{PreparedCluster, Profile};
+use scheduler_model::{ClusterView, PreparedCluster, Profile};
 use utc_time::Timestamp;
 
 use super::observation::{MemberObservation, NODEPOOL_LABEL, NodeClaim, NodePool, PodTemplate};
@@ -84,7 +84,15 @@ pub fn static_room(
     limit: u32,
 ) -> Result<StaticRoom, String> {
     let profile = Profile::default_scheduler();
-    let mut prepared = PreparedCluster::new(&occupancy(observation), &profile.scheduler_name)
+    let pods = occupancy(observation);
+    let view = ClusterView {
+        nodes: &observation.nodes,
+        pods: &pods,
+        namespaces: &observation.namespaces,
+        selector_objects: &[],
+        pod_groups: &[],
+    };
+    let mut prepared = PreparedCluster::from_view(view, &profile.scheduler_name)
         .map_err(|e| format!("staticRoom: {e}"))?;
     let place = |prepared: &mut PreparedCluster, pod: &Pod| {
         prepared
@@ -115,17 +123,17 @@ pub fn static_room(
     Ok(out)
 }
 
-/// The cluster as occupancy: every node and every bound, live pod on a known node (each pod
-/// once). Pending pods are left out: the promised replicas stand for other policies' pending
-/// demand.
-fn occupancy(observation: &MemberObservation) -> Cluster {
+/// The bound, live pods on known nodes, each once: the occupancy the placement check starts
+/// from. Pending pods are left out: the workload's own are placed first, and the promised
+/// replicas stand for other policies' pending demand.
+fn occupancy(observation: &MemberObservation) -> Vec<&Pod> {
     let names: BTreeSet<&str> = observation
         .nodes
         .iter()
         .map(|n| n.metadata.name.as_str())
         .collect();
     let mut seen = BTreeSet::new();
-    let pods = observation
+    observation
         .pods
         .iter()
         .map(|p| &p.pod)
@@ -133,16 +141,9 @@ fn occupancy(observation: &MemberObservation) -> Cluster {
             !p.spec.node_name.is_empty()
                 && !p.is_terminal()
                 && names.contains(p.spec.node_name.as_str())
-                && seen.insert(p.key())
+                && seen.insert((p.metadata.namespace.as_str(), p.metadata.name.as_str()))
         })
-        .cloned()
-        .collect();
-    Cluster {
-        nodes: observation.nodes.clone(),
-        pods,
-        namespaces: observation.namespaces.clone(),
-        ..Cluster::default()
-    }
+        .collect()
 }
 
 /// A pod of `template` named `name` in `namespace`, for the default scheduler.
