@@ -1,6 +1,7 @@
 //! Tests of the hub's step: a small in-memory fleet carries the effects out between steps.
 
 mod allocation;
+mod convergence;
 mod phases;
 mod properties;
 mod readiness;
