@@ -407,6 +407,34 @@ fn a_fleet_of_one_is_its_own_hub() {
     assert!(round(&mut e, &mut leases, &everyone, t(0)));
 }
 
+/// The schedule the single-leader property found: c2 takes the fleet on m2–m4 and dies;
+/// c1 takes over on m0, m1, m4 after 15 s; c0 then reads m0, m2, m3, where c2's old record
+/// is on two Leases and c1's newer term on one. Naming the holder most Leases name, c0 judged
+/// c2's record expired and took the fleet beside c1.
+#[test]
+fn a_deposed_holders_record_on_most_of_a_read_does_not_outvote_a_newer_term() {
+    let mut leases = Leases::new(5);
+    let reach = |ms: &[usize]| -> BTreeSet<String> { ms.iter().map(|i| format!("m{i}")).collect() };
+    let mut c: Vec<Elector> = (0..3)
+        .map(|i| Elector::new(format!("c{i}/p"), LeaseTiming::default()))
+        .collect();
+    assert!(round(&mut c[2], &mut leases, &reach(&[2, 3, 4]), t(0)));
+    assert!(!round(&mut c[1], &mut leases, &reach(&[1, 3, 4]), t(0)));
+    assert!(!round(&mut c[0], &mut leases, &reach(&[1, 2, 3]), t(0)));
+    assert!(round(&mut c[1], &mut leases, &reach(&[0, 1, 4]), t(15)));
+    assert!(
+        !round(&mut c[0], &mut leases, &reach(&[0, 2, 3]), t(15)),
+        "c1 holds a newer term"
+    );
+    assert_eq!(
+        c[0].on_read(leases.views(&reach(&[0, 2, 3])), t(16)),
+        Attempt::Wait(Wait::HeldBy {
+            holder: "c1/p".into(),
+            until: t(30)
+        })
+    );
+}
+
 fn reach_strategy(n: usize) -> impl Strategy<Value = Vec<u8>> {
     // per member: 0 = neither candidate reaches it, 1 = only a, 2 = only b, 3 = both
     proptest::collection::vec(0u8..4, n)
