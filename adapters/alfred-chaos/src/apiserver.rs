@@ -99,6 +99,18 @@ pub struct PassContext {
     pub journal_plans: Vec<PlanRecord>,
     /// The migration guard read healthy for the pass.
     pub guard_healthy: bool,
+    /// The snapshot the pass decided on had OMENative's executor configured.
+    pub executor_available: bool,
+    /// A maintenance window was open at the pass's time (or none is configured).
+    pub window_open: bool,
+    /// Requests of the pass that a closed window does not hold: rows marked `emergency`, and
+    /// node health's (UUIDs).
+    pub window_exempt: BTreeSet<String>,
+    /// Requests of the pass that are drain-plan steps: UUID → the plan's node.
+    pub plan_steps: BTreeMap<String, String>,
+    /// Nodes no pod could use in the snapshot the pass decided on: not ready, or under a
+    /// NoSchedule taint of someone else's.
+    pub unusable_nodes: BTreeSet<String>,
 }
 
 /// A taint as stored.

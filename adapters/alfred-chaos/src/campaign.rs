@@ -23,7 +23,10 @@ use alfred_kube::run::apply::applier::{Applier, JOURNAL_CONFIG_MAP, Outcome};
 use alfred_kube::run::telemetry::metrics::Metrics;
 use alfred_kube::run::watch::config::{Reload, ReloadTracker};
 use alfred_model::ClusterSnapshot;
-use alfred_model::config::{Config, DrainProtection, MigrationApiVersion, Mode, RuntimeOptions};
+use alfred_model::config::{
+    Config, DrainProtection, MaintenanceWindow, MigrationApiVersion, Mode, RuntimeOptions,
+    TimeOfDay, Weekday,
+};
 use alfred_model::plan::DRAIN_TAINT_KEY;
 use alfred_model::reason::RowReason;
 use alfred_model::snapshot::{ComponentKind, MigrationRequestObserved};
@@ -87,6 +90,29 @@ pub struct PassFaults {
     /// missing, being deleted, changed or not type-checked.
     pub guard_broken: f64,
 }
+
+/// The cases drain plans must keep their promises through, drawn once per run from a stream
+/// of their own (the run's other draws stay as they were) and checked by the invariants of
+/// `invariants`: a maintenance window, recommend-only after execute, an executor that
+/// disappears, a nomination the scheduler drops, a node the pods cannot use.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct PlanCases {
+    /// A daily maintenance window (`start`, `end` minutes of the day, UTC), or none.
+    pub window: Option<(u8, u8, u8, u8)>,
+    /// Per pass: OMENative's executor disappears from the snapshot for 1–4 passes.
+    pub executor_gone: f64,
+    /// Per pass: an execute-mode configuration turns recommend-only for 1–4 passes.
+    pub recommend_only: f64,
+    /// Per pass: the scheduler drops a pending pod's nomination (an older scheduler does
+    /// after a failed cycle).
+    pub lost_nomination: f64,
+    /// Per pass: a node turns unusable for pods for 2–8 passes, tainted `NoSchedule` by
+    /// someone else or `Ready=False` (an active plan's node when there is one).
+    pub node_unusable: f64,
+}
+
+/// The taint someone else puts on a node no pod may use.
+const UNUSABLE_TAINT: &str = "example.com/gpu-unusable";
 
 /// Everything one run counted.
 #[derive(Debug, Clone, Default, PartialEq)]
@@ -206,6 +232,17 @@ struct Chaos {
     active_plans: BTreeSet<String>,
     /// The `alfred-config` reload path of `alfred run`.
     reloads: ReloadTracker,
+    /// The drain-plan cases of the run and their own random stream.
+    cases: PlanCases,
+    cases_rng: Rng,
+    /// The executor is gone until this pass.
+    executor_back_at: Option<u32>,
+    /// The configuration is recommend-only until this pass (then execute again).
+    execute_back_at: Option<u32>,
+    /// Unusable nodes: name → (tainted, else not ready; usable again at this pass).
+    unusable: BTreeMap<String, (bool, u32)>,
+    /// Plans the stored journal showed ended: id → when they ended.
+    ended_plans: BTreeMap<String, alfred_model::Timestamp>,
     report: RunReport,
 }
 
@@ -295,9 +332,131 @@ impl Chaos {
             if self.failed_nodes.values().any(|(name, _)| *name == n.name) {
                 n.ready = false;
             }
+            match self.unusable.get(&n.name) {
+                Some((true, _)) => n.taints.push(alfred_model::snapshot::Taint {
+                    key: UNUSABLE_TAINT.into(),
+                    value: String::new(),
+                    effect: "NoSchedule".into(),
+                }),
+                Some((false, _)) => n.ready = false,
+                None => {}
+            }
+        }
+        if self.executor_back_at.is_some() {
+            snap.executor.available = false;
         }
         snap.normalize();
         snap
+    }
+
+    /// The drain-plan cases of this pass ([`PlanCases`]): the executor goes or comes back,
+    /// the configuration turns recommend-only or back to execute, a node turns unusable or
+    /// usable again.
+    fn plan_cases(&mut self, sim: &Sim, now: i64) {
+        let pass = self.report.passes;
+        if !self.config.maintenance_window_open(ts(now)) {
+            self.pass_faults_count("outside_window");
+        }
+        if self.executor_back_at.is_some_and(|p| p <= pass) {
+            self.executor_back_at = None;
+        }
+        if self.executor_back_at.is_none() && self.cases_rng.uniform() < self.cases.executor_gone {
+            self.executor_back_at = Some(pass + 1 + self.cases_rng.index(4) as u32);
+            self.pass_faults_count("executor_gone");
+        }
+        if self.execute_back_at.is_some_and(|p| p <= pass) {
+            self.execute_back_at = None;
+            self.config.mode = Mode::Execute;
+        }
+        if self.execute_back_at.is_none()
+            && self.config.mode == Mode::Execute
+            && self.cases_rng.uniform() < self.cases.recommend_only
+        {
+            self.config.mode = Mode::RecommendOnly;
+            self.execute_back_at = Some(pass + 1 + self.cases_rng.index(4) as u32);
+            self.pass_faults_count("recommend_only_after_execute");
+        }
+        self.unusable.retain(|_, (_, until)| *until > pass);
+        if self.cases_rng.uniform() < self.cases.node_unusable && !sim.world.nodes.is_empty() {
+            let plan_nodes: Vec<String> = lock(&self.model)
+                .durable_plans()
+                .unwrap_or_default()
+                .into_iter()
+                .filter(|p| p.active())
+                .map(|p| p.node)
+                .collect();
+            let node = if plan_nodes.is_empty() {
+                sim.world.nodes[self.cases_rng.index(sim.world.nodes.len())]
+                    .name
+                    .clone()
+            } else {
+                plan_nodes[self.cases_rng.index(plan_nodes.len())].clone()
+            };
+            let tainted = self.cases_rng.uniform() < 0.5;
+            let until = pass + 2 + self.cases_rng.index(7) as u32;
+            self.unusable.insert(node, (tainted, until));
+            self.pass_faults_count(if tainted {
+                "node_tainted_unusable"
+            } else {
+                "node_not_ready"
+            });
+        }
+    }
+
+    /// The scheduler drops a pending pod's nomination (as drawn): the snapshot shows it gone,
+    /// and the API server's Pod follows.
+    fn lose_a_nomination(&mut self, snap: &mut ClusterSnapshot) {
+        if self.cases_rng.uniform() >= self.cases.lost_nomination {
+            return;
+        }
+        let nominated: Vec<usize> = (0..snap.pending_pods.len())
+            .filter(|&i| !snap.pending_pods[i].nominated_node.is_empty())
+            .collect();
+        if nominated.is_empty() {
+            return;
+        }
+        let i = nominated[self.cases_rng.index(nominated.len())];
+        snap.pending_pods[i].nominated_node.clear();
+        snap.normalize();
+        self.pass_faults_count("nomination_lost");
+    }
+
+    /// What the pass's record says of its requests, and what its snapshot said of the
+    /// nodes, for the invariants of the drain-plan cases.
+    fn pass_facts(
+        &self,
+        record: &alfred_model::record::LastCycle,
+        cached: &ClusterSnapshot,
+        now: alfred_model::Timestamp,
+        context: &mut PassContext,
+    ) {
+        for r in record.recommendations.iter().flatten() {
+            if r.request_uuid.is_empty() {
+                continue;
+            }
+            if r.emergency || r.policy == alfred_model::record::Policy::NodeHealth {
+                context.window_exempt.insert(r.request_uuid.clone());
+            }
+            if !r.plan_id.is_empty() {
+                context
+                    .plan_steps
+                    .insert(r.request_uuid.clone(), r.from_node.clone());
+            }
+        }
+        context.executor_available = cached.executor.available;
+        context.window_open = self.config.maintenance_window_open(now);
+        context.unusable_nodes = cached
+            .nodes
+            .iter()
+            .filter(|n| {
+                !n.ready
+                    || n.taints.iter().any(|t| {
+                        t.key != DRAIN_TAINT_KEY
+                            && (t.effect == "NoSchedule" || t.effect == "NoExecute")
+                    })
+            })
+            .map(|n| n.name.clone())
+            .collect();
     }
 
     /// The on-call operator: removes stalled entries nothing acts on (and their
@@ -318,6 +477,9 @@ impl Chaos {
                     .unwrap_or_else(|| r#"{"version":"v1","entries":[]}"#.to_owned());
                 m.admin_write_journal(&restored);
                 self.journal_broken_at = None;
+                // A journal restored from an earlier copy may hold as active a plan that
+                // ended since: the operator's doing, not a plan resuming.
+                self.ended_plans.clear();
             }
             _ => {}
         }
@@ -599,7 +761,9 @@ impl Chaos {
         self.world_faults(sim, now, &mut actions);
         self.sync_isvcs(sim);
         self.config_reload();
-        let current = self.overlay(snapshot::build(sim, now, true));
+        self.plan_cases(sim, now);
+        let mut current = self.overlay(snapshot::build(sim, now, true));
+        self.lose_a_nomination(&mut current);
         self.sync_pods_and_nodes(&current);
         let injected_before: u64 = lock(&self.model).injected.values().sum();
         let stale_before = self.stale_passes();
@@ -690,6 +854,8 @@ impl Chaos {
         if gate_open {
             {
                 let hourly = self.hourly(sim, now);
+                let mut context = PassContext::default();
+                self.pass_facts(&out.record, &cached, t_now, &mut context);
                 let mut m = lock(&self.model);
                 m.context = PassContext {
                     now: Some(t_now),
@@ -710,6 +876,7 @@ impl Chaos {
                     executing: self.config.mode == Mode::Execute,
                     guard_healthy,
                     journal_plans: before.as_ref().map(|j| j.plans.clone()).unwrap_or_default(),
+                    ..context
                 };
             }
             let replica = &self.replicas[leader];
@@ -735,7 +902,9 @@ impl Chaos {
         }
         self.after_writes(sim, now);
         self.check_state(sim);
-        self.follow_plans(clean && self.config.mode == Mode::Execute);
+        let clean = clean && self.config.mode == Mode::Execute;
+        let at_work = clean && plans_enabled(&self.config) && cached.executor.available;
+        self.follow_plans(clean, at_work);
         self.deliver_protection(sim, &mut actions);
         actions
     }
@@ -964,7 +1133,11 @@ impl Chaos {
     /// leader read its journal, decided on a fresh snapshot, kept the lease and every write
     /// landed without a fault) checks that no nomination or taint of alfred's is left that no
     /// active plan names.
-    fn follow_plans(&mut self, clean: bool) {
+    ///
+    /// Always: no plan the stored journal showed ended is active again. After a clean pass
+    /// with plans at work (`plans_at_work`: execute mode, plans on, an executor): every active
+    /// `nominate` plan's pod is nominated, a nomination the scheduler dropped put back.
+    fn follow_plans(&mut self, clean: bool, plans_at_work: bool) {
         let m = lock(&self.model);
         let plans = m.durable_plans();
         let active: BTreeSet<String> = plans
@@ -979,7 +1152,24 @@ impl Chaos {
             }
             _ => None,
         };
+        let put_back = match (&plans, plans_at_work) {
+            (Some(plans), true) => Some(invariants::lost_nominations_put_back(&m.pods, plans)),
+            _ => None,
+        };
         drop(m);
+        if let Some(plans) = &plans {
+            let resumed = invariants::ended_plans_never_resume(&self.ended_plans, plans);
+            self.check(resumed);
+            for p in plans.iter().filter(|p| p.phase.ended()) {
+                if let Some(at) = p.ended_at {
+                    let seen = self.ended_plans.entry(p.id.clone()).or_insert(at);
+                    *seen = (*seen).max(at);
+                }
+            }
+        }
+        if let Some(v) = put_back {
+            self.check(v);
+        }
         self.report.plans_started += active.difference(&self.active_plans).count() as u64;
         self.report.plans_ended += self.active_plans.difference(&active).count() as u64;
         self.active_plans = active;
@@ -1056,6 +1246,7 @@ impl Chaos {
                 self.check(invariants::nomination_only_where_unset(p));
                 self.check(invariants::protection_names_an_active_plan(p));
                 self.check(invariants::no_protection_while_plans_are_off(p));
+                self.check(invariants::no_protection_write_in_recommend_only(p));
                 match &p.change {
                     ProtectionChange::Nomination { after: Some(_), .. } => {
                         self.report.nominations_set += 1
@@ -1077,6 +1268,9 @@ impl Chaos {
             self.report.requests += 1;
             self.check(invariants::no_request_in_recommend_only(&r));
             self.check(invariants::no_request_without_a_healthy_guard(&r));
+            self.check(invariants::no_request_without_an_executor(&r));
+            self.check(invariants::outside_windows_only_emergencies(&r));
+            self.check(invariants::no_step_for_an_unusable_node(&r));
             self.check(invariants::no_second_request_for_an_instance(&r));
             if self
                 .config
@@ -1127,9 +1321,16 @@ impl Chaos {
         );
         let journal = m.journal_text().and_then(|t| Journal::parse(t).ok());
         drop(m);
+        let overlap = self
+            .config
+            .policies
+            .defragmentation
+            .drain_plans
+            .overlap_steps;
         self.check(invariants::at_most_one_unresolved(
             &unresolved,
             journal.as_ref(),
+            overlap,
         ));
     }
 }
@@ -1206,7 +1407,18 @@ pub fn run(seed: u64, passes: u32, calm: bool) -> RunReport {
     } else {
         Placement::parse("binpack").unwrap_or(Placement::Spread)
     };
-    let config = campaign_config(&mut rng, seed, placement, interval_ms);
+    let mut config = campaign_config(&mut rng, seed, placement, interval_ms);
+    let mut cases_rng = Rng::new(seed ^ 0x9E37_79B9_7F4A_7C15);
+    let cases = plan_cases(&mut cases_rng, k, horizon);
+    if let Some((h0, m0, h1, m1)) = cases.window
+        && let (Some(start), Some(end)) = (TimeOfDay::new(h0, m0), TimeOfDay::new(h1, m1))
+    {
+        config.maintenance_windows = vec![MaintenanceWindow {
+            days: Weekday::ALL.iter().copied().collect(),
+            start,
+            end,
+        }];
+    }
     let protection = protection_name(config.policies.defragmentation.drain_plans.protection);
     let foreign_taints = if rng.uniform() < 0.5 {
         vec![StoredTaint {
@@ -1252,6 +1464,12 @@ pub fn run(seed: u64, passes: u32, calm: bool) -> RunReport {
         foreign_taints,
         active_plans: BTreeSet::new(),
         reloads: ReloadTracker::default(),
+        cases,
+        cases_rng,
+        executor_back_at: None,
+        execute_back_at: None,
+        unusable: BTreeMap::new(),
+        ended_plans: BTreeMap::new(),
         report: RunReport {
             seed,
             protection,
@@ -1301,6 +1519,28 @@ fn fault_rates(rng: &mut Rng, k: f64) -> (RequestFaults, PassFaults) {
         guard_broken: scaled(rng, k * 0.05),
     };
     (request_faults, faults)
+}
+
+/// The run's drain-plan cases (none when `k` is 0): each rate left out in a quarter of the
+/// runs, a maintenance window in one run of three, open for a stretch of the run's first
+/// day (`horizon` ms from midnight UTC).
+fn plan_cases(rng: &mut Rng, k: f64, horizon: i64) -> PlanCases {
+    let minutes = (horizon / MINUTE).clamp(4, 1439);
+    let window = (k > 0.0 && rng.uniform() < 1.0 / 3.0).then(|| {
+        let start = rng.index((minutes / 2) as usize) as i64;
+        let end = (start + minutes / 4 + rng.index((minutes / 4) as usize + 1) as i64)
+            .clamp(start + 1, 1439);
+        let hm = |m: i64| ((m / 60) as u8, (m % 60) as u8);
+        let ((h0, m0), (h1, m1)) = (hm(start), hm(end));
+        (h0, m0, h1, m1)
+    });
+    PlanCases {
+        window,
+        executor_gone: scaled(rng, k * 0.03),
+        recommend_only: scaled(rng, k * 0.04),
+        lost_nomination: scaled(rng, k * 0.1),
+        node_unusable: scaled(rng, k * 0.05),
+    }
 }
 
 /// A few 8-GPU nodes and one task per gang size 1, 2, 4 and 8.
@@ -1409,7 +1649,7 @@ fn campaign_config(rng: &mut Rng, seed: u64, placement: Placement, interval_ms: 
 
 /// Whether a run of `seed` has `drainPlans.overlapSteps` on (one seed in three).
 fn overlap_drawn(seed: u64) -> bool {
-    (seed >> 3) % 3 == 0
+    (seed >> 3).is_multiple_of(3)
 }
 
 /// The drain-plan protection of a run or a reload: nominate, taint or none.

@@ -47,12 +47,30 @@ pub fn no_write_without_lease(w: &WriteRecord) -> Result<(), Violation> {
 
 /// Never two unresolved alfred requests: in the cluster (alfred's request annotations and
 /// the migrations running under alfred's UUIDs) and in the stored journal (non-terminal
-/// entries).
+/// entries). Under `drainPlans.overlapSteps` (`overlap`), several may be unresolved when
+/// every one is a step of one plan of the stored journal: listed in it, or journalled as
+/// leaving its node (a step whose plan record did not save); the plan may have ended since,
+/// as alfred never cancels a request (docs/design-policies.md#overlapping-steps).
 pub fn at_most_one_unresolved(
     cluster: &BTreeSet<String>,
     journal: Option<&Journal>,
+    overlap: bool,
 ) -> Result<(), Violation> {
-    if cluster.len() > 1 {
+    let one_plans_steps = |uuids: &[&str]| {
+        overlap
+            && journal.is_some_and(|j| {
+                j.plans.iter().any(|p| {
+                    uuids.iter().all(|u| {
+                        p.steps.iter().any(|s| s.request_uuid == *u)
+                            || j.entries
+                                .iter()
+                                .any(|e| e.uuid == *u && e.from_node == p.node)
+                    })
+                })
+            })
+    };
+    let in_cluster: Vec<&str> = cluster.iter().map(String::as_str).collect();
+    if cluster.len() > 1 && !one_plans_steps(&in_cluster) {
         return fail(
             "one-unresolved-request",
             format!(
@@ -68,7 +86,7 @@ pub fn at_most_one_unresolved(
             .filter(|e| !e.phase.is_terminal())
             .map(|e| e.uuid.as_str())
             .collect();
-        if open.len() > 1 {
+        if open.len() > 1 && !one_plans_steps(&open) {
             return fail(
                 "one-unresolved-request",
                 format!("{} non-terminal journal entries: {open:?}", open.len()),
@@ -143,7 +161,7 @@ fn caps(
     overlap: bool,
 ) -> Result<(), Violation> {
     let in_flight = r.in_flight_others.len() + 1;
-    let beside_others = !r.in_flight_others.is_empty() && !(overlap && beside_its_own_plan_only(r));
+    let beside_others = !(r.in_flight_others.is_empty() || overlap && beside_its_own_plan_only(r));
     if beside_others || in_flight > max_in_flight as usize {
         return fail(
             "in-flight-cap",
@@ -514,6 +532,125 @@ pub fn no_leftover_protection(
     Ok(())
 }
 
+/// A recommend-only pass writes nothing to Pods or Nodes: no nomination or taint set,
+/// cleared or removed (a request is [`no_request_in_recommend_only`]'s).
+pub fn no_protection_write_in_recommend_only(p: &LandedProtection) -> Result<(), Violation> {
+    if p.context.executing {
+        return Ok(());
+    }
+    fail(
+        "recommend-only-writes-nothing",
+        format!("{:?} written in recommend-only", p.change),
+    )
+}
+
+/// Outside every maintenance window a new request is an emergency or node health's
+/// (docs/design-policies.md#maintenance-windows); a drain plan's step is one only when its
+/// pod makes it one. A retry of a request the journal already held is judged where it was
+/// first made.
+pub fn outside_windows_only_emergencies(r: &LandedRequest) -> Result<(), Violation> {
+    let c = &r.context;
+    if c.window_open || c.window_exempt.contains(&r.uuid) || c.journal_uuids.contains(&r.uuid) {
+        return Ok(());
+    }
+    fail(
+        "windows-hold-all-but-emergencies",
+        format!(
+            "request {} for {} written outside every window, not an emergency{}",
+            r.uuid,
+            r.isvc,
+            if c.plan_steps.contains_key(&r.uuid) {
+                " (a plan step)"
+            } else {
+                ""
+            }
+        ),
+    )
+}
+
+/// No request is written from a pass whose snapshot had no executor.
+pub fn no_request_without_an_executor(r: &LandedRequest) -> Result<(), Violation> {
+    if r.context.executor_available {
+        return Ok(());
+    }
+    fail(
+        "no-request-without-an-executor",
+        format!("request {} for {} written with no executor", r.uuid, r.isvc),
+    )
+}
+
+/// No drain-plan step is requested for a node its pod could not use in the snapshot the
+/// pass decided on (not ready, or tainted NoSchedule by someone else).
+pub fn no_step_for_an_unusable_node(r: &LandedRequest) -> Result<(), Violation> {
+    let Some(node) = r.context.plan_steps.get(&r.uuid) else {
+        return Ok(());
+    };
+    if !r.context.unusable_nodes.contains(node) {
+        return Ok(());
+    }
+    fail(
+        "no-step-for-an-unusable-node",
+        format!(
+            "plan step {} for {} requested for node {node}, which the pod cannot use",
+            r.uuid, r.isvc
+        ),
+    )
+}
+
+/// An ended plan never becomes active again: an active plan of the stored journal that
+/// `ended` (plan id → when the stored journal last showed it ended) saw end, and that
+/// started no later than that end, resumed. (A new plan reusing the id starts after it.)
+pub fn ended_plans_never_resume(
+    ended: &BTreeMap<String, Timestamp>,
+    plans: &[PlanRecord],
+) -> Result<(), Violation> {
+    for p in plans.iter().filter(|p| p.active()) {
+        if let Some(at) = ended.get(&p.id)
+            && p.started_at <= *at
+        {
+            return fail(
+                "ended-plans-never-resume",
+                format!(
+                    "plan {} ended at {at} is active again ({}, started {})",
+                    p.id,
+                    p.phase.as_str(),
+                    p.started_at
+                ),
+            );
+        }
+    }
+    Ok(())
+}
+
+/// After a clean execute pass (plans on), every active `nominate` plan's pending pod is
+/// nominated to the plan's node: a nomination the scheduler dropped is put back in any
+/// phase of the plan.
+pub fn lost_nominations_put_back(
+    pods: &BTreeMap<String, StoredPod>,
+    plans: &[PlanRecord],
+) -> Result<(), Violation> {
+    for p in plans
+        .iter()
+        .filter(|p| p.active() && p.protection == DrainProtectionWire::Nominate)
+    {
+        let Some(pod) = pods.get(&p.pod) else {
+            continue;
+        };
+        if pod.nominated.is_none() && (p.pod_uid.is_empty() || pod.uid == p.pod_uid) {
+            return fail(
+                "lost-nominations-put-back",
+                format!(
+                    "plan {} ({}) is active and its pod {} is nominated nowhere",
+                    p.id,
+                    p.phase.as_str(),
+                    p.pod
+                ),
+            );
+        }
+    }
+    Ok(())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -585,11 +722,38 @@ mod tests {
         let one: BTreeSet<String> = ["a".to_owned()].into();
         let two: BTreeSet<String> = ["a".to_owned(), "b".to_owned()].into();
         let fine = journal(&["completed", "stalled"]);
-        assert!(at_most_one_unresolved(&one, Some(&fine)).is_ok());
-        assert!(at_most_one_unresolved(&two, None).is_err());
+        assert!(at_most_one_unresolved(&one, Some(&fine), false).is_ok());
+        assert!(at_most_one_unresolved(&two, None, false).is_err());
         let bad = journal(&["submitted", "stalled"]);
-        let v = at_most_one_unresolved(&one, Some(&bad)).unwrap_err();
+        let v = at_most_one_unresolved(&one, Some(&bad), false).unwrap_err();
         assert!(v.detail.contains("2 non-terminal"), "{}", v.detail);
+        // Under overlapping steps, the steps of one plan may be unresolved together, and
+        // nothing else.
+        let uuids: Vec<String> = bad.entries.iter().map(|e| e.uuid.clone()).collect();
+        let mut planned = bad.clone();
+        let mut p = plan("dp-1", "n01", DrainProtectionWire::Nominate, "draining");
+        for u in &uuids {
+            p.steps.push(alfred_model::plan::PlanStepRecord {
+                workload: "twin/t".into(),
+                component: alfred_model::snapshot::ComponentKind::Engine,
+                instance: 0,
+                gpus: 1,
+                request_uuid: u.clone(),
+            });
+        }
+        planned.plans = vec![p];
+        let steps: BTreeSet<String> = uuids.iter().cloned().collect();
+        assert!(at_most_one_unresolved(&steps, Some(&planned), true).is_ok());
+        assert!(at_most_one_unresolved(&steps, Some(&planned), false).is_err());
+        assert!(at_most_one_unresolved(&two, Some(&planned), true).is_err());
+        assert!(at_most_one_unresolved(&one, Some(&bad), true).is_err());
+        // A step journalled as leaving the plan's node counts as the plan's.
+        let mut leaving = planned.clone();
+        leaving.plans[0].steps.truncate(1);
+        leaving.plans[0].node = "n0".into();
+        assert!(at_most_one_unresolved(&steps, Some(&leaving), true).is_ok());
+        leaving.plans[0].node = "n9".into();
+        assert!(at_most_one_unresolved(&steps, Some(&leaving), true).is_err());
     }
 
     #[test]
@@ -953,5 +1117,99 @@ mod tests {
         );
         assert!(no_leftover_protection(&pod(None), &tainted, &[ended]).is_err());
         assert!(no_leftover_protection(&pod(None), &tainted, &[]).is_err());
+    }
+
+    #[test]
+    fn a_protection_write_of_any_kind_in_recommend_only_is_caught() {
+        let mut p = protection(nomination(Some("n01"), None), vec![]);
+        assert!(no_protection_write_in_recommend_only(&p).is_ok());
+        p.context.executing = false;
+        let v = no_protection_write_in_recommend_only(&p).unwrap_err();
+        assert_eq!(v.invariant, "recommend-only-writes-nothing");
+        p.change = ProtectionChange::Taints {
+            node: "n01".into(),
+            before: vec![taint(DRAIN_TAINT_KEY, "dp-1")],
+            after: vec![],
+        };
+        assert!(no_protection_write_in_recommend_only(&p).is_err());
+    }
+
+    #[test]
+    fn a_request_outside_the_windows_that_is_no_emergency_is_caught() {
+        let mut r = landed();
+        r.context.window_open = true;
+        assert!(outside_windows_only_emergencies(&r).is_ok());
+        r.context.window_open = false;
+        r.context.plan_steps.insert("u1".into(), "n01".into());
+        let v = outside_windows_only_emergencies(&r).unwrap_err();
+        assert_eq!(v.invariant, "windows-hold-all-but-emergencies");
+        assert!(v.detail.ends_with("(a plan step)"), "{}", v.detail);
+        // An emergency, node health's, or a retry.
+        r.context.window_exempt.insert("u1".into());
+        assert!(outside_windows_only_emergencies(&r).is_ok());
+        r.context.window_exempt.clear();
+        r.context.journal_uuids.insert("u1".into());
+        assert!(outside_windows_only_emergencies(&r).is_ok());
+    }
+
+    #[test]
+    fn a_request_without_an_executor_is_caught() {
+        let mut r = landed();
+        r.context.executor_available = true;
+        assert!(no_request_without_an_executor(&r).is_ok());
+        r.context.executor_available = false;
+        let v = no_request_without_an_executor(&r).unwrap_err();
+        assert_eq!(v.invariant, "no-request-without-an-executor");
+    }
+
+    #[test]
+    fn a_plan_step_for_a_node_the_pod_cannot_use_is_caught() {
+        let mut r = landed();
+        r.context.unusable_nodes.insert("n01".into());
+        // Not a plan step: a single move off an unusable node is fine.
+        assert!(no_step_for_an_unusable_node(&r).is_ok());
+        r.context.plan_steps.insert("u1".into(), "n02".into());
+        assert!(no_step_for_an_unusable_node(&r).is_ok());
+        r.context.plan_steps.insert("u1".into(), "n01".into());
+        let v = no_step_for_an_unusable_node(&r).unwrap_err();
+        assert_eq!(v.invariant, "no-step-for-an-unusable-node");
+    }
+
+    #[test]
+    fn an_ended_plan_active_again_is_caught_and_a_new_one_with_its_id_is_not() {
+        let active = plan("dp-1", "n01", DrainProtectionWire::Nominate, "draining");
+        // Ended after it started: the same record active again resumed.
+        let ended = BTreeMap::from([("dp-1".to_owned(), active.started_at.plus_minutes(5))]);
+        let v = ended_plans_never_resume(&ended, std::slice::from_ref(&active)).unwrap_err();
+        assert_eq!(v.invariant, "ended-plans-never-resume");
+        // A plan that started after the end is a new plan for the same node and pod.
+        let earlier = BTreeMap::from([("dp-1".to_owned(), active.started_at.plus_minutes(-5))]);
+        assert!(ended_plans_never_resume(&earlier, std::slice::from_ref(&active)).is_ok());
+        assert!(ended_plans_never_resume(&BTreeMap::new(), &[active]).is_ok());
+    }
+
+    #[test]
+    fn an_active_nominate_plan_whose_pod_lost_its_nomination_is_caught() {
+        let pods = |nominated: Option<&str>| {
+            BTreeMap::from([(
+                POD.to_owned(),
+                StoredPod {
+                    uid: "u".into(),
+                    rv: 1,
+                    nominated: nominated.map(Into::into),
+                },
+            )])
+        };
+        let draining = plan("dp-1", "n01", DrainProtectionWire::Nominate, "draining");
+        assert!(
+            lost_nominations_put_back(&pods(Some("n01")), std::slice::from_ref(&draining)).is_ok()
+        );
+        let v =
+            lost_nominations_put_back(&pods(None), std::slice::from_ref(&draining)).unwrap_err();
+        assert_eq!(v.invariant, "lost-nominations-put-back");
+        // Ended plans and taint plans ask for no nomination.
+        let ended = plan("dp-1", "n01", DrainProtectionWire::Nominate, "abandoned");
+        let taint = plan("dp-1", "n01", DrainProtectionWire::Taint, "draining");
+        assert!(lost_nominations_put_back(&pods(None), &[ended, taint]).is_ok());
     }
 }
