@@ -23,6 +23,7 @@ pub use observation::{
 };
 
 use observation::REGION_LABEL;
+pub use room::Occupancy;
 use signals::ReadSignals;
 
 /// What the report function returns: the report (none when the cluster is not a member), the
@@ -70,6 +71,29 @@ pub fn report(
     previous: Option<&Report>,
     now: Timestamp,
 ) -> MemberReport {
+    report_with(
+        &mut Occupancy::new(),
+        observation,
+        spec,
+        cluster,
+        signals,
+        previous,
+        now,
+    )
+}
+
+/// [`report`] with the placement check's conversion of the cluster kept in `occupancy`, so
+/// the reports of several policies over one observation convert it once. `occupancy` must
+/// have been used with this `observation` only; each report leaves it as it found it.
+pub fn report_with(
+    occupancy: &mut Occupancy,
+    observation: &MemberObservation,
+    spec: &AdaptivePolicySpec,
+    cluster: &str,
+    signals: &SignalSamples,
+    previous: Option<&Report>,
+    now: Timestamp,
+) -> MemberReport {
     let Some(member) = spec.cluster(cluster) else {
         return MemberReport {
             report: None,
@@ -107,6 +131,7 @@ pub fn report(
     errors.extend(read.errors.iter().cloned());
     let needed = needed_replicas(spec, cluster, &replicas, &read);
     let (rooms, diagnostics) = rooms(
+        occupancy,
         observation,
         member,
         deployment,
@@ -307,7 +332,9 @@ struct Rooms {
 }
 
 /// Both rooms and the launch failures; a failure to compute one is an error, that room 0.
+#[allow(clippy::too_many_arguments)] // the report's inputs, passed through once
 fn rooms(
+    occupancy: &mut Occupancy,
     observation: &MemberObservation,
     member: &ClusterSpec,
     deployment: Option<&Deployment>,
@@ -345,6 +372,7 @@ fn rooms(
         .collect();
     let requests = |p: &Pod| pod_info(p, &ns_labels, true).map(|i| i.requests);
     let unplaced = match room::static_room(
+        occupancy,
         observation,
         &template,
         own_pending,

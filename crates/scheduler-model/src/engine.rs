@@ -16,6 +16,8 @@ mod filter;
 mod fit;
 mod score;
 
+pub use fit::Checkpoint;
+
 pub(crate) const MAX_NODE_SCORE: i64 = 100;
 
 /// A structurally invalid simulation input (the worker exits 1; Alfred shows `WorkerFailed`).

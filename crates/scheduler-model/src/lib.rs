@@ -34,7 +34,9 @@ pub mod quantity;
 pub const DEFAULT_SCHEDULER_NAME: &str = "default-scheduler";
 
 pub use config::{ConfigError, Profile, load_config};
-pub use engine::{ClusterView, InputError, MoveInput, Outcome, PodPlacement, PreparedCluster};
+pub use engine::{
+    Checkpoint, ClusterView, InputError, MoveInput, Outcome, PodPlacement, PreparedCluster,
+};
 pub use gang::is_gpu_resource;
 pub use objects::Cluster;
 pub use outcome::{Cause, Decision, Failure, SchedulingReason, SchedulingStatus, WorkerReason};

@@ -71,12 +71,71 @@ pub struct StaticRoom {
     pub promised_unplaced: Vec<Pod>,
 }
 
+/// The cluster converted once for the placement check. Every policy's report over the same
+/// observation can share it: each places its promised replicas, counts, and takes them back.
+#[derive(Debug, Default)]
+pub struct Occupancy {
+    prepared: Option<Result<PreparedCluster, String>>,
+}
+
+impl Occupancy {
+    /// Not converted yet: the first report that needs it converts the observation.
+    pub fn new() -> Occupancy {
+        Occupancy::default()
+    }
+
+    /// The converted cluster, converting `observation` on first use (the same observation
+    /// every time: the conversion is kept).
+    fn prepared(
+        &mut self,
+        observation: &MemberObservation,
+    ) -> Result<&mut PreparedCluster, String> {
+        let prepared = self.prepared.get_or_insert_with(|| {
+            let pods = occupancy(observation);
+            let view = ClusterView {
+                nodes: &observation.nodes,
+                pods: &pods,
+                namespaces: &observation.namespaces,
+                selector_objects: &[],
+                pod_groups: &[],
+            };
+            PreparedCluster::from_view(view, &Profile::default_scheduler().scheduler_name)
+                .map_err(|e| format!("staticRoom: {e}"))
+        });
+        prepared.as_mut().map_err(|e| e.clone())
+    }
+}
+
 /// Places the workload's own pending pods (replicas already wanted, which will take room
 /// when they land), then the replicas other policies were promised here, in policy order,
 /// each where the scheduler would put it; then counts the workload's replicas that fit on
-/// `registered`, at most `limit`. Promised replicas no node holds are returned, to be charged
-/// to NodePool headroom. `Err` names why the model cannot answer.
+/// `registered`, at most `limit`; then takes the placed pods back, leaving `occupancy` as it
+/// was. Promised replicas no node holds are returned, to be charged to NodePool headroom.
+/// `Err` names why the model cannot answer.
 pub fn static_room(
+    occupancy: &mut Occupancy,
+    observation: &MemberObservation,
+    template: &Pod,
+    own_pending: &[&Pod],
+    registered: &BTreeSet<String>,
+    limit: u32,
+) -> Result<StaticRoom, String> {
+    let prepared = occupancy.prepared(observation)?;
+    let mark = prepared.checkpoint();
+    let out = place_and_count(
+        prepared,
+        observation,
+        template,
+        own_pending,
+        registered,
+        limit,
+    );
+    prepared.rollback_to(mark);
+    out
+}
+
+fn place_and_count(
+    prepared: &mut PreparedCluster,
     observation: &MemberObservation,
     template: &Pod,
     own_pending: &[&Pod],
@@ -84,16 +143,6 @@ pub fn static_room(
     limit: u32,
 ) -> Result<StaticRoom, String> {
     let profile = Profile::default_scheduler();
-    let pods = occupancy(observation);
-    let view = ClusterView {
-        nodes: &observation.nodes,
-        pods: &pods,
-        namespaces: &observation.namespaces,
-        selector_objects: &[],
-        pod_groups: &[],
-    };
-    let mut prepared = PreparedCluster::from_view(view, &profile.scheduler_name)
-        .map_err(|e| format!("staticRoom: {e}"))?;
     let place = |prepared: &mut PreparedCluster, pod: &Pod| {
         prepared
             .place(&profile, pod)
@@ -102,7 +151,7 @@ pub fn static_room(
     for pod in own_pending {
         let mut pod = (*pod).clone();
         pod.spec.scheduler_name.clear();
-        place(&mut prepared, &pod)?;
+        place(prepared, &pod)?;
     }
     let mut out = StaticRoom::default();
     let mut promised: Vec<&super::observation::Promised> = observation.promised.iter().collect();
@@ -111,7 +160,7 @@ pub fn static_room(
         for i in 0..p.replicas {
             let name = format!("{}-promised-{i}", p.policy.replace('/', "-"));
             let pod = template_pod(&p.template, &p.namespace, &name);
-            match place(&mut prepared, &pod)? {
+            match place(prepared, &pod)? {
                 Some(_) => out.promised_placed += 1,
                 None => out.promised_unplaced.push(pod),
             }

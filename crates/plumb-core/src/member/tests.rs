@@ -686,3 +686,31 @@ fn an_observation_reads_back_what_it_writes_and_pods_read_from_kubernetes_json()
     let bad = ObservedPod::from_value(&json!({"metadata": {"name": 3}}));
     assert!(bad.is_err_and(|e| e.starts_with("pod:")));
 }
+
+#[test]
+fn reports_sharing_one_conversion_equal_reports_made_alone() {
+    let mut obs = observation();
+    obs.promised = vec![Promised {
+        policy: "ml/mistral".into(),
+        namespace: "ml".into(),
+        template: serde_json::from_value(template("mistral", 4)).expect("template"),
+        replicas: 2,
+    }];
+    obs.pods.push(pod("llama", 4, 2, None, None));
+    let mut occupancy = Occupancy::new();
+    let narrow =
+        spec(json!({"clusters": [{"name": "us-east", "nodePools": ["gpu"], "maxReplicas": 3}]}));
+    for s in [spec(json!({})), narrow.clone(), spec(json!({})), narrow] {
+        let alone = report(&obs, &s, "us-east", &SignalSamples::default(), None, now());
+        let shared = report_with(
+            &mut occupancy,
+            &obs,
+            &s,
+            "us-east",
+            &SignalSamples::default(),
+            None,
+            now(),
+        );
+        assert_eq!(shared, alone);
+    }
+}

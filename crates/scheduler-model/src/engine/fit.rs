@@ -12,7 +12,22 @@ use crate::model::{PodInfo, pod_info};
 use crate::objects::Pod;
 use crate::outcome::Failure;
 
+/// A point [`PreparedCluster::rollback_to`] returns the cluster to, taking back every pod
+/// [`PreparedCluster::place`] kept after it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Checkpoint(usize);
+
 impl PreparedCluster {
+    /// The cluster as it is now, to return to.
+    pub fn checkpoint(&self) -> Checkpoint {
+        Checkpoint(self.pods.len())
+    }
+
+    /// Takes back every pod placed since `checkpoint` (one of this cluster's, taken since).
+    pub fn rollback_to(&mut self, checkpoint: Checkpoint) {
+        self.rollback(checkpoint.0);
+    }
+
     /// Places `pod` (unbound; its name is not checked against the cluster's) where the
     /// scheduler's filters and scores put it, every node a candidate, and keeps it there: later
     /// questions see it as occupancy. The node's name, or `None` when no node fits. `Err` when
@@ -188,6 +203,28 @@ mod tests {
         assert!(c.place(&p, &eight).expect("place").is_some());
         assert_eq!(c.place(&p, &eight), Ok(None));
         assert_eq!(c.count_fitting(&p, &one, &all(), 100), Ok(4));
+    }
+
+    #[test]
+    fn a_rollback_takes_back_what_was_placed_since_the_checkpoint() {
+        let mut c = cluster();
+        let p = Profile::default_scheduler();
+        let one = pod("t", 1, json!({}));
+        assert!(
+            c.place(&p, &pod("first", 4, json!({})))
+                .expect("place")
+                .is_some()
+        );
+        let mark = c.checkpoint();
+        assert!(
+            c.place(&p, &pod("big", 8, json!({})))
+                .expect("place")
+                .is_some()
+        );
+        assert_eq!(c.count_fitting(&p, &one, &all(), 100), Ok(8));
+        c.rollback_to(mark);
+        assert_eq!(c.count_fitting(&p, &one, &all(), 100), Ok(16));
+        assert_eq!(c.checkpoint(), mark);
     }
 
     #[test]
