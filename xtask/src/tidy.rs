@@ -87,8 +87,9 @@ const ALLOWED: [(&str, &str); 1] = [("alfred-observe", "k8s-openapi")];
 /// ARCHITECTURE.md draws them: adapters → dispatch → (policy → score, arbiter, sim) → model,
 /// observe → model; sim → scheduler-model, the product-neutral scheduler model. Any other edge
 /// between workspace crates fails.
-const CORE_DIRECTION: [(&str, &[&str]); 12] = [
+const CORE_DIRECTION: [(&str, &[&str]); 13] = [
     ("utc-time", &[]),
+    ("outcome-checkpoints", &["utc-time"]),
     ("alfred-model", &["utc-time"]),
     ("scheduler-model", &[]),
     ("plumb-model", &["utc-time"]),
@@ -98,7 +99,12 @@ const CORE_DIRECTION: [(&str, &[&str]); 12] = [
     ("alfred-sim", &["alfred-model", "scheduler-model"]),
     (
         "plumb-core",
-        &["plumb-model", "scheduler-model", "utc-time"],
+        &[
+            "plumb-model",
+            "scheduler-model",
+            "utc-time",
+            "outcome-checkpoints",
+        ],
     ),
     ("alfred-arbiter", &["alfred-model"]),
     ("alfred-policy", &["alfred-model", "alfred-score"]),
@@ -110,6 +116,7 @@ const CORE_DIRECTION: [(&str, &[&str]); 12] = [
             "alfred-policy",
             "alfred-arbiter",
             "alfred-sim",
+            "outcome-checkpoints",
         ],
     ),
 ];

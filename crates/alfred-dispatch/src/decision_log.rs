@@ -26,6 +26,7 @@ use alfred_model::plan::{PlanRecord, PlanView};
 use alfred_model::reason::{AdvisoryReason, PlanEndReason, RowReason};
 use alfred_model::record::AdviceCount;
 use alfred_model::{ClusterSnapshot, Timestamp};
+use outcome_checkpoints::{Checkpoint, STANDARD_SECONDS, Schedule};
 use serde::Serialize;
 use serde_json::{Value, json};
 
@@ -34,8 +35,12 @@ use crate::sim::{MoveSimulation, SimulationOutcome, SimulationPurpose, Simulator
 use crate::stages::{CoreStages, PoolGauge, Stages};
 use crate::{Explained, follow};
 
-/// Checkpoints of the outcome lines, in seconds after the decision.
-pub const OUTCOME_CHECKPOINTS: [i64; 3] = [60, 300, 900];
+/// Checkpoints of the outcome lines, in seconds after the decision (the shared
+/// [`Schedule::STANDARD`], as the signed seconds the lines carry).
+pub const OUTCOME_CHECKPOINTS: [i64; 3] = {
+    let s = STANDARD_SECONDS;
+    [s[0] as i64, s[1] as i64, s[2] as i64]
+};
 
 /// At most this many pending pods are named per decision ([`pending_for`]).
 pub const PENDING_PER_DECISION: usize = 10;
@@ -695,7 +700,7 @@ impl OutcomeTracker {
     pub fn next_due(&self) -> Option<Timestamp> {
         self.open
             .iter()
-            .map(|o| checkpoint_time(&o.decision, o.next))
+            .filter_map(|o| Schedule::STANDARD.next_due(o.decision.time, o.next))
             .min()
     }
 
@@ -750,15 +755,14 @@ impl OutcomeTracker {
         let mut pools_now: Option<Vec<PoolGauge>> = None;
         let mut pools = Some(pools);
         for o in &mut self.open {
-            while o.next < OUTCOME_CHECKPOINTS.len() && checkpoint_time(&o.decision, o.next) <= now
-            {
+            for checkpoint in Schedule::STANDARD.due(o.decision.time, o.next, now) {
                 let pools =
                     pools_now.get_or_insert_with(|| pools.take().map_or_else(Vec::new, |f| f()));
-                lines.push(outcome_of(o, now, pools, &self.history));
-                o.next += 1;
+                lines.push(outcome_of(o, checkpoint, now, pools, &self.history));
+                o.next = checkpoint.index + 1;
             }
         }
-        self.open.retain(|o| o.next < OUTCOME_CHECKPOINTS.len());
+        self.open.retain(|o| !Schedule::STANDARD.finished(o.next));
         match self.open.iter().map(|o| o.decision.time).min() {
             Some(oldest) => self.history.retain(|(t, _, _)| *t >= oldest),
             None => self.history.clear(),
@@ -767,14 +771,9 @@ impl OutcomeTracker {
     }
 }
 
-fn checkpoint_time(d: &TrackedDecision, next: usize) -> Timestamp {
-    let secs = OUTCOME_CHECKPOINTS[next.min(OUTCOME_CHECKPOINTS.len() - 1)];
-    d.time
-        .plus(Duration::from_secs(u64::try_from(secs).unwrap_or(0)))
-}
-
 fn outcome_of(
     o: &Open,
+    checkpoint: Checkpoint,
     now: Timestamp,
     pools_now: &[PoolGauge],
     history: &[(Timestamp, Vec<String>, Vec<String>)],
@@ -829,7 +828,7 @@ fn outcome_of(
             }
         }
     }
-    let after = OUTCOME_CHECKPOINTS[o.next];
+    let after = i64::try_from(checkpoint.after_seconds).unwrap_or(i64::MAX);
     outcome_line(
         &d.decision_id,
         now,
