@@ -105,6 +105,10 @@ pub fn report_with(
             diagnostics: Diagnostics::default(),
         };
     };
+    let checked = spec.check();
+    if !checked.is_valid() {
+        return invalid_policy(observation, spec, cluster, &checked.problems, now);
+    }
     let mut errors = Vec::new();
     let namespace = spec
         .workload
@@ -180,6 +184,36 @@ pub fn report_with(
         report: Some(out),
         ready,
         diagnostics,
+    }
+}
+
+/// A policy that breaks a rule of its spec reports no needs and no room: only its time, hash
+/// and the problems, each naming its field, in `error` and the `Ready` message.
+fn invalid_policy(
+    observation: &MemberObservation,
+    spec: &AdaptivePolicySpec,
+    cluster: &str,
+    problems: &[plumb_model::Problem],
+    now: Timestamp,
+) -> MemberReport {
+    let message = problems
+        .iter()
+        .map(ToString::to_string)
+        .collect::<Vec<_>>()
+        .join("; ");
+    MemberReport {
+        report: Some(Report {
+            time: Some(now),
+            spec_hash: plumb_model::hash::member_spec_hash(
+                spec,
+                Some(&observation.namespace),
+                cluster,
+            ),
+            error: Some(message.clone()),
+            ..Report::default()
+        }),
+        ready: condition("False", ready::OBSERVATION_FAILED, message),
+        diagnostics: Diagnostics::default(),
     }
 }
 

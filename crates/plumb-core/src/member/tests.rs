@@ -714,3 +714,31 @@ fn reports_sharing_one_conversion_equal_reports_made_alone() {
         assert_eq!(shared, alone);
     }
 }
+
+#[test]
+fn a_policy_breaking_a_rule_reports_no_needs_or_room_and_names_the_field() {
+    let mut obs = observation();
+    obs.pods.push(pod("llama", 4, 2, None, None));
+    let bad = spec(json!({"capacity": {"replicaCapacity": 4, "step": 0}}));
+    let out = report(
+        &obs,
+        &bad,
+        "us-east",
+        &SignalSamples::default(),
+        None,
+        now(),
+    );
+    assert_eq!(out.ready.reason, "ObservationFailed");
+    assert!(
+        out.ready.message.contains("spec.capacity.step"),
+        "{}",
+        out.ready.message
+    );
+    let r = out.report.expect("member");
+    assert_eq!(
+        (r.needed_replicas, r.static_room, r.dynamic_room),
+        (0, 0, 0)
+    );
+    assert_eq!(r.error.as_deref(), Some(out.ready.message.as_str()));
+    assert!(r.spec_hash.starts_with("sha256:"));
+}
