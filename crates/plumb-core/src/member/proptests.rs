@@ -141,3 +141,31 @@ proptest! {
         prop_assert_eq!(run(&obs, c.demand), run(&shuffled, c.demand));
     }
 }
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(64))]
+
+    #[test]
+    fn bad_quantities_never_panic_and_are_named(limit in "\\PC{0,8}", used in "\\PC{0,8}", alloc in "\\PC{0,8}") {
+        let mut obs = build(&Case {
+            registered: vec![8],
+            unregistered: vec![],
+            pods: vec![],
+            pending: 0,
+            desired: 1,
+            demand: 1.0,
+        });
+        obs.node_pools[0].spec.limits.insert(super::tests::GPU.to_owned(), limit.clone());
+        obs.node_pools[0].status.resources.insert(super::tests::GPU.to_owned(), used.clone());
+        obs.nodes[0].status.allocatable.insert("example.com/thing".to_owned(), alloc.clone());
+        let out = run(&obs, 1.0);
+        let r = out.report.expect("member");
+        if let Some(e) = &r.error {
+            prop_assert!(
+                e.contains("nodePool gpu") || e.contains("node r0") || e.contains("staticRoom"),
+                "{}", e
+            );
+            prop_assert_eq!(out.ready.reason.as_str(), "ObservationFailed");
+        }
+    }
+}
