@@ -33,6 +33,7 @@ pub mod decision;
 pub mod effects;
 mod finish;
 pub mod members;
+pub mod outcomes;
 mod plan;
 mod readiness;
 mod release;
@@ -49,6 +50,7 @@ pub use config::HubConfig;
 pub use decision::{Action, ClusterState, DecisionLine};
 pub use effects::{Effect, Event, EventType, Metric};
 pub use members::{MemberInput, ReportUse, STALE_AFTER};
+pub use outcomes::{OutcomeCluster, OutcomeLine};
 
 use members::StepIn;
 use plan::Plan;
@@ -82,6 +84,9 @@ pub struct StepOutput {
     pub effects: Vec<Effect>,
     /// The decision line, when the step changed something.
     pub decision: Option<DecisionLine>,
+    /// Outcome lines that fell due this step (after the decision line), oldest decision
+    /// first.
+    pub outcomes: Vec<OutcomeLine>,
 }
 
 impl StepOutput {
@@ -94,6 +99,11 @@ impl StepOutput {
         };
         decision.applied = false;
         decision.error = Some(error.to_string());
+        for tracked in &mut self.fleet.tracking {
+            if tracked.decision_id == decision.decision_id {
+                tracked.applied = false;
+            }
+        }
         for effect in &mut self.effects {
             match effect {
                 Effect::Event(event) if event.reason == decision.action => {
@@ -142,6 +152,13 @@ impl Hub {
             last_return: None,
             no_room_said: None,
         }
+    }
+
+    /// Records that carrying out `out`'s writes failed ([`StepOutput::write_failed`]), in
+    /// the output and in the hub's memory, so the decision is followed as not applied.
+    pub fn write_failed(&mut self, out: &mut StepOutput, error: &str) {
+        out.write_failed(error);
+        self.fleet.clone_from(&out.fleet);
     }
 
     /// The fleet status as of the last step.

@@ -1,10 +1,10 @@
-//! docs/plumb/decision-log.md holds every field of the decision line and of its per-cluster
-//! state, and names nothing else.
+//! docs/plumb/decision-log.md holds every field of the decision line, the outcome line and
+//! their per-cluster states, and names nothing else.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::Path;
 
-use plumb_core::hub::{ClusterState, DecisionLine};
+use plumb_core::hub::{ClusterState, DecisionLine, OutcomeCluster, OutcomeLine};
 use plumb_model::spec::Mode;
 use plumb_model::{Phase, Timestamp};
 
@@ -71,8 +71,8 @@ fn every_decision_field_has_its_row_and_every_row_a_field() {
     let tables = rows(&page);
     assert_eq!(
         tables.len(),
-        2,
-        "the decision table and the per-cluster table"
+        4,
+        "the decision and outcome tables, each with its per-cluster table"
     );
     assert_eq!(
         tables[0],
@@ -83,5 +83,40 @@ fn every_decision_field_has_its_row_and_every_row_a_field() {
         tables[1],
         keys(&value["after"]["a"]),
         "per-cluster fields vs the page's rows"
+    );
+    let cluster = OutcomeCluster {
+        ready: Some(1),
+        desired: Some(1),
+        needed: Some(0),
+        floor: 1,
+        weight: Some(10),
+        demand: Some(1.0),
+        pressure: Some(1.0),
+        latency: Some(1.0),
+        error_rate: Some(0.0),
+        stale: true,
+    };
+    let outcome = OutcomeLine {
+        kind: "outcome",
+        decision_id: "1-00000000".into(),
+        time: Timestamp::from_unix_secs(60),
+        policy: "ns/p".into(),
+        after_seconds: 60,
+        final_: false,
+        applied: true,
+        clusters: BTreeMap::from([("a".to_string(), cluster)]),
+        ready_after_seconds: BTreeMap::new(),
+        followed_by: Vec::new(),
+    };
+    let value = serde_json::to_value(&outcome).expect("serializes");
+    assert_eq!(
+        tables[2],
+        keys(&value),
+        "outcome line fields vs the page's rows"
+    );
+    assert_eq!(
+        tables[3],
+        keys(&value["clusters"]["a"]),
+        "per-cluster outcome fields vs the page's rows"
     );
 }

@@ -77,6 +77,12 @@ pub enum Metric {
         /// How many members are out of sync.
         value: u32,
     },
+    /// `plumb_decision_time_to_ready_seconds`: one observation, from a decision raising a
+    /// floor to the cluster having that many ready replicas.
+    TimeToReady {
+        /// Whole seconds.
+        seconds: u64,
+    },
     /// `plumb_hub_decisions_total` += 1.
     Decision {
         /// The action label.

@@ -9,6 +9,7 @@ use plumb_model::{FleetStatus, Intent, Phase, Timestamp};
 use super::decision::{ClusterState, DecisionLine, SOURCE_RULE};
 use super::effects::{Effect, Event, EventType, Metric, reasons};
 use super::members::ReportUse;
+use super::outcomes;
 use super::plan::Plan;
 use super::view::View;
 use super::{Hub, INTENT_TTL, StepInput, StepOutput};
@@ -87,11 +88,29 @@ pub fn finish(
     effects.push(Effect::Metric(Metric::MembersOutOfSync {
         value: u32::try_from(out_of_sync.len()).unwrap_or(u32::MAX),
     }));
-    hub.fleet = next_fleet(hub, view, plan, out_of_sync, changed, decision_id, now);
+    let followed = outcomes::follow(
+        view,
+        &hub.policy,
+        &hub.fleet.tracking,
+        &hub.fleet.recent,
+        decision.as_ref(),
+        &after,
+    );
+    effects.extend(
+        followed
+            .ready_after
+            .iter()
+            .map(|&seconds| Effect::Metric(Metric::TimeToReady { seconds })),
+    );
+    let mut fleet = next_fleet(hub, view, plan, out_of_sync, changed, decision_id, now);
+    fleet.tracking = followed.tracking;
+    fleet.recent = followed.recent;
+    hub.fleet = fleet;
     StepOutput {
         fleet: hub.fleet.clone(),
         effects,
         decision,
+        outcomes: followed.lines,
     }
 }
 
@@ -247,7 +266,7 @@ fn next_fleet(
             .iter()
             .filter_map(|c| clusters.remove(&c.name))
             .collect(),
-        tracking: hub.fleet.tracking.clone(),
-        recent: hub.fleet.recent.clone(),
+        tracking: Vec::new(),
+        recent: Vec::new(),
     }
 }

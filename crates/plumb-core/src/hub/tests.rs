@@ -2,6 +2,7 @@
 
 mod allocation;
 mod convergence;
+mod outcomes;
 mod phases;
 mod properties;
 mod readiness;
@@ -12,7 +13,9 @@ mod traffic;
 
 use std::collections::BTreeMap;
 
-use plumb_model::{AdaptivePolicySpec, FleetStatus, Intent, Report, Sample, Tier, Timestamp};
+use plumb_model::{
+    AdaptivePolicySpec, FinishedDecision, FleetStatus, Intent, Report, Sample, Tier, Timestamp,
+};
 use serde_json::{Value, json};
 
 use super::*;
