@@ -23,7 +23,8 @@ pub struct Cli {
 /// `plumb`'s subcommands.
 #[derive(Debug, Subcommand)]
 pub enum Command {
-    /// Compute the member report of a recorded member and print it.
+    /// Compute the member report of a recorded member, or the hub's decision log over a
+    /// recorded fleet timeline, and print it.
     Replay(ReplayArgs),
     /// AdaptivePolicy commands.
     Policy {

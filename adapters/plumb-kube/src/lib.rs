@@ -5,6 +5,7 @@
 //! Kubernetes types stay inside this crate; the decisions are the core crates'.
 
 pub mod cli;
+pub mod fleet;
 pub mod objects;
 pub mod observe;
 pub mod policy;

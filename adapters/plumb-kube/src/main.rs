@@ -3,6 +3,8 @@
 //! Subcommands:
 //! - `plumb replay DIR --cluster NAME --now TIME`: the member report of a recorded member,
 //!   offline and deterministic (see the `replay` module).
+//! - `plumb replay DIR [--format json]` on a fleet folder (`fleet.json`): the hub's decision
+//!   log over the recorded timeline (see the `fleet` module).
 //! - `plumb policy check FILE`: validate an AdaptivePolicy; `--print-effective` prints it with
 //!   defaults.
 //! - `plumb version`.

@@ -30,14 +30,15 @@ pub enum Format {
 /// `plumb replay`'s arguments.
 #[derive(Debug, Clone, clap::Args)]
 pub struct ReplayArgs {
-    /// The recorded member: a folder of `kubectl get -o json` files and `signals.json`.
+    /// The recorded member (a folder of `kubectl get -o json` files and `signals.json`), or a
+    /// fleet (a folder with `fleet.json` and the policy: the hub's decision log).
     pub dir: PathBuf,
-    /// This member's name, as the policy's `clusters[].name` lists it.
+    /// This member's name, as the policy's `clusters[].name` lists it (a member folder only).
     #[arg(long, value_name = "NAME")]
-    pub cluster: String,
-    /// The report's time, RFC 3339 (e.g. `2026-12-01T12:00:00Z`).
+    pub cluster: Option<String>,
+    /// The report's time, RFC 3339, e.g. `2026-12-01T12:00:00Z` (a member folder only).
     #[arg(long, value_name = "RFC3339")]
-    pub now: String,
+    pub now: Option<String>,
     /// Output format.
     #[arg(long, value_enum, default_value = "table")]
     pub format: Format,
@@ -87,10 +88,36 @@ pub struct ReplayOutput {
 
 /// Runs the replay of `args`: the output text, or the one-line error.
 pub fn run(args: &ReplayArgs) -> Result<String, String> {
-    let now: Timestamp = args.now.parse().map_err(|e| format!("--now: {e}"))?;
+    if crate::fleet::is_fleet(&args.dir) {
+        for (flag, given) in [
+            ("--cluster", args.cluster.is_some()),
+            ("--now", args.now.is_some()),
+            ("--policy", args.policy.is_some()),
+        ] {
+            if given {
+                return Err(format!(
+                    "{flag}: not for a fleet folder ({} holds fleet.json)",
+                    args.dir.display()
+                ));
+            }
+        }
+        return crate::fleet::run(&args.dir, args.format);
+    }
+    let missing = |flag: &str| {
+        format!(
+            "{flag}: required for a recorded member ({} has no fleet.json)",
+            args.dir.display()
+        )
+    };
+    let cluster = args
+        .cluster
+        .as_deref()
+        .ok_or_else(|| missing("--cluster"))?;
+    let now = args.now.as_deref().ok_or_else(|| missing("--now"))?;
+    let now: Timestamp = now.parse().map_err(|e| format!("--now: {e}"))?;
     let recorded = Recorded::read(&args.dir).map_err(|e| e.to_string())?;
     let output =
-        replay(&recorded, &args.cluster, now, args.policy.as_deref()).map_err(|e| e.to_string())?;
+        replay(&recorded, cluster, now, args.policy.as_deref()).map_err(|e| e.to_string())?;
     Ok(match args.format {
         Format::Json => render_json(&output),
         Format::Table => render_table(&output),
