@@ -243,6 +243,8 @@ struct Chaos {
     unusable: BTreeMap<String, (bool, u32)>,
     /// Plans the stored journal showed ended: id → when they ended.
     ended_plans: BTreeMap<String, alfred_model::Timestamp>,
+    /// alfred's landed requests that were drain-plan steps: UUID → the plan's node.
+    plan_step_requests: BTreeMap<String, String>,
     report: RunReport,
 }
 
@@ -1290,6 +1292,9 @@ impl Chaos {
             self.check(invariants::built_on_a_fresh_snapshot(&r));
             self.check(invariants::no_request_while_the_breaker_is_open(&r));
             self.alfred_requests.insert(r.uuid.clone(), now);
+            if let Some(node) = r.context.plan_steps.get(&r.uuid) {
+                self.plan_step_requests.insert(r.uuid.clone(), node.clone());
+            }
             let roll = self.rng.uniform();
             if roll < self.faults.never_ack {
                 self.pass_faults_count("never_ack");
@@ -1330,7 +1335,7 @@ impl Chaos {
         self.check(invariants::at_most_one_unresolved(
             &unresolved,
             journal.as_ref(),
-            overlap,
+            overlap.then_some(&self.plan_step_requests),
         ));
     }
 }
@@ -1470,6 +1475,7 @@ pub fn run(seed: u64, passes: u32, calm: bool) -> RunReport {
         execute_back_at: None,
         unusable: BTreeMap::new(),
         ended_plans: BTreeMap::new(),
+        plan_step_requests: BTreeMap::new(),
         report: RunReport {
             seed,
             protection,

@@ -47,27 +47,21 @@ pub fn no_write_without_lease(w: &WriteRecord) -> Result<(), Violation> {
 
 /// Never two unresolved alfred requests: in the cluster (alfred's request annotations and
 /// the migrations running under alfred's UUIDs) and in the stored journal (non-terminal
-/// entries). Under `drainPlans.overlapSteps` (`overlap`), several may be unresolved when
-/// every one is a step of one plan of the stored journal: listed in it, or journalled as
-/// leaving its node (a step whose plan record did not save); the plan may have ended since,
-/// as alfred never cancels a request (docs/design-policies.md#overlapping-steps).
+/// entries). Under `drainPlans.overlapSteps`, `plan_steps` holds alfred's requests that were
+/// drain-plan steps, each with its plan's node: several may be unresolved together when
+/// every one is a step freeing the same node (the plan may have ended, or its record gone with
+/// a reset journal, since: alfred never cancels a request;
+/// docs/design-policies.md#overlapping-steps).
 pub fn at_most_one_unresolved(
     cluster: &BTreeSet<String>,
     journal: Option<&Journal>,
-    overlap: bool,
+    plan_steps: Option<&BTreeMap<String, String>>,
 ) -> Result<(), Violation> {
     let one_plans_steps = |uuids: &[&str]| {
-        overlap
-            && journal.is_some_and(|j| {
-                j.plans.iter().any(|p| {
-                    uuids.iter().all(|u| {
-                        p.steps.iter().any(|s| s.request_uuid == *u)
-                            || j.entries
-                                .iter()
-                                .any(|e| e.uuid == *u && e.from_node == p.node)
-                    })
-                })
-            })
+        plan_steps.is_some_and(|steps| {
+            let nodes: BTreeSet<Option<&String>> = uuids.iter().map(|u| steps.get(*u)).collect();
+            nodes.len() == 1 && !nodes.contains(&None)
+        })
     };
     let in_cluster: Vec<&str> = cluster.iter().map(String::as_str).collect();
     if cluster.len() > 1 && !one_plans_steps(&in_cluster) {
@@ -722,38 +716,26 @@ mod tests {
         let one: BTreeSet<String> = ["a".to_owned()].into();
         let two: BTreeSet<String> = ["a".to_owned(), "b".to_owned()].into();
         let fine = journal(&["completed", "stalled"]);
-        assert!(at_most_one_unresolved(&one, Some(&fine), false).is_ok());
-        assert!(at_most_one_unresolved(&two, None, false).is_err());
+        assert!(at_most_one_unresolved(&one, Some(&fine), None).is_ok());
+        assert!(at_most_one_unresolved(&two, None, None).is_err());
         let bad = journal(&["submitted", "stalled"]);
-        let v = at_most_one_unresolved(&one, Some(&bad), false).unwrap_err();
+        let v = at_most_one_unresolved(&one, Some(&bad), None).unwrap_err();
         assert!(v.detail.contains("2 non-terminal"), "{}", v.detail);
-        // Under overlapping steps, the steps of one plan may be unresolved together, and
-        // nothing else.
+        // Under overlapping steps, the steps freeing one node may be unresolved together,
+        // and nothing else.
         let uuids: Vec<String> = bad.entries.iter().map(|e| e.uuid.clone()).collect();
-        let mut planned = bad.clone();
-        let mut p = plan("dp-1", "n01", DrainProtectionWire::Nominate, "draining");
-        for u in &uuids {
-            p.steps.push(alfred_model::plan::PlanStepRecord {
-                workload: "twin/t".into(),
-                component: alfred_model::snapshot::ComponentKind::Engine,
-                instance: 0,
-                gpus: 1,
-                request_uuid: u.clone(),
-            });
-        }
-        planned.plans = vec![p];
         let steps: BTreeSet<String> = uuids.iter().cloned().collect();
-        assert!(at_most_one_unresolved(&steps, Some(&planned), true).is_ok());
-        assert!(at_most_one_unresolved(&steps, Some(&planned), false).is_err());
-        assert!(at_most_one_unresolved(&two, Some(&planned), true).is_err());
-        assert!(at_most_one_unresolved(&one, Some(&bad), true).is_err());
-        // A step journalled as leaving the plan's node counts as the plan's.
-        let mut leaving = planned.clone();
-        leaving.plans[0].steps.truncate(1);
-        leaving.plans[0].node = "n0".into();
-        assert!(at_most_one_unresolved(&steps, Some(&leaving), true).is_ok());
-        leaving.plans[0].node = "n9".into();
-        assert!(at_most_one_unresolved(&steps, Some(&leaving), true).is_err());
+        let mut of_n01: BTreeMap<String, String> = uuids
+            .iter()
+            .map(|u| (u.clone(), "n01".to_owned()))
+            .collect();
+        assert!(at_most_one_unresolved(&steps, Some(&bad), Some(&of_n01)).is_ok());
+        assert!(at_most_one_unresolved(&steps, Some(&bad), None).is_err());
+        assert!(at_most_one_unresolved(&two, Some(&bad), Some(&of_n01)).is_err());
+        if let Some(n) = of_n01.get_mut(&uuids[0]) {
+            *n = "n02".into();
+        }
+        assert!(at_most_one_unresolved(&steps, None, Some(&of_n01)).is_err());
     }
 
     #[test]
