@@ -63,6 +63,16 @@ pub mod reasons {
     pub const REPLICAS_NOT_READY: &str = "ReplicasNotReady";
 }
 
+/// `plumb_decision_time_to_ready_seconds`'s bucket bounds, in seconds: 15 s to 1 h, roughly
+/// doubling.
+pub const TIME_TO_READY_BUCKETS: [f64; 9] =
+    [15.0, 30.0, 60.0, 120.0, 240.0, 480.0, 960.0, 1920.0, 3600.0];
+
+/// The request-duration histograms' bucket bounds (`plumb_model_request_duration_seconds`,
+/// `plumb_planner_request_duration_seconds`), in seconds: 0.05 s to 60 s.
+pub const REQUEST_DURATION_BUCKETS: [f64; 10] =
+    [0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0, 60.0];
+
 /// A metric update; the policy label is the hub's policy.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "camelCase", tag = "metric")]
@@ -92,4 +102,16 @@ pub enum Metric {
         /// `true` in auto mode.
         applied: bool,
     },
+}
+
+impl Metric {
+    /// The Prometheus metric this update is for.
+    pub fn name(&self) -> &'static str {
+        match self {
+            Metric::FleetEscalated { .. } => "plumb_fleet_escalated",
+            Metric::MembersOutOfSync { .. } => "plumb_fleet_members_out_of_sync",
+            Metric::TimeToReady { .. } => "plumb_decision_time_to_ready_seconds",
+            Metric::Decision { .. } => "plumb_hub_decisions_total",
+        }
+    }
 }
