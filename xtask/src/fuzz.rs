@@ -44,6 +44,13 @@ const SCHEDULER_CONFIGS: &[&str] = &[
     "fixtures/simulation/default-scheduler.yaml",
     "fixtures/simulation/ome-scheduler.yaml",
 ];
+/// Recorded Plumb members: each object file alone seeds `plumb_replay` (the committed corpus
+/// holds whole members, objects and signals together).
+const PLUMB_MEMBERS: &[&str] = &[
+    "fixtures/plumb/default",
+    "fixtures/plumb/launch-failures",
+    "fixtures/plumb/promised-elsewhere",
+];
 const SMALL: usize = 16 << 10;
 const LARGE: usize = 96 << 10;
 
@@ -99,6 +106,20 @@ const TARGETS: &[Target] = &[
     Target {
         name: "observe",
         seeds: &[CLUSTERS],
+        extensions: &["json"],
+        chunk_byte: false,
+        max_len: LARGE,
+    },
+    Target {
+        name: "plumb_policy",
+        seeds: &["fixtures/plumb/policies"],
+        extensions: &["yaml", "json"],
+        chunk_byte: false,
+        max_len: SMALL,
+    },
+    Target {
+        name: "plumb_replay",
+        seeds: PLUMB_MEMBERS,
         extensions: &["json"],
         chunk_byte: false,
         max_len: LARGE,
