@@ -49,19 +49,32 @@ pub fn no_write_without_lease(w: &WriteRecord) -> Result<(), Violation> {
 /// the migrations running under alfred's UUIDs) and in the stored journal (non-terminal
 /// entries). Under `drainPlans.overlapSteps`, `plan_steps` holds alfred's requests that were
 /// drain-plan steps, each with its plan's node: several may be unresolved together when
-/// every one is a step freeing the same node (the plan may have ended, or its record gone with
-/// a reset journal, since: alfred never cancels a request;
-/// docs/design-policies.md#overlapping-steps).
+/// every one is a step freeing the same node, or an entry saved `prepared` for it (the plan
+/// may have ended, or its record gone with a reset journal, since: alfred never cancels a
+/// request; docs/design-policies.md#overlapping-steps).
 pub fn at_most_one_unresolved(
     cluster: &BTreeSet<String>,
     journal: Option<&Journal>,
     plan_steps: Option<&BTreeMap<String, String>>,
 ) -> Result<(), Violation> {
-    let one_plans_steps = |uuids: &[&str]| {
-        plan_steps.is_some_and(|steps| {
-            let nodes: BTreeSet<Option<&String>> = uuids.iter().map(|u| steps.get(*u)).collect();
-            nodes.len() == 1 && !nodes.contains(&None)
+    // A request's plan node: a landed step's, or, for an entry saved `prepared` and never
+    // written, the node it would leave (a step is saved before it is attempted).
+    let node_of = |u: &str| -> Option<&str> {
+        let steps = plan_steps?;
+        steps.get(u).map(String::as_str).or_else(|| {
+            journal?
+                .entries
+                .iter()
+                .find(|e| e.uuid == u && e.phase == alfred_dispatch::Phase::Prepared)
+                .map(|e| e.from_node.as_str())
         })
+    };
+    let one_plans_steps = |uuids: &[&str]| {
+        let nodes: BTreeSet<Option<&str>> = uuids.iter().map(|u| node_of(u)).collect();
+        let landed = uuids
+            .iter()
+            .any(|u| plan_steps.is_some_and(|s| s.contains_key(*u)));
+        landed && nodes.len() == 1 && !nodes.contains(&None)
     };
     let in_cluster: Vec<&str> = cluster.iter().map(String::as_str).collect();
     if cluster.len() > 1 && !one_plans_steps(&in_cluster) {
@@ -736,6 +749,20 @@ mod tests {
             *n = "n02".into();
         }
         assert!(at_most_one_unresolved(&steps, None, Some(&of_n01)).is_err());
+        // A step saved `prepared` beside a landed one leaving the same node (the journal
+        // fixture's entries leave n0); two prepared entries alone are no plan's.
+        let prepared = journal(&["submitted", "prepared"]);
+        let landed = BTreeMap::from([(prepared.entries[0].uuid.clone(), "n0".to_owned())]);
+        assert!(at_most_one_unresolved(&BTreeSet::new(), Some(&prepared), Some(&landed)).is_ok());
+        let elsewhere = BTreeMap::from([(prepared.entries[0].uuid.clone(), "n7".to_owned())]);
+        assert!(
+            at_most_one_unresolved(&BTreeSet::new(), Some(&prepared), Some(&elsewhere)).is_err()
+        );
+        let two_prepared = journal(&["prepared", "prepared"]);
+        let other = BTreeMap::from([("another".to_owned(), "n0".to_owned())]);
+        assert!(
+            at_most_one_unresolved(&BTreeSet::new(), Some(&two_prepared), Some(&other)).is_err()
+        );
     }
 
     #[test]
