@@ -49,23 +49,23 @@ pub fn no_write_without_lease(w: &WriteRecord) -> Result<(), Violation> {
 /// the migrations running under alfred's UUIDs) and in the stored journal (non-terminal
 /// entries). Under `drainPlans.overlapSteps`, `plan_steps` holds alfred's requests that were
 /// drain-plan steps, each with its plan's node: several may be unresolved together when
-/// every one is a step freeing the same node, or an entry saved `prepared` for it (the plan
-/// may have ended, or its record gone with a reset journal, since: alfred never cancels a
-/// request; docs/design-policies.md#overlapping-steps).
+/// one is such a step and every one is a step freeing the same node or a journal entry whose
+/// request never landed leaving it (the plan may have ended, or its record gone with a reset
+/// journal, since: alfred never cancels a request; docs/design-policies.md#overlapping-steps).
 pub fn at_most_one_unresolved(
     cluster: &BTreeSet<String>,
     journal: Option<&Journal>,
     plan_steps: Option<&BTreeMap<String, String>>,
 ) -> Result<(), Violation> {
-    // A request's plan node: a landed step's, or, for an entry saved `prepared` and never
-    // written, the node it would leave (a step is saved before it is attempted).
+    // A request's plan node: a landed step's, or, for a journal entry whose request never
+    // landed (saved `prepared` before its attempt, stalled since), the node it would leave.
     let node_of = |u: &str| -> Option<&str> {
         let steps = plan_steps?;
         steps.get(u).map(String::as_str).or_else(|| {
             journal?
                 .entries
                 .iter()
-                .find(|e| e.uuid == u && e.phase == alfred_dispatch::Phase::Prepared)
+                .find(|e| e.uuid == u)
                 .map(|e| e.from_node.as_str())
         })
     };
@@ -750,7 +750,7 @@ mod tests {
         }
         assert!(at_most_one_unresolved(&steps, None, Some(&of_n01)).is_err());
         // A step saved `prepared` beside a landed one leaving the same node (the journal
-        // fixture's entries leave n0); two prepared entries alone are no plan's.
+        // fixture's entries leave n0); entries that never landed alone are no plan's.
         let prepared = journal(&["submitted", "prepared"]);
         let landed = BTreeMap::from([(prepared.entries[0].uuid.clone(), "n0".to_owned())]);
         assert!(at_most_one_unresolved(&BTreeSet::new(), Some(&prepared), Some(&landed)).is_ok());
