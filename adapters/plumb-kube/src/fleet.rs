@@ -170,7 +170,10 @@ fn read_step(
     let fleet_file = input.timeline.dir_file();
     for (name, member) in members.iter_mut() {
         let report = if let Some(folder) = step.members.get(name) {
-            let recorded = &input.recorded[folder];
+            let recorded = input.recorded.get(folder).ok_or_else(|| InputError {
+                path: fleet_file.clone(),
+                message: format!("steps[{index}].members.{name}: {folder} was not read"),
+            })?;
             let replayed = crate::replay::replay(recorded, name, now, Some(key))?;
             replayed
                 .report

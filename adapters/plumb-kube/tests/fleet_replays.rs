@@ -339,6 +339,19 @@ fn bad_fleet_input_exits_2_naming_the_file_and_field() {
         ),
         "{e}"
     );
+    let many: Vec<String> = (0..11)
+        .map(|h| {
+            format!(
+                r#"{{"time": "2026-12-{:02}T00:00:00Z", "repeat": 1000}}"#,
+                h + 1
+            )
+        })
+        .collect();
+    let e = refused(&format!(r#"{{"steps": [{}]}}"#, many.join(", ")));
+    assert!(
+        e.contains("fleet.json: steps: 11000 hub steps, at most 10000 in one timeline"),
+        "{e}"
+    );
     let e = refused(r#"{"steps": [{"time": "noon"}]}"#);
     assert!(e.contains("fleet.json: steps[0].time:"), "{e}");
     let e = refused(r#"{"steps": [{"time": "2026-12-01T12:00:00Z", "sleep": 1}]}"#);

@@ -18,6 +18,8 @@ pub const FLEET_FILE: &str = "fleet.json";
 pub const POLICY_FILES: [&str; 2] = ["policy.yaml", "policy.json"];
 /// The most hub steps one timeline entry may stand for (`repeat`).
 pub const MAX_REPEAT: u32 = 1000;
+/// The most hub steps one timeline may stand for, all entries together.
+pub const MAX_STEPS: u64 = 10_000;
 
 /// `fleet.json`.
 #[derive(Debug, Clone, Deserialize)]
@@ -140,6 +142,12 @@ impl Timeline {
         }
         for name in self.weights.iter().flat_map(BTreeMap::keys) {
             member("weights".to_owned(), name)?;
+        }
+        let total: u64 = self.steps.iter().map(|s| u64::from(s.repeat)).sum();
+        if total > MAX_STEPS {
+            return Err(format!(
+                "steps: {total} hub steps, at most {MAX_STEPS} in one timeline"
+            ));
         }
         let mut previous: Option<Timestamp> = None;
         for (i, step) in self.steps.iter().enumerate() {
