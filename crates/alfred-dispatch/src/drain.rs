@@ -19,17 +19,21 @@
 //!    of alfred's exists without a plan record that names it.
 //!
 //! Ended plans stay a day (for the pools' backoff and to remove a protection whose removal
-//! failed); any node still carrying alfred's taint without an active plan is untainted.
+//! failed), and longer while their protection is still in place; any node still carrying
+//! alfred's taint without an active plan is untainted. Only execute mode writes a
+//! protection or lifts one: in recommend-only mode what execute mode left is reported (a
+//! Node Event when the plan ends, a gauge and a row of the record every pass until it is
+//! gone). An unreadable journal stops every write: the book is then empty and silent.
 
-use std::collections::BTreeSet;
+use std::collections::{BTreeMap, BTreeSet};
 use std::time::Duration;
 
 use alfred_model::config::{Config, DrainProtection};
 use alfred_model::effect::{Effect, Event, MetricChange, MetricUpdate, ObjectRef};
 use alfred_model::event::EventReason;
 use alfred_model::plan::{
-    DRAIN_TAINT_KEY, DrainPlan, DrainProtectionWire, PlanPhase, PlanRecord, PlanStepRecord,
-    PlanView,
+    DRAIN_TAINT_KEY, DrainPlan, DrainProtectionWire, PlanMove, PlanPhase, PlanRecord,
+    PlanStepRecord, PlanView,
 };
 use alfred_model::reason::{DispatchReason, PlanEndReason};
 use alfred_model::snapshot::{HealthState, Node};
@@ -60,6 +64,15 @@ pub struct PlanBook {
     effects: Vec<Effect>,
     /// The pass's time (ended plans past the retention are dropped against it).
     now: Option<Timestamp>,
+    /// Execute mode with a readable journal: the book may write protections and lift them.
+    may_write: bool,
+    /// The journal was unreadable: the book knows no plan and writes nothing at all.
+    frozen: bool,
+    /// Ended plans whose protection is still in place (and not lifted by this pass's
+    /// ending): plan id → `nomination` or `taint`.
+    left: BTreeMap<String, &'static str>,
+    /// Taints of alfred's that no plan record names (a record lost with a reset journal).
+    orphan_taints: usize,
 }
 
 /// What [`PlanBook::review`] reads besides the plans.
@@ -68,10 +81,14 @@ pub struct ReviewInput<'a> {
     pub snapshot: &'a ClusterSnapshot,
     /// The configuration.
     pub config: &'a Config,
-    /// The journal (the steps' entries).
-    pub journal: &'a Journal,
+    /// The journal (the steps' entries and the plans); `None` when it is unreadable, which
+    /// stops every write (docs/design-pass.md#invariants).
+    pub journal: Option<&'a Journal>,
     /// Execute mode with an executor: plans may go on.
     pub executing: bool,
+    /// Execute mode (with or without an executor): the installation holds the rights to
+    /// write a plan's protection and to lift it. Recommend-only writes nothing.
+    pub execute_mode: bool,
     /// Now.
     pub now: Timestamp,
 }
@@ -79,9 +96,17 @@ pub struct ReviewInput<'a> {
 impl PlanBook {
     /// Step 1: ends what cannot go on, moves plans to hand-off, keeps the protection in place.
     pub fn review(input: &ReviewInput<'_>) -> PlanBook {
+        let Some(journal) = input.journal else {
+            return PlanBook {
+                now: Some(input.now),
+                frozen: true,
+                ..PlanBook::default()
+            };
+        };
         let mut book = PlanBook {
-            plans: input.journal.plans.clone(),
+            plans: journal.plans.clone(),
             now: Some(input.now),
+            may_write: input.execute_mode,
             ..PlanBook::default()
         };
         let snap = input.snapshot;
@@ -98,14 +123,14 @@ impl PlanBook {
             } else if !input.executing {
                 Some(PlanEndReason::ExecutionDisabled)
             } else {
-                book.follow_the_queue(i, judge(&r, snap, input.journal, input.now), input)
+                book.follow_the_queue(i, judge(&r, snap, journal, input.now), input, journal)
             };
             match verdict {
                 Some(why) => book.end(i, why, snap, input.now),
                 None => {
                     // Read again: a plan handed over has another pod.
                     let r = &book.plans[i];
-                    let phase = phase_now(r, snap, input.journal);
+                    let phase = phase_now(r, snap, journal);
                     if phase != r.phase {
                         book.plans[i].phase = phase;
                         book.changed = true;
@@ -114,9 +139,7 @@ impl PlanBook {
                 }
             }
         }
-        if input.executing || !enabled {
-            book.clean_up(snap, input.now);
-        }
+        book.clean_up(snap);
         book
     }
 
@@ -125,7 +148,11 @@ impl PlanBook {
         self.plans.iter().filter(|p| p.active())
     }
 
-    /// Step 2: ends the active plans the policies can no longer go on with.
+    /// Step 2: ends the active plans the policies can no longer go on with. The policies
+    /// say `NodeRefilled` when what no plan can move holds too many of the node's GPUs; that
+    /// is a refill only when a GPU pod landed on the node since the plan started. Otherwise
+    /// what stays was there all along and was to move: a remaining step can no longer move
+    /// (scaled, opted out, a new generation, rolling), and the plan ends `StepIneligible`.
     pub fn block(
         &mut self,
         blocked: &[(String, PlanEndReason)],
@@ -134,8 +161,39 @@ impl PlanBook {
     ) {
         for (id, why) in blocked {
             if let Some(i) = self.plans.iter().position(|p| p.id == *id && p.active()) {
-                self.end(i, *why, snap, now);
+                let why = if *why == PlanEndReason::NodeRefilled
+                    && !landed_since_start(&self.plans[i], snap)
+                {
+                    PlanEndReason::StepIneligible
+                } else {
+                    *why
+                };
+                self.end(i, why, snap, now);
             }
+        }
+    }
+
+    /// After dispatch: the phase of each plan that goes on, read again against `journal`,
+    /// the journal as this pass's follow-up left it (a step it saw complete hands the node
+    /// over now, not a pass later), with its protection kept to match.
+    pub fn settle(&mut self, snap: &ClusterSnapshot, journal: &Journal) {
+        if self.frozen {
+            return;
+        }
+        for i in 0..self.plans.len() {
+            let r = &self.plans[i];
+            if !r.active() || self.started_now.contains(&r.id) {
+                continue;
+            }
+            let phase = phase_now(r, snap, journal);
+            if phase == r.phase {
+                continue;
+            }
+            let id = r.id.clone();
+            self.plans[i].phase = phase;
+            self.changed = true;
+            self.effects.retain(|e| !protects(e, &id));
+            self.keep_protection(i, snap);
         }
     }
 
@@ -158,9 +216,11 @@ impl PlanBook {
         now: Timestamp,
         executing: bool,
     ) {
-        if !executing {
+        if !executing || self.frozen {
             return;
         }
+        // Executing is execute mode: the new plans' protection goes out.
+        self.may_write = true;
         let submitted_before = |uuid: &str| {
             read.is_some_and(|j| {
                 j.entries
@@ -219,9 +279,9 @@ impl PlanBook {
             if self.active().count() >= MAX_PLANS {
                 continue;
             }
-            // A plan id is reused when the same node is planned for the same pod again:
-            // the ended record gives way to the new one.
-            self.plans.retain(|p| p.id != plan.id);
+            // A plan id is reused when the same node is planned for the same pod again: the
+            // ended record stays under a new id, so the pool's abandon streak keeps it.
+            self.set_aside(&plan.id);
             let deadline = now.plus(Duration::from_secs(
                 u64::from(settings.plan_deadline_minutes) * 60,
             ));
@@ -264,8 +324,15 @@ impl PlanBook {
         journal: Option<&Journal>,
         pools: &[String],
     ) -> (Vec<PlanRecord>, Vec<Effect>) {
+        if self.frozen {
+            // An unreadable journal: no plan is known, nothing is written or reported.
+            return (Vec::new(), Vec::new());
+        }
+        // The gauge of what ended plans left: set while any plan record or leftover exists
+        // (a leftover's record is kept until it is gone, so the gauge comes back to 0).
+        let report_left = !self.plans.is_empty() || self.orphan_taints > 0;
         self.prune();
-        let mut out = Vec::with_capacity(self.effects.len() + pools.len() + 1);
+        let mut out = Vec::with_capacity(self.effects.len() + pools.len() + 3);
         if self.changed
             && let Some(j) = journal
         {
@@ -297,6 +364,21 @@ impl PlanBook {
                 change: MetricChange::Set(n as f64),
             }));
         }
+        if report_left {
+            for kind in ["nomination", "taint"] {
+                let mut n = self.left.values().filter(|k| **k == kind).count();
+                if kind == "taint" {
+                    n += self.orphan_taints;
+                }
+                out.push(Effect::Metric(MetricUpdate {
+                    name: alfred_model::metric::MetricId::DrainPlanProtectionLeft
+                        .name()
+                        .into(),
+                    labels: vec![("protection".into(), kind.into())],
+                    change: MetricChange::Set(n as f64),
+                }));
+            }
+        }
         (self.plans, out)
     }
 
@@ -324,10 +406,16 @@ impl PlanBook {
                     benefit_gpus: p.benefit_gpus,
                     cost_gpus: p.cost_gpus,
                     summary: p.story(now),
+                    protection_left: None,
                 }
             })
             .collect();
-        for r in &self.ended_now {
+        let left_before = self
+            .plans
+            .iter()
+            .filter(|r| r.phase.ended() && self.left.contains_key(&r.id))
+            .filter(|r| !self.ended_now.iter().any(|e| e.id == r.id));
+        for r in self.ended_now.iter().chain(left_before) {
             if out.iter().any(|v| v.id == r.id) {
                 continue;
             }
@@ -340,7 +428,18 @@ impl PlanBook {
                 pending_minutes: minutes(now, r.pending_since),
                 phase: r.phase.as_str().to_owned(),
                 reason: r.reason,
-                moves: Vec::new(),
+                // What the plan was: the moves it asked for.
+                moves: r
+                    .steps
+                    .iter()
+                    .map(|s| PlanMove {
+                        workload: s.workload.clone(),
+                        component: s.component,
+                        instance: s.instance,
+                        gpus: s.gpus,
+                        targets: Vec::new(),
+                    })
+                    .collect(),
                 benefit_gpus: 0.0,
                 cost_gpus: 0.0,
                 summary: format!(
@@ -351,6 +450,7 @@ impl PlanBook {
                     r.phase.as_str(),
                     r.reason.map_or("", |x| x.as_str())
                 ),
+                protection_left: self.left.get(&r.id).map(|k| (*k).to_owned()),
             });
         }
         out
@@ -375,6 +475,7 @@ impl PlanBook {
         i: usize,
         verdict: Option<PlanEndReason>,
         input: &ReviewInput<'_>,
+        journal: &Journal,
     ) -> Option<PlanEndReason> {
         let snap = input.snapshot;
         let r = &self.plans[i];
@@ -435,7 +536,7 @@ impl PlanBook {
         handed.phase = PlanPhase::Protecting;
         // A plan that could not go on for the new pod either (its node or a step went
         // wrong) ends as it was, for the pod it was made for.
-        if judge(&handed, snap, input.journal, input.now).is_some() {
+        if judge(&handed, snap, journal, input.now).is_some() {
             return verdict;
         }
         self.effects.push(node_event(
@@ -472,7 +573,21 @@ impl PlanBook {
             !matches!(e, Effect::NominatePod { plan_id, .. } | Effect::TaintNode { plan_id, .. }
                 if *plan_id == r.id)
         });
-        self.remove_protection(&r, snap);
+        if self.may_write {
+            self.remove_protection(&r, snap);
+        } else if let Some(kind) = self.protection_in_place(&r, snap) {
+            self.effects.push(node_event(
+                snap,
+                &r.node,
+                EventReason::DrainPlanProtectionLeft,
+                format!(
+                    "drain plan {} ended ({}) outside execute mode; its {kind} stays until alfred runs in execute mode",
+                    r.id,
+                    why.as_str()
+                ),
+            ));
+            self.left.insert(r.id.clone(), kind);
+        }
         let (reason, outcome) = if phase == PlanPhase::Completed {
             (EventReason::DrainPlanCompleted, "completed")
         } else {
@@ -498,9 +613,12 @@ impl PlanBook {
     }
 
     /// Puts the protection of active plan `i` in place when it is missing: the nomination
-    /// while protecting and at hand-off (an older scheduler clears it after a failed
-    /// cycle); the taint until hand-off, removed at hand-off.
+    /// for as long as the plan runs (an older scheduler clears it after a failed cycle);
+    /// the taint until hand-off, removed at hand-off. Only in execute mode.
     fn keep_protection(&mut self, i: usize, snap: &ClusterSnapshot) {
+        if !self.may_write {
+            return;
+        }
         let r = &self.plans[i].clone();
         match r.protection {
             DrainProtectionWire::None => {}
@@ -508,9 +626,7 @@ impl PlanBook {
                 let Some(p) = pending(snap, &r.pod) else {
                     return;
                 };
-                if p.nominated_node.is_empty()
-                    && matches!(r.phase, PlanPhase::Protecting | PlanPhase::Handoff)
-                {
+                if p.nominated_node.is_empty() {
                     let (namespace, name) = split(&r.pod);
                     self.effects.push(Effect::NominatePod {
                         namespace,
@@ -576,27 +692,79 @@ impl PlanBook {
         }
     }
 
-    /// A removal that did not land is retried from the ended plans; a taint of alfred's
-    /// that no active plan names (a plan record lost with a reset journal) is removed.
-    fn clean_up(&mut self, snap: &ClusterSnapshot, now: Timestamp) {
+    /// The protection plans that ended before this pass left in place: reported
+    /// ([`PlanBook::left`]) and, in execute mode, removed again (a removal that did not land,
+    /// or one recommend-only mode could not make). A taint of alfred's that no plan names (a
+    /// plan record lost with a reset journal) is counted, and removed in execute mode.
+    fn clean_up(&mut self, snap: &ClusterSnapshot) {
         let ended: Vec<PlanRecord> = self
             .plans
             .iter()
             .filter(|p| p.phase.ended() && !self.ended_now.iter().any(|e| e.id == p.id))
-            .filter(|p| p.ended_at.is_some_and(|t| now.since(t) < ENDED_RETENTION))
             .cloned()
             .collect();
         for r in &ended {
-            self.remove_protection(r, snap);
+            let Some(kind) = self.protection_in_place(r, snap) else {
+                continue;
+            };
+            self.left.insert(r.id.clone(), kind);
+            if self.may_write {
+                self.remove_protection(r, snap);
+            }
         }
-        let active: BTreeSet<String> = self.active().map(|p| p.id.clone()).collect();
-        let ended_ids: BTreeSet<&str> = ended.iter().map(|p| p.id.as_str()).collect();
+        let named: BTreeSet<&str> = self.plans.iter().map(|p| p.id.as_str()).collect();
+        let mut orphans = Vec::new();
         for n in &snap.nodes {
             for t in n.taints.iter().filter(|t| t.key == DRAIN_TAINT_KEY) {
-                if !active.contains(&t.value) && !ended_ids.contains(t.value.as_str()) {
-                    self.push_untaint(n, &t.value);
+                if !named.contains(t.value.as_str()) {
+                    orphans.push((n, t.value.clone()));
                 }
             }
+        }
+        self.orphan_taints = orphans.len();
+        if self.may_write {
+            for (n, id) in orphans {
+                self.push_untaint(n, &id);
+            }
+        }
+    }
+
+    /// The protection ended plan `r` still has in place, if any: its nomination (still set
+    /// to its node on its pod, which still waits) or its taint; what an active plan for the
+    /// same node and pod now holds is that plan's, not a leftover.
+    fn protection_in_place(&self, r: &PlanRecord, snap: &ClusterSnapshot) -> Option<&'static str> {
+        let taken = self
+            .active()
+            .any(|a| a.id == r.id || (a.node == r.node && a.pod == r.pod));
+        if taken {
+            return None;
+        }
+        let nominated = r.protection == DrainProtectionWire::Nominate
+            && pending(snap, &r.pod).is_some_and(|p| {
+                p.nominated_node == r.node && (r.pod_uid.is_empty() || p.uid == r.pod_uid)
+            });
+        if nominated {
+            return Some("nomination");
+        }
+        snap.node(&r.node)
+            .is_some_and(|n| has_taint(n, &r.id))
+            .then_some("taint")
+    }
+
+    /// Keeps the ended plans of id `id` under new ids (`<id>.<n>`, the smallest `n` free),
+    /// for a new plan of the same node and pod to take the id: the pool's backoff counts
+    /// every abandon, and the record's id names the active plan.
+    fn set_aside(&mut self, id: &str) {
+        for i in 0..self.plans.len() {
+            if self.plans[i].id != id || self.plans[i].active() {
+                continue;
+            }
+            let fresh = (1..)
+                .map(|n| format!("{id}.{n}"))
+                .find(|c| !self.plans.iter().any(|p| p.id == *c))
+                .unwrap_or_default();
+            self.plans[i].id = fresh;
+            self.changed = true;
         }
     }
 
@@ -607,8 +775,12 @@ impl PlanBook {
             return self.cap();
         };
         let before = self.plans.len();
-        self.plans
-            .retain(|p| p.active() || p.ended_at.is_some_and(|t| now.since(t) < ENDED_RETENTION));
+        let left = &self.left;
+        self.plans.retain(|p| {
+            p.active()
+                || left.contains_key(&p.id)
+                || p.ended_at.is_some_and(|t| now.since(t) < ENDED_RETENTION)
+        });
         if self.plans.len() != before {
             self.changed = true;
         }
@@ -726,6 +898,11 @@ fn judge(
     if n.cordoned || n.scale_down_marked {
         return Some(PlanEndReason::NodeCordoned);
     }
+    // The test a new plan's node passes: ready, and the pod's selector, required affinity
+    // and tolerations allow it (the plan's own taint aside).
+    if !alfred_policy::drain::could_take(n, p, &r.pool, &r.id) {
+        return Some(PlanEndReason::NodeUnusable);
+    }
     for s in r.steps.iter().filter(|s| !s.request_uuid.is_empty()) {
         match journal
             .entries
@@ -807,6 +984,23 @@ fn pending<'s>(
 
 fn bound<'s>(snap: &'s ClusterSnapshot, key: &str) -> Option<&'s alfred_model::snapshot::Pod> {
     snap.bound_pod_by_key(key)
+}
+
+/// Whether a GPU pod landed on plan `r`'s node since the plan started (a pod with no start
+/// time yet has just been bound).
+fn landed_since_start(r: &PlanRecord, snap: &ClusterSnapshot) -> bool {
+    snap.pods.iter().any(|p| {
+        p.node == r.node
+            && p.gpus > 0
+            && !p.terminating
+            && p.started_at.is_none_or(|t| t >= r.started_at)
+    })
+}
+
+/// Whether `e` writes or lifts plan `id`'s protection.
+fn protects(e: &Effect, id: &str) -> bool {
+    matches!(e, Effect::NominatePod { plan_id, .. } | Effect::TaintNode { plan_id, .. }
+        | Effect::UntaintNode { plan_id, .. } if plan_id == id)
 }
 
 fn has_taint(n: &Node, plan_id: &str) -> bool {

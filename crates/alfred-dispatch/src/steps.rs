@@ -431,11 +431,18 @@ impl<'a> PassRun<'a> {
         // Drain plans of the dispatch state (docs/design-policies.md#drain-plans): end what
         // cannot go on, before the policies re-plan the rest.
         let empty_journal = Journal::empty();
+        // An unreadable journal stops every write, the plans' too (docs/design-pass.md#invariants).
+        let plans_journal = match &input.state.journal {
+            JournalSlot::Readable(j) => Some(j),
+            JournalSlot::Missing => Some(&empty_journal),
+            JournalSlot::Unreadable { .. } => None,
+        };
         let mut book = PlanBook::review(&ReviewInput {
             snapshot: snap,
             config: cfg,
-            journal: journal_read(&input.state).unwrap_or(&empty_journal),
+            journal: plans_journal,
             executing: dispatcher && cfg.mode == Mode::Execute,
+            execute_mode: cfg.mode == Mode::Execute,
             now: input.now,
         });
         // Pool scores; 3. Propose.
@@ -584,18 +591,22 @@ impl<'a> PassRun<'a> {
             input.now,
             executing,
         );
+        // The phases as this pass's follow-up left the steps.
+        if let JournalSlot::Readable(j) = &journal {
+            book.settle(snap, j);
+        }
         let plan_views = book.views(&drain.plans, input.now);
         let plans_on = cfg.policies.defragmentation.enabled
             && cfg.policies.defragmentation.drain_plans.enabled;
         let gauge_pools = if plans_on { snap.pools() } else { Vec::new() };
+        // Saved with or without an executor: a plan that ended because the executor went
+        // away ends once, and does not resume when it returns.
         let writable = match &journal {
-            JournalSlot::Readable(j) if input.runtime.executor_available() => Some(j),
+            JournalSlot::Readable(j) => Some(j),
             _ => None,
         };
         let (plans_now, plan_effects) = book.finish(writable, &gauge_pools);
-        if input.runtime.executor_available()
-            && let JournalSlot::Readable(j) = &mut journal
-        {
+        if let JournalSlot::Readable(j) = &mut journal {
             j.plans = plans_now;
         }
         effects.extend(plan_effects);

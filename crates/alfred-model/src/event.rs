@@ -102,6 +102,9 @@ event_reasons! {
     DrainPlanAbandoned, Warning, Node;
     /// The plan's pod no longer waits; the plan goes on for another waiting pod.
     DrainPlanHandedOver, Normal, Node;
+    /// A plan ended outside execute mode and left its nomination or taint in place: only
+    /// execute mode lifts it.
+    DrainPlanProtectionLeft, Warning, Node;
 }
 
 impl EventReason {

@@ -138,6 +138,9 @@ metric_ids! {
     /// Counted by the adapter's effect applier.
     EffectWrites => "alfred_effect_writes_total", Counter, ["effect", "outcome"],
         "Writes alfred attempted, by effect and outcome (applied, conflict, forbidden, error, skipped)";
+    /// Every pass.
+    DrainPlanProtectionLeft => "alfred_drain_plan_protection_left", Gauge, ["protection"],
+        "Nominations and taints of ended drain plans still in place, by protection (nomination, taint)";
     /// Plan starts and ends.
     DrainPlans => "alfred_drain_plans_total", Counter, ["pool", "outcome", "reason"],
         "Drain plans by pool and outcome (started, completed, abandoned) and the reason a plan ended (empty when started)";

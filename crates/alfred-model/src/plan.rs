@@ -316,6 +316,10 @@ pub struct PlanView {
     pub cost_gpus: f64,
     /// The one-line story.
     pub summary: String,
+    /// The protection (`nomination` or `taint`) an ended plan left in place, reported every
+    /// pass until it is gone (only execute mode lifts it).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub protection_left: Option<String>,
 }
 
 /// The stable id of a (node, pod) pair: `dp-` and the first 12 hex digits of FNV-1a 64

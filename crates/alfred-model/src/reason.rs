@@ -529,6 +529,9 @@ reason_enum! {
         NominationTaken,
         /// A remaining step is no longer movable (ineligible, opted out, cooling).
         StepIneligible,
+        /// The pod can no longer use the node: it is not Ready, or a taint, label or
+        /// affinity now keeps the pod off it (the test a new plan's node passes).
+        NodeUnusable,
     }
 }
 

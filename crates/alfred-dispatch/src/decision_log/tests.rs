@@ -451,6 +451,7 @@ fn a_plan_gets_a_line_when_it_starts_and_an_outcome_line_when_it_ends() {
         benefit_gpus: 5.2,
         cost_gpus: 1.2,
         summary: "moving chat/a (1 GPU) g-07 → g-02 frees g-07 for prod/big-0".into(),
+        protection_left: None,
     };
     let lines = plan_lines(at(0), &[], std::slice::from_ref(&started), &[view]);
     assert_eq!(lines.len(), 1);

@@ -101,6 +101,7 @@ fn a_state_that_cannot_be_saved_sends_no_protection() {
     let mut book = PlanBook {
         plans: (0..count).map(active).collect(),
         now: Some(t(0)),
+        may_write: true,
         ..PlanBook::default()
     };
     for i in 0..count {
@@ -116,6 +117,7 @@ fn a_state_that_cannot_be_saved_sends_no_protection() {
         plans: vec![active(0)],
         now: Some(t(0)),
         changed: true,
+        may_write: true,
         ..PlanBook::default()
     };
     book.keep_protection(0, &snap);
@@ -267,8 +269,9 @@ fn handed_over(started: i64) -> PlanBook {
     PlanBook::review(&super::ReviewInput {
         snapshot: &snap,
         config: &config,
-        journal: &journal,
+        journal: Some(&journal),
         executing: true,
+        execute_mode: true,
         now: t(0),
     })
 }
@@ -307,8 +310,9 @@ fn a_nomination_no_plan_names_is_not_cleared() {
     let book = PlanBook::review(&super::ReviewInput {
         snapshot: &snap,
         config: &execute_config(),
-        journal: &Journal::empty(),
+        journal: Some(&Journal::empty()),
         executing: true,
+        execute_mode: true,
         now: t(0),
     });
     let (_, effects) = book.finish(Some(&Journal::empty()), &[]);

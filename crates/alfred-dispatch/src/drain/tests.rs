@@ -12,6 +12,8 @@ use alfred_model::snapshot::{
 use alfred_model::{ClusterSnapshot, Timestamp};
 
 use super::{PlanBook, ReviewInput};
+
+mod promises;
 use crate::journal::{Journal, Phase};
 
 fn t(min: i64) -> Timestamp {
@@ -108,8 +110,9 @@ fn review(snap: &ClusterSnapshot, config: &Config, j: &Journal, executing: bool)
     PlanBook::review(&ReviewInput {
         snapshot: snap,
         config,
-        journal: j,
+        journal: Some(j),
         executing,
+        execute_mode: config.mode == Mode::Execute,
         now: t(0),
     })
 }
@@ -119,9 +122,14 @@ fn ended(book: &PlanBook) -> Option<(PlanPhase, PlanEndReason)> {
     p.reason.map(|r| (p.phase, r))
 }
 
+/// The kinds of `effects`, the gauge of what ended plans left aside (set every pass).
 fn kinds(effects: &[Effect]) -> Vec<&'static str> {
     effects
         .iter()
+        .filter(|e| {
+            !matches!(e, Effect::Metric(m)
+                if m.name == alfred_model::metric::MetricId::DrainPlanProtectionLeft.name())
+        })
         .map(|e| match e {
             Effect::NominatePod { .. } => "nominate",
             Effect::ClearNomination { .. } => "clear",
@@ -249,7 +257,17 @@ fn the_policies_blocking_a_plan_ends_it() {
     let p = plan(DrainProtectionWire::Nominate);
     let j = journal(&p, Phase::Acknowledged);
     for why in [PlanEndReason::NodeRefilled, PlanEndReason::StepIneligible] {
-        let snap = cluster();
+        let mut snap = cluster();
+        // A pod landed on the node since the plan started (a refill is told by it).
+        snap.pods.push(Pod {
+            namespace: "batch".into(),
+            name: "newcomer".into(),
+            node: "n1".into(),
+            uid: "b1".into(),
+            gpus: 1,
+            started_at: Some(t(-1)),
+            ..Pod::default()
+        });
         let mut book = review(&snap, &cfg, &j, true);
         assert_eq!(ended(&book), None);
         book.block(&[(p.id.clone(), why)], &snap, t(0));

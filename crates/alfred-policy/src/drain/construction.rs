@@ -127,8 +127,11 @@ pub(super) fn build_plan(
     }
     let recovered = pricing.benefit(&changes)?;
     let benefit = recovered + f64::from(pod.gpus_needed) * pricing.weight_of(pod.gpus_needed);
-    let total_steps = done_steps + u32::try_from(steps.len()).ok()?;
-    let cost = f64::from(total_steps.max(1)) * ctx.cfg.move_cost() * f64::from(n.total_gpus);
+    // One basis for both: the benefit is what the moves still to make recover (and the
+    // seat), so the cost counts those moves too, not the steps already made (a new plan has
+    // at least one move; a continued plan at hand-off has none left and costs nothing more).
+    let to_make = u32::try_from(steps.len()).ok()?;
+    let cost = f64::from(to_make) * ctx.cfg.move_cost() * f64::from(n.total_gpus);
     Some(DrainPlan {
         id: plan_id(&n.name, &n.uid, &pod.key(), &pod.uid),
         pool: pool.to_owned(),
