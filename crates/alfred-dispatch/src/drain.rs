@@ -35,7 +35,8 @@ use alfred_model::plan::{
     DRAIN_TAINT_KEY, DrainPlan, DrainProtectionWire, PlanMove, PlanPhase, PlanRecord,
     PlanStepRecord, PlanView,
 };
-use alfred_model::reason::{DispatchReason, PlanEndReason};
+use alfred_model::reason::{AdvisoryReason, DispatchReason, PlanEndReason};
+use alfred_model::record::Candidate;
 use alfred_model::snapshot::{HealthState, Node};
 use alfred_model::{ClusterSnapshot, Timestamp};
 
@@ -194,6 +195,41 @@ impl PlanBook {
             self.changed = true;
             self.effects.retain(|e| !protects(e, &id));
             self.keep_protection(i, snap);
+        }
+    }
+
+    /// Holds back the steps of a plan whose earlier step is still in flight (its journal
+    /// entry in `journal` has not ended): such a row is advice, `DrainPlanStepWaiting`, as
+    /// the plan's later steps are, rather than a move the dispatcher would withhold. Not
+    /// with `drainPlans.overlapSteps`, which lets that step go beside the plan's own.
+    pub fn hold_waiting_steps(
+        &self,
+        candidates: &mut [Candidate],
+        journal: &Journal,
+        config: &Config,
+    ) {
+        if config.policies.defragmentation.drain_plans.overlap_steps {
+            return;
+        }
+        for c in candidates.iter_mut() {
+            let Some(step) = &c.plan else {
+                continue;
+            };
+            let in_flight = self
+                .plans
+                .iter()
+                .filter(|p| p.id == step.plan_id && p.active())
+                .flat_map(|p| &p.steps)
+                .any(|s| {
+                    journal
+                        .entries
+                        .iter()
+                        .any(|e| e.uuid == s.request_uuid && !e.phase.is_terminal())
+                });
+            if in_flight && c.executable {
+                c.executable = false;
+                c.advisory_reason = Some(AdvisoryReason::DrainPlanStepWaiting);
+            }
         }
     }
 

@@ -456,6 +456,12 @@ impl<'a> PassRun<'a> {
             counted_advice,
         } = proposed;
         book.block(&drain.blocked, snap, input.now);
+        // A plan's step waits while the plan's earlier step is in flight.
+        book.hold_waiting_steps(
+            &mut candidates,
+            journal_read(&input.state).unwrap_or(&empty_journal),
+            cfg,
+        );
         // 4. Scheduling annotation: recommend-only or no dispatcher.
         let annotated = !dispatcher || cfg.mode != Mode::Execute;
         let predictions = if annotated {

@@ -1,7 +1,8 @@
 //! Drain plans across whole passes (docs/design-policies.md#drain-plans): an end is one Event
 //! and never resumes, recommend-only writes nothing and reports the protection execute mode
-//! left until execute mode lifts it, an unreadable journal stops every plan write, and the
-//! phase follows what the pass's own follow-up saw.
+//! left until execute mode lifts it, an unreadable journal stops every plan write, the
+//! phase follows what the pass's own follow-up saw, and a step waits while the plan's
+//! earlier one is in flight.
 
 mod common;
 
@@ -10,8 +11,10 @@ use alfred_dispatch::journal::{Journal, Phase};
 use alfred_model::Timestamp;
 use alfred_model::config::{MigrationApiVersion, Mode};
 use alfred_model::effect::{Effect, MetricChange};
-use alfred_model::plan::{DRAIN_TAINT_KEY, DrainProtectionWire, PlanPhase, PlanRecord};
-use alfred_model::reason::PlanEndReason;
+use alfred_model::plan::{
+    DRAIN_TAINT_KEY, DrainProtectionWire, PlanPhase, PlanRecord, PlanStepRef,
+};
+use alfred_model::reason::{AdvisoryReason, PlanEndReason};
 use alfred_model::snapshot::{PendingPod, PoolAttribution, Taint};
 use common::*;
 
@@ -345,4 +348,59 @@ fn the_phase_and_the_taint_follow_the_step_the_pass_saw_complete() {
         .iter()
         .any(|e| matches!(e, Effect::UntaintNode { node, .. } if node == "a"));
     assert!(untainted, "{:?}", out.effects);
+}
+
+#[test]
+fn a_later_step_waits_while_the_plan_s_earlier_step_is_in_flight() {
+    let mut w = World::execute();
+    let now = w.now;
+    w.snap.pending_pods = vec![waiting("big", "a", now)];
+    w.snap.normalize();
+    w.stages.candidates.truncate(1);
+    // Step 1 (w1 off node a) is requested, then OMENative takes it.
+    let first = w.pass();
+    assert_eq!(requests(&first), 1);
+    let step1 = w.journal().entries[0].uuid.clone();
+    let mut plan = active(NOMINATING, "a", "big", DrainProtectionWire::Nominate, now);
+    plan.steps.push(alfred_model::plan::PlanStepRecord {
+        workload: "ns/w1".into(),
+        component: alfred_model::snapshot::ComponentKind::Engine,
+        instance: 0,
+        gpus: 4,
+        request_uuid: step1.clone(),
+    });
+    let mut journal = w.journal();
+    journal.plans = vec![plan];
+    w.state.journal = JournalSlot::Readable(journal);
+    w.advance_minutes(1);
+    w.omenative(&step1, "Draining", w.now.plus_minutes(-1), None);
+    // The policies propose the plan's step 2 (w2 off node d stands in for its next move).
+    let mut next = candidate("w2", "d", &["c", "b"], 0.9);
+    next.emergency = true;
+    next.plan = Some(PlanStepRef {
+        plan_id: NOMINATING.into(),
+        step: 2,
+        steps: 2,
+        node: "a".into(),
+        starts_plan: false,
+    });
+    w.stages.candidates = vec![next];
+    let out = w.pass();
+    assert_eq!(
+        w.journal().entries[0].phase,
+        Phase::Acknowledged,
+        "step 1 is in flight"
+    );
+    let r = row(&out, "w2");
+    assert_eq!(
+        r.advisory_reason,
+        Some(AdvisoryReason::DrainPlanStepWaiting),
+        "{r:?}"
+    );
+    assert_eq!(requests(&out), 0);
+    // With overlapSteps a started plan's next step may go beside its own: not held back.
+    w.config.policies.defragmentation.drain_plans.overlap_steps = true;
+    w.advance_minutes(1);
+    let out = w.pass();
+    assert_eq!(row(&out, "w2").advisory_reason, None);
 }
