@@ -1809,13 +1809,14 @@ mod tests {
             serde_json::json!({"id": format!("{name}-id"), "name": name,
                                "manifest_path": format!("/ws/crates/{name}/Cargo.toml")})
         };
-        for name in ["plumb-core"] {
-            m["packages"].as_array_mut().unwrap().push(pkg(name));
-            m["workspace_members"]
-                .as_array_mut()
-                .unwrap()
-                .push(format!("{name}-id").into());
-        }
+        m["packages"]
+            .as_array_mut()
+            .unwrap()
+            .push(pkg("plumb-core"));
+        m["workspace_members"]
+            .as_array_mut()
+            .unwrap()
+            .push("plumb-core-id".into());
         let dep = |name: &str, kind: Value| serde_json::json!({"pkg": format!("{name}-id"), "dep_kinds": [{"kind": kind}]});
         let nodes = m["resolve"]["nodes"].as_array_mut().unwrap();
         nodes.push(serde_json::json!({"id": "plumb-core-id", "deps": [
