@@ -87,8 +87,9 @@ const ALLOWED: [(&str, &str); 1] = [("alfred-observe", "k8s-openapi")];
 /// ARCHITECTURE.md draws them: adapters → dispatch → (policy → score, arbiter, sim) → model,
 /// observe → model; sim → scheduler-model, the product-neutral scheduler model. Any other edge
 /// between workspace crates fails.
-const CORE_DIRECTION: [(&str, &[&str]); 13] = [
+const CORE_DIRECTION: [(&str, &[&str]); 14] = [
     ("utc-time", &[]),
+    ("error-line", &[]),
     ("outcome-checkpoints", &["utc-time"]),
     ("alfred-model", &["utc-time"]),
     ("scheduler-model", &[]),

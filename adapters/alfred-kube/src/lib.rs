@@ -10,30 +10,7 @@ pub mod run;
 pub mod simulation;
 pub mod table;
 
-/// Exit status for bad input.
-pub const EXIT_BAD_INPUT: u8 = 2;
-
-/// The longest error line alfred prints, prefix included.
-pub const MAX_ERROR_LINE: usize = 300;
-
-/// An error message as one line (control characters as spaces, runs of spaces collapsed) of at
-/// most [`MAX_ERROR_LINE`] − 20 characters: the messages name their field early, so a clipped
-/// tail loses only the echo of a long value.
-pub fn one_line(message: &str) -> String {
-    let mut line = String::with_capacity(message.len().min(MAX_ERROR_LINE * 4));
-    for c in message.trim().chars() {
-        let c = if c.is_control() { ' ' } else { c };
-        if c == ' ' && line.ends_with(' ') {
-            continue;
-        }
-        line.push(c);
-    }
-    let max = MAX_ERROR_LINE - 20;
-    match line.char_indices().nth(max - 1) {
-        None => line,
-        Some((end, _)) => format!("{}…", &line[..end]),
-    }
-}
+pub use error_line::{EXIT_BAD_INPUT, MAX_ERROR_LINE, one_line};
 
 /// Reads a config file as YAML (or JSON when it starts with `{`).
 pub fn load_config(path: &std::path::Path) -> Result<alfred_model::config::Config, String> {
