@@ -51,6 +51,13 @@ const PLUMB_MEMBERS: &[&str] = &[
     "fixtures/plumb/launch-failures",
     "fixtures/plumb/promised-elsewhere",
 ];
+/// Recorded Plumb fleets: each `fleet.json` alone seeds `plumb_fleet` with the shortage story's
+/// policy (the committed corpus holds policy and timeline together).
+const PLUMB_FLEETS: &[&str] = &[
+    "fixtures/plumb/fleets/shortage-story",
+    "fixtures/plumb/fleets/home-cannot-take-it",
+    "fixtures/plumb/fleets/member-ignored",
+];
 const SMALL: usize = 16 << 10;
 const LARGE: usize = 96 << 10;
 
@@ -109,6 +116,13 @@ const TARGETS: &[Target] = &[
         extensions: &["json"],
         chunk_byte: false,
         max_len: LARGE,
+    },
+    Target {
+        name: "plumb_fleet",
+        seeds: PLUMB_FLEETS,
+        extensions: &["json"],
+        chunk_byte: false,
+        max_len: SMALL,
     },
     Target {
         name: "plumb_policy",
