@@ -198,19 +198,35 @@ impl PlanBook {
         }
     }
 
-    /// Holds back the steps of a plan whose earlier step is still in flight (its journal
-    /// entry in `journal` has not ended): such a row is advice, `DrainPlanStepWaiting`, as
-    /// the plan's later steps are, rather than a move the dispatcher would withhold. Not
-    /// with `drainPlans.overlapSteps`, which lets that step go beside the plan's own.
+    /// Holds back the steps of a plan whose earlier step is still in flight: such a row is
+    /// advice, `DrainPlanStepWaiting`, as the plan's later steps are, rather than a move the
+    /// dispatcher would withhold. Not with `drainPlans.overlapSteps`, which lets that step go
+    /// beside the plan's own.
+    ///
+    /// In flight means unresolved after this pass's follow-up: each of the plan's entries in
+    /// `journal` (as read) is reconciled against `snap` as the dispatcher's follow-up will
+    /// reconcile it later in the pass ([`crate::follow::reconcile_entry`] at `now` with the
+    /// acknowledgement timeout `ack`). An entry the journal still holds as acknowledged but
+    /// whose migration the snapshot shows ended does not hold the next step back a pass.
     pub fn hold_waiting_steps(
         &self,
         candidates: &mut [Candidate],
         journal: &Journal,
         config: &Config,
+        follow_up: (&ClusterSnapshot, Timestamp, Duration),
     ) {
         if config.policies.defragmentation.drain_plans.overlap_steps {
             return;
         }
+        let (snap, now, ack) = follow_up;
+        let unresolved_after_follow_up = |e: &crate::journal::Entry| {
+            if e.phase.is_terminal() {
+                return false;
+            }
+            let mut followed = e.clone();
+            crate::follow::reconcile_entry(&mut followed, snap, now, ack);
+            followed.is_unresolved()
+        };
         for c in candidates.iter_mut() {
             let Some(step) = &c.plan else {
                 continue;
@@ -224,7 +240,7 @@ impl PlanBook {
                     journal
                         .entries
                         .iter()
-                        .any(|e| e.uuid == s.request_uuid && !e.phase.is_terminal())
+                        .any(|e| e.uuid == s.request_uuid && unresolved_after_follow_up(e))
                 });
             if in_flight && c.executable {
                 c.executable = false;

@@ -461,6 +461,7 @@ impl<'a> PassRun<'a> {
             &mut candidates,
             journal_read(&input.state).unwrap_or(&empty_journal),
             cfg,
+            (snap, input.now, input.runtime.migration_ack_timeout),
         );
         // 4. Scheduling annotation: recommend-only or no dispatcher.
         let annotated = !dispatcher || cfg.mode != Mode::Execute;
