@@ -376,10 +376,18 @@ fn a_later_step_goes_once_this_pass_sees_the_earlier_step_ended() {
     let mut journal = w.journal();
     journal.plans = vec![plan];
     w.state.journal = JournalSlot::Readable(journal);
-    assert!(w.journal().entries[0].is_unresolved(), "as read, step 1 is unresolved");
+    assert!(
+        w.journal().entries[0].is_unresolved(),
+        "as read, step 1 is unresolved"
+    );
     w.advance_minutes(5);
     // OMENative finished step 1 before this pass observed the cluster.
-    w.omenative(&step1, "Completed", w.now.plus_minutes(-4), Some(w.now.plus_minutes(-1)));
+    w.omenative(
+        &step1,
+        "Completed",
+        w.now.plus_minutes(-4),
+        Some(w.now.plus_minutes(-1)),
+    );
     let mut next = candidate("w2", "d", &["c", "b"], 0.9);
     next.emergency = true;
     next.plan = Some(PlanStepRef {
@@ -393,7 +401,11 @@ fn a_later_step_goes_once_this_pass_sees_the_earlier_step_ended() {
     let out = w.pass();
     let r = row(&out, "w2");
     assert_eq!(r.advisory_reason, None, "{r:?}");
-    assert_eq!(requests(&out), 1, "step 2 is requested in the pass that sees step 1 end");
+    assert_eq!(
+        requests(&out),
+        1,
+        "step 2 is requested in the pass that sees step 1 end"
+    );
 }
 
 #[test]
