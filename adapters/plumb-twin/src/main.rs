@@ -1,0 +1,113 @@
+//! `plumb-twin`: runs a scenario under every caretaker (plumb, none, static, naive) on the
+//! same arrivals and writes the summary, Plumb's decision log and the plots
+//! (docs/plumb/twin.md#running-it). Bad input exits 2 with one line naming the flag.
+
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+
+use clap::Parser;
+use plumb_model::AdaptivePolicy;
+use plumb_twin::caretakers::Kind;
+use plumb_twin::engine::{Setup, run};
+use plumb_twin::scenario::{NAMES, Scenario};
+use plumb_twin::{report, trace};
+
+/// Plumb's fleet twin: the real member report and hub step on a simulated fleet serving the
+/// Azure LLM traces, against no hub, static weights and a naive shift.
+#[derive(Debug, Parser)]
+#[command(name = "plumb-twin", version)]
+struct Args {
+    /// The scenario: regional-shortage, burst-home, calm-diurnal or flapping-signal.
+    #[arg(long)]
+    scenario: String,
+    /// Seed of every random draw (trace offsets, launch delays, load times).
+    #[arg(long, default_value_t = 1)]
+    seed: u64,
+    /// Simulated hours (default: the scenario's).
+    #[arg(long)]
+    hours: Option<f64>,
+    /// Output folder for summary.json, decisions.jsonl and the SVG plots.
+    #[arg(long)]
+    out: PathBuf,
+    /// An AdaptivePolicy (YAML or JSON) replacing the scenario's; its clusters must be the
+    /// scenario's.
+    #[arg(long)]
+    policy: Option<PathBuf>,
+}
+
+fn repo_root() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../..")
+}
+
+fn read_policy(path: &Path, scenario: &Scenario) -> Result<AdaptivePolicy, String> {
+    let text = std::fs::read_to_string(path)
+        .map_err(|e| format!("--policy {}: cannot read: {e}", path.display()))?;
+    let policy = AdaptivePolicy::from_yaml(&text)
+        .map_err(|e| format!("--policy {}: {e}", path.display()))?;
+    let checked = policy.spec.check();
+    if let Some(p) = checked.problems.first() {
+        return Err(format!("--policy {}: {p}", path.display()));
+    }
+    let names: Vec<String> = policy
+        .spec
+        .clusters
+        .iter()
+        .flatten()
+        .filter_map(|c| c.name.clone())
+        .collect();
+    let want: Vec<String> = scenario.clusters.iter().map(|c| c.name.clone()).collect();
+    if names != want {
+        return Err(format!(
+            "--policy {}: spec.clusters must be the scenario's, in order: {}",
+            path.display(),
+            want.join(", ")
+        ));
+    }
+    Ok(policy)
+}
+
+fn main_inner(args: &Args) -> Result<Option<String>, String> {
+    let scenario = Scenario::preset(&args.scenario)?;
+    let hours = args.hours.unwrap_or(scenario.hours);
+    if !(hours > 0.0 && hours <= 24.0 * 14.0) {
+        return Err(format!("--hours: {hours} is not within (0, 336]"));
+    }
+    let policy = match &args.policy {
+        Some(p) => read_policy(p, &scenario)?,
+        None => scenario.policy(),
+    };
+    let dir = trace::data_dir(&repo_root());
+    let Some(traces) = trace::load(&dir)? else {
+        return Ok(Some(format!(
+            "plumb-twin: no trace data in {} (set {} to the azure-llm-2023 folder); nothing run",
+            dir.display(),
+            trace::DATA_ENV
+        )));
+    };
+    let setup = Setup {
+        scenario: &scenario,
+        policy: &policy,
+        trace: &traces.conv,
+        seed: args.seed,
+        hours,
+    };
+    let outcomes: Vec<_> = Kind::ALL.iter().map(|&k| run(&setup, k)).collect();
+    report::write_all(&args.out, &scenario, &outcomes)?;
+    print!("{}", report::table(&scenario, args.seed, hours, &outcomes));
+    Ok(None)
+}
+
+fn main() -> ExitCode {
+    let args = Args::parse();
+    match main_inner(&args) {
+        Ok(None) => ExitCode::SUCCESS,
+        Ok(Some(message)) => {
+            eprintln!("{message}");
+            ExitCode::SUCCESS
+        }
+        Err(e) => {
+            eprintln!("plumb-twin: {e} (scenarios: {})", NAMES.join(", "));
+            ExitCode::from(2)
+        }
+    }
+}
