@@ -805,6 +805,8 @@ mod tests {
         r.payload = r#"{"from_node":"n1"}"#.into();
         r.in_flight_others = vec!["u0".into()];
         r.context.journal_plans = vec![PlanRecord {
+            benefit_milli_gpus: 0,
+            cost_milli_gpus: 0,
             id: "dp-1".into(),
             pool: "H100".into(),
             node: "n1".into(),

@@ -307,6 +307,8 @@ mod tests {
         let mut j = journal();
         let e = &j.entries[0];
         j.plans = vec![PlanRecord {
+            benefit_milli_gpus: 0,
+            cost_milli_gpus: 0,
             id: "dp-1".into(),
             pool: "H100".into(),
             node: "gpu-h100-a07".into(),

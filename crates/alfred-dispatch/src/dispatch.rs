@@ -1013,6 +1013,8 @@ mod tests {
         let e = j.entries[0].clone();
         j.entries.push(other);
         j.plans = vec![PlanRecord {
+            benefit_milli_gpus: 0,
+            cost_milli_gpus: 0,
             id: "dp-1".into(),
             pool: "H100".into(),
             node: e.from_node.clone(),

@@ -33,7 +33,7 @@ use alfred_model::effect::{Effect, Event, MetricChange, MetricUpdate, ObjectRef}
 use alfred_model::event::EventReason;
 use alfred_model::plan::{
     DRAIN_TAINT_KEY, DrainPlan, DrainProtectionWire, PlanMove, PlanPhase, PlanRecord,
-    PlanStepRecord, PlanView,
+    PlanStepRecord, PlanView, milli_gpus,
 };
 use alfred_model::reason::{AdvisoryReason, DispatchReason, PlanEndReason};
 use alfred_model::record::Candidate;
@@ -323,6 +323,7 @@ impl PlanBook {
                 .find(|p| p.id == plan.id && p.active())
             {
                 p.steps.push(record);
+                p.set_price(plan.benefit_gpus, plan.cost_gpus);
                 continue;
             }
             // The state holds at most `MAX_PLANS` plans: one more active plan could not be
@@ -338,6 +339,8 @@ impl PlanBook {
                 u64::from(settings.plan_deadline_minutes) * 60,
             ));
             let record = PlanRecord {
+                benefit_milli_gpus: milli_gpus(plan.benefit_gpus),
+                cost_milli_gpus: milli_gpus(plan.cost_gpus),
                 id: plan.id.clone(),
                 pool: plan.pool.clone(),
                 node: plan.node.clone(),
@@ -492,8 +495,9 @@ impl PlanBook {
                         targets: Vec::new(),
                     })
                     .collect(),
-                benefit_gpus: 0.0,
-                cost_gpus: 0.0,
+                // What the plan was worth when its latest step was requested.
+                benefit_gpus: r.benefit_milli_gpus as f64 / 1000.0,
+                cost_gpus: r.cost_milli_gpus as f64 / 1000.0,
                 summary: format!(
                     "plan {} for {} on {} {} ({})",
                     r.id,

@@ -30,6 +30,8 @@ fn active(
     now: Timestamp,
 ) -> PlanRecord {
     PlanRecord {
+        benefit_milli_gpus: 0,
+        cost_milli_gpus: 0,
         id: id.into(),
         pool: "H100".into(),
         node: node.into(),

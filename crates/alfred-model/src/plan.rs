@@ -229,9 +229,35 @@ pub struct PlanRecord {
     pub ended_at: Option<Timestamp>,
     /// The pod waited since.
     pub pending_since: Timestamp,
+    /// The plan's benefit in thousandths of a GPU as priced when its latest step was
+    /// requested: an ended plan's record row shows what the plan was worth, not 0 (whole
+    /// numbers keep the record `Eq` and its JSON exact). 0 in a record saved before it was kept.
+    #[serde(default, rename = "benefitMilliGPUs", skip_serializing_if = "is_zero")]
+    pub benefit_milli_gpus: i64,
+    /// The plan's cost in thousandths of a GPU, priced with [`PlanRecord::benefit_milli_gpus`].
+    #[serde(default, rename = "costMilliGPUs", skip_serializing_if = "is_zero")]
+    pub cost_milli_gpus: i64,
+}
+
+/// Whether a stored whole number is 0 (not written then).
+fn is_zero(n: &i64) -> bool {
+    *n == 0
+}
+
+/// GPUs as thousandths of a GPU, rounded to the nearest (what a [`PlanRecord`] stores).
+/// A plan's benefit and cost are a few hundred GPUs at most, far inside `i64` (the cast
+/// saturates beyond it, and maps NaN to 0).
+pub fn milli_gpus(gpus: f64) -> i64 {
+    (gpus * 1000.0).round() as i64
 }
 
 impl PlanRecord {
+    /// Records the plan's price (benefit and cost in GPUs) as of its latest step.
+    pub fn set_price(&mut self, benefit_gpus: f64, cost_gpus: f64) {
+        self.benefit_milli_gpus = milli_gpus(benefit_gpus);
+        self.cost_milli_gpus = milli_gpus(cost_gpus);
+    }
+
     /// Whether the plan is still running.
     pub fn active(&self) -> bool {
         !self.phase.ended()

@@ -410,6 +410,8 @@ fn the_recording_simulator_forwards_and_records() {
 
 fn plan_record(id: &str, phase: alfred_model::plan::PlanPhase) -> PlanRecord {
     PlanRecord {
+        benefit_milli_gpus: 0,
+        cost_milli_gpus: 0,
         id: id.into(),
         pool: "H100".into(),
         node: "g-07".into(),

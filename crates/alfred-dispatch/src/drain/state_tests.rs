@@ -19,6 +19,8 @@ fn t(min: i64) -> Timestamp {
 /// An active plan freeing node `n{i}` for pod `prod/p{i}`, nominated protection.
 fn active(i: usize) -> PlanRecord {
     PlanRecord {
+        benefit_milli_gpus: 0,
+        cost_milli_gpus: 0,
         id: format!("dp-{i:012}"),
         pool: "H100".into(),
         node: format!("n{i}"),

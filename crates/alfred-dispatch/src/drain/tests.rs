@@ -56,6 +56,8 @@ fn cluster() -> ClusterSnapshot {
 
 fn plan(protection: DrainProtectionWire) -> PlanRecord {
     PlanRecord {
+        benefit_milli_gpus: 0,
+        cost_milli_gpus: 0,
         id: "dp-000000000001".into(),
         pool: "H100".into(),
         node: "n1".into(),
@@ -767,6 +769,18 @@ fn after(
 }
 
 const NEW_UUID: &str = "0b6e3c52-1d4f-4a8e-8b2c-7e9d5f3a1c04";
+
+/// A started plan keeps its price as of its latest step (benefit 12 GPUs, cost 1.2 in
+/// [`proposed_plan`]), in thousandths of a GPU, so that its record row shows it once it ends.
+#[test]
+fn a_started_plan_keeps_the_price_of_its_latest_step() {
+    let (book, _) = after(PlanBook::default(), NEW_UUID, &Journal::empty(), true);
+    let p = &book.plans[0];
+    assert_eq!((p.benefit_milli_gpus, p.cost_milli_gpus), (12_000, 1_200));
+    let json = serde_json::to_value(p).expect("a plan record serializes");
+    assert_eq!(json["benefitMilliGPUs"], 12_000);
+    assert_eq!(json["costMilliGPUs"], 1_200);
+}
 
 #[test]
 fn a_plan_starts_from_the_request_this_pass_submitted_in_execute_mode_only() {

@@ -347,6 +347,8 @@ pub(super) fn record(
     at: alfred_model::Timestamp,
 ) -> PlanRecord {
     PlanRecord {
+        benefit_milli_gpus: 0,
+        cost_milli_gpus: 0,
         id: plan.id.clone(),
         pool: plan.pool.clone(),
         node: plan.node.clone(),

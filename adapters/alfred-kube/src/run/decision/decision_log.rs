@@ -347,6 +347,8 @@ mod tests {
         );
         let input = Reads::for_test(snapshot(t0, true), Config::builtin(), t0);
         let record = |phase: PlanPhase, reason: Option<PlanEndReason>| PlanRecord {
+            benefit_milli_gpus: 0,
+            cost_milli_gpus: 0,
             id: "dp-1".into(),
             pool: "H100".into(),
             node: "n1".into(),

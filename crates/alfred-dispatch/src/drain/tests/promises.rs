@@ -216,6 +216,8 @@ fn active_plan(snap: &ClusterSnapshot, cfg: &Config) -> (PlanRecord, String) {
     let p = propose(snap, cfg, now, &[]);
     let plan = p.drain.plans[0].clone();
     let record = PlanRecord {
+        benefit_milli_gpus: 0,
+        cost_milli_gpus: 0,
         id: plan.id.clone(),
         pool: plan.pool.clone(),
         node: plan.node.clone(),
@@ -274,9 +276,11 @@ fn a_remaining_step_that_can_no_longer_move_ends_the_plan_step_ineligible() {
 }
 
 #[test]
-fn an_ended_plan_keeps_the_moves_it_made_in_the_record() {
+fn an_ended_plan_keeps_the_moves_it_made_and_its_price_in_the_record() {
     let cfg = execute_config();
-    let p = plan(DrainProtectionWire::Nominate);
+    let mut p = plan(DrainProtectionWire::Nominate);
+    p.benefit_milli_gpus = 6_500;
+    p.cost_milli_gpus = 1_250;
     let mut j = journal(&p, Phase::Failed);
     super::settle(&mut j);
     let book = review(&cluster(), &cfg, &j, true);
@@ -287,6 +291,8 @@ fn an_ended_plan_keeps_the_moves_it_made_in_the_record() {
     assert_eq!(v.moves.len(), 1, "{v:?}");
     assert_eq!(v.moves[0].workload, "chat/a");
     assert_eq!(v.moves[0].gpus, 7);
+    // And what it was worth when its latest step was requested (it used to show 0 and 0).
+    assert_eq!((v.benefit_gpus, v.cost_gpus), (6.5, 1.25), "{v:?}");
     let _ = Effect::WriteJournal {
         state_json: String::new(),
     };
@@ -312,6 +318,8 @@ fn a_continued_plan_is_priced_on_the_moves_it_still_has_to_make() {
     // alone.
     let first = &plan.steps[0];
     let record = PlanRecord {
+        benefit_milli_gpus: 0,
+        cost_milli_gpus: 0,
         id: plan.id.clone(),
         pool: plan.pool.clone(),
         node: plan.node.clone(),
