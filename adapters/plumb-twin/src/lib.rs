@@ -17,4 +17,5 @@ pub mod report;
 pub mod rng;
 pub mod scenario;
 pub mod svg;
+pub mod sweep;
 pub mod trace;

@@ -10,7 +10,7 @@ use plumb_model::AdaptivePolicy;
 use plumb_twin::caretakers::Kind;
 use plumb_twin::engine::{Setup, run};
 use plumb_twin::scenario::{NAMES, Scenario};
-use plumb_twin::{report, trace};
+use plumb_twin::{report, sweep, trace};
 
 /// Plumb's fleet twin: the real member report and hub step on a simulated fleet serving the
 /// Azure LLM traces, against no hub, static weights and a naive shift.
@@ -33,6 +33,10 @@ struct Args {
     /// scenario's.
     #[arg(long)]
     policy: Option<PathBuf>,
+    /// Instead of the four caretakers: Plumb alone over the values of one setting (after,
+    /// earlyAfter, cooldown, calmFor, stepPercent or placement), beside no hub.
+    #[arg(long)]
+    sweep: Option<String>,
 }
 
 fn repo_root() -> PathBuf {
@@ -67,7 +71,7 @@ fn read_policy(path: &Path, scenario: &Scenario) -> Result<AdaptivePolicy, Strin
 }
 
 fn main_inner(args: &Args) -> Result<Option<String>, String> {
-    let scenario = Scenario::preset(&args.scenario)?;
+    let mut scenario = Scenario::preset(&args.scenario)?;
     let hours = args.hours.unwrap_or(scenario.hours);
     if !(hours > 0.0 && hours <= 24.0 * 14.0) {
         return Err(format!("--hours: {hours} is not within (0, 336]"));
@@ -76,6 +80,7 @@ fn main_inner(args: &Args) -> Result<Option<String>, String> {
         Some(p) => read_policy(p, &scenario)?,
         None => scenario.policy(),
     };
+    scenario.use_policy_weights(&policy);
     let dir = trace::data_dir(&repo_root());
     let Some(traces) = trace::load(&dir)? else {
         return Ok(Some(format!(
@@ -91,6 +96,29 @@ fn main_inner(args: &Args) -> Result<Option<String>, String> {
         seed: args.seed,
         hours,
     };
+    if let Some(setting) = &args.sweep {
+        let result = sweep::sweep(&setup, setting)?;
+        std::fs::create_dir_all(&args.out)
+            .map_err(|e| format!("--out {}: {e}", args.out.display()))?;
+        let write = |file: String, text: String| {
+            let path = args.out.join(file);
+            std::fs::write(&path, text).map_err(|e| format!("{}: {e}", path.display()))
+        };
+        let json = serde_json::to_string_pretty(&result).unwrap_or_default() + "\n";
+        write(format!("sweep-{setting}.json"), json)?;
+        write(
+            format!("sweep-{setting}.svg"),
+            sweep::plot(&scenario.name, &result),
+        )?;
+        println!(
+            "scenario {}  seed {}  {}",
+            scenario.name,
+            args.seed,
+            report::duration(hours)
+        );
+        print!("{}", sweep::table(&result));
+        return Ok(None);
+    }
     let outcomes: Vec<_> = Kind::ALL.iter().map(|&k| run(&setup, k)).collect();
     report::write_all(&args.out, &scenario, &outcomes)?;
     print!("{}", report::table(&scenario, args.seed, hours, &outcomes));

@@ -39,13 +39,24 @@ fn fmt_lags(values: &[Option<f64>]) -> String {
         .join("/")
 }
 
+/// Hours as `6 h` or `50 min`.
+pub fn duration(hours: f64) -> String {
+    if hours.fract() == 0.0 {
+        format!("{hours} h")
+    } else {
+        format!("{:.0} min", hours * 60.0)
+    }
+}
+
 /// The table: one row per caretaker.
 pub fn table(scenario: &Scenario, seed: u64, hours: f64, outcomes: &[Outcome]) -> String {
     let mut out = String::new();
     let _ = writeln!(
         out,
-        "scenario {}  seed {seed}  {hours} h  ({})",
-        scenario.name, scenario.about
+        "scenario {}  seed {seed}  {}  ({})",
+        scenario.name,
+        duration(hours),
+        scenario.about
     );
     let _ = writeln!(
         out,

@@ -234,14 +234,14 @@ impl Scenario {
             }
             "burst-home" => {
                 let mut s = base;
-                s.about = "home carries all traffic; its users burst (x2.5) beyond its \
-                           NodePool limit; two helpers lend idle static nodes"
+                s.about = "all users are home's; its gateway sends 10 % to each of two \
+                           helpers; they burst (x2.5) beyond home's NodePool limit"
                     .to_owned();
                 s.hours = 4.0;
                 s.clusters = vec![
-                    cluster("home", "us-east-1", 5.0, 12.0, 100),
-                    cluster("helper-a", "us-east-1", 5.0, 0.0, 0),
-                    cluster("helper-b", "us-west-2", 8.0, 0.0, 0),
+                    cluster("home", "us-east-1", 5.0, 12.0, 80),
+                    cluster("helper-a", "us-east-1", 5.0, 0.0, 10),
+                    cluster("helper-b", "us-west-2", 8.0, 0.0, 10),
                 ];
                 for c in &mut s.clusters[1..] {
                     c.static_nodes = 3;
@@ -290,6 +290,15 @@ impl Scenario {
             }
         };
         Ok(s)
+    }
+
+    /// Takes the Steady weights from `policy` (a `--policy` may change them).
+    pub fn use_policy_weights(&mut self, policy: &AdaptivePolicy) {
+        for c in &mut self.clusters {
+            if let Some(w) = policy.spec.cluster(&c.name).and_then(|s| s.weight) {
+                c.weight = u32::try_from(w).unwrap_or(0);
+            }
+        }
     }
 
     /// Windows (start, end) in minutes of the scripted events, merged: recovery and release
