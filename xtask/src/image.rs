@@ -21,7 +21,7 @@ use crate::{cargo, output, run, workspace_root};
 
 /// The binaries the image holds, each as (package, binary).
 const BINARIES: [(&str, &str); 2] = [
-    ("alfred-kube", "alfred"),
+    ("alfred", "alfred"),
     ("alfred-simulator", "alfred-simulator"),
 ];
 
@@ -101,7 +101,7 @@ fn workspace_version(root: &Path) -> Result<String> {
 
 fn build(root: &Path, options: &Options) -> Result<()> {
     // One package at a time: built together, cargo would unify their dependencies' features
-    // and rebuild what `cargo build --release -p alfred-kube` already built.
+    // and rebuild what `cargo build --release -p alfred` already built.
     for (package, binary) in BINARIES {
         run(Command::new(cargo())
             .args([

@@ -200,7 +200,7 @@ fn bench_live(rest: &[String]) -> Result<()> {
     let result = (|| {
         run(
             Command::new(std::env::var("CARGO").unwrap_or_else(|_| "cargo".to_owned()))
-                .args(["build", "--release", "-p", "alfred-kube", "--bin", "alfred"])
+                .args(["build", "--release", "-p", "alfred", "--bin", "alfred"])
                 .current_dir(&root),
         )?;
         run(Command::new("python3")

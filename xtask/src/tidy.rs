@@ -34,7 +34,7 @@
 //! - Every `"alfred_…"` metric name written in non-test code of `crates/*/src` and
 //!   `adapters/*/src` is one that `alfred_model::metric::MetricId` declares.
 //! - `cargo xtask tidy` also runs the tests that hold `docs/` to the code (`docs_reference` in
-//!   `alfred-model`, `alfred-kube`, `plumb-model` and `plumb-kube`): a config key, spec field,
+//!   `alfred-model`, `alfred`, `plumb-model` and `plumb-kube`): a config key, spec field,
 //!   flag, reason code, metric or Event without its row there fails. The normal test command
 //!   runs those tests itself.
 //!
@@ -123,8 +123,21 @@ const CORE_DIRECTION: [(&str, &[&str]); 14] = [
 ];
 
 /// The packages whose `docs_reference` tests hold `docs/` to the code.
-const DOCS_REFERENCE_PACKAGES: [&str; 4] =
-    ["alfred-model", "alfred-kube", "plumb-model", "plumb-kube"];
+const DOCS_REFERENCE_PACKAGES: [&str; 4] = ["alfred-model", "alfred", "plumb-model", "plumb-kube"];
+
+/// The adapter libraries a program embeds without taking a command line: none of them may reach
+/// a crate of [`COMMAND_LINE_ONLY`] through its normal dependencies, except the one it is for
+/// (the `/metrics` server is `metrics-endpoint`'s whole job, so axum is allowed there).
+const ADAPTER_LIBRARIES: [(&str, &[&str]); 5] = [
+    ("alfred-kube", &[]),
+    ("kube-connect", &[]),
+    ("kube-leader-lease", &[]),
+    ("kube-event-recorder", &[]),
+    ("metrics-endpoint", &["axum"]),
+];
+
+/// What only a binary takes: argument parsing, the HTTP server, the log subscriber.
+const COMMAND_LINE_ONLY: [&str; 3] = ["clap", "axum", "tracing-subscriber"];
 
 /// The folders besides `crates/*` and `adapters/*` whose Rust files, tests included, must point
 /// only into the repository (every crate and adapter does, so a new one is held to it at once).
@@ -170,6 +183,10 @@ pub(crate) fn run_all(root: &Path) -> Result<()> {
             core_direction_violations(&metadata)?,
         ),
         ("products apart", product_separation_violations(&metadata)?),
+        (
+            "libraries without a command line",
+            adapter_library_violations(&metadata)?,
+        ),
         ("twin trace skips", twin_skip_violations(root)?),
         ("references into docs/", docs_link_violations(root)?),
         ("markdown links", markdown_link_violations(root)?),
@@ -894,6 +911,89 @@ pub(crate) fn core_direction_violations(metadata: &Value) -> Result<Vec<String>>
     Ok(violations)
 }
 
+/// Crates of [`COMMAND_LINE_ONLY`] that an adapter library of [`ADAPTER_LIBRARIES`] reaches
+/// through normal or build dependencies (dev-dependencies are the tests' business), each with
+/// the shortest chain, and every listed library that is not a workspace member.
+pub(crate) fn adapter_library_violations(metadata: &Value) -> Result<Vec<String>> {
+    let names: BTreeMap<&str, &str> = metadata["packages"]
+        .as_array()
+        .context("metadata has no packages")?
+        .iter()
+        .map(|p| {
+            (
+                p["id"].as_str().unwrap_or_default(),
+                p["name"].as_str().unwrap_or_default(),
+            )
+        })
+        .collect();
+    let mut edges: BTreeMap<&str, Vec<&str>> = BTreeMap::new();
+    for node in metadata["resolve"]["nodes"]
+        .as_array()
+        .context("metadata has no resolve graph")?
+    {
+        let deps = node["deps"]
+            .as_array()
+            .map(Vec::as_slice)
+            .unwrap_or_default()
+            .iter()
+            .filter(|d| {
+                d["dep_kinds"]
+                    .as_array()
+                    .is_some_and(|kinds| kinds.iter().any(|k| k["kind"].as_str() != Some("dev")))
+            })
+            .filter_map(|d| d["pkg"].as_str())
+            .collect();
+        edges.insert(node["id"].as_str().unwrap_or_default(), deps);
+    }
+    let members: BTreeSet<&str> = metadata["workspace_members"]
+        .as_array()
+        .context("metadata has no workspace_members")?
+        .iter()
+        .filter_map(Value::as_str)
+        .collect();
+    let mut violations = Vec::new();
+    for (library, allowed) in ADAPTER_LIBRARIES {
+        let Some(&id) = names
+            .iter()
+            .find(|(id, name)| **name == library && members.contains(**id))
+            .map(|(id, _)| id)
+        else {
+            violations.push(format!(
+                "adapter library {library} is not a workspace member"
+            ));
+            continue;
+        };
+        let mut parent: BTreeMap<&str, &str> = BTreeMap::new();
+        let mut queue = VecDeque::from([id]);
+        let mut seen = BTreeSet::from([id]);
+        while let Some(at) = queue.pop_front() {
+            for &next in edges.get(at).into_iter().flatten() {
+                if !seen.insert(next) {
+                    continue;
+                }
+                parent.insert(next, at);
+                let dep = names.get(next).copied().unwrap_or(next);
+                if COMMAND_LINE_ONLY.contains(&dep) && !allowed.contains(&dep) {
+                    let mut chain = vec![dep];
+                    let mut cur = next;
+                    while let Some(&p) = parent.get(cur) {
+                        chain.push(names.get(p).copied().unwrap_or(p));
+                        cur = p;
+                    }
+                    chain.reverse();
+                    violations.push(format!(
+                        "{library} must build without {dep} (a library takes no command line, HTTP server or log subscriber; the binary does): {}",
+                        chain.join(" -> ")
+                    ));
+                    continue;
+                }
+                queue.push_back(next);
+            }
+        }
+    }
+    Ok(violations)
+}
+
 /// The two product lines, by package-name prefix: no crate of one may depend on a crate of the
 /// other, in any kind of dependency (a test helper would still tie their releases together).
 const PRODUCTS: [&str; 2] = ["alfred-", "plumb-"];
@@ -918,7 +1018,12 @@ pub(crate) fn product_separation_violations(metadata: &Value) -> Result<Vec<Stri
         })
         .filter(|(id, _)| members.contains(id))
         .collect();
-    let product = |name: &str| PRODUCTS.iter().position(|p| name.starts_with(p));
+    // `alfred` (the binary's package) belongs to its product as `alfred-*` does.
+    let product = |name: &str| {
+        PRODUCTS
+            .iter()
+            .position(|p| name.starts_with(p) || Some(name) == p.strip_suffix('-'))
+    };
     let mut violations = Vec::new();
     for node in metadata["resolve"]["nodes"]
         .as_array()
@@ -1832,6 +1937,48 @@ mod tests {
             vec![
                 "plumb-core depends on alfred-model: the products stay apart; move what both need into a shared crate named for what it does".to_owned(),
                 "alfred-dispatch depends on plumb-model: the products stay apart; move what both need into a shared crate named for what it does".to_owned(),
+            ]
+        );
+    }
+
+    #[test]
+    fn adapter_libraries_build_without_clap_axum_or_tracing_subscriber() {
+        let metadata = cargo_metadata(&workspace_root()).unwrap();
+        fail_on(
+            "libraries without a command line",
+            adapter_library_violations(&metadata).unwrap(),
+        );
+    }
+
+    #[test]
+    fn library_rule_follows_normal_dependencies_only_and_honours_allowances() {
+        let pkg = |name: &str| {
+            serde_json::json!({"id": format!("{name}-id"), "name": name,
+                               "manifest_path": format!("/ws/adapters/{name}/Cargo.toml")})
+        };
+        let dep = |name: &str, kind: Value| serde_json::json!({"pkg": format!("{name}-id"), "dep_kinds": [{"kind": kind}]});
+        let libraries = ADAPTER_LIBRARIES.map(|(name, _)| name);
+        let mut packages: Vec<Value> = libraries.iter().map(|n| pkg(n)).collect();
+        packages.extend(["helper", "clap", "axum", "tracing-subscriber"].map(pkg));
+        let members: Vec<Value> = libraries
+            .iter()
+            .map(|n| Value::from(format!("{n}-id")))
+            .collect();
+        let m = serde_json::json!({
+            "workspace_members": members,
+            "packages": packages,
+            "resolve": {"nodes": [
+                {"id": "alfred-kube-id", "deps": [dep("helper", Value::Null), dep("clap", "dev".into())]},
+                {"id": "helper-id", "deps": [dep("tracing-subscriber", Value::Null)]},
+                {"id": "metrics-endpoint-id", "deps": [dep("axum", Value::Null)]},
+                {"id": "kube-connect-id", "deps": [dep("metrics-endpoint", Value::Null)]},
+            ]}
+        });
+        assert_eq!(
+            adapter_library_violations(&m).unwrap(),
+            vec![
+                "alfred-kube must build without tracing-subscriber (a library takes no command line, HTTP server or log subscriber; the binary does): alfred-kube -> helper -> tracing-subscriber".to_owned(),
+                "kube-connect must build without axum (a library takes no command line, HTTP server or log subscriber; the binary does): kube-connect -> metrics-endpoint -> axum".to_owned(),
             ]
         );
     }

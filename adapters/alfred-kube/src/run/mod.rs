@@ -20,7 +20,6 @@ pub mod watch;
 #[cfg(test)]
 mod transcript_tests;
 
-use std::process::ExitCode;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 
@@ -39,65 +38,46 @@ use self::apply::leader::LeaderGate;
 use self::apply::{events, leader};
 use self::decision::decide::Decider;
 use self::decision::{decide, decision_log, pass, workers};
-use self::telemetry::http;
-use self::telemetry::http::HttpState;
 use self::telemetry::metrics::Metrics;
 use self::watch::caches::Caches;
 use self::watch::config::{ConfigStore, Reload, ReloadTracker};
 use self::watch::observe::Observer;
 
-/// Flags of `alfred run` (docs/configuration.md#flags-of-alfred-run).
-#[derive(Debug, Clone, clap::Args)]
-pub struct RunArgs {
-    /// Address of `/metrics` (also serves `/healthz` and `/readyz`).
-    #[arg(long, default_value = ":8080")]
-    pub metrics_bind_address: String,
-    /// Address of `/healthz` and `/readyz`.
-    #[arg(long, default_value = ":8081")]
-    pub health_probe_bind_address: String,
-    /// Elect a leader through the Lease `alfred.ome.io` (`--leader-elect=false` to disable).
-    #[arg(long, default_value_t = true, num_args = 0..=1, default_missing_value = "true", action = clap::ArgAction::Set)]
+/// What `alfred run` needs of its flags (docs/configuration.md#flags-of-alfred-run), all but
+/// the HTTP addresses, which the binary serves. The `alfred` binary builds it from its
+/// command line; the defaults there are the documented ones.
+#[derive(Debug, Clone, Default)]
+pub struct RunSettings {
+    /// Elect a leader through the Lease `alfred.ome.io` (`false`: always the leader).
     pub leader_elect: bool,
-    /// Namespace of alfred's ConfigMaps, journal and Lease [default: $POD_NAMESPACE, else ome].
-    #[arg(long)]
+    /// Namespace of alfred's ConfigMaps, journal and Lease (`None` or empty:
+    /// `$POD_NAMESPACE`, else `ome`).
     pub namespace: Option<String>,
     /// The configuration ConfigMap.
-    #[arg(long, default_value = "alfred-config")]
     pub config_name: String,
     /// The key of the configuration document in it.
-    #[arg(long, default_value = "config.yaml")]
     pub config_key: String,
     /// Absolute path of `workers.json` (empty: no prediction).
-    #[arg(long, default_value = "")]
     pub simulation_workers: String,
     /// Whole-process limit per simulation, in (0, 1m].
-    #[arg(long, default_value = "10s")]
     pub simulation_timeout: String,
     /// `""` or `v1`.
-    #[arg(long, default_value = "")]
     pub migration_api_version: String,
     /// alfred's ServiceAccount (required with `v1`).
-    #[arg(long, default_value = "")]
     pub migration_service_account: String,
     /// In (0, 1h].
-    #[arg(long, default_value = "2m")]
     pub migration_ack_timeout: String,
     /// In (0, 1h].
-    #[arg(long, default_value = "5m")]
     pub migration_failure_backoff: String,
-    /// A kubeconfig file [default: $KUBECONFIG, ~/.kube/config, else in-cluster].
-    #[arg(long)]
+    /// A kubeconfig file (`None`: `$KUBECONFIG`, `~/.kube/config`, else in-cluster).
     pub kubeconfig: Option<std::path::PathBuf>,
     /// Write every snapshot as JSON to this file (debugging and tests).
-    #[arg(long, hide = true)]
     pub dump_snapshot: Option<std::path::PathBuf>,
-    /// Append the decision log (JSON lines: decisions of the leader's passes and their
-    /// outcomes at 1, 5 and 15 minutes) to this file; `-` is stdout.
-    #[arg(long, value_name = "PATH|-")]
+    /// Append the decision log to this file; `-` is stdout.
     pub decision_log: Option<String>,
 }
 
-impl RunArgs {
+impl RunSettings {
     /// The pass-shaping flags.
     pub fn runtime_flags(&self) -> RuntimeFlags {
         RuntimeFlags {
@@ -127,30 +107,34 @@ impl RunArgs {
 
 /// `$POD_NAME`, else the hostname, else `unknown`.
 pub fn pod_name() -> String {
-    std::env::var("POD_NAME")
-        .ok()
-        .filter(|n| !n.is_empty())
-        .or_else(|| std::env::var("HOSTNAME").ok().filter(|n| !n.is_empty()))
-        .or_else(|| {
-            std::fs::read_to_string("/etc/hostname")
-                .ok()
-                .map(|s| s.trim().to_owned())
-                .filter(|n| !n.is_empty())
-        })
-        .unwrap_or_else(|| "unknown".to_owned())
+    kube_leader_lease::pod_name()
 }
 
-fn init_logging() {
-    let filter = tracing_subscriber::EnvFilter::try_from_default_env()
-        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info"));
-    let _ = tracing_subscriber::fmt()
-        .json()
-        .with_env_filter(filter)
-        .with_writer(std::io::stderr)
-        .try_init();
+/// What a process reports before and while it runs: its pod name, the metrics registry with
+/// the series a fresh process shows before its first pass, and the flag `/readyz` follows (set
+/// once the simulation workers passed their probe). The binary serves the metrics and the
+/// probes; [`run`] updates them.
+pub struct Telemetry {
+    /// The pod name (the `pod` label of `alfred_leader_status`, the lease identity's prefix).
+    pub pod: String,
+    /// The registry behind `/metrics`.
+    pub metrics: Arc<Metrics>,
+    /// Set once the simulation workers are probed.
+    pub ready: Arc<AtomicBool>,
 }
 
-/// What only the live tests change in a run ([`run_with`]); `alfred run` uses
+impl Telemetry {
+    /// The startup series of `pod` under `options`, not ready yet.
+    pub fn new(pod: String, options: &RuntimeOptions) -> Telemetry {
+        Telemetry {
+            metrics: startup_metrics(&pod, options),
+            pod,
+            ready: Arc::new(AtomicBool::new(false)),
+        }
+    }
+}
+
+/// What only the live tests change in a run (the `alfred` binary's `run_with`); `alfred run` uses
 /// [`Harness::default`]: the guard read from the API, the pod name from the environment, the
 /// simulator of `--simulation-workers`, no write hook.
 #[derive(Default)]
@@ -166,82 +150,24 @@ pub struct Harness {
     pub on_write: Option<applier::WriteHook>,
 }
 
-/// `alfred run` in the caller's async runtime (multi-threaded) with a test [`Harness`]. Ends
-/// with an error on a startup failure; otherwise runs until SIGTERM/SIGINT or until the
-/// caller drops the runtime (which is how the live tests kill a replica).
-pub async fn run_with(args: RunArgs, harness: Harness) -> Result<(), String> {
-    init_logging();
-    let mut flags = args.runtime_flags();
-    if harness.simulate_in_process && flags.simulation_workers.is_empty() {
-        flags.simulation_workers = "in-process".to_owned();
-    }
-    let options = RuntimeOptions::from_flags(&flags).map_err(|e| e.to_string())?;
-    run(args, options, harness).await
-}
-
-/// Entry point of `alfred run`. Exit status 1 on every startup failure
-/// (docs/design-runtime.md#startup).
-pub fn main(args: RunArgs) -> ExitCode {
-    init_logging();
-    let options = match RuntimeOptions::from_flags(&args.runtime_flags()) {
-        Ok(o) => o,
-        Err(e) => {
-            tracing::error!(error = %e, "invalid startup configuration");
-            eprintln!("{e}");
-            return ExitCode::FAILURE;
-        }
-    };
-    let runtime = match tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(2)
-        .enable_all()
-        .build()
-    {
-        Ok(r) => r,
-        Err(e) => {
-            tracing::error!(error = %e, "cannot start the async runtime");
-            return ExitCode::FAILURE;
-        }
-    };
-    match runtime.block_on(run(args, options, Harness::default())) {
-        Ok(()) => ExitCode::SUCCESS,
-        Err(e) => {
-            tracing::error!(error = %e, "alfred stopped");
-            eprintln!("{e}");
-            ExitCode::FAILURE
-        }
-    }
-}
-
-async fn client(args: &RunArgs) -> Result<Client, String> {
-    let config = match &args.kubeconfig {
-        Some(path) => {
-            let kc = kube::config::Kubeconfig::read_from(path)
-                .map_err(|e| format!("unable to load kubeconfig {}: {e}", path.display()))?;
-            kube::Config::from_custom_kubeconfig(kc, &kube::config::KubeConfigOptions::default())
-                .await
-                .map_err(|e| format!("unable to load kubeconfig {}: {e}", path.display()))?
-        }
-        None => kube::Config::infer()
-            .await
-            .map_err(|e| format!("unable to load a kubeconfig or the in-cluster config: {e}"))?,
-    };
-    Client::try_from(config).map_err(|e| format!("unable to create a Kubernetes client: {e}"))
-}
-
-async fn bind(address: &str) -> Result<tokio::net::TcpListener, String> {
-    tokio::net::TcpListener::bind(http::bind_address(address))
-        .await
-        .map_err(|e| format!("unable to listen on {address}: {e}"))
-}
-
-async fn run(args: RunArgs, options: RuntimeOptions, harness: Harness) -> Result<(), String> {
+/// `alfred run` after its HTTP endpoints are up: connects, probes the simulation workers (then
+/// `/readyz` turns ready), starts the config watch, the caches, the observation loop and the
+/// decision loop, and campaigns for the lease. Ends with an error on a startup failure or when
+/// the lease machinery dies; otherwise runs until SIGTERM/SIGINT or until the caller drops the
+/// runtime.
+pub async fn run(
+    args: RunSettings,
+    options: RuntimeOptions,
+    harness: Harness,
+    telemetry: Telemetry,
+) -> Result<(), String> {
     let namespace = args.effective_namespace();
-    let pod = harness.pod.clone().unwrap_or_else(pod_name);
-    let metrics = startup_metrics(&pod, &options);
-    // HTTP first, so /healthz answers while the workers are probed; /readyz waits for them.
-    let ready = Arc::new(AtomicBool::new(false));
-    serve_http(&args, &metrics, &ready).await?;
-    let client = client(&args).await?;
+    let Telemetry {
+        pod,
+        metrics,
+        ready,
+    } = telemetry;
+    let client = kube_connect::connect(args.kubeconfig.as_deref()).await?;
 
     let simulation = simulation(&args, &options, &harness).await?;
     ready.store(true, Ordering::SeqCst);
@@ -315,11 +241,11 @@ async fn run(args: RunArgs, options: RuntimeOptions, harness: Harness) -> Result
         if !options.leader_elect {
             return std::future::pending::<Result<(), String>>().await;
         }
-        let identity = leader::identity(&pod);
-        tracing::info!(identity = %identity, lease = leader::LEASE_NAME, "campaigning for the lease");
+        let lease = leader::lease(&namespace, &pod);
+        tracing::info!(identity = %lease.identity, lease = leader::LEASE_NAME, "campaigning for the lease");
         let m = metrics.clone();
         let p = pod.clone();
-        gate.run(client.clone(), &namespace, &identity, move |held| {
+        gate.run(client.clone(), &lease, move |held| {
             m.set(
                 MetricId::LeaderStatus,
                 &[("pod", &p)],
@@ -363,41 +289,10 @@ fn startup_metrics(pod: &str, options: &RuntimeOptions) -> Arc<Metrics> {
     metrics
 }
 
-/// Serves /metrics, /healthz and /readyz on the metrics address and, when it differs, on the
-/// health probe address.
-async fn serve_http(
-    args: &RunArgs,
-    metrics: &Arc<Metrics>,
-    ready: &Arc<AtomicBool>,
-) -> Result<(), String> {
-    let state = HttpState {
-        metrics: metrics.clone(),
-        ready: ready.clone(),
-    };
-    let mut addresses = vec![args.metrics_bind_address.clone()];
-    if args.health_probe_bind_address != args.metrics_bind_address
-        && !args.health_probe_bind_address.is_empty()
-        && args.health_probe_bind_address != "0"
-    {
-        addresses.push(args.health_probe_bind_address.clone());
-    }
-    for address in addresses {
-        let listener = bind(&address).await?;
-        let router = http::router(state.clone());
-        tracing::info!(address = %address, "serving /metrics, /healthz, /readyz");
-        tokio::spawn(async move {
-            if let Err(e) = axum::serve(listener, router).await {
-                tracing::error!(error = %e, "HTTP server stopped");
-            }
-        });
-    }
-    Ok(())
-}
-
 /// How passes simulate moves: in process (test harness), through the configured workers
 /// (probed first), or not at all.
 async fn simulation(
-    args: &RunArgs,
+    args: &RunSettings,
     options: &RuntimeOptions,
     harness: &Harness,
 ) -> Result<pass::Simulation, String> {

@@ -272,7 +272,7 @@ pub struct ApplyReport {
     pub writes: Vec<(&'static str, Outcome)>,
 }
 
-/// A test hook called after every write with the effect and its outcome ([`crate::run::run_with`]
+/// A test hook called after every write with the effect and its outcome ([`crate::run::Harness`]
 /// only). `true` freezes this process right there, as if it had been killed between two
 /// writes: nothing after that write is sent (the test then stops the process).
 pub type WriteHook = Arc<dyn Fn(&Effect, &Outcome) -> bool + Send + Sync>;
@@ -302,7 +302,7 @@ impl Applier {
             namespace: namespace.to_owned(),
             gate,
             metrics,
-            events: Mutex::new(EventMemory::default()),
+            events: Mutex::new(events::memory()),
             journal: Mutex::new(None),
             missing_recommendations_logged: Mutex::new(false),
             hook: None,

@@ -2,6 +2,6 @@
 //! the lease (`leader`) and the UUIDs (`ids`).
 
 pub mod applier;
-pub(crate) mod events;
+pub mod events;
 pub(crate) mod ids;
 pub mod leader;

@@ -296,7 +296,7 @@ enum Asked {
 /// Where a pass's view of the migration guard comes from (docs/design-pass.md#migration-guard): the
 /// ValidatingAdmissionPolicy `ome-alfred-migration-writes` and its binding as read, `None`
 /// when missing or unreadable. `alfred run` always reads them from the API ([`ApiGuard`]);
-/// only [`crate::run::run_with`] accepts another source (the 1.20 test API server has no
+/// only [`crate::run::Harness`] accepts another source (the 1.20 test API server has no
 /// ValidatingAdmissionPolicy API).
 pub trait GuardSource: Send + Sync {
     /// Reads the policy and its binding.

@@ -134,7 +134,7 @@ pub enum Simulation {
     /// The probed worker processes of `--simulation-workers`.
     Workers(WorkerPool),
     /// The model in process (`alfred replay --simulate-in-process`; the live tests through
-    /// [`crate::run::run_with`]), built from each pass's configuration.
+    /// [`crate::run::Harness`]), built from each pass's configuration.
     InProcess,
 }
 

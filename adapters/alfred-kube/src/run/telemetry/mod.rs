@@ -1,5 +1,4 @@
-//! What the process reports: the Prometheus registry (`metrics`) and the `/metrics`, `/healthz`,
-//! `/readyz` endpoints (`http`).
+//! What the process reports: the Prometheus registry (`metrics`). The `alfred` binary serves it
+//! on `/metrics` (with `/healthz` and `/readyz`) through the shared `metrics-endpoint` crate.
 
-pub(crate) mod http;
 pub mod metrics;

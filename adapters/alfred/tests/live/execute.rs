@@ -1,5 +1,5 @@
 //! Execute mode end to end against the real API server: alfred in process through
-//! `alfred_kube::run::run_with` (the 1.20 server has no ValidatingAdmissionPolicy API, so the
+//! `alfred_cli::run::run_with` (the 1.20 server has no ValidatingAdmissionPolicy API, so the
 //! harness supplies the shipped guard as the API would show it), the in-process simulator,
 //! `--migration-api-version v1`, and a test-side OMENative emulator that acknowledges and
 //! completes each request by writing `InferenceReplica.status.migrations[]` (see
@@ -13,9 +13,10 @@ use std::path::Path;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
+use alfred_cli::run::{RunArgs, run_with};
+use alfred_kube::run::Harness;
 use alfred_kube::run::apply::applier::{Outcome, WriteHook};
 use alfred_kube::run::decision::decide::GuardSource;
-use alfred_kube::run::{Harness, RunArgs, run_with};
 use alfred_model::effect::Effect;
 use futures::future::BoxFuture;
 use kube::Client;

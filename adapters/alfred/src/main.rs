@@ -2,15 +2,16 @@
 //!
 //! Subcommands:
 //! - `alfred run`: the Kubernetes adapter (watches, leader lease, decision passes,
-//!   effects, metrics). See the `run` module.
+//!   effects, metrics). See `alfred_cli::run` and the `alfred-kube` library.
 //! - `alfred replay`: one decision pass over a recorded cluster, offline and
-//!   deterministic. See the `replay` module.
+//!   deterministic. See `alfred_cli::replay`.
 //! - `alfred config check`: validate an alfred config and print it with defaults.
 //!
 //! Exit status: 0 on success, 2 on bad input (one line naming the file, the object and
 //! the field), 1 on any other failure.
 
-use alfred_kube::{load_config, replay, run};
+use alfred_cli::{replay, run};
+use alfred_kube::load_config;
 
 use std::path::PathBuf;
 use std::process::ExitCode;

@@ -21,8 +21,10 @@ use alfred_observe::ObserveSettings;
 use serde_json::{Value, json};
 use sha2::{Digest, Sha256};
 
-use crate::inputs::{self, Inputs};
-use crate::{EXIT_BAD_INPUT, one_line, table};
+use alfred_kube::inputs::{self, Inputs};
+use alfred_kube::{EXIT_BAD_INPUT, one_line};
+
+use crate::table;
 
 /// Output format.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
@@ -110,7 +112,7 @@ pub fn main(args: ReplayArgs) -> ExitCode {
 
 fn run(args: &ReplayArgs) -> Result<String, Failure> {
     let config = match &args.config {
-        Some(path) => crate::load_config(path).map_err(Failure::BadInput)?,
+        Some(path) => alfred_kube::load_config(path).map_err(Failure::BadInput)?,
         None => Config::builtin(),
     };
     let simulation_configured = args.simulation_workers.is_some() || args.simulate_in_process;
@@ -172,7 +174,7 @@ fn run(args: &ReplayArgs) -> Result<String, Failure> {
     let input_digest = digest(&snapshot, &config, now);
     let guard =
         GuardObservation::assumed_installed(&args.namespace, &args.migration_service_account);
-    let mut simulator = crate::simulation::for_replay(
+    let mut simulator = alfred_kube::simulation::for_replay(
         args.simulation_workers.as_deref(),
         args.simulate_in_process,
         &config,

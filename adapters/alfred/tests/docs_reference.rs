@@ -6,7 +6,7 @@
 use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
 
-use alfred_kube::run::RunArgs;
+use alfred_cli::run::RunArgs;
 use alfred_model::effect::MetricUpdate;
 use clap::Args;
 use serde_json::Value;
@@ -86,7 +86,7 @@ fn every_flag_of_alfred_run_is_documented_with_its_default() {
 fn recorded_outputs() -> Vec<(PathBuf, Value)> {
     let mut out = Vec::new();
     for dir in [
-        "adapters/alfred-kube/tests/snapshots",
+        "adapters/alfred/tests/snapshots",
         "adapters/alfred-kube/src/run/snapshots",
     ] {
         let mut files: Vec<PathBuf> = std::fs::read_dir(repo().join(dir))

@@ -8,7 +8,7 @@ non-OME pod on gpu-h100-04, and one 8-GPU pod in `chat` pending since 07:40 (20 
 the threshold and one Instance is worth moving next to the 4-GPU pod.
 
 Uses the helpers of fixtures/generate_clusters.py (same shapes, same time base). Run:
-`python3 adapters/alfred-kube/tests/live/execute_fixture.py`.
+`python3 adapters/alfred/tests/live/execute_fixture.py`.
 """
 
 import os

@@ -5,7 +5,7 @@
 //! ```text
 //! cargo xtask apiserver start
 //! eval "$(cargo xtask apiserver status | sed 's/^/export /')"
-//! cargo test -p alfred-kube --test live -- --ignored --test-threads 1
+//! cargo test -p alfred --test live -- --ignored --test-threads 1
 //! ```
 //!
 //! (`.ci/run`'s `apiserver` step does the same with nextest.) Without

@@ -71,7 +71,7 @@ const FIXTURE: &str = "fixtures/clusters/execute-move-pays.json";
 #[test]
 fn a_draining_replica_whose_inferenceservice_is_gone_blocks_the_request() {
     let d = dir("unattached");
-    let extra = repo().join("adapters/alfred-kube/tests/data/unattached-draining-replica.json");
+    let extra = repo().join("adapters/alfred/tests/data/unattached-draining-replica.json");
     let out = pass(
         &[Path::new(FIXTURE), &extra],
         &d.join("state.json"),
