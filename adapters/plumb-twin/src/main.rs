@@ -17,7 +17,8 @@ use plumb_twin::{report, sweep, trace};
 #[derive(Debug, Parser)]
 #[command(name = "plumb-twin", version)]
 struct Args {
-    /// The scenario: regional-shortage, burst-home, calm-diurnal or flapping-signal.
+    /// The scenario: regional-shortage, burst-home, calm-diurnal, flapping-signal,
+    /// burst-train or fleet-16.
     #[arg(long)]
     scenario: String,
     /// Seed of every random draw (trace offsets, launch delays, load times).
@@ -46,8 +47,12 @@ fn repo_root() -> PathBuf {
 fn read_policy(path: &Path, scenario: &Scenario) -> Result<AdaptivePolicy, String> {
     let text = std::fs::read_to_string(path)
         .map_err(|e| format!("--policy {}: cannot read: {e}", path.display()))?;
-    let policy = AdaptivePolicy::from_yaml(&text)
-        .map_err(|e| format!("--policy {}: {e}", path.display()))?;
+    let parsed = if path.extension().is_some_and(|e| e == "json") {
+        AdaptivePolicy::from_json(&text)
+    } else {
+        AdaptivePolicy::from_yaml(&text)
+    };
+    let policy = parsed.map_err(|e| format!("--policy {}: {e}", path.display()))?;
     let checked = policy.spec.check();
     if let Some(p) = checked.problems.first() {
         return Err(format!("--policy {}: {p}", path.display()));
@@ -120,7 +125,7 @@ fn main_inner(args: &Args) -> Result<Option<String>, String> {
         return Ok(None);
     }
     let outcomes: Vec<_> = Kind::ALL.iter().map(|&k| run(&setup, k)).collect();
-    report::write_all(&args.out, &scenario, &outcomes)?;
+    report::write_all(&args.out, &scenario, &policy, &outcomes)?;
     print!("{}", report::table(&scenario, args.seed, hours, &outcomes));
     Ok(None)
 }

@@ -4,6 +4,8 @@
 use std::fmt::Write as _;
 use std::path::Path;
 
+use plumb_model::AdaptivePolicy;
+
 use crate::engine::Outcome;
 use crate::figures::Minute;
 use crate::scenario::Scenario;
@@ -191,8 +193,14 @@ pub fn plots(scenario: &Scenario, outcome: &Outcome) -> Vec<(String, String)> {
     ]
 }
 
-/// Writes `summary.json`, `decisions.jsonl` and the plots into `dir` (created if missing).
-pub fn write_all(dir: &Path, scenario: &Scenario, outcomes: &[Outcome]) -> Result<(), String> {
+/// Writes `summary.json`, `decisions.jsonl`, the plots and the policy the members applied
+/// (`policy.json`, a starting point for `--policy`) into `dir` (created if missing).
+pub fn write_all(
+    dir: &Path,
+    scenario: &Scenario,
+    policy: &AdaptivePolicy,
+    outcomes: &[Outcome],
+) -> Result<(), String> {
     std::fs::create_dir_all(dir).map_err(|e| format!("--out {}: {e}", dir.display()))?;
     let write = |file: &str, text: &str| {
         let path = dir.join(file);
@@ -201,6 +209,8 @@ pub fn write_all(dir: &Path, scenario: &Scenario, outcomes: &[Outcome]) -> Resul
     write("summary.json", &summary_json(outcomes))?;
     let log: String = outcomes.iter().map(|o| o.decision_log.as_str()).collect();
     write("decisions.jsonl", &log)?;
+    let policy = serde_json::to_string_pretty(policy).unwrap_or_default() + "\n";
+    write("policy.json", &policy)?;
     for o in outcomes {
         for (file, svg) in plots(scenario, o) {
             write(&file, &svg)?;

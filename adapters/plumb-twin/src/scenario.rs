@@ -169,11 +169,13 @@ pub struct Scenario {
 }
 
 /// The preset names, in the order `--help` lists them.
-pub const NAMES: [&str; 4] = [
+pub const NAMES: [&str; 6] = [
     "regional-shortage",
     "burst-home",
     "calm-diurnal",
     "flapping-signal",
+    "burst-train",
+    "fleet-16",
 ];
 
 fn cluster(name: &str, region: &str, offset: f64, rate: f64, weight: u32) -> ClusterSetup {
@@ -280,6 +282,51 @@ impl Scenario {
                     on_min: 4.0,
                     factor: 1.8,
                 });
+                s
+            }
+            "burst-train" => {
+                let mut s = base;
+                s.about = "us-east short of capacity for three hours while its users burst \
+                           (x1.7) for 20 minutes every 50"
+                    .to_owned();
+                s.hours = 5.0;
+                s.clusters[2].pool_gpus = 48;
+                s.shortages.push(Shortage {
+                    region: "us-east-1".into(),
+                    start_min: 50.0,
+                    end_min: 240.0,
+                });
+                for k in 0..4 {
+                    let start = 60.0 + 50.0 * f64::from(k);
+                    s.bursts.push(Burst {
+                        region: "us-east-1".into(),
+                        start_min: start,
+                        end_min: start + 20.0,
+                        factor: 1.7,
+                    });
+                }
+                s
+            }
+            "fleet-16" => {
+                let mut s = base;
+                s.about = "sixteen members in four regions, a calm diurnal day (the speed \
+                           check)"
+                    .to_owned();
+                s.hours = 24.0;
+                s.start_hour_utc = 0.0;
+                let regions = [
+                    ("us-east-1", 5.0),
+                    ("us-west-2", 8.0),
+                    ("eu-west-1", 0.0),
+                    ("ap-south-1", -5.5),
+                ];
+                s.clusters = (0..16u32)
+                    .map(|i| {
+                        let (region, offset) = regions[(i % 4) as usize];
+                        let weight = if i < 4 { 7 } else { 6 };
+                        cluster(&format!("m{i:02}"), region, offset, 8.0, weight)
+                    })
+                    .collect();
                 s
             }
             other => {
@@ -402,6 +449,12 @@ mod tests {
             e.starts_with("--scenario: unknown scenario \"nope\""),
             "{e}"
         );
+    }
+
+    #[test]
+    fn a_burst_train_s_windows_stay_apart_within_its_shortage() {
+        let s = Scenario::preset("burst-train").unwrap();
+        assert_eq!(s.event_windows(), vec![(50.0, 240.0)]);
     }
 
     #[test]
