@@ -34,6 +34,10 @@ struct Args {
     /// scenario's.
     #[arg(long)]
     policy: Option<PathBuf>,
+    /// Run only this caretaker (plumb, none, static or naive); repeat for several. Default:
+    /// all four.
+    #[arg(long)]
+    caretaker: Vec<String>,
     /// Instead of the four caretakers: Plumb alone over the values of one setting (after,
     /// earlyAfter, cooldown, calmFor, stepPercent or placement), beside no hub.
     #[arg(long)]
@@ -124,7 +128,23 @@ fn main_inner(args: &Args) -> Result<Option<String>, String> {
         print!("{}", sweep::table(&result));
         return Ok(None);
     }
-    let outcomes: Vec<_> = Kind::ALL.iter().map(|&k| run(&setup, k)).collect();
+    let mut kinds = Vec::new();
+    for name in &args.caretaker {
+        let kind = Kind::ALL
+            .into_iter()
+            .find(|k| k.name() == name)
+            .ok_or_else(|| {
+                format!("--caretaker: unknown caretaker {name:?} (plumb, none, static, naive)")
+            })?;
+        if !kinds.contains(&kind) {
+            kinds.push(kind);
+        }
+    }
+    if kinds.is_empty() {
+        kinds = Kind::ALL.to_vec();
+    }
+    kinds.sort();
+    let outcomes: Vec<_> = kinds.iter().map(|&k| run(&setup, k)).collect();
     report::write_all(&args.out, &scenario, &policy, &outcomes)?;
     print!("{}", report::table(&scenario, args.seed, hours, &outcomes));
     Ok(None)
