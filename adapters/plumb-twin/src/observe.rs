@@ -235,3 +235,84 @@ pub fn samples(signals: &Signals, sampled: Timestamp) -> SignalSamples {
         metrics: BTreeMap::new(),
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::rng::Rng;
+    use crate::scenario::Scenario;
+
+    /// The real member report over the twin's observation of a cluster short of capacity:
+    /// its pending replicas are unschedulable and needed, three failed launches void its
+    /// NodePool room, its static nodes are full, its region and signals come through.
+    #[test]
+    fn the_member_report_reads_the_simulated_cluster() {
+        let s = Scenario::preset("regional-shortage").unwrap();
+        let policy = s.policy();
+        let model = &s.model;
+        let mut c = Cluster::new(s.clusters[0].clone(), model, 4, Rng::stream(1, "t"));
+        c.resize(6);
+        for t in 0..400 {
+            c.tick(f64::from(t), model, true);
+        }
+        assert!(c.failures.len() >= 3);
+        let start = Timestamp::from_unix_secs(1_796_083_200);
+        let now = start.plus(std::time::Duration::from_secs(400));
+        let obs = observation(&c, model, start);
+        let signals = Signals {
+            demand: 9.0,
+            pressure: 3.0,
+            latency: 4.0,
+            error_rate: 0.0,
+            sampled_at: 390,
+        };
+        let out = plumb_core::member::report(
+            &obs,
+            &policy.spec,
+            "east-a",
+            &samples(&signals, now),
+            None,
+            now,
+        );
+        assert_eq!(out.ready.status, "True", "{:?}", out.ready);
+        let r = out.report.unwrap();
+        assert_eq!((r.desired_replicas, r.ready_replicas), (6, 4));
+        assert_eq!(r.unschedulable_replicas, 2);
+        // 2 unschedulable + ceil(9 / 2) - 6 = 0 from demand; over the latency SLO: at least step
+        assert_eq!(r.needed_replicas, 2);
+        assert!(r.recent_launch_failures >= 3);
+        assert_eq!(r.dynamic_room, 0, "recurring launch failures void it");
+        assert_eq!(r.static_room, 0, "two static nodes hold four replicas");
+        assert_eq!(r.region.as_deref(), Some("us-east-1"));
+        assert_eq!(r.pressure.map(|p| p.value), Some(3.0));
+        assert_eq!(
+            r.spec_hash,
+            plumb_model::hash::member_spec_hash(&policy.spec, Some(NAMESPACE), "east-a")
+        );
+    }
+
+    /// A calm cluster with NodePool headroom: nothing needed, room in replicas under the
+    /// pool's GPU limit and `maxReplicas`.
+    #[test]
+    fn a_calm_cluster_reports_its_pool_headroom() {
+        let s = Scenario::preset("calm-diurnal").unwrap();
+        let policy = s.policy();
+        let model = &s.model;
+        let c = Cluster::new(s.clusters[0].clone(), model, 4, Rng::stream(1, "t"));
+        let start = Timestamp::from_unix_secs(1_796_083_200);
+        let obs = observation(&c, model, start);
+        let out = plumb_core::member::report(
+            &obs,
+            &policy.spec,
+            "east-a",
+            &samples(&Signals::default(), start),
+            None,
+            start,
+        );
+        let r = out.report.unwrap();
+        assert_eq!(r.needed_replicas, 0);
+        assert_eq!(r.recent_launch_failures, 0);
+        // 32 GPUs of NodePool at 4 per replica: 8, within maxReplicas 16 - 4 desired
+        assert_eq!(r.dynamic_room, 8);
+    }
+}
