@@ -25,7 +25,7 @@ impl Simulator for Refusing {
 }
 
 fn pass(snap: &ClusterSnapshot, config: &Config, helper_threads: bool) -> PassOutput {
-    let runtime = RuntimeOptions::execute("alfred").with_helper_threads(helper_threads);
+    let runtime = RuntimeOptions::with_executor("alfred").with_helper_threads(helper_threads);
     let guard = GuardObservation::assumed_installed("ome", "alfred");
     let mut caretaker = Caretaker::new(runtime, DerivedUuids::new([9; 32]));
     let reading = Reading::new(snap, config, snap.observed_at).guard(&guard);

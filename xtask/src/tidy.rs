@@ -25,7 +25,7 @@
 //!   (`EVALUATION.md` and its archive, a record of the past, aside), and every page's relative
 //!   links resolve.
 //! - ARCHITECTURE.md's driving-loop listing (its first ```rust block) is, line for line, the
-//!   marked loop of `adapters/alfred-kube/examples/driving_loop.rs`, which the test command
+//!   marked loop of `crates/alfred-dispatch/examples/driving_loop.rs`, which the test command
 //!   compiles and runs.
 //! - README.md, ARCHITECTURE.md, `docs/` and `.ci/run` do not narrate history ("now that …",
 //!   "before this change", "in the first evaluation"); that lives in git and `EVALUATION.md`.
@@ -1532,7 +1532,7 @@ pub(crate) fn metric_name_violations(root: &Path) -> Result<Vec<String>> {
 
 /// The page whose driving loop is compiled code, and the example that compiles it.
 const DRIVING_LOOP_PAGE: &str = "ARCHITECTURE.md";
-const DRIVING_LOOP_EXAMPLE: &str = "adapters/alfred-kube/examples/driving_loop.rs";
+const DRIVING_LOOP_EXAMPLE: &str = "crates/alfred-dispatch/examples/driving_loop.rs";
 
 /// The page's first ```rust block.
 fn first_rust_block(page: &str) -> Option<Vec<&str>> {

@@ -41,7 +41,7 @@ use std::sync::Mutex;
 use std::sync::mpsc;
 use std::time::{Duration, Instant};
 
-use alfred_dispatch::wire_sim::unavailable;
+use alfred_dispatch::unavailable;
 use alfred_dispatch::{MoveSimulation, SimulationOutcome, Simulator};
 use alfred_model::config::Config;
 use alfred_model::reason::SchedulingReason;

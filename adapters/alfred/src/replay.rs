@@ -146,7 +146,7 @@ fn run(args: &ReplayArgs) -> Result<String, Failure> {
         }
         Inputs::Objects(objects) => {
             let now = explicit_now.unwrap_or_else(wall_clock);
-            let settings = ObserveSettings::from_config(&config, runtime.executor_available());
+            let settings = ObserveSettings::new(&config, &runtime);
             objects.observe(&settings, now).snapshot
         }
     };

@@ -16,6 +16,7 @@ use crate::settings::{ArbiterSettings, HOURLY_WINDOW, minutes};
 
 /// The result of one arbitration.
 #[derive(Debug, Clone, PartialEq, Default)]
+#[non_exhaustive]
 pub struct Arbitration {
     /// One slot per input candidate, at its input index: `None` for advice (a
     /// non-executable candidate never reaches the arbiter and spends no budget), else the

@@ -58,6 +58,8 @@
 //! assert!(arbitration.order.is_empty());
 //! ```
 
+#![warn(missing_docs, unreachable_pub)]
+
 pub mod arbiter;
 pub mod breaker;
 pub use alfred_model::count;

@@ -18,7 +18,7 @@ use crate::journal::Journal;
 /// `(identity, createdAt)` of every journal entry: alfred's part of the hourly count, in
 /// the form [`started_migrations_within`] takes (the same as the derived ledger's
 /// `Ledger::created_at`).
-pub fn journal_created_at(journal: &Journal) -> Vec<(String, Timestamp)> {
+pub(crate) fn journal_created_at(journal: &Journal) -> Vec<(String, Timestamp)> {
     journal
         .entries
         .iter()
@@ -28,7 +28,7 @@ pub fn journal_created_at(journal: &Journal) -> Vec<(String, Timestamp)> {
 
 /// Whether `node` was used (as source or target) by one of alfred's entries within
 /// `perNodeCooldownMinutes` of its `completedAt` (else `createdAt`), except `skip_uuid`.
-pub fn node_cooling(
+pub(crate) fn node_cooling(
     journal: &Journal,
     node: &str,
     now: Timestamp,
@@ -43,7 +43,7 @@ pub fn node_cooling(
 /// Whether one of alfred's entries landed on `node` (as a target) within `window`, except
 /// `skip_uuid`: what of a node's cooldown a drain-plan step leaving that node still honours
 /// (docs/design-policies.md#drain-plans, as the arbiter's `Ledger::node_received`).
-pub fn node_received(
+pub(crate) fn node_received(
     journal: &Journal,
     node: &str,
     now: Timestamp,
@@ -59,7 +59,7 @@ pub fn node_received(
 /// `overlapSteps` lets such a step go beside them (docs/design-policies.md#overlapping-steps);
 /// empty otherwise: the option off, no plan step, a plan's first step, or a plan the journal
 /// does not hold as active.
-pub fn own_plan_requests(
+pub(crate) fn own_plan_requests(
     journal: &Journal,
     candidate: &Candidate,
     config: &Config,
@@ -82,7 +82,7 @@ pub fn own_plan_requests(
 
 /// [`node_cooling`] not counting the entries in `own` (a started plan's earlier steps, for
 /// its next step's targets: docs/design-policies.md#overlapping-steps).
-pub fn node_cooling_outside(
+pub(crate) fn node_cooling_outside(
     journal: &Journal,
     node: &str,
     now: Timestamp,
@@ -155,7 +155,7 @@ fn classify_rows(
 
 /// Runs the check for `candidate` against the (fresh) snapshot; `retry_uuid` names the
 /// entry being retried.
-pub fn check_budget(
+pub(crate) fn check_budget(
     candidate: &Candidate,
     snap: &ClusterSnapshot,
     journal: &Journal,

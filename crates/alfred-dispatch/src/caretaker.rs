@@ -112,6 +112,15 @@ pub struct Reading<'a> {
 
 impl<'a> Reading<'a> {
     /// A pass over `snapshot` with `config` at `now`.
+    ///
+    /// `now` and `snapshot.observed_at` are two different instants. `now` is the time of the
+    /// pass: the record's timestamp, ages, cooldowns, the hourly window, the dispatch deadline.
+    /// `observed_at` is when the objects were read. In execute mode a snapshot older than 30
+    /// seconds at `now`, stamped after `now`, or not stamped at all (the Unix epoch) withholds
+    /// every request (`ObservationStale`). So a live driver passes the time it starts the pass
+    /// with a snapshot stamped with the time its objects were read, from the same clock; a
+    /// replay of a recorded snapshot passes `snapshot.observed_at` itself (what `alfred
+    /// replay` does without `--now`). Recommend-only passes do not test the age.
     pub fn new(
         snapshot: impl Into<Held<'a, ClusterSnapshot>>,
         config: impl Into<Held<'a, Config>>,
@@ -187,8 +196,10 @@ impl<'a> Reading<'a> {
 ///    look, a simulation) until [`Step::Done`](crate::Step::Done), and [`Caretaker::finish`] it → the record,
 ///    the effects in order, the new durable state; [`Caretaker::pass`] does all three for
 ///    a driver whose answers come without waiting;
-/// 3. apply the effects in order, stopping at the first failed write (or, when that write
-///    is [`crate::Contingency::save_index`], applying its `then` instead), and tell the
+/// 3. apply the effects in order, stopping at the first failed dispatch write
+///    ([`Effect::is_dispatch_write`](alfred_model::effect::Effect::is_dispatch_write): the
+///    journal or the migration request; or, when that write is
+///    [`crate::Contingency::save_index`], applying its `then` instead), and tell the
 ///    caretaker each write's outcome with [`Caretaker::write_done`].
 ///
 /// The crate's front page shows it compiled.

@@ -532,7 +532,7 @@ pub trait OutcomeFacts {
 }
 
 /// [`OutcomeFacts`] from a snapshot and the journal as the last pass left it: each
-/// followed entry is reconciled against the snapshot ([`follow::reconcile_entry`], on a
+/// followed entry is reconciled against the snapshot (`reconcile_entry` of `src/follow.rs`, on a
 /// copy), so completions show at the next observation rather than the next pass; pods
 /// are looked up among the pending and the bound pods; pool scores are the core's.
 pub struct SnapshotFacts<'a> {

@@ -23,7 +23,7 @@ use crate::stages::Stages;
 
 /// A row in the making: a candidate and, when it reached the arbiter or the journal, its
 /// verdict.
-pub type Decision = (Candidate, Option<Verdict>);
+pub(crate) type Decision = (Candidate, Option<Verdict>);
 
 /// The circuit breaker is `alfred-arbiter`'s (docs/design.md#circuit-breaker): not durable, kept in
 /// the [`crate::Session`]; a new leader starts with [`Breaker::default`].
@@ -62,7 +62,7 @@ impl JournalSlot {
 }
 
 /// What the dispatch step reads.
-pub struct DispatchCtx<'a> {
+pub(crate) struct DispatchCtx<'a> {
     /// Stages (for the re-check).
     pub stages: &'a dyn Stages,
     /// The pass's snapshot.
@@ -127,7 +127,7 @@ impl<'a> DispatchCtx<'a> {
 
 /// The dispatch step's result.
 #[derive(Debug, Clone, PartialEq)]
-pub struct DispatchOutcome {
+pub(crate) struct DispatchOutcome {
     /// Rows in the making.
     pub decisions: Vec<Decision>,
     /// The journal to keep (unchanged unless written).
@@ -141,7 +141,7 @@ pub struct DispatchOutcome {
 }
 
 /// `executionEnabled` (docs/design-pass.md#when-execution-is-enabled), first failure wins.
-pub fn execution_enabled(ctx: &DispatchCtx<'_>) -> Result<(), DispatchReason> {
+pub(crate) fn execution_enabled(ctx: &DispatchCtx<'_>) -> Result<(), DispatchReason> {
     if !ctx.runtime.executor_available()
         || ctx.config.mode != Mode::Execute
         || !ctx.config.omenative_migration_enabled
@@ -171,7 +171,7 @@ fn withhold_all(decisions: &mut [Decision], r: DispatchReason) {
 }
 
 /// The candidate a journal entry stands for (docs/design-pass.md#journal-rows).
-pub fn entry_candidate(e: &Entry) -> Candidate {
+pub(crate) fn entry_candidate(e: &Entry) -> Candidate {
     let payload = RequestPayload::decode(&e.payload).ok();
     let (policy, reason, hints) = match &payload {
         Some(p) => (
@@ -213,7 +213,7 @@ pub fn entry_candidate(e: &Entry) -> Candidate {
 }
 
 /// Merges one entry into the rows (docs/design-pass.md#journal-rows).
-pub fn merge_entry(decisions: &mut Vec<Decision>, e: &Entry, counted: &CountedAdvice) {
+pub(crate) fn merge_entry(decisions: &mut Vec<Decision>, e: &Entry, counted: &CountedAdvice) {
     let c = entry_candidate(e);
     let verdict = Verdict {
         admitted: true,
@@ -241,7 +241,7 @@ fn write(j: &Journal, effects: &mut Vec<Effect>) -> Result<(), String> {
 
 /// What the dispatcher waits for.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Need {
+pub(crate) enum Need {
     /// The re-check's first look (docs/design-pass.md#pre-submit-re-check step 1), shared by
     /// the pass's later re-checks.
     FirstLook,
@@ -289,7 +289,7 @@ enum Work {
 /// through [`Dispatch::simulated`] and [`Dispatch::looked_again`]; [`Dispatch::finish`]
 /// gives the rows, the journal and the effects. Nothing here waits.
 #[derive(Debug)]
-pub struct Dispatch {
+pub(crate) struct Dispatch {
     decisions: Vec<Decision>,
     order: Vec<usize>,
     journal: Journal,
@@ -309,7 +309,7 @@ impl Dispatch {
     /// verdict (admitted ones start as `withheld/ExecutionDisabled`); `order` is the
     /// arbitration order (indices into `decisions`); `counted`, the advice rows the
     /// policies counted instead of proposing.
-    pub fn start(
+    pub(crate) fn start(
         ctx: &DispatchCtx<'_>,
         mut decisions: Vec<Decision>,
         order: Vec<usize>,
@@ -393,7 +393,7 @@ impl Dispatch {
     }
 
     /// Runs the work until it needs an answer from the driver or ends.
-    pub fn advance(&mut self, ctx: &DispatchCtx<'_>, breaker: &Breaker) -> Need {
+    pub(crate) fn advance(&mut self, ctx: &DispatchCtx<'_>, breaker: &Breaker) -> Need {
         loop {
             match std::mem::replace(&mut self.work, Work::Finished) {
                 Work::Finished => return Need::Nothing,
@@ -463,7 +463,7 @@ impl Dispatch {
     }
 
     /// The move whose simulation (step 10, against the first look) the re-check waits for.
-    pub fn prepared(&self) -> Option<&Prepared> {
+    pub(crate) fn prepared(&self) -> Option<&Prepared> {
         match &self.work {
             Work::Retry(_, Check::Simulating(p))
             | Work::Submit {
@@ -475,7 +475,7 @@ impl Dispatch {
     }
 
     /// The simulator's answer to the simulation of [`Dispatch::prepared`].
-    pub fn simulated(&mut self, outcome: SimulationOutcome) {
+    pub(crate) fn simulated(&mut self, outcome: SimulationOutcome) {
         self.map_check(|check| match check {
             Check::Simulating(p) => Check::Simulated(p, outcome),
             other => other,
@@ -483,7 +483,7 @@ impl Dispatch {
     }
 
     /// The second look the re-check asked for (`None`: it could not be made).
-    pub fn looked_again(&mut self, look: Option<Arc<ClusterSnapshot>>) {
+    pub(crate) fn looked_again(&mut self, look: Option<Arc<ClusterSnapshot>>) {
         self.map_check(|check| match check {
             Check::Looking(p, out) => Check::Looked(p, out, look),
             other => other,
@@ -492,7 +492,7 @@ impl Dispatch {
 
     /// Whether the re-check waits for a second look (so a look the driver hands over is
     /// that one, not the first).
-    pub fn wants_second_look(&self) -> bool {
+    pub(crate) fn wants_second_look(&self) -> bool {
         matches!(
             &self.work,
             Work::Retry(_, Check::Looking(..))
@@ -596,7 +596,7 @@ impl Dispatch {
 
     /// The rows, the journal to keep and the effects (docs/design-pass.md#dispatch-pass: the
     /// other admitted moves of a pass that submitted wait with `SerialDispatchLimit`).
-    pub fn finish(mut self) -> DispatchOutcome {
+    pub(crate) fn finish(mut self) -> DispatchOutcome {
         if let Some(done) = self.submitted {
             for (k, (_, v)) in self.decisions.iter_mut().enumerate() {
                 if k == done {
@@ -924,7 +924,8 @@ fn new_entry(uuid: &str, cleared: &Cleared, now: Timestamp) -> Result<Entry, Dis
 /// `attempt(e)` of docs/design-pass.md#dispatch-pass as effects: save the entry with `lastAttempt`
 /// and `SubmissionPrepared`, add the annotation (JSON Patch testing uid and
 /// resourceVersion), save the entry as `submitted/RequestSubmitted`. The adapter stops
-/// at the first failed write; the next pass learns the truth from the cluster.
+/// at the first failed dispatch write (`Effect::is_dispatch_write`); the next pass learns the
+/// truth from the cluster.
 fn attempt(
     ctx: &DispatchCtx<'_>,
     journal: &mut Journal,

@@ -28,7 +28,7 @@
 use std::collections::{BTreeMap, BTreeSet};
 use std::time::Duration;
 
-use alfred_model::config::{Config, DrainProtection};
+use alfred_model::config::Config;
 use alfred_model::effect::{Effect, Event, MetricChange, MetricUpdate, ObjectRef};
 use alfred_model::event::EventReason;
 use alfred_model::plan::{
@@ -52,7 +52,7 @@ const HANDOVER_DEADLINES: u32 = 2;
 
 /// The plans of one pass, as they change through it.
 #[derive(Debug, Clone, PartialEq, Default)]
-pub struct PlanBook {
+pub(crate) struct PlanBook {
     /// Every plan: the active ones and those ended within the retention.
     pub plans: Vec<PlanRecord>,
     /// Whether anything changed (the journal must be written).
@@ -77,7 +77,7 @@ pub struct PlanBook {
 }
 
 /// What [`PlanBook::review`] reads besides the plans.
-pub struct ReviewInput<'a> {
+pub(crate) struct ReviewInput<'a> {
     /// The pass's snapshot.
     pub snapshot: &'a ClusterSnapshot,
     /// The configuration.
@@ -96,7 +96,7 @@ pub struct ReviewInput<'a> {
 
 impl PlanBook {
     /// Step 1: ends what cannot go on, moves plans to hand-off, keeps the protection in place.
-    pub fn review(input: &ReviewInput<'_>) -> PlanBook {
+    pub(crate) fn review(input: &ReviewInput<'_>) -> PlanBook {
         let Some(journal) = input.journal else {
             return PlanBook {
                 now: Some(input.now),
@@ -145,7 +145,7 @@ impl PlanBook {
     }
 
     /// Ids of the active plans.
-    pub fn active(&self) -> impl Iterator<Item = &PlanRecord> {
+    pub(crate) fn active(&self) -> impl Iterator<Item = &PlanRecord> {
         self.plans.iter().filter(|p| p.active())
     }
 
@@ -154,7 +154,7 @@ impl PlanBook {
     /// is a refill only when a GPU pod landed on the node since the plan started. Otherwise
     /// what stays was there all along and was to move: a remaining step can no longer move
     /// (scaled, opted out, a new generation, rolling), and the plan ends `StepIneligible`.
-    pub fn block(
+    pub(crate) fn block(
         &mut self,
         blocked: &[(String, PlanEndReason)],
         snap: &ClusterSnapshot,
@@ -177,7 +177,7 @@ impl PlanBook {
     /// After dispatch: the phase of each plan that goes on, read again against `journal`,
     /// the journal as this pass's follow-up left it (a step it saw complete hands the node
     /// over now, not a pass later), with its protection kept to match.
-    pub fn settle(&mut self, snap: &ClusterSnapshot, journal: &Journal) {
+    pub(crate) fn settle(&mut self, snap: &ClusterSnapshot, journal: &Journal) {
         if self.frozen {
             return;
         }
@@ -208,7 +208,7 @@ impl PlanBook {
     /// reconcile it later in the pass ([`crate::follow::reconcile_entry`] at `now` with the
     /// acknowledgement timeout `ack`). An entry the journal still holds as acknowledged but
     /// whose migration the snapshot shows ended does not hold the next step back a pass.
-    pub fn hold_waiting_steps(
+    pub(crate) fn hold_waiting_steps(
         &self,
         candidates: &mut [Candidate],
         journal: &Journal,
@@ -258,7 +258,7 @@ impl PlanBook {
     /// nor starts a plan (anew, or for another request's move) without the budget check a new
     /// plan's step passes.
     #[allow(clippy::too_many_arguments)] // the pass's inputs, each read once
-    pub fn after_dispatch(
+    pub(crate) fn after_dispatch(
         &mut self,
         decisions: &[Decision],
         proposed: &[DrainPlan],
@@ -374,7 +374,7 @@ impl PlanBook {
     /// Step 4: the journal write (when a plan changed and `journal` is the journal to write),
     /// then the protection writes, Events and metrics. `pools` are the pools to report the
     /// active-plan gauge for.
-    pub fn finish(
+    pub(crate) fn finish(
         mut self,
         journal: Option<&Journal>,
         pools: &[String],
@@ -439,7 +439,7 @@ impl PlanBook {
 
     /// The record's view of the pass's plans: those proposed (new: `proposed`; active: their
     /// phase) and those that ended in it.
-    pub fn views(&self, proposed: &[DrainPlan], now: Timestamp) -> Vec<PlanView> {
+    pub(crate) fn views(&self, proposed: &[DrainPlan], now: Timestamp) -> Vec<PlanView> {
         let mut out: Vec<PlanView> = proposed
             .iter()
             .map(|p| {
@@ -1099,11 +1099,6 @@ fn plan_counter(pool: &str, outcome: &'static str, reason: &'static str) -> Effe
         ],
         change: MetricChange::Inc(1),
     })
-}
-
-/// The protection the configuration asks new plans for.
-pub fn protection(config: &Config) -> DrainProtection {
-    config.policies.defragmentation.drain_plans.protection
 }
 
 #[cfg(test)]

@@ -14,7 +14,7 @@ use crate::request::RequestPayload;
 
 /// The result of reconciling the journal.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct FollowReport {
+pub(crate) struct FollowReport {
     /// The reconciled journal.
     pub journal: Journal,
     /// Whether anything changed (the journal must be written).
@@ -37,7 +37,12 @@ fn truncate_secs(t: Timestamp) -> Timestamp {
 }
 
 /// Reconciles one non-terminal entry in place.
-pub fn reconcile_entry(e: &mut Entry, snap: &ClusterSnapshot, now: Timestamp, ack: Duration) {
+pub(crate) fn reconcile_entry(
+    e: &mut Entry,
+    snap: &ClusterSnapshot,
+    now: Timestamp,
+    ack: Duration,
+) {
     if e.phase.is_terminal() {
         return;
     }
@@ -172,7 +177,7 @@ fn annotation_matches(r: &alfred_model::snapshot::MigrationRequestObserved, payl
 
 /// Reconciles every non-terminal entry; an entry that changes **to** `failed` or `stalled`
 /// sets `backoffUntil = now + failureBackoff`.
-pub fn reconcile(
+pub(crate) fn reconcile(
     journal: &Journal,
     snap: &ClusterSnapshot,
     now: Timestamp,

@@ -33,7 +33,7 @@ use crate::journal::{Entry, Journal};
 use crate::request::RequestPayload;
 
 /// The GPUs `entry` claims per target node, derived from `snapshot` (module docs).
-pub fn derived_claims(entry: &Entry, snapshot: &ClusterSnapshot) -> Vec<NodeClaim> {
+pub(crate) fn derived_claims(entry: &Entry, snapshot: &ClusterSnapshot) -> Vec<NodeClaim> {
     if entry.targets.is_empty() {
         return Vec::new();
     }
@@ -75,7 +75,7 @@ pub fn derived_claims(entry: &Entry, snapshot: &ClusterSnapshot) -> Vec<NodeClai
 }
 
 /// The ledger record of one journal entry (module docs).
-pub fn record_of(entry: &Entry, snapshot: &ClusterSnapshot) -> DispatchRecord {
+pub(crate) fn record_of(entry: &Entry, snapshot: &ClusterSnapshot) -> DispatchRecord {
     let reason = RequestPayload::decode(&entry.payload)
         .map(|p| p.reason)
         .unwrap_or(RowReason::Fragmentation);
@@ -101,7 +101,7 @@ pub fn record_of(entry: &Entry, snapshot: &ClusterSnapshot) -> DispatchRecord {
 }
 
 /// The arbiter's ledger: one record per journal entry, claims from `snapshot`.
-pub fn ledger_of(journal: &Journal, snapshot: &ClusterSnapshot) -> Ledger {
+pub(crate) fn ledger_of(journal: &Journal, snapshot: &ClusterSnapshot) -> Ledger {
     let mut ledger = Ledger::new();
     for e in &journal.entries {
         ledger.record(record_of(e, snapshot));

@@ -6,6 +6,15 @@
 //! Pure: no IO, no clock, no randomness, no hash collections. Time, UUIDs, the guard
 //! objects, the journal text and both snapshots are inputs; writes are [`Effect`]s.
 //!
+//! **Kubernetes types.** This crate uses none, but building a snapshot from Kubernetes objects
+//! does: `alfred-observe` takes k8s-openapi **0.29** types, and k8s-openapi compiles only with
+//! exactly one Kubernetes version feature chosen by the final binary. An embedder that reads
+//! its cluster with kube-rs depends on `k8s-openapi = { version = "0.29", features = ["v1_33"] }`
+//! (or another `v1_*` feature it supports: alfred reads fields present since 1.33), and on a
+//! kube release built on k8s-openapi 0.29 (kube 5); a second k8s-openapi version in the tree
+//! gives types that do not match. An embedder that builds snapshots in code
+//! (`ClusterSnapshot::builder`) needs no k8s-openapi at all.
+//!
 //! # Driving loop
 //!
 //! One [`Caretaker`] per leadership term carries what lives between passes (the breaker,
@@ -18,7 +27,8 @@
 //! use alfred_model::{ClusterSnapshot, Timestamp};
 //!
 //! let config = Config::builtin();                  // or Config::from_yaml(text)
-//! let runtime = RuntimeOptions::recommend_only();  // no executor, no flags to parse
+//! // No executor: rows are advisory (`OMENativeUnavailable`); see `with_executor`.
+//! let runtime = RuntimeOptions::recommend_only();
 //! let mut caretaker = Caretaker::new(runtime, DerivedUuids::new([7; 32]));
 //! let mut simulator = ModelSimulator::new(&config);
 //! let start = Timestamp::from_unix_secs(1_790_000_000);
@@ -35,11 +45,13 @@
 //! ```
 //!
 //! In execute mode the driver also hands over the journal and guard it read
-//! ([`Reading::state`], [`Reading::guard`]); when a write fails it stops there — except
+//! ([`Reading::state`], [`Reading::guard`]); when a dispatch write fails
+//! ([`Effect::is_dispatch_write`](alfred_model::effect::Effect::is_dispatch_write): the journal
+//! or the migration request) it stops there — except
 //! when the failed write is the journal save after the request ([`Contingency::save_index`]):
-//! then it applies [`Contingency::then`] instead of the rest. `alfred-kube`'s
+//! then it applies [`Contingency::then`] instead of the rest. This crate's
 //! `examples/embed.rs` drives two passes over a recorded cluster with a request followed
-//! to completion.
+//! to completion (`cargo run -p alfred-dispatch --example embed`).
 //!
 //! # A pass that never waits
 //!
@@ -61,7 +73,7 @@
 //! let now = Timestamp::from_unix_secs(1_790_000_000);
 //! let snapshot = Arc::new(ClusterSnapshot::builder(now).gpu_node("gpu-a", "H100", 8).build());
 //! let config = Arc::new(Config::builtin());
-//! let mut caretaker = Caretaker::new(RuntimeOptions::execute("ome-alfred"), DerivedUuids::new([1; 32]));
+//! let mut caretaker = Caretaker::new(RuntimeOptions::with_executor("ome-alfred"), DerivedUuids::new([1; 32]));
 //! let mut simulator = ModelSimulator::new(&*config);
 //! let mut run = caretaker.begin(Reading::new(snapshot.clone(), config, now).live());
 //! loop {
@@ -91,7 +103,7 @@
 //!   ([`Step::Look`]; `alfred run` answers with a new observation from uncached reads). The
 //!   capture of
 //!   scheduling inputs is the snapshot's nodes, pods, PodGroups and workloads
-//!   ([`recheck::same_scheduling_inputs`]); what lies outside it (the models' storage
+//!   (`same_scheduling_inputs` in `src/recheck.rs`); what lies outside it (the models' storage
 //!   constraints, the executor's state) can still change the arbiter's verdict, which
 //!   is `SafetyStateChanged`. `replay` and the twin read a frozen cluster (a reading that is
 //!   not live): it cannot change during a pass.
@@ -111,35 +123,39 @@
 //!
 //! [`Effect`]: alfred_model::effect::Effect
 
-pub mod budget;
-pub mod caretaker;
+#![warn(missing_docs, unreachable_pub)]
+
+mod budget;
+mod caretaker;
 pub mod decision_log;
-pub mod dispatch;
-pub mod drain;
-pub mod follow;
+mod dispatch;
+mod drain;
+mod follow;
 pub mod guard;
 pub mod journal;
-pub mod ledger;
-pub mod model_sim;
-pub mod pass;
-pub mod pass_report;
-pub mod recheck;
+mod ledger;
+mod model_sim;
+mod pass;
+mod pass_report;
+mod recheck;
 pub mod report;
 pub mod request;
-pub mod schedule;
+mod schedule;
 pub mod sim;
-pub mod stages;
-pub mod steps;
+mod stages;
+mod steps;
 mod strict_json;
-pub mod wire_sim;
+mod wire_sim;
 
-pub use caretaker::{Caretaker, DerivedUuids, Reading, UUIDS_PER_PASS, UuidSupply};
+pub use caretaker::{
+    Caretaker, DerivedUuids, Reading, UUIDS_PER_PASS, UuidSupply, format_v4, node_records_of_keys,
+};
 pub use dispatch::{Breaker, JournalSlot};
 pub use guard::GuardObservation;
 pub use journal::{Entry, Journal, JournalError, Phase};
 pub use model_sim::{ModelProfiles, ModelSimulator};
 pub use pass::{Contingency, DurableState, Explained, PassInput, PassOutput, Session, run_pass};
-pub use recheck::{FreshLooks, FreshObserver};
+pub use recheck::{CAPTURE_PROBLEM_KIND, FreshLooks, FreshObserver};
 pub use request::RequestPayload;
 #[cfg(any(test, feature = "testkit"))]
 pub use sim::ScriptedSimulator;
@@ -148,4 +164,4 @@ pub use sim::{MoveSimulation, SimulationOutcome, Simulator};
 pub use stages::ScriptedStages;
 pub use stages::{CoreStages, PoolGauge, Stages};
 pub use steps::{Held, PassRun, Step, drive};
-pub use wire_sim::{outcome_of, outcome_of_stdout, wire_request};
+pub use wire_sim::{outcome_of, outcome_of_stdout, unavailable, wire_request};

@@ -88,7 +88,7 @@ use crate::sim::{MoveSimulation, SimulationOutcome, SimulationPurpose, Simulator
 /// The hostname label the hints prefer.
 const HOSTNAME_LABEL: &str = "kubernetes.io/hostname";
 /// The weight of the hint preference (docs/design-pass.md#pre-submit-re-check).
-pub const HINT_WEIGHT: i32 = 50;
+pub(crate) const HINT_WEIGHT: i32 = 50;
 /// The label naming a pod's PodGroup (its gang).
 const POD_GROUP_LABEL: &str = "scheduling.x-k8s.io/pod-group";
 /// The PodGroup annotation naming its gang domain label (the OME chart's
@@ -97,7 +97,7 @@ const TOPOLOGY_KEY_ANNOTATION: &str = "ome.io/topology-key";
 /// The kubelet's default `maxPods`, for nodes whose allocatable omits `pods`.
 const DEFAULT_MAX_PODS: i64 = 110;
 /// The built-in OME scheduler name alfred-sim models with OMEGangPack.
-pub const OME_SCHEDULER_NAME: &str = "ome-scheduler";
+pub(crate) const OME_SCHEDULER_NAME: &str = "ome-scheduler";
 
 /// The profiles a [`ModelSimulator`] answers for: scheduler name → gang scheduling.
 #[derive(Debug, Clone, PartialEq, Eq)]

@@ -6,7 +6,6 @@ use std::collections::BTreeMap;
 
 use alfred_model::config::{Config, RuntimeOptions};
 use alfred_model::effect::Effect;
-use alfred_model::reason::DispatchReason;
 use alfred_model::record::{Candidate, LastCycle, NodeRecord, Verdict};
 use alfred_model::{ClusterSnapshot, Timestamp};
 use serde::{Deserialize, Serialize};
@@ -20,7 +19,7 @@ use crate::stages::{PoolGauge, Stages};
 use crate::steps::{Held, PassRun, RunInput, drive};
 
 /// Version of the [`DurableState`] document.
-pub const DURABLE_STATE_VERSION: &str = "alfred-state/v1";
+pub(crate) const DURABLE_STATE_VERSION: &str = "alfred-state/v1";
 
 /// What survives a pass and a change of leader (the file `alfred replay --state FILE`
 /// reads and writes; see `STATE.md`).
@@ -309,7 +308,7 @@ pub struct Contingency {
 }
 
 /// Runs one decision pass to its end, answering its questions synchronously: looks
-/// through `input.fresh`, simulations through `sim` (see [`crate::steps`] for the
+/// through `input.fresh`, simulations through `sim` (see [`PassRun`] and [`drive`] for the
 /// resumable form a driver that must not block uses).
 pub fn run_pass(
     input: &PassInput<'_>,
@@ -342,23 +341,4 @@ pub fn run_pass(
         Ok(out) => out,
         Err(_) => unreachable!("drive returns at Step::Done"),
     }
-}
-
-/// Whether a reason withholds every admitted move of the pass (docs/design-pass.md#dispatch-reasons
-/// "pass-wide").
-pub fn is_pass_wide(r: DispatchReason) -> bool {
-    use DispatchReason::*;
-    matches!(
-        r,
-        JournalUnavailable
-            | MultipleUnresolvedRequests
-            | UnresolvedRequest
-            | ExecutionDisabled
-            | InvalidCooldown
-            | ConfigurationChanged
-            | DispatchDeadline
-            | GuardUnavailable
-            | ObservationStale
-            | FailureBackoff
-    )
 }

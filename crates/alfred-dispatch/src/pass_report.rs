@@ -19,7 +19,7 @@ use crate::report::{self, RowsAs, Submissions};
 use crate::stages::PoolGauge;
 
 /// What the report reads besides the rows.
-pub struct PassReport<'a> {
+pub(crate) struct PassReport<'a> {
     /// The pass's snapshot.
     pub snapshot: &'a ClusterSnapshot,
     /// Configuration.
@@ -43,7 +43,7 @@ pub struct PassReport<'a> {
 }
 
 /// What the report produced besides its effects.
-pub struct Reported {
+pub(crate) struct Reported {
     /// `last-cycle.json`.
     pub record: LastCycle,
     /// The node records now.
@@ -53,7 +53,7 @@ pub struct Reported {
 }
 
 /// Appends the report's effects for `decisions` to `effects` (the pass's effects so far).
-pub fn report_pass(
+pub(crate) fn report_pass(
     r: &PassReport<'_>,
     decisions: &[Decision],
     effects: &mut Vec<Effect>,

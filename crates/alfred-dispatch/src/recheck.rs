@@ -52,7 +52,7 @@ const FINGERPRINT_FORMAT: &str = "alfred-fingerprint-v2";
 /// less what comes from their status (phase, readiness, start time): identity, node, owner,
 /// deletion, every label, the digest of the annotations and the scheduling part of the spec. `None`
 /// when the Instance is not in the snapshot.
-pub fn fingerprint(
+pub(crate) fn fingerprint(
     snap: &ClusterSnapshot,
     workload: &str,
     component: ComponentKind,
@@ -107,7 +107,7 @@ pub fn fingerprint(
 
 /// What a passing re-check yields.
 #[derive(Debug, Clone, PartialEq)]
-pub struct Cleared {
+pub(crate) struct Cleared {
     /// The fresh candidate, with the hints to write.
     pub candidate: Candidate,
     /// The InferenceService's UID and resourceVersion (the JSON Patch tests them).
@@ -167,7 +167,7 @@ pub trait FreshObserver {
 /// out is observation-only: the time of the observation, the executor's state, the
 /// models' storage constraints (from PVCs and PVs, which the scheduler simulation does
 /// not read) and the problems found while observing.
-pub fn same_scheduling_inputs(a: &ClusterSnapshot, b: &ClusterSnapshot) -> bool {
+pub(crate) fn same_scheduling_inputs(a: &ClusterSnapshot, b: &ClusterSnapshot) -> bool {
     a.nodes == b.nodes
         && a.pods == b.pods
         && a.pending_pods == b.pending_pods
@@ -184,14 +184,14 @@ pub fn same_scheduling_inputs(a: &ClusterSnapshot, b: &ClusterSnapshot) -> bool 
 /// (a pass with several admitted moves that fail the re-check ran them once per move).
 /// Any other look, and every fresh look a live driver hands over, runs the policies.
 #[derive(Debug, Clone)]
-pub struct Proposal {
+pub(crate) struct Proposal {
     evacuating: BTreeSet<String>,
     executable: Vec<Candidate>,
 }
 
 impl Proposal {
     /// The proposal `candidates` the policies made on the pass's own snapshot.
-    pub fn new(candidates: &[Candidate]) -> Proposal {
+    pub(crate) fn new(candidates: &[Candidate]) -> Proposal {
         Proposal {
             evacuating: alfred_arbiter::evacuating_nodes(candidates),
             executable: candidates
@@ -206,7 +206,7 @@ impl Proposal {
 }
 
 /// Everything a re-check reads.
-pub struct Recheck<'a> {
+pub(crate) struct Recheck<'a> {
     /// The stages (policies and arbiter run again).
     pub stages: &'a dyn Stages,
     /// The pass's own snapshot: a look that is this object reads [`Recheck::proposed`].
@@ -376,7 +376,7 @@ fn second_look(
 /// A move that passed the re-check's steps 1 to 9 on the first look: what step 10
 /// simulates and what steps 12 and 13 compare against.
 #[derive(Debug, Clone)]
-pub struct Prepared {
+pub(crate) struct Prepared {
     /// The candidate as the first look proposes it.
     candidate: Candidate,
     /// The hints to write (the entry's own on a retry).
@@ -393,7 +393,7 @@ pub struct Prepared {
 
 impl Prepared {
     /// Step 10's simulation request, against the first look `on`.
-    pub fn simulation<'s>(&self, on: &'s ClusterSnapshot) -> MoveSimulation<'s> {
+    pub(crate) fn simulation<'s>(&self, on: &'s ClusterSnapshot) -> MoveSimulation<'s> {
         let c = &self.candidate;
         MoveSimulation {
             request_id: self.request_id.clone(),
@@ -414,7 +414,7 @@ impl Prepared {
 /// Steps 2 to 9 of the re-check of `candidate` (`existing`: the prepared entry being
 /// retried) on the first look `fresh_snap` (step 1, taken by the caller): the move to
 /// simulate, or the reason it stops here.
-pub fn prepare(
+pub(crate) fn prepare(
     ctx: &Recheck<'_>,
     fresh_snap: &ClusterSnapshot,
     candidate: &Candidate,
@@ -495,7 +495,7 @@ fn retry_hints(e: &Entry) -> Result<Vec<String>, DispatchReason> {
 
 /// Steps 10 and 11 on the simulator's answer: it must be Feasible, and neither the first
 /// look nor the capture may be stale at the time the answer came (`ctx.time`).
-pub fn judge_simulation(
+pub(crate) fn judge_simulation(
     ctx: &Recheck<'_>,
     fresh_snap: &ClusterSnapshot,
     out: &SimulationOutcome,
@@ -514,7 +514,7 @@ pub fn judge_simulation(
 /// Steps 12 and 13 after a feasible, timely simulation. `second`: the second look, when
 /// the cluster can change during the pass (`None` for a frozen cluster, where the first
 /// look stands for it: same inputs, same verdicts, nothing to repeat).
-pub fn conclude(
+pub(crate) fn conclude(
     ctx: &Recheck<'_>,
     first: &ClusterSnapshot,
     second: Option<&ClusterSnapshot>,

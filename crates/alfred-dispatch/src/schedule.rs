@@ -11,13 +11,13 @@ use alfred_model::snapshot::DeploymentMode;
 use crate::sim::{MoveSimulation, ProfileIdentity, SimulationOutcome, SimulationPurpose};
 
 /// Most simulations per pass in recommend-only mode.
-pub const MAX_PREDICTIONS: usize = 8;
+pub(crate) const MAX_PREDICTIONS: usize = 8;
 /// Observations older than this are stale.
-pub const FRESHNESS_SECS: u64 = 30;
+pub(crate) const FRESHNESS_SECS: u64 = 30;
 
 /// A ready profile selection.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Selection {
+pub(crate) struct Selection {
     /// The profile.
     pub profile: ProfileIdentity,
     /// The Instance needs a gang.
@@ -43,7 +43,7 @@ fn scheduler_of(template: &serde_json::Value, fallback: &str) -> String {
 
 /// Selects the profile for a candidate (docs/design-pass.md#scheduling-gate steps 1–4). `Ok`
 /// carries the diagnostic `Unavailable/SimulationUnavailable` ("selected, not simulated yet").
-pub fn select_profile(
+pub(crate) fn select_profile(
     snap: &ClusterSnapshot,
     c: &Candidate,
     config: &Config,
@@ -138,7 +138,7 @@ pub fn select_profile(
 }
 
 /// Whether an observation is fresh at `now`: non-zero, not in the future, ≤ 30 s old.
-pub fn fresh(observed_at: Timestamp, now: Timestamp) -> bool {
+pub(crate) fn fresh(observed_at: Timestamp, now: Timestamp) -> bool {
     observed_at != Timestamp::EPOCH
         && observed_at <= now
         && now.since(observed_at).as_secs_f64() <= FRESHNESS_SECS as f64
@@ -147,7 +147,7 @@ pub fn fresh(observed_at: Timestamp, now: Timestamp) -> bool {
 /// One prediction the pass asks for (docs/design-pass.md#prediction-stage): the candidate it
 /// is for and the move to simulate, less the snapshot (the pass's own).
 #[derive(Debug, Clone)]
-pub struct Prediction {
+pub(crate) struct Prediction {
     /// Index of the candidate.
     pub index: usize,
     /// `recommendation-<snapshot>-<index>`.
@@ -163,7 +163,7 @@ pub struct Prediction {
 
 impl Prediction {
     /// The simulation request, against the pass's snapshot `snap`.
-    pub fn simulation<'s>(&self, snap: &'s ClusterSnapshot) -> MoveSimulation<'s> {
+    pub(crate) fn simulation<'s>(&self, snap: &'s ClusterSnapshot) -> MoveSimulation<'s> {
         MoveSimulation {
             request_id: self.request_id.clone(),
             purpose: SimulationPurpose::Prediction,
@@ -187,7 +187,7 @@ impl Prediction {
 /// into `scheduling.reason`. The answers do not change which moves are simulated, so the
 /// list is known before the first answer; each goes into its row through
 /// [`record_prediction`].
-pub fn gate_and_plan_predictions(
+pub(crate) fn gate_and_plan_predictions(
     candidates: &mut [Candidate],
     snap: &ClusterSnapshot,
     config: &Config,
@@ -228,7 +228,7 @@ pub fn gate_and_plan_predictions(
 }
 
 /// Writes the simulator's answer to `prediction` into its candidate's diagnostic.
-pub fn record_prediction(
+pub(crate) fn record_prediction(
     candidates: &mut [Candidate],
     prediction: &Prediction,
     out: SimulationOutcome,

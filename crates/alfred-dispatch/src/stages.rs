@@ -115,14 +115,14 @@ pub trait Stages {
 ///   node-health findings first, then defragmentation rows, and the node markers;
 /// * `arbitrate`: [`alfred_arbiter::arbitrate`] (the re-check:
 ///   [`alfred_arbiter::arbitrate_one`]) with [`ArbiterSettings::from_config`], the
-///   session's breaker and the ledger derived from the journal ([`crate::ledger`],
+///   session's breaker and the ledger derived from the journal (`src/ledger.rs`,
 ///   docs/design.md#ledger).
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct CoreStages;
 
 /// The real arbiter on an [`ArbiterInput`] (used by [`CoreStages`] and the scripted
 /// stages).
-pub fn core_arbitrate(input: &ArbiterInput<'_>) -> Vec<(usize, Verdict)> {
+pub(crate) fn core_arbitrate(input: &ArbiterInput<'_>) -> Vec<(usize, Verdict)> {
     let ledger = ledger_of(input.journal, input.snapshot);
     let mut arb = alfred_arbiter::arbitrate(
         input.candidates,
@@ -146,7 +146,7 @@ pub fn core_arbitrate(input: &ArbiterInput<'_>) -> Vec<(usize, Verdict)> {
 /// The real arbiter's re-check of `input.candidates[0]` alone (see
 /// [`Stages::arbitrate_one`]). The journal in `input` must already exclude a retried
 /// entry (it then plays the part of `ledger.without(uuid)`).
-pub fn core_arbitrate_one(
+pub(crate) fn core_arbitrate_one(
     input: &ArbiterInput<'_>,
     evacuating: &BTreeSet<String>,
 ) -> Option<Verdict> {

@@ -69,7 +69,7 @@ impl<'de> Visitor<'de> for StrictVisitor {
 }
 
 /// Parses one JSON value; duplicate members (case-sensitive) and trailing data are errors.
-pub fn parse_strict(text: &str) -> Result<Value, serde_json::Error> {
+pub(crate) fn parse_strict(text: &str) -> Result<Value, serde_json::Error> {
     let mut de = serde_json::Deserializer::from_str(text);
     let Strict(v) = Strict::deserialize(&mut de)?;
     de.end()?;

@@ -2,8 +2,8 @@
 
 mod common;
 
+use alfred_dispatch::CAPTURE_PROBLEM_KIND;
 use alfred_dispatch::journal::Phase;
-use alfred_dispatch::recheck::CAPTURE_PROBLEM_KIND;
 use alfred_dispatch::{DurableState, JournalSlot, SimulationOutcome};
 use alfred_model::config::Mode;
 use alfred_model::effect::Effect;

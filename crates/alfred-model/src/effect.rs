@@ -1,7 +1,8 @@
 //! Effects: everything an adapter may do to the world, as data.
 //!
 //! A pass returns an ordered list; the adapter applies them in order, only while it
-//! holds the leader lease, and stops at the first write that fails (the durable
+//! holds the leader lease, and stops at the first dispatch write that fails
+//! ([`Effect::is_dispatch_write`]: the journal or the migration request; the durable
 //! journal makes the next pass pick up from whatever did land). alfred's only write to
 //! an InferenceService is adding one migration-request annotation
 //! (docs/design-pass.md#migration-request).
@@ -201,9 +202,10 @@ impl Effect {
         }
     }
 
-    /// Whether the effect is one of the dispatcher's writes (the journal or the migration
-    /// request): a driver stops applying at the first of them that fails, since the next
-    /// pass must learn from the cluster what landed.
+    /// The stop rule: whether the effect is one of the dispatcher's writes (the journal or the
+    /// migration request). A driver stops applying a pass's effects at the first of them that
+    /// fails, since the next pass must learn from the cluster what landed; any other failed
+    /// write (a ConfigMap, an Event, a node label) is reported and the pass goes on.
     pub fn is_dispatch_write(&self) -> bool {
         matches!(
             self,

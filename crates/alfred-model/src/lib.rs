@@ -27,7 +27,7 @@
 //! An embedder without Kubernetes objects builds its snapshot in code
 //! ([`ClusterSnapshot::builder`], documented defaults in [`build`]); with objects,
 //! `alfred-observe` builds it. Runtime options come from
-//! [`config::RuntimeOptions::recommend_only`] or [`config::RuntimeOptions::execute`], no
+//! [`config::RuntimeOptions::recommend_only`] or [`config::RuntimeOptions::with_executor`], no
 //! flag strings.
 
 pub mod build;

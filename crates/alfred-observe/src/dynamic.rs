@@ -28,7 +28,7 @@ pub(crate) struct Dyn<'a> {
 }
 
 impl<'a> Dyn<'a> {
-    pub fn new(kind: &'static str, value: &'a Value, problems: &mut Problems) -> Self {
+    pub(crate) fn new(kind: &'static str, value: &'a Value, problems: &mut Problems) -> Self {
         let m = value.get("metadata");
         let s = |k: &str| {
             m.and_then(|m| m.get(k))
@@ -86,7 +86,7 @@ impl<'a> Dyn<'a> {
         this
     }
 
-    pub fn problem(&self, problems: &mut Problems, field: &str, message: impl Into<String>) {
+    pub(crate) fn problem(&self, problems: &mut Problems, field: &str, message: impl Into<String>) {
         problems.add(
             self.meta.kind,
             &self.meta.namespace,
@@ -97,7 +97,7 @@ impl<'a> Dyn<'a> {
     }
 
     /// The value at a dotted path (`spec.engine.leader`); `None` when absent or null.
-    pub fn get(&self, path: &str) -> Option<&'a Value> {
+    pub(crate) fn get(&self, path: &str) -> Option<&'a Value> {
         let mut v = self.value;
         for part in path.split('.') {
             v = v.get(part)?;
@@ -105,7 +105,7 @@ impl<'a> Dyn<'a> {
         (!v.is_null()).then_some(v)
     }
 
-    pub fn str(&self, path: &str, problems: &mut Problems) -> Option<&'a str> {
+    pub(crate) fn str(&self, path: &str, problems: &mut Problems) -> Option<&'a str> {
         match self.get(path)? {
             Value::String(s) => Some(s.as_str()),
             other => {
@@ -115,7 +115,7 @@ impl<'a> Dyn<'a> {
         }
     }
 
-    pub fn int(&self, path: &str, problems: &mut Problems) -> Option<i64> {
+    pub(crate) fn int(&self, path: &str, problems: &mut Problems) -> Option<i64> {
         let v = self.get(path)?;
         match v.as_i64() {
             Some(i) => Some(i),
@@ -126,7 +126,7 @@ impl<'a> Dyn<'a> {
         }
     }
 
-    pub fn bool(&self, path: &str, problems: &mut Problems) -> Option<bool> {
+    pub(crate) fn bool(&self, path: &str, problems: &mut Problems) -> Option<bool> {
         match self.get(path)? {
             Value::Bool(b) => Some(*b),
             other => {
@@ -136,7 +136,7 @@ impl<'a> Dyn<'a> {
         }
     }
 
-    pub fn object(&self, path: &str, problems: &mut Problems) -> Option<&'a Value> {
+    pub(crate) fn object(&self, path: &str, problems: &mut Problems) -> Option<&'a Value> {
         let v = self.get(path)?;
         if v.is_object() {
             Some(v)
@@ -146,7 +146,7 @@ impl<'a> Dyn<'a> {
         }
     }
 
-    pub fn array(&self, path: &str, problems: &mut Problems) -> Option<&'a Vec<Value>> {
+    pub(crate) fn array(&self, path: &str, problems: &mut Problems) -> Option<&'a Vec<Value>> {
         match self.get(path)? {
             Value::Array(a) => Some(a),
             other => {
@@ -156,7 +156,11 @@ impl<'a> Dyn<'a> {
         }
     }
 
-    pub fn string_map(&self, path: &str, problems: &mut Problems) -> BTreeMap<String, String> {
+    pub(crate) fn string_map(
+        &self,
+        path: &str,
+        problems: &mut Problems,
+    ) -> BTreeMap<String, String> {
         let mut out = BTreeMap::new();
         let Some(obj) = self.object(path, problems) else {
             return out;

@@ -32,6 +32,8 @@
 //! # Ok::<(), Box<dyn std::error::Error>>(())
 //! ```
 
+#![warn(missing_docs, unreachable_pub)]
+
 mod dynamic;
 pub mod irstatus;
 pub mod models;
@@ -71,6 +73,7 @@ use crate::util::Problems;
 
 /// The result of one observation.
 #[derive(Debug, Clone, PartialEq)]
+#[non_exhaustive]
 pub struct Observation {
     /// The snapshot, normalised (every list sorted by its key), with its problems.
     pub snapshot: ClusterSnapshot,

@@ -12,11 +12,11 @@ use crate::quantity::{device_count, resource_units};
 use crate::util::{Problems, is_gpu_resource, k8s_time, string_map};
 
 /// Label naming a pod's InferenceService.
-pub const ISVC_LABEL: &str = "ome.io/inferenceservice";
+pub(crate) const ISVC_LABEL: &str = "ome.io/inferenceservice";
 /// Label naming a pod's component.
-pub const COMPONENT_LABEL: &str = "component";
+pub(crate) const COMPONENT_LABEL: &str = "component";
 /// OMENative management label.
-pub const MANAGED_BY_LABEL: &str = "ome.io/managed-by";
+pub(crate) const MANAGED_BY_LABEL: &str = "ome.io/managed-by";
 
 /// A pod as the builder sees it: the snapshot record plus facts used while building.
 #[derive(Debug, Clone)]

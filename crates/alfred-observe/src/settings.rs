@@ -2,7 +2,7 @@
 
 use std::collections::BTreeMap;
 
-use alfred_model::config::{Config, TriggerRule};
+use alfred_model::config::{Config, RuntimeOptions, TriggerRule};
 
 /// Exactly what the snapshot builder reads from alfred's configuration
 /// (docs/configuration.md#keys) and from the startup flags. A config reload means a new snapshot.
@@ -51,6 +51,14 @@ impl Default for ObserveSettings {
 }
 
 impl ObserveSettings {
+    /// The settings of a pass's configuration and runtime options together: the snapshot says
+    /// an executor is available exactly when `runtime` has one
+    /// ([`RuntimeOptions::with_executor`], `--migration-api-version v1`), so the snapshot and
+    /// the pass cannot disagree about it.
+    pub fn new(config: &Config, runtime: &RuntimeOptions) -> Self {
+        Self::from_config(config, runtime.executor_available())
+    }
+
     /// The settings of a loaded configuration plus the executor flag
     /// (`migration.apiVersion: v1`), with the built-in shape catalog.
     pub fn from_config(config: &Config, executor_available: bool) -> Self {

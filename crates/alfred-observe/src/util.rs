@@ -11,7 +11,7 @@ use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 pub(crate) struct Problems(pub Vec<ObjectProblem>);
 
 impl Problems {
-    pub fn add(
+    pub(crate) fn add(
         &mut self,
         kind: &str,
         namespace: &str,

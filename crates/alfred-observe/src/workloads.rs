@@ -52,12 +52,12 @@ pub(crate) struct Isvc<'a> {
 }
 
 impl Isvc<'_> {
-    pub fn has_engine(&self) -> bool {
+    pub(crate) fn has_engine(&self) -> bool {
         self.declared.contains_key(&ComponentKind::Engine)
     }
 
     /// docs/design-snapshot.md#workloads deployment mode, read from the InferenceService alone.
-    pub fn mode(&self, kind: ComponentKind) -> DeploymentMode {
+    pub(crate) fn mode(&self, kind: ComponentKind) -> DeploymentMode {
         if !self.has_engine() {
             return DeploymentMode::RawDeployment;
         }
@@ -77,7 +77,7 @@ impl Isvc<'_> {
         }
     }
 
-    pub fn declares_omenative(&self, kind: ComponentKind) -> bool {
+    pub(crate) fn declares_omenative(&self, kind: ComponentKind) -> bool {
         self.declared.contains_key(&kind) && self.mode(kind) == DeploymentMode::OMENative
     }
 }

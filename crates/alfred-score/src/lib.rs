@@ -71,6 +71,8 @@
 //! assert_eq!(eight.frag, 1.0, "every free GPU is unusable for an 8-GPU pod");
 //! ```
 
+#![warn(missing_docs, unreachable_pub)]
+
 mod bins;
 mod movable;
 mod repack;

@@ -21,6 +21,7 @@ use crate::repack::{Item, repack};
 /// `slots(s)` and `frag(s)` of one ladder size on the observed bins (docs/design-scoring.md).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
+#[non_exhaustive]
 pub struct SizeScore {
     /// Ladder size `s`.
     pub size: u32,
@@ -83,6 +84,7 @@ impl ThresholdCase {
 /// `pools`. Every fraction is in [0, 1].
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
+#[non_exhaustive]
 pub struct PoolScore {
     /// Pool key (docs/design-snapshot.md#pools).
     pub pool: String,
@@ -112,6 +114,7 @@ pub struct PoolScore {
 /// `alfred_cluster_fragmentation_score`.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
+#[non_exhaustive]
 pub struct ClusterScore {
     /// Max over pools of `PoolScore::score`.
     pub score: f64,

@@ -138,7 +138,7 @@ fn only_unapplied_request_writes_become_failed_requests() {
 #[test]
 fn after_a_failed_write_the_carried_journal_is_the_last_one_written() {
     let t = Timestamp::from_unix_secs(1_790_000_000);
-    let runtime = RuntimeOptions::execute("ome-alfred");
+    let runtime = RuntimeOptions::with_executor("ome-alfred");
     let mut c = Caretaker::new(runtime, DerivedUuids::new([5; 32]));
     let read = DurableState::default();
     // A pass over an empty cluster leaves the journal as read; pretend it wrote two

@@ -48,7 +48,7 @@ pub fn three_passes(
 ) {
     let start = cluster.observed_at;
     let runtime = if execute {
-        RuntimeOptions::execute("ome-alfred")
+        RuntimeOptions::with_executor("ome-alfred")
     } else {
         RuntimeOptions::recommend_only()
     };

@@ -251,20 +251,32 @@ impl RuntimeOptions {
         Ok(())
     }
 
-    /// Options for an embedder that only recommends: no executor, no simulation workers,
-    /// the documented defaults otherwise (ack timeout 2m, failure backoff 5m, simulation
-    /// timeout 10s, leader election on, one thread). The same as [`RuntimeOptions::default`],
-    /// named for what it means.
+    /// Options without a migration executor: no executor, no simulation workers, the
+    /// documented defaults otherwise (ack timeout 2m, failure backoff 5m, simulation timeout
+    /// 10s, leader election on, one thread). The same as [`RuntimeOptions::default`].
+    ///
+    /// What a pass without an executor can and cannot show: it observes, scores the pools,
+    /// runs node health and reports every row, but it can plan no OMENative move, since a move's
+    /// target exists only through the executor (docs/design-snapshot.md#executor-availability).
+    /// Every OMENative candidate's row is advisory with `OMENativeUnavailable` and no target,
+    /// scored 0; each pool's score is 0 with case `advisoryOnly` (what is reclaimable stays
+    /// unknown); `alfred_omenative_unavailable` is 1. An embedder that wants to see which
+    /// moves alfred would make, even with `mode: recommend-only` in its configuration (which
+    /// alone keeps requests from being written), uses [`RuntimeOptions::with_executor`].
     pub fn recommend_only() -> RuntimeOptions {
         RuntimeOptions::default()
     }
 
-    /// Options for an embedder that executes moves through OMENative's migration API `v1`,
-    /// writing as `service_account` (the migration guard's username), with a simulator
-    /// (the pre-submit simulation refuses every move without one); the other options at
-    /// [`RuntimeOptions::recommend_only`]'s defaults. [`RuntimeOptions::validate`] checks
-    /// the account's name.
-    pub fn execute(service_account: &str) -> RuntimeOptions {
+    /// Options with a migration executor configured: OMENative's migration API `v1`, requests
+    /// written as `service_account` (the migration guard's username), and a simulator (the
+    /// pre-submit simulation refuses every move without one); the other options at
+    /// [`RuntimeOptions::recommend_only`]'s defaults. [`RuntimeOptions::validate`] checks the
+    /// account's name.
+    ///
+    /// An executor being configured does not switch execution on: the configuration's `mode`
+    /// decides whether requests are written (`recommend-only` plans and prices moves and
+    /// writes none). `alfred run --migration-api-version v1` builds the same options.
+    pub fn with_executor(service_account: &str) -> RuntimeOptions {
         RuntimeOptions {
             migration_api_version: Some(MigrationApiVersion::V1),
             migration_service_account: service_account.into(),

@@ -38,7 +38,8 @@
 //! [`CONFLICT_RETRIES`] times; what the re-read shows decides again.
 //! * `Metric`: applied locally.
 //!
-//! A failed journal write or migration request stops the remaining writes of the pass (the
+//! A failed journal write or migration request (`Effect::is_dispatch_write`, the one stop rule)
+//! stops the remaining writes of the pass (the
 //! journal makes the next pass pick up from whatever landed). A failed Event or
 //! recommendations write is counted and logged, and the pass goes on. A 403 is reported
 //! (`alfred_effect_writes_total{outcome="forbidden"}` + an error log) and never retried.
@@ -452,11 +453,9 @@ impl Applier {
             tracing::warn!(effect = label, "test hook: frozen after this write");
             std::future::pending::<()>().await;
         }
-        let critical = matches!(
-            e,
-            Effect::WriteJournal { .. } | Effect::RequestMigration { .. }
-        );
-        let failed = critical && outcome != Outcome::Applied;
+        // The stop rule (`Effect::is_dispatch_write`): only a failed journal or request write
+        // stops the rest of the pass.
+        let failed = e.is_dispatch_write() && outcome != Outcome::Applied;
         if failed {
             tracing::warn!(
                 effect = label,

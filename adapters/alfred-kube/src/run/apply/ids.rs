@@ -10,7 +10,7 @@ pub fn uuid_v4() -> String {
     format_v4(b)
 }
 
-pub use alfred_dispatch::caretaker::format_v4;
+pub use alfred_dispatch::format_v4;
 
 #[cfg(test)]
 mod tests {

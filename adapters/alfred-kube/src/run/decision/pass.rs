@@ -106,7 +106,7 @@ pub fn guard_observation(policy: Option<&Value>, binding: Option<&Value>) -> Gua
 /// The stored node records (`node.<name>` keys; hashed keys cannot name their node and are
 /// left to the pass's stale-key cleanup).
 pub fn node_records(stored: &BTreeMap<String, String>) -> BTreeMap<String, NodeRecord> {
-    alfred_dispatch::caretaker::node_records_of_keys(stored)
+    alfred_dispatch::node_records_of_keys(stored)
 }
 
 /// While node health is disabled (docs/design-pass.md#node-records) the recommendations write

@@ -8,7 +8,7 @@
 //! the status row says `Completed`). The second pass follows the request to its end,
 //! from the journal the caretaker carried over.
 //!
-//! `cargo run -p alfred-kube --example embed` prints what happened; the test command runs
+//! `cargo run -p alfred-dispatch --example embed` prints what happened; the test command runs
 //! the same loop as a test (`cargo nextest run --workspace`).
 
 use std::error::Error;
@@ -44,10 +44,10 @@ fn operate(repository: &Path) -> Result<Story, Box<dyn Error>> {
     let objects =
         ClusterObjects::from_list_json(&read("fixtures/clusters/execute-move-pays.json")?)?;
     let start = Timestamp::parse_rfc3339("2026-11-29T08:00:00Z")?;
-    let settings = ObserveSettings::from_config(&config, true);
+    let runtime = RuntimeOptions::with_executor("ome-alfred");
+    let settings = ObserveSettings::new(&config, &runtime);
     let mut cluster = observe(&objects, &settings, start).snapshot;
 
-    let runtime = RuntimeOptions::execute("ome-alfred");
     runtime.validate()?;
     let mut caretaker = Caretaker::new(runtime, DerivedUuids::new([42; 32]));
     let guard = GuardObservation::assumed_installed("ome", "ome-alfred");

@@ -9,7 +9,7 @@
 //! `driving loop` markers are ARCHITECTURE.md's listing, character for character (tidy's
 //! `architecture_driving_loop_is_the_compiled_one` holds them together).
 //!
-//! `cargo run -p alfred-kube --example driving_loop`; the test command runs it as a test.
+//! `cargo run -p alfred-dispatch --example driving_loop`; the test command runs it as a test.
 
 use std::collections::BTreeMap;
 use std::error::Error;
@@ -79,14 +79,14 @@ fn operate(repository: &Path) -> Result<(Cluster, Vec<usize>), Box<dyn Error>> {
     let objects =
         ClusterObjects::from_list_json(&text("fixtures/clusters/execute-move-pays.json")?)?;
     let start = Timestamp::parse_rfc3339("2026-11-29T08:00:00Z")?;
-    let settings = ObserveSettings::from_config(&config, true);
+    let runtime = RuntimeOptions::with_executor("ome-alfred");
+    let settings = ObserveSettings::new(&config, &runtime);
     let mut cluster = Cluster {
         snapshot: observe(&objects, &settings, start).snapshot,
         journal: Some(Journal::empty().to_state_json()?), // an install's empty journal
         requests: Vec::new(),
         looks: 0,
     };
-    let runtime = RuntimeOptions::execute("ome-alfred");
     let mut simulator = ModelSimulator::new(&config);
     let pass_times = [start, start.plus_minutes(5)];
     let mut simulations = Vec::new();
