@@ -4,7 +4,7 @@ use std::collections::BTreeMap;
 
 use serde_json::Value;
 
-use crate::util::Problems;
+use crate::Problems;
 
 /// Identity and metadata of a dynamic object.
 #[derive(Debug, Clone, Default)]

@@ -44,7 +44,6 @@ pub mod quantity;
 pub mod selector;
 mod settings;
 pub mod stream;
-mod util;
 mod workloads;
 
 use std::borrow::Borrow;
@@ -58,18 +57,40 @@ use alfred_model::snapshot::{
 use k8s_openapi::api::core::v1 as k8s;
 
 pub use models::{base_model_label, cluster_base_model_label, model_label, truncate_with_hash};
+pub use nodes::is_gpu_resource;
 pub use nodes::{health, maintenance, pool_key};
 pub use objects::{ClusterObjects, LoadError, ObjectId};
 pub use pods::gpu_request;
 pub use settings::{
     InstanceTypeMap, MaintenanceTrigger, ObserveSettings, TriggerMatch, builtin_instance_types,
 };
-pub use util::is_gpu_resource;
 pub use workloads::MIGRATION_REQUEST_PREFIX;
 
 use crate::pods::{COMPONENT_LABEL, ISVC_LABEL, MANAGED_BY_LABEL, PodFacts};
 use crate::selector::{labels_match, selector_matches};
-use crate::util::Problems;
+
+/// Collects the problems of one build.
+#[derive(Debug, Default)]
+pub(crate) struct Problems(pub Vec<ObjectProblem>);
+
+impl Problems {
+    pub(crate) fn add(
+        &mut self,
+        kind: &str,
+        namespace: &str,
+        name: &str,
+        field: impl Into<String>,
+        message: impl Into<String>,
+    ) {
+        self.0.push(ObjectProblem {
+            kind: kind.to_owned(),
+            namespace: namespace.to_owned(),
+            name: name.to_owned(),
+            field: field.into(),
+            message: message.into(),
+        });
+    }
+}
 
 /// The result of one observation.
 #[derive(Debug, Clone, PartialEq)]

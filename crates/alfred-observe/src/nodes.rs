@@ -7,10 +7,11 @@ use std::collections::BTreeMap;
 use alfred_model::Timestamp;
 use alfred_model::snapshot::{HealthState, Maintenance, Node, NodeCondition, NodeHealth, Taint};
 use k8s_openapi::api::core::v1 as k8s;
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 
+use crate::Problems;
 use crate::quantity::{device_count, resource_units};
 use crate::settings::{ObserveSettings, TriggerMatch};
-use crate::util::{Problems, is_gpu_resource, k8s_time, string_map};
 
 const GPU_PRODUCT_LABEL: &str = "nvidia.com/gpu.product";
 const INSTANCE_TYPE_LABEL: &str = "node.kubernetes.io/instance-type";
@@ -244,4 +245,31 @@ pub fn maintenance(
         requested: !triggers.is_empty(),
         triggers,
     }
+}
+
+/// Go's zero `time.Time` (0001-01-01T00:00:00Z) in Unix seconds; at or before it a time is
+/// "zero".
+pub(crate) const GO_ZERO_UNIX_SECS: i64 = -62_135_596_800;
+
+/// A Kubernetes time as a [`Timestamp`]; `None` for the zero time.
+pub(crate) fn k8s_time(t: &Time) -> Option<Timestamp> {
+    let nanos = t.0.as_nanosecond();
+    let nanos = i64::try_from(nanos).unwrap_or(if nanos < 0 { i64::MIN } else { i64::MAX });
+    let ts = Timestamp::from_unix_nanos(nanos);
+    (ts.unix_secs() > GO_ZERO_UNIX_SECS).then_some(ts)
+}
+
+/// Whether a resource name counts as a GPU (docs/design-snapshot.md#gpu-resources).
+pub fn is_gpu_resource(name: &str) -> bool {
+    name == "nvidia.com/gpu"
+        || name == "amd.com/gpu"
+        || name.starts_with("nvidia.com/mig-")
+        || (name.starts_with("gpu.intel.com/")
+            && !name.contains("memory")
+            && !name.contains("millicores"))
+}
+
+/// Labels or annotations as a sorted map.
+pub(crate) fn string_map(m: Option<&BTreeMap<String, String>>) -> BTreeMap<String, String> {
+    m.cloned().unwrap_or_default()
 }

@@ -8,8 +8,9 @@ use alfred_model::shared::{Interner, Shared};
 use alfred_model::snapshot::{OwnerRef, Pod, PodPhase, PodScheduling};
 use k8s_openapi::api::core::v1 as k8s;
 
+use crate::Problems;
+use crate::nodes::{is_gpu_resource, k8s_time, string_map};
 use crate::quantity::{device_count, resource_units};
-use crate::util::{Problems, is_gpu_resource, k8s_time, string_map};
 
 /// Label naming a pod's InferenceService.
 pub(crate) const ISVC_LABEL: &str = "ome.io/inferenceservice";

@@ -13,11 +13,12 @@ use alfred_model::snapshot::{
 };
 use serde_json::Value;
 
+use crate::Problems;
 use crate::dynamic::Dyn;
 use crate::irstatus;
+use crate::nodes::GO_ZERO_UNIX_SECS;
 use crate::pods::{COMPONENT_LABEL, MANAGED_BY_LABEL, PodFacts};
 use crate::settings::ObserveSettings;
-use crate::util::{Problems, parse_go_int, parse_time};
 
 /// Prefix of migration-request annotation keys.
 pub const MIGRATION_REQUEST_PREFIX: &str = "ome.io/migration-request-v1-";
@@ -1112,4 +1113,39 @@ fn migration_state(
         state.invalid_reason = Some(invalid.join("; "));
     }
     state
+}
+
+/// A time string from a dynamic object: `None` when absent, null or zero; an error naming the
+/// value when it is not RFC 3339.
+pub(crate) fn parse_time(v: Option<&serde_json::Value>) -> Result<Option<Timestamp>, String> {
+    match v {
+        None | Some(serde_json::Value::Null) => Ok(None),
+        Some(serde_json::Value::String(s)) if s.is_empty() => Ok(None),
+        Some(serde_json::Value::String(s)) => match Timestamp::parse_rfc3339(s) {
+            Ok(t) if t.unix_secs() <= GO_ZERO_UNIX_SECS => Ok(None),
+            Ok(t) => Ok(Some(t)),
+            Err(e) => Err(e.to_string()),
+        },
+        Some(other) => Err(format!("expected an RFC 3339 string, got {other}")),
+    }
+}
+
+/// Go `strconv.ParseInt(s, 10, bits)`: optional sign, decimal digits only.
+pub(crate) fn parse_go_int(s: &str, bits: u32) -> Option<i64> {
+    let digits = s.strip_prefix(['+', '-']).unwrap_or(s);
+    if digits.is_empty() || !digits.bytes().all(|b| b.is_ascii_digit()) {
+        return None;
+    }
+    let v: i64 = s.strip_prefix('+').unwrap_or(s).parse().ok()?;
+    let max = if bits >= 64 {
+        i64::MAX
+    } else {
+        (1i64 << (bits - 1)) - 1
+    };
+    let min = if bits >= 64 {
+        i64::MIN
+    } else {
+        -(1i64 << (bits - 1))
+    };
+    (min..=max).contains(&v).then_some(v)
 }
