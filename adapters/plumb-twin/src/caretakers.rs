@@ -293,6 +293,40 @@ pub fn shares(parts: &[u32]) -> Vec<u32> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use plumb_model::Report;
+
+    fn report(now: Timestamp, needed: u32) -> Option<Report> {
+        Some(Report {
+            time: Some(now),
+            needed_replicas: needed,
+            ..Report::default()
+        })
+    }
+
+    #[test]
+    fn the_naive_shift_acts_at_once_and_undoes_at_once() {
+        let s = Scenario::preset("regional-shortage").unwrap();
+        let mut fleet = Fleet::new(&s, 1, true, 0.0);
+        let now = Timestamp::from_unix_secs(1_796_083_200);
+        fleet.reports = vec![report(now, 3), report(now, 0), report(now, 0)];
+        let mut naive = NaiveDriver::default();
+        assert!(naive.step(&s, &mut fleet, now).decided);
+        // the whole need goes to the first other member with headroom, at once
+        let east_b = fleet.clusters[1].desired;
+        assert_eq!(
+            fleet.intents[1].as_ref().map(|i| i.replicas),
+            Some(east_b + 3)
+        );
+        assert!(fleet.intents[0].is_none() && fleet.intents[2].is_none());
+        assert_eq!(fleet.weights.iter().sum::<u32>(), 100);
+        // nobody short: floors dropped and the Steady split back in the same step
+        fleet.reports = vec![report(now, 0), report(now, 0), report(now, 0)];
+        assert!(naive.step(&s, &mut fleet, now).decided);
+        assert!(fleet.intents.iter().all(Option::is_none));
+        assert_eq!(fleet.weights, vec![35, 35, 30]);
+        assert!(!naive.step(&s, &mut fleet, now).decided);
+        assert_eq!(naive.decisions, 2);
+    }
 
     #[test]
     fn shares_sum_to_100() {

@@ -193,7 +193,34 @@ pub fn plots(scenario: &Scenario, outcome: &Outcome) -> Vec<(String, String)> {
     ]
 }
 
-/// Writes `summary.json`, `decisions.jsonl`, the plots and the policy the members applied
+/// The per-minute series of one caretaker as CSV: the minute, then per cluster its ready
+/// replicas, floor, weight, requests/s received and TTFT p95 (empty: no request).
+pub fn minutes_csv(scenario: &Scenario, outcome: &Outcome) -> String {
+    let mut out = String::from("minute");
+    for c in &scenario.clusters {
+        let n = &c.name;
+        let _ = write!(
+            out,
+            ",{n}_ready,{n}_floor,{n}_weight,{n}_requests_per_s,{n}_ttft_p95_s"
+        );
+    }
+    out.push('\n');
+    for m in &outcome.minutes {
+        let _ = write!(out, "{}", m.minute);
+        for i in 0..scenario.clusters.len() {
+            let p95 = m.latency[i].map_or_else(String::new, |l| format!("{l:.3}"));
+            let _ = write!(
+                out,
+                ",{},{},{},{:.3},{p95}",
+                m.ready[i], m.floor[i], m.weight[i], m.load[i]
+            );
+        }
+        out.push('\n');
+    }
+    out
+}
+
+/// Writes `summary.json`, `decisions.jsonl`, the plots, the per-minute CSVs and the policy the members applied
 /// (`policy.json`, a starting point for `--policy`) into `dir` (created if missing).
 pub fn write_all(
     dir: &Path,
@@ -215,6 +242,10 @@ pub fn write_all(
         for (file, svg) in plots(scenario, o) {
             write(&file, &svg)?;
         }
+        write(
+            &format!("{}-minutes.csv", o.summary.caretaker),
+            &minutes_csv(scenario, o),
+        )?;
     }
     Ok(())
 }
