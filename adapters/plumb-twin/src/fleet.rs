@@ -236,3 +236,26 @@ mod tests {
         assert_eq!(slowdown(&s, "east-b", 31.0 * 60.0), 1.0);
     }
 }
+
+#[cfg(test)]
+mod proptests {
+    use proptest::prelude::*;
+
+    use super::*;
+    use crate::caretakers::shares;
+
+    proptest! {
+        /// Over any 100 consecutive requests the gateway sends each cluster exactly its share.
+        #[test]
+        fn the_gateway_splits_exactly_by_weight(parts in prop::collection::vec(0u32..50, 1..8)) {
+            let weights = shares(&parts);
+            prop_assert_eq!(weights.iter().sum::<u32>(), 100);
+            let mut g = Gateway::default();
+            let mut counts = vec![0u32; weights.len()];
+            for _ in 0..100 {
+                counts[g.pick(&weights).unwrap()] += 1;
+            }
+            prop_assert_eq!(counts, weights);
+        }
+    }
+}

@@ -324,3 +324,54 @@ mod tests {
         assert_eq!(dropped, 1);
     }
 }
+
+#[cfg(test)]
+mod proptests {
+    use proptest::prelude::*;
+
+    use super::*;
+
+    proptest! {
+        /// Every request is accounted for: once the queue has drained, each arrival either
+        /// started service (a TTFT recorded) or was dropped; nothing waits past the timeout.
+        #[test]
+        fn every_arrival_is_served_or_dropped(
+            offsets in prop::collection::vec((0u64..40, 0.0f64..1.0, 1u32..4000, 1u32..300), 0..200),
+            slots in 0u32..20,
+            limit in 0u32..50,
+        ) {
+            let svc = Service {
+                slots,
+                queue_limit: limit,
+                timeout: 30.0,
+                prefill_tokens_per_s: 8000.0,
+                seconds_per_token: 0.03,
+                slowdown: 1.0,
+            };
+            let mut by_second: Vec<Vec<Arrival>> = vec![Vec::new(); 40];
+            for (sec, frac, ctx, generated) in &offsets {
+                by_second[*sec as usize].push(Arrival {
+                    time: *sec as f64 + frac,
+                    context_tokens: *ctx,
+                    generated_tokens: *generated,
+                });
+            }
+            for list in &mut by_second {
+                list.sort_by(|a, b| a.time.total_cmp(&b.time));
+            }
+            let mut q = Queue::new();
+            let (mut arrived, mut started, mut dropped) = (0u64, 0u64, 0u64);
+            for t in 0..200u64 {
+                let list = by_second.get(t as usize).map_or(&[][..], Vec::as_slice);
+                let s = q.second(t, list, &svc);
+                arrived += u64::from(s.arrivals);
+                started += s.ttft.count();
+                dropped += u64::from(s.dropped);
+                prop_assert!(q.in_service() <= slots as usize);
+            }
+            prop_assert_eq!(q.waiting(), 0);
+            prop_assert_eq!(arrived, offsets.len() as u64);
+            prop_assert_eq!(started + dropped, arrived);
+        }
+    }
+}
