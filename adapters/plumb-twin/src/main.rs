@@ -146,6 +146,18 @@ fn main_inner(args: &Args) -> Result<Option<String>, String> {
     kinds.sort();
     let outcomes: Vec<_> = kinds.iter().map(|&k| run(&setup, k)).collect();
     report::write_all(&args.out, &scenario, &policy, &outcomes)?;
+    if let Some(path) = &args.policy {
+        let weights: Vec<String> = scenario
+            .clusters
+            .iter()
+            .map(|c| format!("{} {}", c.name, c.weight))
+            .collect();
+        println!(
+            "policy {} (Steady weights: {})",
+            path.display(),
+            weights.join(", ")
+        );
+    }
     print!("{}", report::table(&scenario, args.seed, hours, &outcomes));
     Ok(None)
 }
