@@ -184,7 +184,7 @@ fn bench(c: &mut Criterion) {
     }
     if let Some(start) = cpu_seconds() {
         let wall = wall_clock();
-        let runs = 5;
+        let runs = 20;
         for _ in 0..runs {
             black_box(report(&obs, &spec, "us-east", &samples, None, now));
         }

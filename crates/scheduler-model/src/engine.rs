@@ -14,9 +14,11 @@ use crate::outcome::{Cause, Decision, Failure};
 
 mod filter;
 mod fit;
+mod room;
 mod score;
 
 pub use fit::Checkpoint;
+pub use room::{RoomCluster, occupants};
 
 pub(crate) const MAX_NODE_SCORE: i64 = 100;
 
@@ -125,6 +127,11 @@ pub struct PreparedCluster {
     /// kube-scheduler holds on their nominated node against pods of equal or lower priority.
     /// Empty between simulations.
     held: Vec<Held>,
+    /// Per node, the class of its taints: nodes with equal taints share one, so a cycle
+    /// decides whether the pod tolerates them once per class.
+    taint_class: Vec<usize>,
+    /// How many taint classes there are.
+    taint_classes: usize,
 }
 
 /// A nominated pending pod's reservation on its nominated node.
@@ -197,6 +204,8 @@ struct Cycle {
     aff_counts: Vec<BTreeMap<String, i64>>,
     aff_any: bool,
     anti_counts: Vec<BTreeSet<String>>,
+    /// Per taint class, whether the pod tolerates its hard taints, once asked.
+    tolerated: Vec<std::cell::Cell<Option<bool>>>,
 }
 
 /// The cluster's nodes as the model holds them.
@@ -270,8 +279,9 @@ impl PreparedCluster {
         let mut res_index = BTreeMap::new();
         for n in &nodes {
             for r in n.alloc.keys() {
-                let next = res_index.len();
-                res_index.entry(r.clone()).or_insert(next);
+                if !res_index.contains_key(r) {
+                    res_index.insert(r.clone(), res_index.len());
+                }
             }
         }
         let state = nodes
@@ -303,9 +313,43 @@ impl PreparedCluster {
             pod_keys: BTreeSet::new(),
             pod_group_members: BTreeMap::new(),
             held: Vec::new(),
+            taint_class: Vec::new(),
+            taint_classes: 0,
         };
+        prepared.classify_taints();
         prepared.add_pods(cluster.pods, scheduler)?;
         Ok(prepared)
+    }
+
+    /// Gives every node the class of its taints (equal taints, one class). Nodes usually
+    /// share a few taint sets: each is compared with the last few classes found, and a set
+    /// none of them equals opens a class of its own (equal sets may then hold two classes,
+    /// which only costs a second evaluation).
+    fn classify_taints(&mut self) {
+        const RECENT: usize = 16;
+        let mut recent: Vec<(usize, usize)> = Vec::with_capacity(RECENT);
+        let mut classes = 0;
+        self.taint_class = self
+            .nodes
+            .iter()
+            .enumerate()
+            .map(|(i, n)| {
+                if let Some(&(_, c)) = recent
+                    .iter()
+                    .find(|&&(j, _)| self.nodes[j].taints == n.taints)
+                {
+                    return c;
+                }
+                let c = classes;
+                classes += 1;
+                if recent.len() == RECENT {
+                    recent.remove(0);
+                }
+                recent.push((i, c));
+                c
+            })
+            .collect();
+        self.taint_classes = classes;
     }
 
     /// The nodes sorted by name with their index; a node the model cannot hold stays as an

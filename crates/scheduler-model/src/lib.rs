@@ -18,13 +18,15 @@
 //!   [`PreparedCluster::simulate`]: a cluster converted once, against which many placements are
 //!   simulated; [`simulate`] does both for one placement;
 //! * [`PreparedCluster::place`] and [`PreparedCluster::count_fitting`]: room questions (place a
-//!   pod and keep it, count the copies that still fit on some nodes).
+//!   pod and keep it, count the copies that still fit on some nodes); [`RoomCluster`] answers
+//!   the same questions on a compact conversion, for pods that read no other pod's labels.
 
 pub mod clip;
 pub mod config;
 pub mod engine;
 mod gang;
 pub mod model;
+pub mod names;
 pub mod objects;
 pub mod outcome;
 pub mod plugins;
@@ -36,6 +38,7 @@ pub const DEFAULT_SCHEDULER_NAME: &str = "default-scheduler";
 pub use config::{ConfigError, Profile, load_config};
 pub use engine::{
     Checkpoint, ClusterView, InputError, MoveInput, Outcome, PodPlacement, PreparedCluster,
+    RoomCluster, occupants,
 };
 pub use gang::is_gpu_resource;
 pub use objects::Cluster;

@@ -883,3 +883,76 @@ pub fn node_affinity_matches(
             .is_none_or(|terms| terms.iter().any(|t| node_term_matches(t, node)))
         && added.is_none_or(|terms| terms.iter().any(|t| node_term_matches(t, node)))
 }
+
+/// What a bound pod adds to its node beside its requests when nothing reads its labels or
+/// terms: the non-zero cpu/memory scoring uses and its host ports, as [`pod_info`] computes
+/// them for a bound pod.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct BoundLoad {
+    pub nz_cpu: i64,
+    pub nz_mem: i64,
+    pub ports: Vec<(String, String, i32)>,
+}
+
+/// The load of a bound pod of the common shape, read without copying its labels or names:
+/// no pod (anti-)affinity or node affinity, no topology spread, no init containers,
+/// overhead, in-place resize or pod-level resources, every field one the model knows. Its
+/// effective requests go to `requests` (cleared first; one (resource, amount) per resource,
+/// the amounts [`pod_info`] gives). `None` for any other pod, and for one whose quantities do
+/// not parse: the caller converts it with [`pod_info`], which gives the same load or says
+/// what is wrong. `scratch` holds one container's requests, reused between calls.
+pub fn bound_load<'a>(
+    pod: &'a Pod,
+    requests: &mut Vec<(&'a str, i64)>,
+    scratch: &mut Vec<(&'a str, i64)>,
+) -> Option<BoundLoad> {
+    let spec = &pod.spec;
+    let plain = spec.resources.is_none()
+        && spec.affinity.is_none()
+        && spec.topology_spread_constraints.is_empty()
+        && spec.init_containers.is_empty()
+        && spec.overhead.is_empty()
+        && pod.status.container_statuses.iter().all(|s| {
+            s.allocated_resources.is_empty()
+                && s.resources.as_ref().is_none_or(|r| r.requests.is_empty())
+        })
+        && spec
+            .unknown
+            .keys()
+            .all(|k| HARMLESS_POD_SPEC_KEYS.contains(&k.as_str()))
+        && spec.tolerations.iter().all(|t| {
+            t.unknown.is_empty() && matches!(t.operator.as_str(), "" | "Equal" | "Exists")
+        });
+    if !plain {
+        return None;
+    }
+    requests.clear();
+    let mut load = BoundLoad::default();
+    for c in &spec.containers {
+        scratch.clear();
+        if let Some(r) = &c.resources {
+            if !r.unknown.is_empty() || !r.claims.is_empty() {
+                return None;
+            }
+            // A request overrides the limit of the same resource, as in `container_requests`.
+            for (name, q) in r.limits.iter().chain(&r.requests) {
+                let v = parse_resource_with(name, q, String::new).ok()?;
+                match scratch.iter_mut().find(|(n, _)| *n == name.as_str()) {
+                    Some((_, old)) => *old = v,
+                    None => scratch.push((name.as_str(), v)),
+                }
+            }
+        }
+        let of = |r: &str| scratch.iter().find(|(n, _)| *n == r).map(|(_, v)| *v);
+        load.nz_cpu += of("cpu").unwrap_or(DEFAULT_MILLI_CPU);
+        load.nz_mem += of("memory").unwrap_or(DEFAULT_MEMORY);
+        for &(name, v) in scratch.iter() {
+            match requests.iter_mut().find(|(n, _)| *n == name) {
+                Some((_, sum)) => *sum += v,
+                None => requests.push((name, v)),
+            }
+        }
+    }
+    load.ports = host_ports(pod);
+    Some(load)
+}

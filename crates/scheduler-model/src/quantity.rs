@@ -103,6 +103,9 @@ pub fn parse_resource_with(
     text: &str,
     field: impl FnOnce() -> String,
 ) -> Result<i64, QuantityError> {
+    if let Some(v) = plain_quantity(resource, text) {
+        return Ok(v);
+    }
     let field = std::cell::Cell::new(Some(field));
     let err = |why| QuantityError {
         field: field.take().map(|f| f()).unwrap_or_default(),
@@ -121,6 +124,38 @@ pub fn parse_resource_with(
     i64::try_from(units).map_err(|_| err("too large"))
 }
 
+/// The common forms (up to 15 digits with no suffix or `m`, `Ki`, `Mi`, `Gi`, `Ti`) in
+/// scheduler units without the general parser's 128-bit arithmetic, which dominates
+/// converting many pods: the same value, or `None` for any other form and for a value out of
+/// range (the general parser then answers, or says why not).
+fn plain_quantity(resource: &str, text: &str) -> Option<i64> {
+    let bytes = text.as_bytes();
+    let digits = bytes.iter().take_while(|c| c.is_ascii_digit()).count();
+    if digits == 0 || digits > 15 {
+        return None;
+    }
+    let mant = bytes[..digits]
+        .iter()
+        .fold(0i64, |m, c| m * 10 + i64::from(c - b'0'));
+    let shift = match &text[digits..] {
+        "m" if resource == "cpu" => return Some(mant),
+        // Milli-units rounded up to whole units.
+        "m" => return Some((mant + 999) / 1000),
+        "" => 0,
+        "Ki" => 10,
+        "Mi" => 20,
+        "Gi" => 30,
+        "Ti" => 40,
+        _ => return None,
+    };
+    let units = mant.checked_mul(1i64 << shift)?;
+    if resource == "cpu" {
+        units.checked_mul(1000)
+    } else {
+        Some(units)
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -136,6 +171,65 @@ mod tests {
         assert_eq!(parse_resource("nvidia.com/gpu", "8", "f"), Ok(8));
         assert_eq!(parse_resource("memory", "1m", "f"), Ok(1), "rounds up");
         assert_eq!(parse_resource("cpu", "1u", "f"), Ok(1), "rounds up");
+    }
+
+    /// The general parser alone, for comparing the common forms' shortcut with it.
+    fn general(resource: &str, text: &str) -> Option<i64> {
+        let milli = parse_milli(text).ok()?;
+        if milli < 0 {
+            return None;
+        }
+        let units = if resource == "cpu" {
+            milli
+        } else {
+            (milli + 999) / 1000
+        };
+        i64::try_from(units).ok()
+    }
+
+    #[test]
+    fn the_common_forms_shortcut_gives_the_general_parsers_value() {
+        let mut numbers: Vec<String> = (0..2000).map(|n| n.to_string()).collect();
+        numbers.extend(
+            [
+                "007",
+                "0000",
+                "999999999999999",
+                "1000000000000000",
+                "9223372",
+                "8796093",
+            ]
+            .map(String::from),
+        );
+        numbers.extend((0..16).map(|k| "9".repeat(k + 1)));
+        numbers.extend((0..16).map(|k| format!("1{}", "0".repeat(k))));
+        let suffixes = [
+            "", "m", "Ki", "Mi", "Gi", "Ti", "Pi", "k", "M", "G", "e3", "u", " ", "i",
+        ];
+        for resource in ["cpu", "memory", "nvidia.com/gpu"] {
+            for n in &numbers {
+                for suffix in suffixes {
+                    let text = format!("{n}{suffix}");
+                    if let Some(v) = plain_quantity(resource, &text) {
+                        assert_eq!(Some(v), general(resource, &text), "{resource} {text}");
+                    }
+                    assert_eq!(
+                        parse_resource(resource, &text, "f").ok(),
+                        general(resource, &text),
+                        "{resource} {text}"
+                    );
+                }
+            }
+        }
+        assert_eq!(plain_quantity("memory", "32Gi"), Some(32 << 30));
+        assert_eq!(plain_quantity("cpu", "250m"), Some(250));
+        assert_eq!(plain_quantity("memory", "1m"), Some(1));
+        assert_eq!(
+            plain_quantity("cpu", "1.5"),
+            None,
+            "the general parser reads it"
+        );
+        assert_eq!(plain_quantity("cpu", "+1"), None);
     }
 
     #[test]

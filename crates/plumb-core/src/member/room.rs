@@ -8,7 +8,7 @@ use std::collections::{BTreeMap, BTreeSet};
 
 use scheduler_model::objects::{Node, ObjectMeta, Pod};
 use scheduler_model::quantity::parse_resource;
-use scheduler_model::{ClusterView, PreparedCluster, Profile};
+use scheduler_model::{ClusterView, Profile, RoomCluster, occupants};
 use utc_time::Timestamp;
 
 use super::observation::{MemberObservation, NODEPOOL_LABEL, NodeClaim, NodePool, PodTemplate};
@@ -73,9 +73,16 @@ pub struct StaticRoom {
 
 /// The cluster converted once for the placement check. Every policy's report over the same
 /// observation can share it: each places its promised replicas, counts, and takes them back.
+/// The first conversion is compact (bound pods as their nodes' totals, see
+/// [`RoomCluster`]); a report that places or counts a pod with pod (anti-)affinity terms or
+/// topology spread constraints, which read other pods' labels, uses a full conversion, made
+/// on first need and kept too. Both answer alike wherever the compact one answers.
 #[derive(Debug, Default)]
 pub struct Occupancy {
-    prepared: Option<Result<PreparedCluster, String>>,
+    compact: Option<Result<RoomCluster, String>>,
+    full: Option<Result<RoomCluster, String>>,
+    /// Every report uses the full conversion (to compare the two in tests).
+    full_only: bool,
 }
 
 impl Occupancy {
@@ -84,26 +91,73 @@ impl Occupancy {
         Occupancy::default()
     }
 
-    /// The converted cluster, converting `observation` on first use (the same observation
-    /// every time: the conversion is kept).
-    fn prepared(
+    /// An occupancy whose reports always use the full conversion.
+    #[cfg(test)]
+    pub(crate) fn full_only() -> Occupancy {
+        Occupancy {
+            full_only: true,
+            ..Occupancy::default()
+        }
+    }
+
+    /// Whether a full conversion was made (the compact one did not answer for some pod).
+    #[cfg(test)]
+    pub(crate) fn converted_in_full(&self) -> bool {
+        self.full.is_some()
+    }
+
+    /// The conversion that answers for every pod of `pods`: the compact one when it does,
+    /// else the full one, converting `observation` on first use (the same observation every
+    /// time: conversions are kept).
+    fn for_pods(
         &mut self,
         observation: &MemberObservation,
-    ) -> Result<&mut PreparedCluster, String> {
-        let prepared = self.prepared.get_or_insert_with(|| {
-            let pods = occupancy(observation);
-            let view = ClusterView {
-                nodes: &observation.nodes,
-                pods: &pods,
-                namespaces: &observation.namespaces,
-                selector_objects: &[],
-                pod_groups: &[],
-            };
-            PreparedCluster::from_view(view, &Profile::default_scheduler().scheduler_name)
-                .map_err(|e| format!("staticRoom: {e}"))
-        });
-        prepared.as_mut().map_err(|e| e.clone())
+        pods: &[&Pod],
+    ) -> Result<&mut RoomCluster, String> {
+        let profile = Profile::default_scheduler();
+        let compact = !self.full_only && {
+            match self
+                .compact
+                .get_or_insert_with(|| convert_compact(observation))
+            {
+                Err(e) => return Err(e.clone()),
+                Ok(c) => pods.iter().all(|p| c.answers(&profile, p)),
+            }
+        };
+        let slot = if compact {
+            &mut self.compact
+        } else {
+            &mut self.full
+        };
+        slot.get_or_insert_with(|| convert_full(observation))
+            .as_mut()
+            .map_err(|e| e.clone())
     }
+}
+
+/// The observation's occupancy ([`occupancy`]) converted compactly when it can be.
+fn convert_compact(observation: &MemberObservation) -> Result<RoomCluster, String> {
+    RoomCluster::from_occupancy(
+        &observation.nodes,
+        &observation.namespaces,
+        observation.pods.iter().map(|p| &p.pod),
+        &Profile::default_scheduler().scheduler_name,
+    )
+    .map_err(|e| format!("staticRoom: {e}"))
+}
+
+/// The observation's occupancy ([`occupancy`]) converted in full.
+fn convert_full(observation: &MemberObservation) -> Result<RoomCluster, String> {
+    let pods = occupancy(observation);
+    let view = ClusterView {
+        nodes: &observation.nodes,
+        pods: &pods,
+        namespaces: &observation.namespaces,
+        selector_objects: &[],
+        pod_groups: &[],
+    };
+    RoomCluster::full(view, &Profile::default_scheduler().scheduler_name)
+        .map_err(|e| format!("staticRoom: {e}"))
 }
 
 /// Places the workload's own pending pods (replicas already wanted, which will take room
@@ -120,53 +174,62 @@ pub fn static_room(
     registered: &BTreeSet<String>,
     limit: u32,
 ) -> Result<StaticRoom, String> {
-    let prepared = occupancy.prepared(observation)?;
-    let mark = prepared.checkpoint();
-    let out = place_and_count(
-        prepared,
-        observation,
-        template,
-        own_pending,
-        registered,
-        limit,
-    );
-    prepared.rollback_to(mark);
+    let own: Vec<Pod> = own_pending
+        .iter()
+        .map(|p| {
+            let mut pod = (*p).clone();
+            pod.spec.scheduler_name.clear();
+            pod
+        })
+        .collect();
+    let mut promised: Vec<&super::observation::Promised> = observation.promised.iter().collect();
+    promised.sort_by(|a, b| a.policy.cmp(&b.policy));
+    let promised: Vec<Pod> = promised
+        .iter()
+        .flat_map(|p| {
+            (0..p.replicas).map(|i| {
+                let name = format!("{}-promised-{i}", p.policy.replace('/', "-"));
+                template_pod(&p.template, &p.namespace, &name)
+            })
+        })
+        .collect();
+    let all: Vec<&Pod> = own
+        .iter()
+        .chain(&promised)
+        .chain(std::iter::once(template))
+        .collect();
+    let cluster = occupancy.for_pods(observation, &all)?;
+    let mark = cluster.checkpoint();
+    let out = place_and_count(cluster, &own, promised, template, registered, limit);
+    cluster.rollback_to(mark);
     out
 }
 
 fn place_and_count(
-    prepared: &mut PreparedCluster,
-    observation: &MemberObservation,
+    cluster: &mut RoomCluster,
+    own: &[Pod],
+    promised: Vec<Pod>,
     template: &Pod,
-    own_pending: &[&Pod],
     registered: &BTreeSet<String>,
     limit: u32,
 ) -> Result<StaticRoom, String> {
     let profile = Profile::default_scheduler();
-    let place = |prepared: &mut PreparedCluster, pod: &Pod| {
-        prepared
+    let place = |cluster: &mut RoomCluster, pod: &Pod| {
+        cluster
             .place(&profile, pod)
             .map_err(|f| format!("staticRoom: {}", f.detail))
     };
-    for pod in own_pending {
-        let mut pod = (*pod).clone();
-        pod.spec.scheduler_name.clear();
-        place(prepared, &pod)?;
+    for pod in own {
+        place(cluster, pod)?;
     }
     let mut out = StaticRoom::default();
-    let mut promised: Vec<&super::observation::Promised> = observation.promised.iter().collect();
-    promised.sort_by(|a, b| a.policy.cmp(&b.policy));
-    for p in promised {
-        for i in 0..p.replicas {
-            let name = format!("{}-promised-{i}", p.policy.replace('/', "-"));
-            let pod = template_pod(&p.template, &p.namespace, &name);
-            match place(prepared, &pod)? {
-                Some(_) => out.promised_placed += 1,
-                None => out.promised_unplaced.push(pod),
-            }
+    for pod in promised {
+        match place(cluster, &pod)? {
+            Some(_) => out.promised_placed += 1,
+            None => out.promised_unplaced.push(pod),
         }
     }
-    out.replicas = prepared
+    out.replicas = cluster
         .count_fitting(&profile, template, registered, limit)
         .map_err(|f| format!("staticRoom: {}", f.detail))?;
     Ok(out)
@@ -176,23 +239,7 @@ fn place_and_count(
 /// from. Pending pods are left out: the workload's own are placed first, and the promised
 /// replicas stand for other policies' pending demand.
 fn occupancy(observation: &MemberObservation) -> Vec<&Pod> {
-    let names: BTreeSet<&str> = observation
-        .nodes
-        .iter()
-        .map(|n| n.metadata.name.as_str())
-        .collect();
-    let mut seen = BTreeSet::new();
-    observation
-        .pods
-        .iter()
-        .map(|p| &p.pod)
-        .filter(|p| {
-            !p.spec.node_name.is_empty()
-                && !p.is_terminal()
-                && names.contains(p.spec.node_name.as_str())
-                && seen.insert((p.metadata.namespace.as_str(), p.metadata.name.as_str()))
-        })
-        .collect()
+    occupants(&observation.nodes, observation.pods.iter().map(|p| &p.pod))
 }
 
 /// A pod of `template` named `name` in `namespace`, for the default scheduler.
@@ -336,3 +383,7 @@ fn limits_left(pool: &NodePool) -> Result<Option<BTreeMap<String, i64>>, String>
     }
     Ok(Some(left))
 }
+
+#[cfg(test)]
+#[path = "room_proptests.rs"]
+mod proptests;

@@ -131,7 +131,7 @@ impl PreparedCluster {
             .count() as i64
     }
 
-    fn constraints_for(&self, p: &PodInfo, profile: &Profile) -> Vec<Constraint> {
+    pub(super) fn constraints_for(&self, p: &PodInfo, profile: &Profile) -> Vec<Constraint> {
         let build = |c: &TopologySpreadConstraint, selector: LabelSelector, explicit: bool| {
             let mut selector = selector;
             for k in &c.match_label_keys {
@@ -289,6 +289,7 @@ impl PreparedCluster {
             aff_counts,
             aff_any,
             anti_counts,
+            tolerated: vec![std::cell::Cell::new(None); self.taint_classes],
         }
     }
 
@@ -323,7 +324,15 @@ impl PreparedCluster {
                             )
                         })
                 }
-                Filter::TaintToleration => hard_taints_tolerated(&p.tolerations, node),
+                Filter::TaintToleration => {
+                    // Equal taints, equal answer: asked once per taint class.
+                    let known = &cy.tolerated[self.taint_class[n]];
+                    known.get().unwrap_or_else(|| {
+                        let ok = hard_taints_tolerated(&p.tolerations, node);
+                        known.set(Some(ok));
+                        ok
+                    })
+                }
                 Filter::NodeAffinity => node_affinity_matches(p, profile.added_required(), node),
                 Filter::NodePorts => {
                     let used = &self.state[n].ports;

@@ -100,7 +100,7 @@ impl PreparedCluster {
     }
 
     /// The pod as the model holds it, or why the model cannot hold it or the cluster.
-    fn fit_info(&self, pod: &Pod) -> Result<PodInfo, Failure> {
+    pub(super) fn fit_info(&self, pod: &Pod) -> Result<PodInfo, Failure> {
         if let Some(f) = &self.unsupported {
             return Err(f.clone());
         }

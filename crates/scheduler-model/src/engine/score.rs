@@ -44,15 +44,19 @@ impl PreparedCluster {
             .iter()
             .filter(|t| t.effect.is_empty() || t.effect == "PreferNoSchedule")
             .collect();
+        // Equal taints, equal count: counted once per taint class.
+        let mut known: Vec<Option<i64>> = vec![None; self.taint_classes];
         let raw: Vec<i64> = feasible
             .iter()
             .map(|&n| {
-                self.nodes[n]
-                    .taints
-                    .iter()
-                    .filter(|t| t.effect == "PreferNoSchedule")
-                    .filter(|taint| !tols.iter().any(|t| tolerates(t, taint)))
-                    .count() as i64
+                *known[self.taint_class[n]].get_or_insert_with(|| {
+                    self.nodes[n]
+                        .taints
+                        .iter()
+                        .filter(|t| t.effect == "PreferNoSchedule")
+                        .filter(|taint| !tols.iter().any(|t| tolerates(t, taint)))
+                        .count() as i64
+                })
             })
             .collect();
         default_normalize(raw, true)
@@ -98,17 +102,27 @@ impl PreparedCluster {
     }
 
     fn score_fit(&self, p: &PodInfo, feasible: &[usize], profile: &Profile) -> Vec<i64> {
+        // Per scored resource, what does not depend on the node: its weight, the pod's
+        // request, its index, and which of the node's totals it reads.
+        let resources: Vec<(i64, i64, &str, Option<usize>)> = profile
+            .fit
+            .resources
+            .iter()
+            .map(|(r, w)| {
+                let pr = Self::pod_request_for_score(p, r, true);
+                (*w, pr, r.as_str(), self.scored_index(r, pr))
+            })
+            .collect();
         feasible
             .iter()
             .map(|&n| {
                 let s = &self.state[n];
                 let (mut sum, mut wsum) = (0i64, 0i64);
-                for (r, w) in &profile.fit.resources {
-                    let pr = Self::pod_request_for_score(p, r, true);
-                    let Some((i, alloc)) = self.scored_allocatable(s, r, pr) else {
+                for &(w, pr, r, i) in &resources {
+                    let Some((i, alloc)) = Self::scored_alloc(s, i) else {
                         continue;
                     };
-                    let used = match r.as_str() {
+                    let used = match r {
                         "cpu" => s.nz_cpu,
                         "memory" => s.nz_mem,
                         _ => s.requested[i],
@@ -131,14 +145,20 @@ impl PreparedCluster {
             .collect()
     }
 
-    /// Resource `r`'s index and node `s`'s allocatable of it, when it counts in a resource
-    /// score for a request of `pr`: not a scalar resource the pod does not ask for, and some
-    /// of it allocatable.
-    fn scored_allocatable(&self, s: &NodeState, r: &str, pr: i64) -> Option<(usize, i64)> {
+    /// Resource `r`'s index when it counts in a resource score for a request of `pr`: not a
+    /// scalar resource the pod does not ask for (`None`), else its index (`NO_RES` when no
+    /// node offers it).
+    fn scored_index(&self, r: &str, pr: i64) -> Option<usize> {
         if is_scalar(r) && pr == 0 {
             return None;
         }
-        let i = self.res(r);
+        Some(self.res(r))
+    }
+
+    /// The index [`Self::scored_index`] gave and node `s`'s allocatable of that resource,
+    /// when it counts: some of it allocatable.
+    fn scored_alloc(s: &NodeState, i: Option<usize>) -> Option<(usize, i64)> {
+        let i = i?;
         let alloc = if i == NO_RES { 0 } else { s.alloc[i] };
         (alloc != 0).then_some((i, alloc))
     }
@@ -156,15 +176,23 @@ impl PreparedCluster {
         {
             return None;
         }
+        let resources: Vec<(i64, Option<usize>)> = profile
+            .balanced_resources
+            .iter()
+            .map(|(r, _)| {
+                let pr = Self::pod_request_for_score(p, r, false);
+                (pr, self.scored_index(r, pr))
+            })
+            .collect();
+        let mut fractions = Vec::with_capacity(resources.len());
         Some(
             feasible
                 .iter()
                 .map(|&n| {
                     let s = &self.state[n];
-                    let mut fractions = Vec::new();
-                    for (r, _) in &profile.balanced_resources {
-                        let pr = Self::pod_request_for_score(p, r, false);
-                        let Some((i, alloc)) = self.scored_allocatable(s, r, pr) else {
+                    fractions.clear();
+                    for &(pr, i) in &resources {
+                        let Some((i, alloc)) = Self::scored_alloc(s, i) else {
                             continue;
                         };
                         let used = s.requested[i] + pr;
