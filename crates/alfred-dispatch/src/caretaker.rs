@@ -24,12 +24,12 @@ use alfred_model::{ClusterSnapshot, Timestamp};
 use sha2::{Digest, Sha256};
 
 use crate::dispatch::JournalSlot;
-use crate::guard::GuardObservation;
+use crate::dispatch::guard::GuardObservation;
+use crate::dispatch::recheck::FreshObserver;
+use crate::pass::stages::{CoreStages, Stages};
+use crate::pass::steps::{Held, PassRun, RunInput, drive};
 use crate::pass::{DurableState, PassOutput, Session};
-use crate::recheck::FreshObserver;
-use crate::sim::Simulator;
-use crate::stages::{CoreStages, Stages};
-use crate::steps::{Held, PassRun, RunInput, drive};
+use crate::simulation::sim::Simulator;
 
 /// UUIDs offered to every pass: a pass writes at most one request, and a few spares keep
 /// the supply's sequence independent of what the pass decided.

@@ -30,10 +30,11 @@ use outcome_checkpoints::{Checkpoint, STANDARD_SECONDS, Schedule};
 use serde::Serialize;
 use serde_json::{Value, json};
 
-use crate::journal::{Journal, Phase};
-use crate::sim::{MoveSimulation, SimulationOutcome, SimulationPurpose, Simulator};
-use crate::stages::{CoreStages, PoolGauge, Stages};
-use crate::{Explained, follow};
+use crate::Explained;
+use crate::dispatch::follow;
+use crate::dispatch::journal::{Journal, Phase};
+use crate::pass::stages::{CoreStages, PoolGauge, Stages};
+use crate::simulation::sim::{MoveSimulation, SimulationOutcome, SimulationPurpose, Simulator};
 
 /// Checkpoints of the outcome lines, in seconds after the decision (the shared
 /// [`Schedule::STANDARD`], as the signed seconds the lines carry).
@@ -532,7 +533,7 @@ pub trait OutcomeFacts {
 }
 
 /// [`OutcomeFacts`] from a snapshot and the journal as the last pass left it: each
-/// followed entry is reconciled against the snapshot (`reconcile_entry` of `src/follow.rs`, on a
+/// followed entry is reconciled against the snapshot (`reconcile_entry` of `src/dispatch/follow.rs`, on a
 /// copy), so completions show at the next observation rather than the next pass; pods
 /// are looked up among the pending and the bound pods; pool scores are the core's.
 pub struct SnapshotFacts<'a> {

@@ -103,7 +103,7 @@
 //!   ([`Step::Look`]; `alfred run` answers with a new observation from uncached reads). The
 //!   capture of
 //!   scheduling inputs is the snapshot's nodes, pods, PodGroups and workloads
-//!   (`same_scheduling_inputs` in `src/recheck.rs`); what lies outside it (the models' storage
+//!   (`same_scheduling_inputs` in `src/dispatch/recheck.rs`); what lies outside it (the models' storage
 //!   constraints, the executor's state) can still change the arbiter's verdict, which
 //!   is `SafetyStateChanged`. `replay` and the twin read a frozen cluster (a reading that is
 //!   not live): it cannot change during a pass.
@@ -125,43 +125,32 @@
 
 #![warn(missing_docs, unreachable_pub)]
 
-mod budget;
 mod caretaker;
 pub mod decision_log;
 mod dispatch;
-mod drain;
-mod follow;
-pub mod guard;
-pub mod journal;
-mod ledger;
-mod model_sim;
 mod pass;
-mod pass_report;
-mod recheck;
 pub mod report;
-pub mod request;
-mod schedule;
-pub mod sim;
-mod stages;
-mod steps;
+mod simulation;
 mod strict_json;
-mod wire_sim;
+
+pub use dispatch::{guard, journal, request};
+pub use simulation::sim;
 
 pub use caretaker::{
     Caretaker, DerivedUuids, Reading, UUIDS_PER_PASS, UuidSupply, format_v4, node_records_of_keys,
 };
+pub use dispatch::recheck::{CAPTURE_PROBLEM_KIND, FreshLooks, FreshObserver};
 pub use dispatch::{Breaker, JournalSlot};
 pub use guard::GuardObservation;
 pub use journal::{Entry, Journal, JournalError, Phase};
-pub use model_sim::{ModelProfiles, ModelSimulator};
+#[cfg(any(test, feature = "testkit"))]
+pub use pass::stages::ScriptedStages;
+pub use pass::stages::{CoreStages, PoolGauge, Stages};
+pub use pass::steps::{Held, PassRun, Step, drive};
 pub use pass::{Contingency, DurableState, Explained, PassInput, PassOutput, Session, run_pass};
-pub use recheck::{CAPTURE_PROBLEM_KIND, FreshLooks, FreshObserver};
 pub use request::RequestPayload;
 #[cfg(any(test, feature = "testkit"))]
 pub use sim::ScriptedSimulator;
 pub use sim::{MoveSimulation, SimulationOutcome, Simulator};
-#[cfg(any(test, feature = "testkit"))]
-pub use stages::ScriptedStages;
-pub use stages::{CoreStages, PoolGauge, Stages};
-pub use steps::{Held, PassRun, Step, drive};
-pub use wire_sim::{outcome_of, outcome_of_stdout, unavailable, wire_request};
+pub use simulation::model_sim::{ModelProfiles, ModelSimulator};
+pub use simulation::wire_sim::{outcome_of, outcome_of_stdout, unavailable, wire_request};

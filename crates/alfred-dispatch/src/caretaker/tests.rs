@@ -2,7 +2,7 @@
 //! carried state and what a failed write does to it.
 
 use super::*;
-use crate::journal::Journal;
+use crate::dispatch::journal::Journal;
 use alfred_model::effect::{MetricChange, MetricUpdate};
 
 #[test]

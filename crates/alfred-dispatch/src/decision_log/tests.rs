@@ -10,7 +10,7 @@ use alfred_model::snapshot::{
 };
 
 use super::*;
-use crate::sim::ProfileIdentity;
+use crate::simulation::sim::ProfileIdentity;
 
 const T0: i64 = 1_790_000_000;
 

@@ -29,7 +29,7 @@ use alfred_model::record::DispatchStatus;
 use alfred_model::snapshot::ComponentKind;
 use serde::{Deserialize, Serialize};
 
-use crate::request::{MAX_PAYLOAD_BYTES, is_canonical_uuid};
+use crate::dispatch::request::{MAX_PAYLOAD_BYTES, is_canonical_uuid};
 
 /// The only journal version.
 pub const JOURNAL_VERSION: &str = "v1";

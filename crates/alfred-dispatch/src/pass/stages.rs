@@ -18,8 +18,8 @@ use alfred_arbiter::{ArbiterSettings, Breaker};
 use alfred_policy::{PolicySettings, Proposal};
 use alfred_score::ScoreSettings;
 
-use crate::journal::Journal;
-use crate::ledger::ledger_of;
+use crate::dispatch::journal::Journal;
+use crate::dispatch::ledger::ledger_of;
 
 /// One pool's numbers, for the cluster gauges and `replay` (never in `last-cycle.json`,
 /// docs/design-pass.md#the-record).
@@ -115,7 +115,7 @@ pub trait Stages {
 ///   node-health findings first, then defragmentation rows, and the node markers;
 /// * `arbitrate`: [`alfred_arbiter::arbitrate`] (the re-check:
 ///   [`alfred_arbiter::arbitrate_one`]) with [`ArbiterSettings::from_config`], the
-///   session's breaker and the ledger derived from the journal (`src/ledger.rs`,
+///   session's breaker and the ledger derived from the journal (`src/dispatch/ledger.rs`,
 ///   docs/design.md#ledger).
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct CoreStages;

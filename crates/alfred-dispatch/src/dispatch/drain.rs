@@ -41,7 +41,7 @@ use alfred_model::snapshot::{HealthState, Node};
 use alfred_model::{ClusterSnapshot, Timestamp};
 
 use crate::dispatch::Decision;
-use crate::journal::{Journal, MAX_PLANS, Phase};
+use crate::dispatch::journal::{Journal, MAX_PLANS, Phase};
 
 /// How long an ended plan is kept.
 const ENDED_RETENTION: Duration = Duration::from_secs(24 * 3600);
@@ -205,7 +205,7 @@ impl PlanBook {
     ///
     /// In flight means unresolved after this pass's follow-up: each of the plan's entries in
     /// `journal` (as read) is reconciled against `snap` as the dispatcher's follow-up will
-    /// reconcile it later in the pass ([`crate::follow::reconcile_entry`] at `now` with the
+    /// reconcile it later in the pass ([`crate::dispatch::follow::reconcile_entry`] at `now` with the
     /// acknowledgement timeout `ack`). An entry the journal still holds as acknowledged but
     /// whose migration the snapshot shows ended does not hold the next step back a pass.
     pub(crate) fn hold_waiting_steps(
@@ -219,12 +219,12 @@ impl PlanBook {
             return;
         }
         let (snap, now, ack) = follow_up;
-        let unresolved_after_follow_up = |e: &crate::journal::Entry| {
+        let unresolved_after_follow_up = |e: &crate::dispatch::journal::Entry| {
             if e.phase.is_terminal() {
                 return false;
             }
             let mut followed = e.clone();
-            crate::follow::reconcile_entry(&mut followed, snap, now, ack);
+            crate::dispatch::follow::reconcile_entry(&mut followed, snap, now, ack);
             followed.is_unresolved()
         };
         for c in candidates.iter_mut() {

@@ -29,8 +29,8 @@ use alfred_arbiter::{DispatchRecord, Ledger, NodeClaim};
 use alfred_model::ClusterSnapshot;
 use alfred_model::reason::RowReason;
 
-use crate::journal::{Entry, Journal};
-use crate::request::RequestPayload;
+use crate::dispatch::journal::{Entry, Journal};
+use crate::dispatch::request::RequestPayload;
 
 /// The GPUs `entry` claims per target node, derived from `snapshot` (module docs).
 pub(crate) fn derived_claims(entry: &Entry, snapshot: &ClusterSnapshot) -> Vec<NodeClaim> {
@@ -118,7 +118,7 @@ pub(crate) fn ledger_of(journal: &Journal, snapshot: &ClusterSnapshot) -> Ledger
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::journal::{Phase, WorkloadRef};
+    use crate::dispatch::journal::{Phase, WorkloadRef};
     use alfred_model::Timestamp;
     use alfred_model::snapshot::{
         Component, ComponentKind, DeploymentMode, Instance, Pod, Workload,

@@ -24,7 +24,7 @@
 //!   `ome.io/topology-key` annotation; owner references to ReplicationControllers,
 //!   ReplicaSets and StatefulSets are dropped (the snapshot has no controller selectors,
 //!   so default spreading selects nothing either way). This keeps the copy within the
-//!   wire protocol's closure rules, so a worker request (`crate::wire_sim`) carries
+//!   wire protocol's closure rules, so a worker request (`crate::simulation::wire_sim`) carries
 //!   exactly this cluster.
 //! * **Replacement pods.** One pod per runner slot from the InferenceReplica's runner
 //!   templates (`ReplicaState.runners[].template`, `size` pods each, in runner order);
@@ -83,7 +83,7 @@ use alfred_sim::objects::{
 use alfred_sim::{Cluster, Decision, MoveInput, PreparedCluster, Profile};
 use serde_json::Value;
 
-use crate::sim::{MoveSimulation, SimulationOutcome, SimulationPurpose, Simulator};
+use crate::simulation::sim::{MoveSimulation, SimulationOutcome, SimulationPurpose, Simulator};
 
 /// The hostname label the hints prefer.
 const HOSTNAME_LABEL: &str = "kubernetes.io/hostname";
@@ -382,7 +382,7 @@ pub(crate) fn snapshot_id(s: &ClusterSnapshot) -> String {
 }
 
 /// One move converted into alfred-sim objects (module docs): what a worker request carries
-/// (`crate::wire_sim`).
+/// (`crate::simulation::wire_sim`).
 #[derive(Debug, Clone)]
 pub(crate) struct MoveModel {
     /// The cluster copy, the move's own PodGroups included.
@@ -997,7 +997,7 @@ fn exclude_host(pod: &mut Pod, from: &str) {
 #[cfg(test)]
 pub(crate) mod tests {
     use super::*;
-    use crate::sim::ProfileIdentity;
+    use crate::simulation::sim::ProfileIdentity;
     use alfred_model::Timestamp;
     use alfred_model::reason::SchedulingStatus;
     use alfred_model::snapshot::{

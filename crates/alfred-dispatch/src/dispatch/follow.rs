@@ -9,8 +9,8 @@ use alfred_model::reason::DispatchReason;
 use alfred_model::snapshot::MigrationRecord;
 use alfred_model::{ClusterSnapshot, Timestamp};
 
-use crate::journal::{Entry, Journal, Phase};
-use crate::request::RequestPayload;
+use crate::dispatch::journal::{Entry, Journal, Phase};
+use crate::dispatch::request::RequestPayload;
 
 /// The result of reconciling the journal.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -172,7 +172,7 @@ fn annotation_matches(r: &alfred_model::snapshot::MigrationRequestObserved, payl
         && r.hint_target_nodes == p.hint_target_nodes
         && r.reason == p.reason.as_str()
         && r.requested_at == Some(p.requested_at)
-        && r.requested_by == crate::request::REQUESTED_BY
+        && r.requested_by == crate::dispatch::request::REQUESTED_BY
 }
 
 /// Reconciles every non-terminal entry; an entry that changes **to** `failed` or `stalled`

@@ -15,8 +15,8 @@ use alfred_policy::PolicySettings;
 use alfred_testkit::ClusterBuilder;
 
 use super::{cluster, execute_config, journal, kinds, plan, review, t};
-use crate::drain::PlanBook;
-use crate::journal::{Journal, Phase};
+use crate::dispatch::drain::PlanBook;
+use crate::dispatch::journal::{Journal, Phase};
 
 /// Ten 8-GPU nodes with one 1-GPU replica each and an 8-GPU pod waiting 47 minutes; every
 /// pod started a day before the snapshot.

@@ -15,8 +15,8 @@ use alfred_policy::NodeMarker;
 
 use crate::dispatch::Decision;
 use crate::pass::Contingency;
+use crate::pass::stages::PoolGauge;
 use crate::report::{self, RowsAs, Submissions};
-use crate::stages::PoolGauge;
 
 /// What the report reads besides the rows.
 pub(crate) struct PassReport<'a> {

@@ -15,7 +15,7 @@
 //! The re-check is cut where it needs the driver: [`prepare`] (steps 2–9, on the first
 //! look), [`judge_simulation`] (steps 10–11, on the simulator's answer) and [`conclude`]
 //! (steps 12–13, on the second look when there is one). The looks and the simulation are
-//! asked for by the resumable pass (`crate::steps`); nothing here waits.
+//! asked for by the resumable pass (`crate::pass::steps`); nothing here waits.
 
 use std::collections::BTreeSet;
 use std::sync::Arc;
@@ -31,12 +31,12 @@ use sha2::{Digest, Sha256};
 
 use alfred_arbiter::Breaker;
 
-use crate::budget::{check_budget, node_cooling_outside, own_plan_requests};
-use crate::journal::{Entry, Journal};
-use crate::request::RequestPayload;
-use crate::schedule::{fresh, select_profile};
-use crate::sim::{MoveSimulation, SimulationOutcome, SimulationPurpose};
-use crate::stages::{ArbiterInput, Stages};
+use crate::dispatch::budget::{check_budget, node_cooling_outside, own_plan_requests};
+use crate::dispatch::journal::{Entry, Journal};
+use crate::dispatch::request::RequestPayload;
+use crate::pass::stages::{ArbiterInput, Stages};
+use crate::simulation::schedule::{fresh, select_profile};
+use crate::simulation::sim::{MoveSimulation, SimulationOutcome, SimulationPurpose};
 
 /// Kind of the snapshot problem that marks a failed lossless capture.
 pub const CAPTURE_PROBLEM_KIND: &str = "SchedulingCapture";
@@ -228,7 +228,7 @@ pub(crate) struct Recheck<'a> {
     /// The pass's start.
     pub now: Timestamp,
     /// The pass's time by its ports: the latest time a look or a simulation answer
-    /// reported, or `now` (see `crate::steps::PassClock`).
+    /// reported, or `now` (see `crate::pass::steps::PassClock`).
     pub time: Timestamp,
 }
 
@@ -382,7 +382,7 @@ pub(crate) struct Prepared {
     /// The hints to write (the entry's own on a retry).
     hints: Vec<String>,
     /// The profile the simulation runs with.
-    selection: crate::schedule::Selection,
+    selection: crate::simulation::schedule::Selection,
     /// The InferenceService UID, InferenceReplica UID and name on the first look.
     ids: (String, String, String),
     /// The source fingerprint on the first look.

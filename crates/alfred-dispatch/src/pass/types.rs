@@ -1,6 +1,7 @@
-//! The decision pass: one entry point composing score → policies → (recommend-only:
-//! scheduling gate and ≤ 8 predictions) → arbiter → dispatch → report
-//! (docs/design-pass.md#pass-pipeline).
+//! What a pass takes and gives (docs/design-pass.md#pass-pipeline): its input, its output,
+//! the durable state and the session carried between passes. Data only: the stepped run
+//! (`steps`) and the reporter (`report::pass_report`) build on these types, and nothing here
+//! depends on them, so the pass's modules import in one direction.
 
 use std::collections::BTreeMap;
 
@@ -10,13 +11,11 @@ use alfred_model::record::{Candidate, LastCycle, NodeRecord, Verdict};
 use alfred_model::{ClusterSnapshot, Timestamp};
 use serde::{Deserialize, Serialize};
 
+use crate::dispatch::guard::GuardObservation;
+use crate::dispatch::journal::Journal;
+use crate::dispatch::recheck::FreshLooks;
 use crate::dispatch::{Breaker, JournalSlot};
-use crate::guard::GuardObservation;
-use crate::journal::Journal;
-use crate::recheck::FreshLooks;
-use crate::sim::Simulator;
-use crate::stages::{PoolGauge, Stages};
-use crate::steps::{Held, PassRun, RunInput, drive};
+use crate::pass::stages::PoolGauge;
 
 /// Version of the [`DurableState`] document.
 pub(crate) const DURABLE_STATE_VERSION: &str = "alfred-state/v1";
@@ -108,7 +107,7 @@ impl DurableState {
         let unreadable = |error: String| DurableState {
             journal: JournalSlot::Unreadable {
                 text: text.to_owned(),
-                error: crate::journal::clip(&error, 280),
+                error: crate::dispatch::journal::clip(&error, 280),
             },
             node_records: BTreeMap::new(),
             verbatim: Some(text.to_owned()),
@@ -198,7 +197,7 @@ pub struct Session {
     /// shows `withheld/SubmissionUncertain`; that pass does not retry it (the reference
     /// records the failure in the pass that wrote; the retry belongs to the pass after).
     /// If the annotation did land, the follow-up reports `RequestAnnotationObserved`
-    /// and this list is ignored. [`run_pass`] consumes it: the output session's list
+    /// and this list is ignored. [`run_pass`](crate::run_pass) consumes it: the output session's list
     /// is empty. Lost on a leader change, like the rest of the session (the new leader
     /// learns the truth from the cluster).
     pub failed_requests: Vec<String>,
@@ -305,40 +304,4 @@ pub struct Contingency {
     pub save_index: usize,
     /// The effects to apply after that save failed.
     pub then: Vec<Effect>,
-}
-
-/// Runs one decision pass to its end, answering its questions synchronously: looks
-/// through `input.fresh`, simulations through `sim` (see [`PassRun`] and [`drive`] for the
-/// resumable form a driver that must not block uses).
-pub fn run_pass(
-    input: &PassInput<'_>,
-    stages: &(dyn Stages + Send + Sync),
-    session: &Session,
-    sim: &mut dyn Simulator,
-) -> PassOutput {
-    let (frozen_look, observer) = match input.fresh {
-        FreshLooks::Frozen(look) => (Some(look.map(Held::Lent)), None),
-        FreshLooks::Observe(o) => (None, Some(o)),
-    };
-    let run_input = RunInput {
-        snapshot: Held::Lent(input.snapshot),
-        config: Held::Lent(input.config),
-        runtime: input.runtime.clone(),
-        namespace: input.namespace.to_owned(),
-        config_map_name: input.config_map_name.to_owned(),
-        state: Held::Lent(input.state),
-        previous_node_records: Held::Lent(input.previous_node_records),
-        guard: Held::Lent(input.guard),
-        uuids: input.uuids.to_vec(),
-        config_changed: input.config_changed,
-        deadline: input.deadline,
-        now: input.now,
-        frozen_look,
-    };
-    let mut run = PassRun::new(run_input, Held::Lent(stages), session);
-    drive(&mut run, observer, sim);
-    match run.into_output() {
-        Ok(out) => out,
-        Err(_) => unreachable!("drive returns at Step::Done"),
-    }
 }

@@ -8,7 +8,9 @@ use alfred_model::reason::{AdvisoryReason, SchedulingReason};
 use alfred_model::record::{Candidate, SchedulingDiagnostic};
 use alfred_model::snapshot::DeploymentMode;
 
-use crate::sim::{MoveSimulation, ProfileIdentity, SimulationOutcome, SimulationPurpose};
+use crate::simulation::sim::{
+    MoveSimulation, ProfileIdentity, SimulationOutcome, SimulationPurpose,
+};
 
 /// Most simulations per pass in recommend-only mode.
 pub(crate) const MAX_PREDICTIONS: usize = 8;

@@ -13,7 +13,7 @@ use alfred_model::{ClusterSnapshot, Timestamp};
 
 use alfred_arbiter::{HOURLY_WINDOW, identity, started_migrations_within};
 
-use crate::journal::Journal;
+use crate::dispatch::journal::Journal;
 
 /// `(identity, createdAt)` of every journal entry: alfred's part of the hourly count, in
 /// the form [`started_migrations_within`] takes (the same as the derived ledger's
@@ -101,7 +101,7 @@ fn recent_entry(
     now: Timestamp,
     window: Duration,
     skip_uuid: Option<&str>,
-    used: impl Fn(&crate::journal::Entry) -> bool,
+    used: impl Fn(&crate::dispatch::journal::Entry) -> bool,
 ) -> bool {
     journal.entries.iter().any(|e| {
         Some(e.uuid.as_str()) != skip_uuid && used(e) && now.since(e.node_use_time()) < window
@@ -258,7 +258,7 @@ mod tests {
     /// The journal example's entry left `gpu-h100-a07` for `gpu-h100-c03` and `gpu-h100-c11`
     /// (created 10:15:02, acknowledged, not completed: it cools its nodes from creation).
     fn journal() -> Journal {
-        Journal::parse(crate::journal::tests::EXAMPLE).expect("example journal")
+        Journal::parse(crate::dispatch::journal::tests::EXAMPLE).expect("example journal")
     }
 
     fn step(from: &str, plan_node: &str, starts_plan: bool) -> Candidate {

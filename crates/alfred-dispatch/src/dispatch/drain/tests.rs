@@ -14,7 +14,7 @@ use alfred_model::{ClusterSnapshot, Timestamp};
 use super::{PlanBook, ReviewInput};
 
 mod promises;
-use crate::journal::{Journal, Phase};
+use crate::dispatch::journal::{Journal, Phase};
 
 fn t(min: i64) -> Timestamp {
     Timestamp::from_unix_secs(1_790_000_000 + min * 60)

@@ -1,6 +1,8 @@
 //! The reporter (docs/design-pass.md#rows-and-events): rows, `last-cycle.json`, node records with
 //! their lifecycle, Events with the documented message shapes, and metric effects.
 
+pub(crate) mod pass_report;
+
 use std::collections::{BTreeMap, BTreeSet};
 use std::fmt::Write as _;
 
@@ -19,7 +21,7 @@ use alfred_policy::NodeMarker;
 use sha2::{Digest, Sha256};
 
 use crate::dispatch::Decision;
-use crate::stages::PoolGauge;
+use crate::pass::stages::PoolGauge;
 
 /// Message of the `OMENativeUnavailable` event.
 pub const OMENATIVE_UNAVAILABLE_MESSAGE: &str =

@@ -1,6 +1,21 @@
 //! The per-pass dispatch algorithm (docs/design-pass.md#dispatch-pass) and the merge of journal
 //! entries into the pass's rows (docs/design-pass.md#journal-rows).
 
+//!
+//! Its parts, each a module here: the migration request and its payload (`request`), the
+//! journal (`journal`), the follow-up of journal entries (`follow`), the ledger the arbiter
+//! reads (`ledger`), the hourly budget (`budget`), the migration guard (`guard`), the
+//! pre-submit re-check (`recheck`) and drain plans (`drain`).
+
+pub(crate) mod budget;
+pub(crate) mod drain;
+pub(crate) mod follow;
+pub mod guard;
+pub mod journal;
+pub(crate) mod ledger;
+pub(crate) mod recheck;
+pub mod request;
+
 use std::sync::Arc;
 
 use alfred_model::ClusterSnapshot;
@@ -13,13 +28,15 @@ use alfred_model::snapshot::DeploymentMode;
 
 use alfred_policy::CountedAdvice;
 
-use crate::guard::{GuardObservation, check_guard, guard_username};
-use crate::journal::{Entry, Journal, Phase, WorkloadRef, retention};
-use crate::recheck::{Cleared, Prepared, Proposal, Recheck, conclude, judge_simulation, prepare};
-use crate::request::{RequestPayload, annotation_key};
-use crate::schedule::fresh;
-use crate::sim::SimulationOutcome;
-use crate::stages::Stages;
+use crate::dispatch::guard::{GuardObservation, check_guard, guard_username};
+use crate::dispatch::journal::{Entry, Journal, Phase, WorkloadRef, retention};
+use crate::dispatch::recheck::{
+    Cleared, Prepared, Proposal, Recheck, conclude, judge_simulation, prepare,
+};
+use crate::dispatch::request::{RequestPayload, annotation_key};
+use crate::pass::stages::Stages;
+use crate::simulation::schedule::fresh;
+use crate::simulation::sim::SimulationOutcome;
 
 /// A row in the making: a candidate and, when it reached the arbiter or the journal, its
 /// verdict.
@@ -689,7 +706,7 @@ fn follow_up(
     out: &mut DispatchOutcome,
     breaker: &mut Breaker,
 ) -> Option<(Journal, Vec<Entry>, Option<String>)> {
-    let mut follow = crate::follow::reconcile(
+    let mut follow = crate::dispatch::follow::reconcile(
         journal,
         ctx.snapshot,
         ctx.now,
@@ -879,7 +896,7 @@ fn set_reason(
 }
 
 fn new_entry(uuid: &str, cleared: &Cleared, now: Timestamp) -> Result<Entry, DispatchReason> {
-    if !crate::request::is_canonical_uuid(uuid) {
+    if !crate::dispatch::request::is_canonical_uuid(uuid) {
         return Err(DispatchReason::InvalidRequest);
     }
     let c = &cleared.candidate;
@@ -982,7 +999,7 @@ mod tests {
 
     /// The journal example's entry (acknowledged, not completed).
     fn entry() -> Entry {
-        Journal::parse(crate::journal::tests::EXAMPLE)
+        Journal::parse(crate::dispatch::journal::tests::EXAMPLE)
             .expect("example journal")
             .entries
             .remove(0)
@@ -1001,7 +1018,8 @@ mod tests {
     /// second entry `u2` of no plan (terminal unless `u2_running`).
     fn plan_journal(phase: Phase, u2_running: bool) -> (Journal, Entry) {
         use alfred_model::plan::{DrainProtectionWire, PlanPhase, PlanRecord, PlanStepRecord};
-        let mut j = Journal::parse(crate::journal::tests::EXAMPLE).expect("example journal");
+        let mut j =
+            Journal::parse(crate::dispatch::journal::tests::EXAMPLE).expect("example journal");
         j.entries[0].phase = phase;
         let mut other = j.entries[0].clone();
         other.uuid = "u2".into();

@@ -25,17 +25,17 @@ use alfred_policy::NodeMarker;
 use alfred_policy::drain::DrainProposal;
 
 use crate::decision_log::SimulationRecord;
+use crate::dispatch::drain::{PlanBook, ReviewInput};
+use crate::dispatch::guard::GuardObservation;
+use crate::dispatch::journal::Journal;
+use crate::dispatch::recheck::{FreshObserver, Prepared, Proposal};
 use crate::dispatch::{Decision, Dispatch, DispatchCtx, DispatchOutcome, JournalSlot, Need};
-use crate::drain::{PlanBook, ReviewInput};
-use crate::guard::GuardObservation;
-use crate::journal::Journal;
+use crate::pass::stages::{ArbiterInput, PoolGauge, Stages};
 use crate::pass::{DurableState, PassOutput, Session};
-use crate::pass_report::{PassReport, report_pass};
-use crate::recheck::{FreshObserver, Prepared, Proposal};
 use crate::report;
-use crate::schedule::{Prediction, gate_and_plan_predictions, record_prediction};
-use crate::sim::{MoveSimulation, SimulationOutcome, Simulator};
-use crate::stages::{ArbiterInput, PoolGauge, Stages};
+use crate::report::pass_report::{PassReport, report_pass};
+use crate::simulation::schedule::{Prediction, gate_and_plan_predictions, record_prediction};
+use crate::simulation::sim::{MoveSimulation, SimulationOutcome, Simulator};
 
 /// A value the pass reads, lent by the driver for the run's lifetime or shared with it.
 /// A run over lent values lives as long as the loan (the synchronous drivers); a run

@@ -10,7 +10,7 @@ use alfred_model::snapshot::{ComponentKind, Node, PendingPod, PoolAttribution};
 use alfred_model::{ClusterSnapshot, Timestamp};
 
 use super::PlanBook;
-use crate::journal::{Journal, MAX_PLANS};
+use crate::dispatch::journal::{Journal, MAX_PLANS};
 
 fn t(min: i64) -> Timestamp {
     Timestamp::from_unix_secs(1_790_000_000 + min * 60)

@@ -27,8 +27,8 @@ use alfred_model::record::{Placement, PodName};
 use alfred_sim::wire::{SCHEMA_VERSION, validate_closure};
 use alfred_sim::{Decision, Identity, SimulationRequest, SimulationResult};
 
-use crate::model_sim::{convert, effective_scheduler, reason_of, snapshot_id, stamped};
-use crate::sim::{MoveSimulation, SimulationOutcome};
+use crate::simulation::model_sim::{convert, effective_scheduler, reason_of, snapshot_id, stamped};
+use crate::simulation::sim::{MoveSimulation, SimulationOutcome};
 
 /// The worker request (docs/design-simulation.md#request-and-result) for `r`, for the worker
 /// whose identity is `identity`.
@@ -129,8 +129,8 @@ pub fn unavailable(r: &MoveSimulation<'_>, reason: SchedulingReason) -> Simulati
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::model_sim::tests::{cluster, filler, node, request};
-    use crate::sim::{SimulationPurpose, Simulator};
+    use crate::simulation::model_sim::tests::{cluster, filler, node, request};
+    use crate::simulation::sim::{SimulationPurpose, Simulator};
     use crate::{ModelProfiles, ModelSimulator};
     use alfred_model::ClusterSnapshot;
     use alfred_model::reason::SchedulingStatus;
@@ -154,7 +154,7 @@ mod tests {
     /// through the wire (request encoded, evaluated, result encoded and re-validated).
     fn over_the_wire(r: &MoveSimulation<'_>) -> (SimulationRequest, SimulationOutcome) {
         let scheduler = effective_scheduler(&r.profile.scheduler_name);
-        let mut profile = if scheduler == crate::model_sim::OME_SCHEDULER_NAME {
+        let mut profile = if scheduler == crate::simulation::model_sim::OME_SCHEDULER_NAME {
             Profile::ome_scheduler_chart_default()
         } else {
             Profile::default_scheduler()
@@ -267,7 +267,10 @@ mod tests {
             .and_then(|a| a.node_affinity.as_ref())
             .unwrap()
             .preferred_during_scheduling_ignored_during_execution;
-        assert_eq!(preferred[0].weight, crate::model_sim::HINT_WEIGHT);
+        assert_eq!(
+            preferred[0].weight,
+            crate::simulation::model_sim::HINT_WEIGHT
+        );
         assert_eq!(preferred[0].preference.match_expressions[0].values, ["c"]);
 
         let (req, _) = over_the_wire(&prediction(&s, &[], false));
