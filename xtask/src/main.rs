@@ -13,6 +13,7 @@
 //!   (`adapters/alfred-chaos`).
 //! - `replay-dump [--nodes N] [--pods M] [--yaml] OUT`: a large synthetic List for measuring
 //!   `alfred replay` (`dump.rs`).
+//! - `proto [--check]`: the plumb scaler's generated gRPC code from its `.proto` (`proto.rs`).
 //! - `image [--tag NAME:TAG] [--engine E] [--check]`: the container image of the `Containerfile`,
 //!   built from this machine's release binaries without pulling a base (`image.rs`).
 
@@ -20,6 +21,7 @@ mod apiserver;
 mod dump;
 mod fuzz;
 mod image;
+mod proto;
 mod tidy;
 
 use std::path::{Path, PathBuf};
@@ -52,6 +54,7 @@ tasks:
                       build the container image (Containerfile) from this machine's release
                       binaries, nothing pulled (default tag localhost/alfred:<version>);
                       --check runs `alfred replay` inside it and compares with the host's
+  proto [--check]     regenerate plumb scaler's gRPC code from its .proto (or check it is current)
   bench-live          alfred run's cold start and peak RSS at 5,000 nodes / 25,000 pods against a
                       private API server (adapters/alfred-kube/BENCH-LIVE.md); on demand only
 ";
@@ -81,6 +84,7 @@ fn main_inner() -> Result<()> {
         "chaos" => chaos(rest),
         "replay-dump" => dump::main(rest),
         "image" => image::main(rest),
+        "proto" => proto::main(rest),
         "help" | "-h" | "--help" => {
             print!("{USAGE}");
             Ok(())

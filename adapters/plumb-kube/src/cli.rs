@@ -32,6 +32,8 @@ pub enum Command {
         #[command(subcommand)]
         command: PolicyCommand,
     },
+    /// Serve the hub's replica floors to KEDA: the external-push scaler (gRPC).
+    Scaler(ScalerArgs),
     /// Print the version.
     Version,
 }
@@ -51,4 +53,38 @@ pub struct CheckArgs {
     /// Print the policy with every default filled in (notices then go to standard error).
     #[arg(long)]
     pub print_effective: bool,
+}
+
+/// `plumb scaler`'s arguments (docs/plumb/scaler.md).
+#[derive(Debug, clap::Args)]
+pub struct ScalerArgs {
+    /// Where the gRPC server listens: HOST:PORT, or :PORT for every IPv4 interface.
+    #[arg(long, default_value = ":6000", value_parser = plumb_scaler::server::parse_bind_address)]
+    pub grpc_bind_address: std::net::SocketAddr,
+    /// Plumb's namespace, where the member's `plumb-hub` Lease is (default: the pod's
+    /// namespace, else plumb-system).
+    #[arg(long)]
+    pub namespace: Option<String>,
+    /// This member's name in the policies' `clusters[]`: the served floor is capped at its
+    /// `maxReplicas` (empty: no cap).
+    #[arg(long)]
+    pub cluster_name: Option<String>,
+    /// PEM certificate (chain) to serve TLS with; needs --tls-key-file.
+    #[arg(long, requires = "tls_key_file")]
+    pub tls_cert_file: Option<PathBuf>,
+    /// PEM private key for --tls-cert-file.
+    #[arg(long, requires = "tls_cert_file")]
+    pub tls_key_file: Option<PathBuf>,
+}
+
+impl ScalerArgs {
+    /// What the scaler runs with.
+    pub fn config(&self) -> plumb_scaler::server::ScalerConfig {
+        plumb_scaler::server::ScalerConfig {
+            bind: self.grpc_bind_address,
+            namespace: self.namespace.clone(),
+            cluster_name: self.cluster_name.clone().unwrap_or_default(),
+            tls: self.tls_cert_file.clone().zip(self.tls_key_file.clone()),
+        }
+    }
 }

@@ -10,6 +10,7 @@ pub mod objects;
 pub mod observe;
 pub mod policy;
 pub mod replay;
+pub mod scaler;
 pub mod signals;
 
 pub use error_line::{EXIT_BAD_INPUT, MAX_ERROR_LINE, one_line};

@@ -7,6 +7,8 @@
 //!   log over the recorded timeline (see the `fleet` module).
 //! - `plumb policy check FILE`: validate an AdaptivePolicy; `--print-effective` prints it with
 //!   defaults.
+//! - `plumb scaler`: the KEDA external-push scaler serving this member's floors over gRPC
+//!   (the `plumb-scaler` crate); runs until SIGTERM or Ctrl-C, exits 1 when it cannot start.
 //! - `plumb version`.
 //!
 //! Exit status: 0 on success, 2 on bad input (one line naming the file and the field).
@@ -31,6 +33,7 @@ fn main() -> ExitCode {
                 ExitCode::from(plumb_kube::EXIT_BAD_INPUT)
             }
         }
+        Command::Scaler(args) => plumb_kube::scaler::main(&args),
         Command::Version => {
             println!("plumb {}", env!("CARGO_PKG_VERSION"));
             ExitCode::SUCCESS

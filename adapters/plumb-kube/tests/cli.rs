@@ -1,5 +1,5 @@
 //! The `plumb` command line: exit codes, and bad input reported in one line that names the
-//! file and the field (never a panic), for `policy check`, `replay` and `version`.
+//! file and the field (never a panic), for `policy check`, `replay`, `scaler` and `version`.
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -278,4 +278,31 @@ fn version_prints_the_version() {
     let (code, stdout, _) = plumb(&["version"]);
     assert_eq!(code, 0);
     assert_eq!(stdout, format!("plumb {}\n", env!("CARGO_PKG_VERSION")));
+}
+
+#[test]
+fn plumb_scaler_refuses_bad_flags_and_unreadable_tls_files_in_one_line() {
+    let (code, _, stderr) = plumb(&["scaler", "--grpc-bind-address", "port-6000"]);
+    assert_eq!(code, 2, "{stderr}");
+    assert!(
+        stderr.contains("\"port-6000\" is not an address (HOST:PORT or :PORT)"),
+        "{stderr}"
+    );
+    let (code, _, stderr) = plumb(&["scaler", "--tls-cert-file", "cert.pem"]);
+    assert_eq!(code, 2, "{stderr}");
+    assert!(stderr.contains("--tls-key-file"), "{stderr}");
+    let (code, stdout, stderr) = plumb(&[
+        "scaler",
+        "--tls-cert-file",
+        "/nonexistent/tls.crt",
+        "--tls-key-file",
+        "/nonexistent/tls.key",
+    ]);
+    assert_eq!(code, 1, "{stderr}");
+    assert_eq!(stdout, "");
+    assert_eq!(stderr.lines().count(), 1, "{stderr}");
+    assert!(
+        stderr.starts_with("plumb scaler: --tls-cert-file /nonexistent/tls.crt: "),
+        "{stderr}"
+    );
 }
