@@ -998,7 +998,8 @@ pub(crate) fn adapter_library_violations(metadata: &Value) -> Result<Vec<String>
 /// other, in any kind of dependency (a test helper would still tie their releases together).
 const PRODUCTS: [&str; 2] = ["alfred-", "plumb-"];
 
-/// Dependencies (normal, build or dev) between workspace crates of different products.
+/// Dependencies (normal, build or dev) between workspace crates of different products, and
+/// from a shared crate (of neither product) to a crate of either.
 pub(crate) fn product_separation_violations(metadata: &Value) -> Result<Vec<String>> {
     let members: BTreeSet<&str> = metadata["workspace_members"]
         .as_array()
@@ -1032,9 +1033,7 @@ pub(crate) fn product_separation_violations(metadata: &Value) -> Result<Vec<Stri
         let Some(&name) = node["id"].as_str().and_then(|id| names.get(id)) else {
             continue;
         };
-        let Some(own) = product(name) else {
-            continue;
-        };
+        let own = product(name);
         for dep in node["deps"]
             .as_array()
             .map(Vec::as_slice)
@@ -1043,7 +1042,16 @@ pub(crate) fn product_separation_violations(metadata: &Value) -> Result<Vec<Stri
             let Some(&dep_name) = dep["pkg"].as_str().and_then(|id| names.get(id)) else {
                 continue;
             };
-            if product(dep_name).is_some_and(|other| other != own) {
+            let Some(other) = product(dep_name) else {
+                continue;
+            };
+            if own.is_none() {
+                // A shared crate (scheduler-model, kube-leader-lease, ...) serves both products
+                // only while it depends on neither.
+                violations.push(format!(
+                    "{name} depends on {dep_name}: a shared crate depends on no product's crate"
+                ));
+            } else if own != Some(other) {
                 violations.push(format!(
                     "{name} depends on {dep_name}: the products stay apart; move what both need into a shared crate named for what it does"
                 ));
@@ -1932,11 +1940,15 @@ mod tests {
         nodes.push(
             serde_json::json!({"id": "alfred-model-id", "deps": [dep("utc-time", Value::Null)]}),
         );
+        nodes.push(
+            serde_json::json!({"id": "scheduler-model-id", "deps": [dep("alfred-model", "dev".into())]}),
+        );
         assert_eq!(
             product_separation_violations(&m).unwrap(),
             vec![
                 "plumb-core depends on alfred-model: the products stay apart; move what both need into a shared crate named for what it does".to_owned(),
                 "alfred-dispatch depends on plumb-model: the products stay apart; move what both need into a shared crate named for what it does".to_owned(),
+                "scheduler-model depends on alfred-model: a shared crate depends on no product's crate".to_owned(),
             ]
         );
     }
