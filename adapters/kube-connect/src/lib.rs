@@ -10,6 +10,8 @@
 //! # }
 //! ```
 
+#![warn(missing_docs, unreachable_pub)]
+
 use std::path::Path;
 
 use kube::Client;

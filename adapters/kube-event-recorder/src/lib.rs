@@ -32,6 +32,8 @@
 //! The crate has no Kubernetes API version of its own: the final binary picks one through its
 //! `k8s-openapi` version feature (k8s-openapi 0.29).
 
+#![warn(missing_docs, unreachable_pub)]
+
 use std::collections::HashMap;
 use std::sync::Mutex;
 

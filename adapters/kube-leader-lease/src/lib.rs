@@ -35,6 +35,8 @@
 //! The crate has no Kubernetes API version of its own: the final binary picks one through its
 //! `k8s-openapi` version feature (k8s-openapi 0.29).
 
+#![warn(missing_docs, unreachable_pub)]
+
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicI64, Ordering};
 use std::time::{Duration, Instant};

@@ -29,6 +29,8 @@
 //! restarts kube-apiserver alone (etcd, tokens, certs and kubeconfigs stay), which is what a live
 //! test of watch recovery does to its private instance.
 
+#![warn(missing_docs, unreachable_pub)]
+
 use std::fs;
 use std::io::Read;
 use std::os::unix::process::CommandExt;

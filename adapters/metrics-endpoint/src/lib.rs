@@ -21,6 +21,8 @@
 //! # }
 //! ```
 
+#![warn(missing_docs, unreachable_pub)]
+
 use std::collections::BTreeSet;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
