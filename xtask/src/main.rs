@@ -11,6 +11,8 @@
 //! - `fuzz [TARGET...] [--seconds N]`, `fuzz --list`: the libFuzzer targets of `fuzz/` (`fuzz.rs`).
 //! - `chaos [--runs N] [--seed S] [--passes P] [--release]`: the randomized fault campaign
 //!   (`adapters/alfred-chaos`).
+//! - `chaos-plumb [--runs N] [--seed S] [--minutes M] [--release]`: Plumb's fault campaign
+//!   (`adapters/plumb-chaos`).
 //! - `replay-dump [--nodes N] [--pods M] [--yaml] OUT`: a large synthetic List for measuring
 //!   `alfred replay` (`dump.rs`).
 //! - `proto [--check]`: the plumb scaler's generated gRPC code from its `.proto` (`proto.rs`).
@@ -47,6 +49,9 @@ tasks:
   chaos [--runs N] [--seed S] [--passes P] [--release] [--verbose]
                       randomized fault campaign of the decision loop (adapters/alfred-chaos);
                       a failing run prints its seed: `--seed S --runs 1` reproduces it
+  chaos-plumb [--runs N] [--seed S] [--minutes M] [--release] [--verbose]
+                      fault campaign of Plumb's quorum, hub step and fencing over an emulated
+                      fleet (adapters/plumb-chaos); last line `N runs, ... 0 violations`
   replay-dump [--nodes N] [--pods M] [--yaml] OUT
                       write a synthetic List (default 100,000 nodes, 1,000,000 pods) for
                       measuring alfred replay's memory; never committed
@@ -82,6 +87,7 @@ fn main_inner() -> Result<()> {
         "bench-live" => bench_live(rest),
         "fuzz" => fuzz::main(rest),
         "chaos" => chaos(rest),
+        "chaos-plumb" => chaos_plumb(rest),
         "replay-dump" => dump::main(rest),
         "image" => image::main(rest),
         "proto" => proto::main(rest),
@@ -175,6 +181,21 @@ fn chaos(rest: &[String]) -> Result<()> {
     let release = rest.iter().any(|a| a == "--release");
     let mut cmd = Command::new(cargo());
     cmd.args(["run", "--locked", "-q", "-p", "alfred-chaos"]);
+    if release {
+        cmd.arg("--release");
+    }
+    cmd.arg("--")
+        .args(rest.iter().filter(|a| *a != "--release"))
+        .current_dir(workspace_root());
+    run(&mut cmd)
+}
+
+/// `cargo xtask chaos-plumb`: builds and runs `plumb-chaos` with the given arguments
+/// (`--release` for long campaigns), as `chaos` does for alfred.
+fn chaos_plumb(rest: &[String]) -> Result<()> {
+    let release = rest.iter().any(|a| a == "--release");
+    let mut cmd = Command::new(cargo());
+    cmd.args(["run", "--locked", "-q", "-p", "plumb-chaos"]);
     if release {
         cmd.arg("--release");
     }

@@ -351,6 +351,8 @@ pub struct Elector {
     timing: LeaseTiming,
     observed: Option<Observed>,
     renewed_at: Option<Timestamp>,
+    /// The term (`leaseTransitions`) this candidate last committed on a majority.
+    committed_term: Option<u32>,
 }
 
 impl Elector {
@@ -361,6 +363,7 @@ impl Elector {
             timing,
             observed: None,
             renewed_at: None,
+            committed_term: None,
         }
     }
 
@@ -389,8 +392,16 @@ impl Elector {
             });
         }
         let duration = whole_seconds(self.timing.duration);
+        // Only a term this candidate committed is renewed. A record naming it that it never
+        // committed (an acquisition that landed on a minority, or one from before a restart)
+        // may have been read as the freshest of its term because another clock is behind,
+        // while another candidate holds that term on a majority: renewing it would write over
+        // a live hub. It is waited out like anyone else's record.
         let record = match read.record.as_ref() {
-            Some(current) if current.holder.as_deref() == Some(self.identity.as_str()) => {
+            Some(current)
+                if current.holder.as_deref() == Some(self.identity.as_str())
+                    && self.committed_term == Some(current.transitions) =>
+            {
                 LeaseRecord {
                     renew_time: Some(now),
                     lease_duration_seconds: duration,
@@ -444,6 +455,7 @@ impl Elector {
                 at: now,
             });
             self.renewed_at = plan.record.renew_time;
+            self.committed_term = Some(plan.record.transitions);
         }
         self.is_leading(now)
     }

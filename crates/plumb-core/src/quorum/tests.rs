@@ -565,3 +565,52 @@ proptest! {
         }
     }
 }
+
+/// Found by the fault campaign (`adapters/plumb-chaos`, seed 15 of 10-minute runs): A's
+/// acquisition lands on one Lease only, B then acquires the same term on the others and
+/// leads. A's clock runs ahead, so A's minority record reads as the freshest of the term;
+/// renewing it would write over B's Leases while B still leads. A never committed that term,
+/// so it waits, and B keeps its Leases.
+#[test]
+fn a_record_naming_the_candidate_that_it_never_committed_is_not_renewed() {
+    let mut leases = Leases::new(3);
+    let everyone = all(&leases);
+    let only_m0: BTreeSet<String> = ["m0".to_string()].into();
+    let m1_m2: BTreeSet<String> = ["m1".to_string(), "m2".to_string()].into();
+    let ahead = |secs: i64| t(secs).plus(Duration::from_millis(1500));
+    let mut a = Elector::new("m0/a", LeaseTiming::default());
+    let mut b = Elector::new("m1/b", LeaseTiming::default());
+    // A reads all three Leases absent, but its writes reach m0 only
+    let Attempt::Write(plan) = a.on_read(leases.views(&everyone), ahead(0)) else {
+        panic!("A should try to acquire");
+    };
+    let results = leases.apply(&plan, &only_m0);
+    assert!(!a.on_write(&plan, &results, ahead(0)));
+    // B, cut off from m0, acquires the same term on m1 and m2
+    assert!(round(&mut b, &mut leases, &m1_m2, t(1)));
+    let b_leases = (
+        leases.stored.get("m1").cloned(),
+        leases.stored.get("m2").cloned(),
+    );
+    // A reads its own record (renewed at its 1.5 s, B's at 1 s) as the freshest of term 0
+    assert_eq!(
+        read(leases.views(&everyone)).expect("quorum").holder(),
+        Some("m0/a")
+    );
+    assert!(!round(&mut a, &mut leases, &everyone, ahead(3)));
+    assert_eq!(
+        (
+            leases.stored.get("m1").cloned(),
+            leases.stored.get("m2").cloned()
+        ),
+        b_leases,
+        "A wrote over B's Leases"
+    );
+    assert!(b.is_leading(t(3)));
+    // once that record is a lease duration old by A's observation, A may take a new term
+    assert!(!round(&mut a, &mut leases, &everyone, ahead(17)));
+    assert!(round(&mut a, &mut leases, &everyone, ahead(19)));
+    let now = read(leases.views(&everyone)).expect("quorum");
+    assert_eq!(now.holder(), Some("m0/a"));
+    assert_eq!(now.record.map(|r| r.transitions), Some(1));
+}
