@@ -75,6 +75,12 @@ pub struct ScalerArgs {
     /// PEM private key for --tls-cert-file.
     #[arg(long, requires = "tls_cert_file")]
     pub tls_key_file: Option<PathBuf>,
+    /// Address of `/metrics` (also serves `/healthz` and `/readyz`).
+    #[arg(long, default_value = ":8080")]
+    pub metrics_bind_address: String,
+    /// Address of `/healthz` and `/readyz` (`0`: only on --metrics-bind-address).
+    #[arg(long, default_value = ":8081")]
+    pub health_probe_bind_address: String,
 }
 
 impl ScalerArgs {
@@ -85,6 +91,8 @@ impl ScalerArgs {
             namespace: self.namespace.clone(),
             cluster_name: self.cluster_name.clone().unwrap_or_default(),
             tls: self.tls_cert_file.clone().zip(self.tls_key_file.clone()),
+            metrics_bind: self.metrics_bind_address.clone(),
+            health_probe_bind: self.health_probe_bind_address.clone(),
         }
     }
 }

@@ -1,12 +1,13 @@
 //! Running `plumb scaler`: the gRPC server on `--grpc-bind-address` (TLS when a certificate
-//! and key are given), the watchers that fill its cache, and a graceful stop on SIGTERM or
-//! Ctrl-C. The command line lives in the `plumb` binary (adapters/plumb-kube); this is what it
+//! and key are given), the watchers that fill its cache, `/metrics`, `/healthz` and `/readyz`
+//! (ready once the watchers have listed), and a graceful stop on SIGTERM or Ctrl-C. The command line lives in the `plumb` binary (adapters/plumb-kube); this is what it
 //! calls.
 
 use std::future::Future;
 use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
 
 use anyhow::{Context, Result};
 use tokio::net::TcpListener;
@@ -14,7 +15,7 @@ use tokio_stream::wrappers::TcpListenerStream;
 use tonic::transport::Server;
 
 use crate::clock::SystemClock;
-use crate::floor::FloorCache;
+use crate::floor::{FloorCache, Snapshot};
 use crate::service::Scaler;
 use crate::watch::{watch_hub_lease, watch_policies};
 
@@ -35,6 +36,10 @@ pub struct ScalerConfig {
     pub cluster_name: String,
     /// PEM certificate chain and key for TLS (both or neither).
     pub tls: Option<(PathBuf, PathBuf)>,
+    /// Where `/metrics` (and `/healthz`, `/readyz`) are served.
+    pub metrics_bind: String,
+    /// Where `/healthz` and `/readyz` are served (empty or `0`: only on `metrics_bind`).
+    pub health_probe_bind: String,
 }
 
 /// Reads a bind address: `HOST:PORT`, or `:PORT` for every IPv4 interface (Go's spelling, as
@@ -120,12 +125,45 @@ pub async fn run(config: ScalerConfig) -> Result<()> {
         config.cluster_name.clone(),
     ));
     tokio::spawn(watch_hub_lease(client, cache.clone(), namespace.clone()));
+    let ready = Arc::new(AtomicBool::new(false));
+    let endpoints = metrics_endpoint::Endpoints {
+        // No metric of the scaler's own yet: an empty exposition.
+        render: Arc::new(|| "# EOF\n".to_owned()),
+        ready: ready.clone(),
+        not_ready: NOT_LISTED,
+    };
+    let addresses = metrics_endpoint::addresses(&config.metrics_bind, &config.health_probe_bind);
+    metrics_endpoint::serve(&addresses, &endpoints)
+        .await
+        .map_err(anyhow::Error::msg)?;
+    tokio::spawn(ready_once_listed(cache.subscribe(), ready));
     let listener = TcpListener::bind(config.bind)
         .await
         .with_context(|| format!("--grpc-bind-address {}", config.bind))?;
     tracing::info!(address = %config.bind, namespace, cluster = config.cluster_name, tls = config.tls.is_some(), "plumb scaler serving");
     let scaler = Scaler::new(cache, Arc::new(SystemClock));
     serve(listener, scaler, tls, stop_signal()).await
+}
+
+/// `/readyz`'s answer until the watchers have listed, and `Unavailable`'s message.
+pub const NOT_LISTED: &str =
+    "the scaler has not listed the AdaptivePolicies and the plumb-hub Lease yet";
+
+/// Sets `ready` once the cache holds a complete list of the policies and the Lease, so a
+/// Service sends KEDA only to replicas that can answer.
+pub async fn ready_once_listed(
+    mut snapshots: tokio::sync::watch::Receiver<Arc<Snapshot>>,
+    ready: Arc<AtomicBool>,
+) {
+    loop {
+        if snapshots.borrow_and_update().synced() {
+            ready.store(true, Ordering::SeqCst);
+            return;
+        }
+        if snapshots.changed().await.is_err() {
+            return;
+        }
+    }
 }
 
 /// SIGTERM (the kubelet stopping the pod) or Ctrl-C.
@@ -148,4 +186,38 @@ async fn stop_signal() {
     }
     #[cfg(not(unix))]
     ctrl_c.await;
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn bind_addresses_take_gos_port_only_spelling() {
+        assert_eq!(
+            parse_bind_address(":6000").unwrap().to_string(),
+            "0.0.0.0:6000"
+        );
+        assert_eq!(
+            parse_bind_address("127.0.0.1:7").unwrap().to_string(),
+            "127.0.0.1:7"
+        );
+        assert_eq!(
+            parse_bind_address("6000").unwrap_err(),
+            "\"6000\" is not an address (HOST:PORT or :PORT)"
+        );
+    }
+
+    #[tokio::test]
+    async fn ready_only_once_both_watchers_listed() {
+        let cache = FloorCache::new();
+        let ready = Arc::new(AtomicBool::new(false));
+        let task = tokio::spawn(ready_once_listed(cache.subscribe(), ready.clone()));
+        cache.replace_policies(Default::default());
+        tokio::task::yield_now().await;
+        assert!(!ready.load(Ordering::SeqCst), "the Lease is not listed yet");
+        cache.set_lease(None);
+        task.await.unwrap();
+        assert!(ready.load(Ordering::SeqCst));
+    }
 }

@@ -63,9 +63,7 @@ impl Scaler {
             tracing::debug!(policy = %key, why, "serving 0");
         }
         served.map_err(|e| match e {
-            Unanswerable::NotSynced => Status::unavailable(
-                "the scaler has not listed the AdaptivePolicies and the plumb-hub Lease yet",
-            ),
+            Unanswerable::NotSynced => Status::unavailable(crate::server::NOT_LISTED),
             Unanswerable::UnknownPolicy(key) => {
                 Status::not_found(format!("AdaptivePolicy {key}: not found in this cluster"))
             }
