@@ -184,3 +184,79 @@ fn the_cache_notifies_only_on_a_real_change() {
     assert!(cache.snapshot().lease_synced);
     assert!(!cache.snapshot().synced());
 }
+
+mod invariants {
+    use proptest::prelude::*;
+
+    use super::*;
+
+    const T0: i64 = 1_800_000_000;
+
+    fn arbitrary_case() -> impl Strategy<Value = (Snapshot, Timestamp, Option<u32>)> {
+        (
+            (any::<bool>(), 0u32..50, prop::option::of(-100i64..400)),
+            (prop::option::of(0usize..3), prop::option::of(0usize..3)),
+            (
+                prop::option::of(-100i64..100),
+                0u32..60,
+                prop::option::of(0u32..40),
+            ),
+            0i64..300,
+        )
+            .prop_map(
+                |((auto, replicas, expires), (hub, holder), (renewed, duration, cap), now)| {
+                    let names = ["east/agent-0", "west/agent-1", ""];
+                    let intent = Intent {
+                        replicas,
+                        expires: expires.map(|s| Timestamp::from_unix_secs(T0 + s)),
+                        hub: hub.map(|i| names[i].to_owned()),
+                        ..Intent::default()
+                    };
+                    let copy = PolicyCopy {
+                        mode: if auto { Mode::Auto } else { Mode::Shadow },
+                        intent: Some(intent),
+                        max_replicas: cap,
+                    };
+                    let lease = holder.map(|i| LeaseRecord {
+                        holder: Some(names[i].to_owned()),
+                        acquire_time: None,
+                        renew_time: renewed.map(|s| Timestamp::from_unix_secs(T0 + s)),
+                        lease_duration_seconds: duration,
+                        transitions: 0,
+                    });
+                    (
+                        snapshot(CachedPolicy::Readable(copy), lease),
+                        Timestamp::from_unix_secs(T0 + now),
+                        cap,
+                    )
+                },
+            )
+    }
+
+    proptest! {
+        /// A floor above 0 is served only when every fencing check passes, never above the
+        /// cap; a 0 always says why; and the next time-based change is always ahead.
+        #[test]
+        fn a_served_floor_passes_every_check((s, now, cap) in arbitrary_case()) {
+            let served = s.served(&key(), now).unwrap();
+            prop_assert_eq!(served.why_zero.is_some(), served.floor == 0);
+            prop_assert!(served.floor <= cap.unwrap_or(u32::MAX));
+            if served.floor > 0 {
+                let Some(CachedPolicy::Readable(copy)) = s.policies.get(&key()) else {
+                    unreachable!("the case holds one readable copy");
+                };
+                let intent = copy.intent.as_ref().unwrap();
+                let lease = s.lease.as_ref().unwrap();
+                prop_assert_eq!(copy.mode, Mode::Auto);
+                prop_assert!(now < intent.expires.unwrap());
+                prop_assert!(!intent.hub.as_deref().unwrap().is_empty());
+                prop_assert_eq!(intent.hub.as_deref(), lease.holder.as_deref());
+                prop_assert!(now < lease.expires().unwrap());
+            }
+            if let Some(next) = s.next_change(&key(), now) {
+                prop_assert!(next > now);
+            }
+            prop_assert_eq!(s.active(&key(), now), Some(served.floor > 0));
+        }
+    }
+}
