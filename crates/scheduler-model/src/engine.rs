@@ -359,21 +359,28 @@ impl PreparedCluster {
         let mut nodes = Vec::new();
         let mut sorted: Vec<&crate::objects::Node> = all.iter().collect();
         sorted.sort_by(|a, b| a.metadata.name.cmp(&b.metadata.name));
-        let mut node_index = BTreeMap::new();
+        // In name order an empty name comes first and a duplicate next to its twin: the
+        // first such problem is the one a node-by-node pass would meet first.
+        if sorted.first().is_some_and(|n| n.metadata.name.is_empty()) {
+            return Err(input_err("node.metadata.name", "", "must be set"));
+        }
+        if let Some(w) = sorted
+            .windows(2)
+            .find(|w| w[0].metadata.name == w[1].metadata.name)
+        {
+            return Err(input_err(
+                "node.metadata.name",
+                &w[1].metadata.name,
+                "duplicate node",
+            ));
+        }
+        // Built from names in order (a bulk build, not one search per insert).
+        let node_index: BTreeMap<String, usize> = sorted
+            .iter()
+            .enumerate()
+            .map(|(i, n)| (n.metadata.name.clone(), i))
+            .collect();
         for n in sorted {
-            if n.metadata.name.is_empty() {
-                return Err(input_err("node.metadata.name", "", "must be set"));
-            }
-            if node_index
-                .insert(n.metadata.name.clone(), nodes.len())
-                .is_some()
-            {
-                return Err(input_err(
-                    "node.metadata.name",
-                    &n.metadata.name,
-                    "duplicate node",
-                ));
-            }
             match node_info(n) {
                 Ok(ni) => nodes.push(ni),
                 Err(f) => {

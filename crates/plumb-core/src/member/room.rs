@@ -184,18 +184,21 @@ pub fn static_room(
         .collect();
     let mut promised: Vec<&super::observation::Promised> = observation.promised.iter().collect();
     promised.sort_by(|a, b| a.policy.cmp(&b.policy));
-    let promised: Vec<Pod> = promised
+    // Each policy's replicas, copies of its template told apart by name.
+    let promised: Vec<Vec<Pod>> = promised
         .iter()
-        .flat_map(|p| {
-            (0..p.replicas).map(|i| {
-                let name = format!("{}-promised-{i}", p.policy.replace('/', "-"));
-                template_pod(&p.template, &p.namespace, &name)
-            })
+        .map(|p| {
+            (0..p.replicas)
+                .map(|i| {
+                    let name = format!("{}-promised-{i}", p.policy.replace('/', "-"));
+                    template_pod(&p.template, &p.namespace, &name)
+                })
+                .collect()
         })
         .collect();
     let all: Vec<&Pod> = own
         .iter()
-        .chain(&promised)
+        .chain(promised.iter().flatten())
         .chain(std::iter::once(template))
         .collect();
     let cluster = occupancy.for_pods(observation, &all)?;
@@ -208,7 +211,7 @@ pub fn static_room(
 fn place_and_count(
     cluster: &mut RoomCluster,
     own: &[Pod],
-    promised: Vec<Pod>,
+    promised: Vec<Vec<Pod>>,
     template: &Pod,
     registered: &BTreeSet<String>,
     limit: u32,
@@ -223,10 +226,19 @@ fn place_and_count(
         place(cluster, pod)?;
     }
     let mut out = StaticRoom::default();
-    for pod in promised {
-        match place(cluster, &pod)? {
-            Some(_) => out.promised_placed += 1,
-            None => out.promised_unplaced.push(pod),
+    for copies in promised {
+        let Some(first) = copies.first() else {
+            continue;
+        };
+        let count = u32::try_from(copies.len()).unwrap_or(u32::MAX);
+        let landed = cluster
+            .place_copies(&profile, first, count)
+            .map_err(|f| format!("staticRoom: {}", f.detail))?;
+        for (pod, node) in copies.into_iter().zip(landed) {
+            match node {
+                Some(_) => out.promised_placed += 1,
+                None => out.promised_unplaced.push(pod),
+            }
         }
     }
     out.replicas = cluster

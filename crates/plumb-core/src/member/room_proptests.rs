@@ -384,11 +384,20 @@ proptest! {
         };
         // Duplicates are left to the full conversion (asked above); the rest is compact.
         prop_assume!(compact.is_compact());
-        let mut to_place: Vec<Pod> = obs
-            .promised
-            .iter()
-            .flat_map(|p| (0..p.replicas).map(|i| template_pod(&p.template, "ml", &format!("{}-{i}", p.policy.replace('/', "-")))))
-            .collect();
+        // Each policy's copies at once on the compact conversion, one by one on the full one.
+        for p in &obs.promised {
+            let copies: Vec<Pod> = (0..p.replicas)
+                .map(|i| template_pod(&p.template, "ml", &format!("{}-{i}", p.policy.replace('/', "-"))))
+                .collect();
+            let Some(first) = copies.first() else { continue };
+            if !compact.answers(&profile, first) {
+                continue;
+            }
+            let one_by_one: Result<Vec<Option<String>>, _> =
+                copies.iter().map(|c| full.place(&profile, c)).collect();
+            prop_assert_eq!(compact.place_copies(&profile, first, p.replicas), one_by_one);
+        }
+        let mut to_place: Vec<Pod> = Vec::new();
         let workload = &obs.deployments[0].spec.template;
         to_place.extend((0..4).map(|i| template_pod(workload, "ml", &format!("w-{i}"))));
         let all: BTreeSet<String> = obs.nodes.iter().map(|n| n.metadata.name.clone()).collect();

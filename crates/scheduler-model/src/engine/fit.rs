@@ -44,6 +44,61 @@ impl PreparedCluster {
         }
     }
 
+    /// Places `copies` copies of `pod` one after another, each as [`Self::place`] would (a
+    /// copy's name plays no part in where it lands): where each landed, `None` for one no
+    /// node holds. When the pod has no pod (anti-)affinity terms and no topology spread
+    /// constraints, a copy changes only its own node's filters and resource scores, so the
+    /// nodes are filtered and scored once and only the chosen node again after each copy
+    /// (all are scored again when the chosen node stops fitting, as normalized scores depend
+    /// on which nodes fit); otherwise each copy is a full cycle.
+    pub fn place_copies(
+        &mut self,
+        profile: &Profile,
+        pod: &Pod,
+        copies: u32,
+    ) -> Result<Vec<Option<String>>, Failure> {
+        let info = self.fit_info(pod)?;
+        let cy = self.pre_filter(&info, profile);
+        let mut out = Vec::new();
+        if info.has_affinity_terms() || !cy.constraints.is_empty() || !self.held.is_empty() {
+            for _ in 0..copies {
+                out.push(self.place(profile, pod)?);
+            }
+            return Ok(out);
+        }
+        // With no terms and no spread, the cycle's precomputation does not change as copies
+        // are added: other pods' anti-affinity terms that match the pod stay as they were.
+        let mut feasible: Vec<usize> = (0..self.nodes.len())
+            .filter(|&n| self.filter(&info, n, &cy, profile).is_ok())
+            .collect();
+        let mut totals = self.score(&info, &feasible, &cy, profile, None);
+        for _ in 0..copies {
+            let best = totals.iter().copied().max().unwrap_or(0);
+            // Feasible nodes are in index (name) order: the first best is the smallest name.
+            let Some(at) = totals.iter().position(|t| *t == best) else {
+                out.push(None);
+                continue;
+            };
+            let n = feasible[at];
+            let before = self.occupancy_score(&info, n, profile);
+            self.add_pod(info.clone(), n);
+            out.push(Some(self.nodes[n].name.clone()));
+            if self.filter(&info, n, &cy, profile).is_ok() {
+                // Only the chosen node's resource scores moved.
+                totals[at] += self.occupancy_score(&info, n, profile) - before;
+            } else {
+                // The feasible set changed, and with it the normalized scores.
+                feasible.remove(at);
+                totals = if feasible.is_empty() {
+                    Vec::new()
+                } else {
+                    self.score(&info, &feasible, &cy, profile, None)
+                };
+            }
+        }
+        Ok(out)
+    }
+
     /// How many copies of `pod` still fit on the nodes named in `nodes` (other names are
     /// ignored), counting at most `limit`. Copies are placed one after another where the
     /// scheduler would put each (filters and scores, ties to the smallest name), so pod
@@ -225,6 +280,27 @@ mod tests {
         c.rollback_to(mark);
         assert_eq!(c.count_fitting(&p, &one, &all(), 100), Ok(16));
         assert_eq!(c.checkpoint(), mark);
+    }
+
+    #[test]
+    fn an_empty_or_repeated_node_name_is_an_input_error_naming_it() {
+        let with = |names: &[&str]| {
+            let c = Cluster {
+                nodes: names.iter().map(|n| node(n, 8, "z1")).collect(),
+                ..Cluster::default()
+            };
+            PreparedCluster::new(&c, "default-scheduler")
+                .map(|_| ())
+                .map_err(|e| e.to_string())
+        };
+        assert_eq!(with(&["a", "b", "c"]), Ok(()));
+        let dup = with(&["c", "b", "a", "b", "c"]).expect_err("duplicate");
+        assert!(
+            dup.contains("\"b\"") && dup.contains("duplicate node"),
+            "{dup}"
+        );
+        let empty = with(&["c", "c", ""]).expect_err("empty");
+        assert!(empty.contains("must be set"), "{empty}");
     }
 
     #[test]

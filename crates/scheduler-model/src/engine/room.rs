@@ -74,24 +74,8 @@ impl RoomCluster {
         I: IntoIterator<Item = &'a Pod>,
     {
         let mut prepared = PreparedCluster::from_view(view(nodes, namespaces, &[]), scheduler)?;
-        // Nodes by the hash of their name (a repeated hash: the full conversion).
-        let mut node_at: Vec<(u64, usize, usize)> = Vec::with_capacity(nodes.len());
-        for (at, n) in nodes.iter().enumerate() {
-            if let Some(&i) = prepared.node_index.get(&n.metadata.name) {
-                node_at.push((name_hash(&n.metadata.name, ""), at, i));
-            }
-        }
-        node_at.sort_unstable();
-        if node_at.windows(2).any(|w| w[0].0 == w[1].0) {
+        let Some(node_of) = NodeNames::new(nodes, &prepared.node_index) else {
             return Ok(None);
-        }
-        let node_of = |name: &str| {
-            let h = name_hash(name, "");
-            let k = node_at.partition_point(|e| e.0 < h);
-            node_at
-                .get(k)
-                .filter(|e| e.0 == h && nodes[e.1].metadata.name == name)
-                .map(|e| e.2)
         };
         let mut kept: Vec<u64> = Vec::new();
         let mut failures: Vec<(String, Failure)> = Vec::new();
@@ -100,7 +84,7 @@ impl RoomCluster {
             if p.spec.node_name.is_empty() || p.is_terminal() {
                 continue;
             }
-            let Some(n) = node_of(&p.spec.node_name) else {
+            let Some(n) = node_of.get(&p.spec.node_name) else {
                 continue;
             };
             let (ns, name) = (p.metadata.namespace.as_str(), p.metadata.name.as_str());
@@ -185,6 +169,18 @@ impl RoomCluster {
         self.cluster.place(profile, pod)
     }
 
+    /// [`PreparedCluster::place_copies`]; `Err` also for a pod this conversion does not
+    /// answer for.
+    pub fn place_copies(
+        &mut self,
+        profile: &Profile,
+        pod: &Pod,
+        copies: u32,
+    ) -> Result<Vec<Option<String>>, Failure> {
+        self.refuse(profile, pod)?;
+        self.cluster.place_copies(profile, pod, copies)
+    }
+
     /// [`PreparedCluster::count_fitting`]; `Err` also for a pod this conversion does not
     /// answer for.
     pub fn count_fitting(
@@ -226,6 +222,64 @@ where
                 && seen.insert((p.metadata.namespace.as_str(), p.metadata.name.as_str()))
         })
         .collect()
+}
+
+/// The known nodes' indexes by name: an open-addressing table of name hashes whose names
+/// sit side by side in one string, so a lookup reads a few cache lines, not the scattered
+/// node objects (it is the conversion's most frequent question, once per pod).
+struct NodeNames {
+    /// (hash, start and end of the name in `names`, node index + 1; 0: an empty slot).
+    slots: Vec<(u64, usize, usize, usize)>,
+    names: String,
+}
+
+impl NodeNames {
+    /// The table of `nodes` by their index in `index`; `None` when two names hash alike.
+    fn new(nodes: &[Node], index: &std::collections::BTreeMap<String, usize>) -> Option<NodeNames> {
+        let size = (nodes.len() * 2).next_power_of_two().max(2);
+        let mut table = NodeNames {
+            slots: vec![(0, 0, 0, 0); size],
+            names: String::new(),
+        };
+        for n in nodes {
+            let Some(&i) = index.get(&n.metadata.name) else {
+                continue;
+            };
+            let h = name_hash(&n.metadata.name, "");
+            let mut at = table.slot(h);
+            while table.slots[at].3 != 0 {
+                if table.slots[at].0 == h {
+                    return None;
+                }
+                at = (at + 1) & (size - 1);
+            }
+            let start = table.names.len();
+            table.names.push_str(&n.metadata.name);
+            table.slots[at] = (h, start, table.names.len(), i + 1);
+        }
+        Some(table)
+    }
+
+    fn slot(&self, h: u64) -> usize {
+        usize::try_from(h).unwrap_or(0) & (self.slots.len() - 1)
+    }
+
+    /// The index of the node named `name`, if it is one of them.
+    fn get(&self, name: &str) -> Option<usize> {
+        let h = name_hash(name, "");
+        let mut at = self.slot(h);
+        loop {
+            let (sh, start, end, i) = self.slots[at];
+            if i == 0 {
+                return None;
+            }
+            if sh == h {
+                // Hashes are unique among the nodes: only this one can be `name`.
+                return (&self.names[start..end] == name).then_some(i - 1);
+            }
+            at = (at + 1) & (self.slots.len() - 1);
+        }
+    }
 }
 
 /// A view of `nodes`, `namespaces` and `pods`, without selector objects or PodGroups.

@@ -38,6 +38,25 @@ impl PreparedCluster {
         total
     }
 
+    /// The part of node `n`'s total score that depends on what the node holds: the weighted
+    /// resource scores (`NodeResourcesFit`, `NodeResourcesBalancedAllocation`), which are
+    /// not normalized over the feasible nodes. The rest of a total changes only with the
+    /// feasible set, or with pods that have pod terms or spread.
+    pub(super) fn occupancy_score(&self, p: &PodInfo, n: usize, profile: &Profile) -> i64 {
+        let mut total = 0;
+        for (plugin, weight) in &profile.scores {
+            let score = match plugin.as_str() {
+                "NodeResourcesFit" => self.score_fit(p, &[n], profile).first().copied(),
+                "NodeResourcesBalancedAllocation" => self
+                    .score_balanced(p, &[n], profile)
+                    .and_then(|s| s.first().copied()),
+                _ => None,
+            };
+            total += weight * score.unwrap_or(0);
+        }
+        total
+    }
+
     fn score_taints(&self, p: &PodInfo, feasible: &[usize]) -> Vec<i64> {
         let tols: Vec<&crate::objects::Toleration> = p
             .tolerations
