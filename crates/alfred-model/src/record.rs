@@ -7,6 +7,8 @@
 //! written; every other row field is omitted when empty, false or zero, and
 //! `recommendations` is `null` when the pass has no rows.
 
+use std::fmt;
+
 use serde::{Deserialize, Serialize, Serializer};
 
 use crate::Timestamp;
@@ -60,6 +62,41 @@ pub enum Outcome {
     Failed,
     /// Not acknowledged in time, or otherwise stuck.
     Stalled,
+}
+
+impl Outcome {
+    /// Every value, in declaration order (the order of the stages).
+    pub const ALL: &'static [Outcome] = &[
+        Outcome::Advisory,
+        Outcome::Rejected,
+        Outcome::Withheld,
+        Outcome::Submitted,
+        Outcome::Acknowledged,
+        Outcome::Completed,
+        Outcome::Failed,
+        Outcome::Stalled,
+    ];
+
+    /// The documented string, as the record writes it, so tables and logs
+    /// can name an outcome without going through serde.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Outcome::Advisory => "advisory",
+            Outcome::Rejected => "rejected",
+            Outcome::Withheld => "withheld",
+            Outcome::Submitted => "submitted",
+            Outcome::Acknowledged => "acknowledged",
+            Outcome::Completed => "completed",
+            Outcome::Failed => "failed",
+            Outcome::Stalled => "stalled",
+        }
+    }
+}
+
+impl fmt::Display for Outcome {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
 }
 
 /// Dispatch status of an admitted move or a journal entry.
@@ -532,6 +569,22 @@ mod tests {
             json,
             r#"{"workload":"ns/a","component":"engine","instance":0,"policy":"defragmentation","reason":"Fragmentation","outcome":"advisory","advisoryReason":"OMENativeUnavailable","fromNode":"n1","score":0}"#
         );
+    }
+
+    #[test]
+    fn outcome_strings_are_the_serde_names() {
+        // ALL lists the variants by discriminant with no gap.
+        for (i, &outcome) in Outcome::ALL.iter().enumerate() {
+            assert_eq!(outcome as usize, i);
+        }
+        for &outcome in Outcome::ALL {
+            let json = serde_json::to_string(&outcome).unwrap();
+            assert_eq!(json, format!("\"{}\"", outcome.as_str()));
+            assert_eq!(outcome.to_string(), outcome.as_str());
+            let back: Outcome = serde_json::from_str(&json).unwrap();
+            assert_eq!(back, outcome);
+        }
+        assert_eq!(Outcome::Acknowledged.to_string(), "acknowledged");
     }
 
     #[test]
