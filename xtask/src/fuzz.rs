@@ -58,6 +58,13 @@ const PLUMB_FLEETS: &[&str] = &[
     "fixtures/plumb/fleets/home-cannot-take-it",
     "fixtures/plumb/fleets/member-ignored",
 ];
+/// Recorded signal answers: each seeds `plumb_signals`.
+const PLUMB_SIGNALS: &[&str] = &[
+    "fixtures/plumb/default/signals.json",
+    "fixtures/plumb/signal-error/signals.json",
+    "fixtures/plumb/signal-nan/signals.json",
+    "fixtures/plumb/signal-two-samples/signals.json",
+];
 const SMALL: usize = 16 << 10;
 const LARGE: usize = 96 << 10;
 
@@ -118,6 +125,13 @@ const TARGETS: &[Target] = &[
         max_len: LARGE,
     },
     Target {
+        name: "plumb_duration",
+        seeds: &[],
+        extensions: &[],
+        chunk_byte: false,
+        max_len: 256,
+    },
+    Target {
         name: "plumb_fleet",
         seeds: PLUMB_FLEETS,
         extensions: &["json"],
@@ -137,6 +151,13 @@ const TARGETS: &[Target] = &[
         extensions: &["json"],
         chunk_byte: false,
         max_len: LARGE,
+    },
+    Target {
+        name: "plumb_signals",
+        seeds: PLUMB_SIGNALS,
+        extensions: &["json"],
+        chunk_byte: false,
+        max_len: SMALL,
     },
     Target {
         name: "replay_inputs",
