@@ -30,6 +30,8 @@
 //! [`config::RuntimeOptions::recommend_only`] or [`config::RuntimeOptions::with_executor`], no
 //! flag strings.
 
+#![warn(missing_docs, unreachable_pub)]
+
 pub mod build;
 pub mod config;
 pub mod count;

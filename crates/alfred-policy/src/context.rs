@@ -206,7 +206,11 @@ pub(crate) struct TargetList {
 }
 
 impl<'a> Ctx<'a> {
-    pub fn new(snapshot: &'a ClusterSnapshot, cfg: &'a PolicySettings, now: Timestamp) -> Self {
+    pub(crate) fn new(
+        snapshot: &'a ClusterSnapshot,
+        cfg: &'a PolicySettings,
+        now: Timestamp,
+    ) -> Self {
         // A normalized snapshot (what `alfred_observe::observe` and alfred-twin produce) is
         // not copied: the copy below would equal it. Decisions are made at `now`; the
         // snapshot keeps its own `observed_at`, the time the node markers carry.
@@ -327,19 +331,19 @@ impl<'a> Ctx<'a> {
 
     /// The pool scores of docs/design-scoring.md (alfred-score) at `now`, with the bins and weights
     /// that price a move (docs/design-policies.md#benefit-cost-and-score).
-    pub fn analyze(&self) -> Analysis<'_> {
+    pub(crate) fn analyze(&self) -> Analysis<'_> {
         alfred_score::analyze_at(&self.snap, &self.cfg.score_settings(), self.now)
     }
 
     /// `snap.node(name)`, through the name index.
-    pub fn node(&self, name: &str) -> Option<&Node> {
+    pub(crate) fn node(&self, name: &str) -> Option<&Node> {
         self.node_position(name).map(|i| &self.snap.nodes[i])
     }
 
     /// The position in `snap.nodes` of [`Ctx::node`]'s answer. The snapshot is normalized
     /// (sorted by name, no duplicates), so positions order nodes by name and a position
     /// names exactly one node: plans and pricing compare positions instead of names.
-    pub fn node_position(&self, name: &str) -> Option<usize> {
+    pub(crate) fn node_position(&self, name: &str) -> Option<usize> {
         let nodes = &self.snap.nodes;
         let (lo, hi) = self.node_names.range(0, nodes.len(), name);
         nodes[lo..hi]
@@ -349,7 +353,7 @@ impl<'a> Ctx<'a> {
     }
 
     /// `snap.pod_by_key(key)`, through the name index.
-    pub fn pod(&self, key: &str) -> Option<&Pod> {
+    pub(crate) fn pod(&self, key: &str) -> Option<&Pod> {
         let (ns, name) = key.split_once('/')?;
         let pods = &self.snap.pods;
         let lookup = self.pods.get_or_init(|| PodLookup::of(pods));
@@ -366,14 +370,14 @@ impl<'a> Ctx<'a> {
     }
 
     /// The pool of a node with GPUs.
-    pub fn pool_of(&self, node: &str) -> Option<&str> {
+    pub(crate) fn pool_of(&self, node: &str) -> Option<&str> {
         self.node(node)
             .filter(|n| n.has_gpus())
             .and_then(|n| n.pool.as_deref())
     }
 
     /// GPUs held by an Instance per node (pods resolved through the snapshot).
-    pub fn gpus_by_node(&self, pods: &[String]) -> BTreeMap<String, u64> {
+    pub(crate) fn gpus_by_node(&self, pods: &[String]) -> BTreeMap<String, u64> {
         let mut by: BTreeMap<String, u64> = BTreeMap::new();
         for key in pods {
             if let Some(p) = self.pod(key)
@@ -389,7 +393,7 @@ impl<'a> Ctx<'a> {
     /// Primary node (docs/design-policies.md#defragmentation-ladder): the node holding the most of
     /// the pods' GPUs, ties to the smallest name; falls back to the node with most pods when no pod
     /// holds GPUs.
-    pub fn primary_node(&self, pods: &[String], fallback: Option<&Instance>) -> String {
+    pub(crate) fn primary_node(&self, pods: &[String], fallback: Option<&Instance>) -> String {
         // [`Ctx::gpus_by_node`] without copying node names: (node, GPUs) in name order.
         let mut by: Vec<(&str, u64)> = Vec::with_capacity(pods.len());
         for key in pods {
@@ -420,7 +424,7 @@ impl<'a> Ctx<'a> {
 
     /// Primary pool of a set of pods: the pool holding most of their GPUs, ties to the
     /// smallest key (pods on unknown or pool-less nodes skipped).
-    pub fn primary_pool(&self, pods: &[String]) -> Option<String> {
+    pub(crate) fn primary_pool(&self, pods: &[String]) -> Option<String> {
         let mut by: BTreeMap<&str, u64> = BTreeMap::new();
         for (node, g) in self.gpus_by_node(pods) {
             if let Some(pool) = self.pool_of(&node) {
@@ -438,7 +442,7 @@ impl<'a> Ctx<'a> {
 
     /// Whether every node of the Instance is in `pool` (and it has at least one).
     #[cfg(test)]
-    pub fn instance_in_pool(&self, inst: &Instance, pool: &str) -> bool {
+    pub(crate) fn instance_in_pool(&self, inst: &Instance, pool: &str) -> bool {
         !inst.nodes.is_empty() && inst.nodes.keys().all(|n| self.pool_of(n) == Some(pool))
     }
 
@@ -447,7 +451,7 @@ impl<'a> Ctx<'a> {
     /// it once per Instance rather than once per Instance and pool (the pass reads it from
     /// the index: [`Ctx::instance_pool_at`]; this is the by-name form it is tested against).
     #[cfg(test)]
-    pub fn instance_pool(&self, inst: &Instance) -> Option<&str> {
+    pub(crate) fn instance_pool(&self, inst: &Instance) -> Option<&str> {
         let mut nodes = inst.nodes.keys();
         let first = self.pool_of(nodes.next()?)?;
         nodes
@@ -463,7 +467,11 @@ impl<'a> Ctx<'a> {
     /// the node of that name, or to none, as [`Ctx::node`] does (the names are unique), and
     /// `idx.pools` is [`ClusterSnapshot::pools`], the pools of the nodes that
     /// [`Node::has_gpus`], with each such node's position in `idx.node_pool`.
-    pub fn instance_pool_at(&self, idx: &SnapshotIndex, facts: &InstanceFacts) -> Option<usize> {
+    pub(crate) fn instance_pool_at(
+        &self,
+        idx: &SnapshotIndex,
+        facts: &InstanceFacts,
+    ) -> Option<usize> {
         let pool_of = |n: u32| {
             idx.node_pool
                 .get(n as usize)
@@ -555,12 +563,12 @@ impl<'a> Ctx<'a> {
     }
 
     /// `modelAdvisoryReason(w)` (docs/design-snapshot.md#models-and-volumes).
-    pub fn model_reason(&self, w: &Workload) -> Option<AdvisoryReason> {
+    pub(crate) fn model_reason(&self, w: &Workload) -> Option<AdvisoryReason> {
         alfred_score::model_block(&self.snap, w).map(advisory)
     }
 
     /// `allowedTargets(w)`: `None` = unconstrained.
-    pub fn allowed_targets(&self, w: &Workload) -> Option<&BTreeSet<String>> {
+    pub(crate) fn allowed_targets(&self, w: &Workload) -> Option<&BTreeSet<String>> {
         let model = w.model.as_ref()?;
         self.snap
             .models
@@ -569,12 +577,12 @@ impl<'a> Ctx<'a> {
     }
 
     /// `inCooldown(w)` (docs/design-policies.md#cooldown-inside-the-policies).
-    pub fn in_cooldown(&self, w: &Workload) -> bool {
+    pub(crate) fn in_cooldown(&self, w: &Workload) -> bool {
         alfred_score::in_cooldown(w, self.cfg.per_workload_cooldown_minutes, self.now)
     }
 
     /// The ordered target list of `pool` for workload `w` (built on first use).
-    pub fn target_list(&self, pool: &str, w: &Workload) -> Rc<TargetList> {
+    pub(crate) fn target_list(&self, pool: &str, w: &Workload) -> Rc<TargetList> {
         let avoid = self.avoid_spot(w);
         let allowed = self.allowed_targets(w);
         let key: TargetKey = (
@@ -606,12 +614,12 @@ impl<'a> Ctx<'a> {
     }
 
     /// Whether a node is preemptible and avoided as a target for this workload.
-    pub fn avoid_spot(&self, w: &Workload) -> bool {
+    pub(crate) fn avoid_spot(&self, w: &Workload) -> bool {
         self.cfg.avoid_spot_as_target || w.settings.spot_policy == SpotOverride::Avoid
     }
 
     /// `spotPrefersSource(w)` (docs/design-policies.md#boosts).
-    pub fn spot_prefers_source(&self, w: &Workload) -> bool {
+    pub(crate) fn spot_prefers_source(&self, w: &Workload) -> bool {
         match w.settings.spot_policy {
             SpotOverride::Migrate => true,
             SpotOverride::Ignore => false,

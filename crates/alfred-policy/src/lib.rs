@@ -69,6 +69,8 @@
 //! assert!(proposal.candidates.is_empty(), "nothing runs there to move");
 //! ```
 
+#![warn(missing_docs, unreachable_pub)]
+
 mod advice_counts;
 mod context;
 pub mod defragmentation;

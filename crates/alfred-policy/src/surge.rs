@@ -31,7 +31,7 @@ pub(crate) struct SurgePlan {
 impl SurgePlan {
     /// `placementTargets` of docs/design-policies.md#surge-plans: every eligible target in order,
     /// fullest first (built on demand: only executable rows carry it).
-    pub fn placement_targets(&self, ctx: &Ctx<'_>) -> Vec<String> {
+    pub(crate) fn placement_targets(&self, ctx: &Ctx<'_>) -> Vec<String> {
         self.target_names(ctx).map(str::to_owned).collect()
     }
 
@@ -44,13 +44,13 @@ impl SurgePlan {
 
     /// `hintTargetNodes` of docs/design-policies.md#surge-plans: the first three eligible
     /// targets (built on demand, as [`SurgePlan::placement_targets`]).
-    pub fn hints(&self, ctx: &Ctx<'_>) -> Vec<String> {
+    pub(crate) fn hints(&self, ctx: &Ctx<'_>) -> Vec<String> {
         self.target_names(ctx).take(3).map(str::to_owned).collect()
     }
 
     /// [`SurgePlan::moves`] with node names, as docs/design-policies.md#surge-plans writes them.
     #[cfg(test)]
-    pub fn named_moves(&self, ctx: &Ctx<'_>) -> Vec<(String, String, u32)> {
+    pub(crate) fn named_moves(&self, ctx: &Ctx<'_>) -> Vec<(String, String, u32)> {
         let name = |i: usize| ctx.snap.nodes[i].name.clone();
         self.moves
             .iter()
@@ -60,7 +60,7 @@ impl SurgePlan {
 
     /// [`SurgePlan::sources`] by name.
     #[cfg(test)]
-    pub fn source_names(&self, ctx: &Ctx<'_>) -> Vec<String> {
+    pub(crate) fn source_names(&self, ctx: &Ctx<'_>) -> Vec<String> {
         self.sources
             .iter()
             .map(|i| ctx.snap.nodes[*i].name.clone())

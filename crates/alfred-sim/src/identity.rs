@@ -15,9 +15,14 @@ pub const WORKER_CONTRACT: &str = "alfred-snapshot-v1";
 #[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct Identity {
+    /// The profile's scheduler name (`default-scheduler` when the profile is unnamed).
     pub scheduler_name: String,
+    /// The operator-chosen `--backend` label, so two workers of one scheduler stay apart.
     pub backend: String,
+    /// The modelled kube-scheduler version (`v1.35.4`).
     pub scheduler_version: String,
+    /// `sha256:` and the hash of the defaulted configuration and the build, so any edit or new
+    /// image gives a new ID.
     #[serde(rename = "configurationID")]
     pub configuration_id: String,
 }
@@ -26,7 +31,9 @@ pub struct Identity {
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct PrintedProfile {
+    /// Who the worker is.
     pub identity: Identity,
+    /// Whether OMEGangPack runs at every point a gang needs.
     pub gang_scheduling: bool,
 }
 
@@ -42,7 +49,9 @@ impl PrintedProfile {
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct BuildInfo {
+    /// The crate name (part of the hashed build provenance).
     pub package: String,
+    /// The crate version.
     pub version: String,
     /// Source revision, when known at build time (empty otherwise).
     pub source_revision: String,

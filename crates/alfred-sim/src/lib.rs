@@ -48,6 +48,8 @@
 //! # Ok::<(), Box<dyn std::error::Error>>(())
 //! ```
 
+#![warn(missing_docs, unreachable_pub)]
+
 pub mod identity;
 pub mod selection;
 pub mod wire;

@@ -14,10 +14,14 @@ use crate::outcome::SchedulingReason;
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct ProfileConfig {
+    /// The worker's `--backend` label.
     pub backend: String,
+    /// The scheduler version the worker must print.
     pub scheduler_version: String,
+    /// The configuration ID the worker must print (checked at its startup probe).
     #[serde(rename = "configurationID")]
     pub configuration_id: String,
+    /// Whether the profile simulates gangs (OMEGangPack); a multi-pod Instance needs it.
     #[serde(default)]
     pub gang_scheduling: bool,
 }
@@ -34,7 +38,9 @@ pub struct TemplateFacts<'a> {
 /// The selected profile: the identity to put in the request and whether it simulates gangs.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Selected {
+    /// The identity to put in the request.
     pub identity: Identity,
+    /// Whether the selected profile simulates gangs.
     pub gang_scheduling: bool,
     /// The Instance has more than one pod: the request must set `requireGang`.
     pub require_gang: bool,

@@ -34,20 +34,31 @@ pub const MAX_REPLACEMENT_PODS: usize = 128;
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct SimulationRequest {
+    /// The request format; only `v1` is read.
     pub schema_version: String,
+    /// Echoed in the result, so a caller can pair them.
     #[serde(rename = "requestID")]
     pub request_id: String,
+    /// The snapshot the cluster objects come from; echoed in the result.
     #[serde(rename = "snapshotID")]
     pub snapshot_id: String,
+    /// The snapshot's time (RFC 3339); echoed in the result.
     pub snapshot_time: String,
+    /// The worker identity the request was built for; a worker refuses another's.
     pub profile: Identity,
+    /// The complete, unbound pods to place, for the profile's scheduler.
     pub replacement_pods: Vec<Pod>,
+    /// The pods the move replaces: bound, and also present in `cluster_objects`.
     pub source_pods: Vec<Pod>,
+    /// Nodes, Pods, Namespaces, Services, controllers and PodGroups, closed under reference.
     pub cluster_objects: Vec<Value>,
+    /// The replacements form one gang: all land or none.
     #[serde(default)]
     pub require_gang: bool,
+    /// Nodes the replacements may not land on (recommend-only requests).
     #[serde(default)]
     pub excluded_nodes: Vec<String>,
+    /// The one node the move leaves (execute-mode requests, instead of `excluded_nodes`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub migration_from_node: Option<String>,
 }
@@ -56,8 +67,11 @@ pub struct SimulationRequest {
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct PodRef {
+    /// The pod's namespace.
     pub namespace: String,
+    /// The pod's name.
     pub name: String,
+    /// The pod's UID, when the request gave one.
     #[serde(default, skip_serializing_if = "String::is_empty")]
     pub uid: String,
 }
@@ -66,7 +80,9 @@ pub struct PodRef {
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct Placement {
+    /// The replacement pod.
     pub pod: PodRef,
+    /// The node it lands on (known and not excluded).
     pub node_name: String,
 }
 
@@ -74,15 +90,23 @@ pub struct Placement {
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct SimulationResult {
+    /// The request format (`v1`).
     pub schema_version: String,
+    /// The request's id.
     #[serde(rename = "requestID")]
     pub request_id: String,
+    /// The request's snapshot id.
     #[serde(rename = "snapshotID")]
     pub snapshot_id: String,
+    /// The request's snapshot time.
     pub snapshot_time: String,
+    /// The worker's identity.
     pub profile: Identity,
+    /// Feasible, infeasible, or beyond what the model can say.
     pub decision: Decision,
+    /// The reason paired with the decision (`PlacementFound`, `NoFeasiblePlacement`, `Unsupported`).
     pub reason: WorkerReason,
+    /// One placement per replacement pod, in request order, when the decision is feasible.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub placements: Option<Vec<Placement>>,
 }
@@ -94,10 +118,13 @@ pub enum RequestError {
     /// fit the schema.
     #[error("request {}", crate::clip::clip(.0, 280))]
     Decode(String),
+    /// The request is over [`MAX_REQUEST_BYTES`]: refused before reading.
     #[error("request is larger than {MAX_REQUEST_BYTES} bytes")]
     TooLarge,
+    /// The first byte is not `{` (a request is one JSON object, nothing before it).
     #[error("request must be a JSON object starting with '{{'")]
     NotAnObject,
+    /// Valid JSON with a field the worker cannot accept.
     #[error(
         "request {}: {}: {}",
         crate::clip::clip(.field, 100),
@@ -105,8 +132,11 @@ pub enum RequestError {
         crate::clip::clip(.why, 100)
     )]
     Invalid {
+        /// The field's path in the request.
         field: String,
+        /// The offending value, as text.
         value: String,
+        /// Why it is refused.
         why: String,
     },
 }
@@ -942,7 +972,9 @@ fn check_migration_from_node(req: &SimulationRequest, from: &String) -> Result<(
 /// The evaluated request: the result to print and a diagnostic line for stderr.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Evaluation {
+    /// The result to print on stdout.
     pub result: SimulationResult,
+    /// The model's outcome, with the cause and ties for the diagnostic line.
     pub outcome: Outcome,
 }
 

@@ -19,6 +19,7 @@ pub const MAX_FILE_BYTES: usize = 1024 * 1024;
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct WorkersFile {
+    /// The workers, one per profile identity.
     pub workers: Vec<WorkerEntry>,
 }
 
@@ -26,9 +27,13 @@ pub struct WorkersFile {
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct WorkerEntry {
+    /// Absolute path of the simulator executable.
     pub binary_path: String,
+    /// Absolute path of its KubeSchedulerConfiguration.
     pub scheduler_config_path: String,
+    /// The identity its `--print-profile` must print.
     pub identity: Identity,
+    /// Whether it claims gang scheduling (its probe must agree).
     #[serde(default, deserialize_with = "non_null_bool")]
     pub gang_scheduling: bool,
 }
@@ -40,37 +45,55 @@ fn non_null_bool<'de, D: Deserializer<'de>>(d: D) -> Result<bool, D::Error> {
 /// Why `workers.json` was refused.
 #[derive(Debug, Clone, PartialEq, Eq, Error)]
 pub enum WorkersError {
+    /// The file is over [`MAX_FILE_BYTES`].
     #[error("workers.json is larger than {MAX_FILE_BYTES} bytes")]
     TooLarge,
+    /// The file is not valid JSON of the `workers.json` schema.
     #[error("workers.json: {}", crate::clip::clip(.0, 240))]
     Decode(String),
+    /// More than [`MAX_WORKERS`] workers.
     #[error("workers.json: {count} workers, at most {MAX_WORKERS} are allowed")]
-    TooMany { count: usize },
+    TooMany {
+        /// How many the file lists.
+        count: usize,
+    },
+    /// A path that must be absolute is not.
     #[error(
         "workers.json: workers[{index}].{field}: {} must be an absolute path",
         crate::clip::clip(&format!("{:?}", .value), 120)
     )]
     NotAbsolute {
+        /// The worker's position in the file.
         index: usize,
+        /// The path field's name.
         field: &'static str,
+        /// The value given.
         value: String,
     },
+    /// An identity field is empty or padded with spaces.
     #[error(
         "workers.json: workers[{index}].identity.{field}: {} must be non-empty and unpadded",
         crate::clip::clip(&format!("{:?}", .value), 120)
     )]
     BadIdentityField {
+        /// The worker's position in the file.
         index: usize,
+        /// The identity field's name.
         field: &'static str,
+        /// The value given.
         value: String,
     },
+    /// Two workers share one identity, so a request could not pick between them.
     #[error(
         "workers.json: workers[{index}].identity repeats the identity of workers[{first}]: {}",
         crate::clip::clip(&format!("{:?}", .identity), 150)
     )]
     DuplicateIdentity {
+        /// The later worker's position.
         index: usize,
+        /// The earlier worker's position.
         first: usize,
+        /// The shared identity.
         identity: Identity,
     },
 }
@@ -152,13 +175,16 @@ pub fn parse_workers(bytes: &[u8]) -> Result<WorkersFile, WorkersError> {
 /// recommendation simulation: `.
 #[derive(Debug, Clone, PartialEq, Eq, Error)]
 pub enum ProbeError {
+    /// The probe run did not exit 0.
     #[error("scheduler worker exited unsuccessfully")]
     ExitedUnsuccessfully,
+    /// The probe printed something other than one profile line.
     #[error("worker profile output is invalid: {0}")]
     InvalidOutput(String),
     /// Names the first differing field: `identity.configurationID: printed "…", registered "…"`.
     #[error("worker profile identity does not match registry entry: {0}")]
     IdentityMismatch(String),
+    /// The printed gang-scheduling claim differs from the registry entry's.
     #[error("worker gang scheduling claim does not match registry entry")]
     GangClaimMismatch,
 }

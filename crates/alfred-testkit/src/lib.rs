@@ -22,6 +22,8 @@
 //!
 //! The exact pod count is `pods` (GPU pods are capped at 80 % of it).
 
+#![warn(missing_docs, unreachable_pub)]
+
 pub mod builder;
 pub mod parts;
 pub mod random;

@@ -2,6 +2,8 @@
 //! flag or field is wrong. Both products promise "a clear one-line error naming the field and the
 //! value"; this crate is that promise's one implementation, so neither keeps a copy.
 
+#![warn(missing_docs, unreachable_pub)]
+
 /// Exit status for bad input.
 pub const EXIT_BAD_INPUT: u8 = 2;
 

@@ -26,6 +26,8 @@
 //! assert_eq!(next, Some(decided.plus(Duration::from_secs(900))));
 //! ```
 
+#![warn(missing_docs, unreachable_pub)]
+
 use std::time::Duration;
 
 use utc_time::Timestamp;

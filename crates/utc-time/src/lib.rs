@@ -5,6 +5,8 @@
 //! and render as RFC 3339 with nanoseconds, trailing zeros trimmed (the format Go's
 //! `time.RFC3339Nano` writes and Kubernetes objects carry).
 
+#![warn(missing_docs, unreachable_pub)]
+
 use std::fmt;
 use std::str::FromStr;
 use std::time::Duration;
