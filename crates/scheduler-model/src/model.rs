@@ -889,8 +889,11 @@ pub fn node_affinity_matches(
 /// them for a bound pod.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct BoundLoad {
+    /// Milli-cores for scoring (a container without a cpu request counts the default).
     pub nz_cpu: i64,
+    /// Bytes of memory for scoring (a container without a memory request counts the default).
     pub nz_mem: i64,
+    /// `(protocol, hostIP, port)` of each host port.
     pub ports: Vec<(String, String, i32)>,
 }
 
