@@ -33,7 +33,10 @@ pub fn step(w: &mut World, i: usize, policy: &str) {
     let inputs = read_members(w, i, policy, &spec, &hashes);
     let weights = read_weights(w, i, policy, &spec);
     if !w.members[i].agent.hubs.contains_key(policy) {
-        let adopted = adopt(w, i, policy);
+        let Some(adopted) = adopt(w, i, policy) else {
+            w.counters.adoptions_waited += 1;
+            return;
+        };
         let hub = Hub::new(policy, identity.clone(), adopted);
         w.members[i]
             .agent
@@ -143,14 +146,21 @@ fn read_weights(
         .map(|r| r.weights.clone())
 }
 
-/// The most recent `status.fleet` among the copies agent `i` can read.
-fn adopt(w: &mut World, i: usize, policy: &str) -> FleetStatus {
-    let readable: Vec<usize> = (0..w.members.len()).filter(|&j| w.reach(i, j)).collect();
+/// The most recent `status.fleet` among the copies agent `i` reads, once it reads a majority
+/// of the members' copies (with [`FleetCopies::Majority`] that majority holds at least one
+/// copy of the last status stored); none while it reads fewer, and the hub waits.
+fn adopt(w: &mut World, i: usize, policy: &str) -> Option<FleetStatus> {
+    let readable: Vec<usize> = (0..w.members.len())
+        .filter(|&j| w.reach(i, j) && !read_fails(&mut w.fault_rng, &w.api, &mut w.faults))
+        .collect();
     let copies: Vec<_> = readable
         .iter()
         .filter_map(|&j| w.members[j].store.policies.get(policy))
         .collect();
-    most_recent_fleet(copies).unwrap_or_default()
+    if copies.len() < majority(w.members.len()) {
+        return None;
+    }
+    Some(most_recent_fleet(copies).unwrap_or_default())
 }
 
 /// Stores `status.fleet` as [`FleetCopies`] says; true when it is stored.

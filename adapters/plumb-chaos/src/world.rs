@@ -135,6 +135,8 @@ pub struct Counters {
     pub outcome_lines: u64,
     /// Steps discarded because `status.fleet` could not be stored.
     pub discarded_steps: u64,
+    /// New hubs that waited because they read fewer than a majority of copies.
+    pub adoptions_waited: u64,
     /// Writes that failed and were recorded on the decision (`write_failed`).
     pub failed_writes: u64,
     /// Hub agents killed mid-step.
