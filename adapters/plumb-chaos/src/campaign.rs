@@ -343,6 +343,22 @@ mod tests {
         );
     }
 
+    /// Seed 37694 of 10-minute runs: a new hub adopted `status.fleet` from a minority of
+    /// copies and the old hub's last decision lost its outcome lines (it breaks `nothing lost`
+    /// again with the majority rule in `hubstep::adopt` taken out). The quorum bug seed 15
+    /// found has its regression test in plumb-core (`quorum::tests`).
+    #[test]
+    fn the_seeds_long_campaigns_found_hold() {
+        let r = run(
+            37694,
+            Options {
+                minutes: 10,
+                ..Options::default()
+            },
+        );
+        assert_eq!(r.violations, []);
+    }
+
     /// The spec keeps `status.fleet` on the hub's copy only; a successor that cannot read
     /// that copy (its member cut off or down) adopts an older one and the decisions taken
     /// since lose their outcome lines. The campaign finds that within a few seeds.
