@@ -6,6 +6,7 @@
 //! compare-and-swap writes this module plans; time is an input. Every voter counts,
 //! reachable or not, so a member cut off from the others can never elect itself.
 
+use std::collections::BTreeMap;
 use std::fmt;
 use std::time::Duration;
 
@@ -340,16 +341,48 @@ struct Observed {
     at: Timestamp,
 }
 
+/// What each voter's Lease said when the candidate last read it (`None`: no Lease). A record
+/// the candidate has not seen before restarts its expiry clock, not only a change of the
+/// quorum's record: a record that landed on a minority (a failed acquisition of a newer term)
+/// can be read as the quorum's while the live hub renews the older term on a majority, and a
+/// clock that followed only that stale record would expire the live hub (fault campaign seed
+/// 82926). Every renewal is such a new record. A missing Lease is no sign of anyone's life, a
+/// voter that does not answer keeps what it said last, and a record first read on a voter but
+/// seen before on another is nothing new, so neither reachability nor the order in which
+/// voters answer restarts the clock.
+type LastSeen = BTreeMap<String, Option<LeaseRecord>>;
+
+/// Records what `views` say in `seen`; whether any answering voter shows a record the
+/// candidate has not seen before (see [`LastSeen`]).
+fn note_changes(seen: &mut LastSeen, views: &[VoterView]) -> bool {
+    let mut changed = false;
+    for v in views {
+        let record = match &v.view {
+            LeaseView::Unreachable => continue,
+            LeaseView::Absent => None,
+            LeaseView::Present { record, .. } => Some(record),
+        };
+        changed |= match (seen.get(&v.member), record) {
+            (_, None) => false,
+            (Some(Some(before)), Some(now)) => before != now,
+            (_, Some(now)) => !seen.values().any(|r| r.as_ref() == Some(now)),
+        };
+        seen.insert(v.member.clone(), record.cloned());
+    }
+    changed
+}
+
 /// A leader-election loop in the manner of client-go's elector, over a quorum of Leases.
 ///
-/// A candidate judges another holder's record expired by its own time of observing the
-/// record's last change, plus the record's duration, never by the record's timestamps (they
-/// come from another clock). A hub that fails to renew for `renew_deadline` stops leading.
+/// A candidate judges another holder's record expired by its own time of observing the last
+/// change of any Lease (a record it had not seen), plus the record's duration, never by the
+/// record's timestamps (they come from another clock). A hub that fails to renew for `renew_deadline` stops leading.
 #[derive(Debug, Clone)]
 pub struct Elector {
     identity: String,
     timing: LeaseTiming,
     observed: Option<Observed>,
+    last_seen: LastSeen,
     renewed_at: Option<Timestamp>,
     /// The term (`leaseTransitions`) this candidate last committed on a majority.
     committed_term: Option<u32>,
@@ -362,6 +395,7 @@ impl Elector {
             identity: identity.into(),
             timing,
             observed: None,
+            last_seen: LastSeen::new(),
             renewed_at: None,
             committed_term: None,
         }
@@ -385,7 +419,8 @@ impl Elector {
             Ok(read) => read,
             Err(no) => return Attempt::Wait(Wait::NoQuorum(no)),
         };
-        if self.observed.as_ref().map(|o| &o.record) != Some(&read.record) {
+        let leases_changed = note_changes(&mut self.last_seen, &read.views);
+        if leases_changed || self.observed.as_ref().map(|o| &o.record) != Some(&read.record) {
             self.observed = Some(Observed {
                 record: read.record.clone(),
                 at: now,

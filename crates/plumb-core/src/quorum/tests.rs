@@ -614,3 +614,43 @@ fn a_record_naming_the_candidate_that_it_never_committed_is_not_renewed() {
     assert_eq!(now.holder(), Some("m0/a"));
     assert_eq!(now.record.map(|r| r.transitions), Some(1));
 }
+
+/// A failed acquisition of term 1 left on one Lease (m0) reads as the quorum's record, while
+/// the live hub B renews term 0 on the other two. A candidate must take B's renewals as signs
+/// of life: its clock restarts on a change of any Lease, not only of the quorum's record, so
+/// it does not take term 2 from under B (fault campaign seed 82926: two hubs for 3 s).
+#[test]
+fn a_renewal_under_a_stale_newer_term_still_restarts_the_candidates_clock() {
+    let stale = LeaseRecord {
+        transitions: 1,
+        ..record("m0/a", 0)
+    };
+    let views = |renewed: i64, rv: &str| {
+        vec![
+            present("m0", "1", stale.clone()),
+            present("m1", rv, record("m1/b", renewed)),
+            present("m2", rv, record("m1/b", renewed)),
+        ]
+    };
+    let mut c = Elector::new("m2/c", LeaseTiming::default());
+    assert_eq!(
+        read(views(0, "10")).expect("quorum").record,
+        Some(stale.clone()),
+        "the stale newer term is the quorum's record"
+    );
+    assert!(matches!(c.on_read(views(0, "10"), t(0)), Attempt::Wait(_)));
+    assert!(matches!(
+        c.on_read(views(10, "11"), t(10)),
+        Attempt::Wait(_)
+    ));
+    // 16 s after the stale record was first seen, 2 s after B's latest renewal: B is alive.
+    match c.on_read(views(14, "12"), t(16)) {
+        Attempt::Wait(Wait::HeldBy { until, .. }) => assert_eq!(until, t(31)),
+        other => panic!("took a new term while the hub renews: {other:?}"),
+    }
+    // A voter that stops answering restarts nothing; B silent for a lease duration expires.
+    let mut quiet = views(14, "12");
+    quiet[1] = VoterView::new("m1", LeaseView::Unreachable);
+    assert!(matches!(c.on_read(quiet.clone(), t(20)), Attempt::Wait(_)));
+    assert!(matches!(c.on_read(quiet, t(31)), Attempt::Write(_)));
+}
