@@ -87,8 +87,9 @@ const ALLOWED: [(&str, &str); 1] = [("alfred-observe", "k8s-openapi")];
 /// ARCHITECTURE.md draws them: adapters → dispatch → (policy → score, arbiter, sim) → model,
 /// observe → model; sim → scheduler-model, the product-neutral scheduler model. Any other edge
 /// between workspace crates fails.
-const CORE_DIRECTION: [(&str, &[&str]); 14] = [
+const CORE_DIRECTION: [(&str, &[&str]); 15] = [
     ("utc-time", &[]),
+    ("seeded-rng", &[]),
     ("error-line", &[]),
     ("outcome-checkpoints", &["utc-time"]),
     ("alfred-model", &["utc-time"]),
@@ -644,12 +645,11 @@ pub(crate) fn snapshot_builder_violations(root: &Path) -> Result<Vec<String>> {
     let mut violations = Vec::new();
     for file in rust_files(root)? {
         let name = relative(root, &file);
-        // The twin's own generator drives its simulation (arrivals, faults), not test
+        // The twins' shared generator drives their simulations (arrivals, faults), not test
         // clusters, and a product binary does not take its randomness from a test kit.
         if name.starts_with("crates/alfred-testkit/")
             || name.starts_with("xtask/")
-            || name == "adapters/alfred-twin/src/rng.rs"
-            || name == "adapters/plumb-twin/src/rng.rs"
+            || name == "crates/seeded-rng/src/lib.rs"
         {
             continue;
         }

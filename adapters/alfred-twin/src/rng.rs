@@ -1,79 +1,8 @@
-//! The twin's own deterministic PRNG: xoshiro256** seeded through splitmix64, so runs are
-//! reproducible from `--seed` without any external random-number crate.
+//! The twin's deterministic generator: the shared [`seeded_rng`] (xoshiro256** seeded
+//! through splitmix64), so runs are reproducible from `--seed` and Plumb's twin draws from the
+//! same code.
 
-/// splitmix64 step (used to seed xoshiro and to derive UUIDs).
-pub fn splitmix64(state: &mut u64) -> u64 {
-    *state = state.wrapping_add(0x9E37_79B9_7F4A_7C15);
-    let mut z = *state;
-    z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
-    z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
-    z ^ (z >> 31)
-}
-
-/// xoshiro256** generator.
-#[derive(Debug, Clone)]
-pub struct Rng {
-    s: [u64; 4],
-}
-
-impl Rng {
-    /// A generator seeded from `seed` (any value, 0 included).
-    pub fn new(seed: u64) -> Rng {
-        let mut sm = seed;
-        Rng {
-            s: [
-                splitmix64(&mut sm),
-                splitmix64(&mut sm),
-                splitmix64(&mut sm),
-                splitmix64(&mut sm),
-            ],
-        }
-    }
-
-    /// Next 64 random bits.
-    pub fn next_u64(&mut self) -> u64 {
-        let result = self.s[1].wrapping_mul(5).rotate_left(7).wrapping_mul(9);
-        let t = self.s[1] << 17;
-        self.s[2] ^= self.s[0];
-        self.s[3] ^= self.s[1];
-        self.s[1] ^= self.s[2];
-        self.s[0] ^= self.s[3];
-        self.s[2] ^= t;
-        self.s[3] = self.s[3].rotate_left(45);
-        result
-    }
-
-    /// Uniform in [0, 1).
-    pub fn uniform(&mut self) -> f64 {
-        (self.next_u64() >> 11) as f64 * (1.0 / (1u64 << 53) as f64)
-    }
-
-    /// Uniform index in `0..n` (`n > 0`).
-    pub fn index(&mut self, n: usize) -> usize {
-        ((self.uniform() * n as f64) as usize).min(n.saturating_sub(1))
-    }
-
-    /// Exponentially distributed with the given mean.
-    pub fn exp(&mut self, mean: f64) -> f64 {
-        -mean * (1.0 - self.uniform()).ln()
-    }
-
-    /// A lower-case RFC 4122 version-4 UUID drawn from this generator.
-    pub fn uuid(&mut self) -> String {
-        let a = self.next_u64();
-        let b = self.next_u64();
-        let b = (b & 0x3FFF_FFFF_FFFF_FFFF) | 0x8000_0000_0000_0000;
-        let a = (a & 0xFFFF_FFFF_FFFF_0FFF) | 0x0000_0000_0000_4000;
-        format!(
-            "{:08x}-{:04x}-{:04x}-{:04x}-{:012x}",
-            a >> 32,
-            (a >> 16) & 0xFFFF,
-            a & 0xFFFF,
-            b >> 48,
-            b & 0xFFFF_FFFF_FFFF
-        )
-    }
-}
+pub use seeded_rng::Rng;
 
 #[cfg(test)]
 mod tests {
