@@ -376,7 +376,8 @@ fn note_changes(seen: &mut LastSeen, views: &[VoterView]) -> bool {
 ///
 /// A candidate judges another holder's record expired by its own time of observing the last
 /// change of any Lease (a record it had not seen), plus the record's duration, never by the
-/// record's timestamps (they come from another clock). A hub that fails to renew for `renew_deadline` stops leading.
+/// record's timestamps (they come from another clock). A hub that fails to renew for
+/// `renew_deadline` stops leading.
 #[derive(Debug, Clone)]
 pub struct Elector {
     identity: String,
