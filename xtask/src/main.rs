@@ -29,7 +29,7 @@ mod tidy;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-use anyhow::{Context, Result, bail};
+use anyhow::Result;
 
 const USAGE: &str = "\
 usage: cargo xtask <task>
@@ -130,49 +130,8 @@ pub(crate) fn cargo() -> String {
     std::env::var("CARGO").unwrap_or_else(|_| "cargo".to_owned())
 }
 
-/// Runs a command, echoing it, and fails when it exits non-zero.
-pub(crate) fn run(cmd: &mut Command) -> Result<()> {
-    eprintln!("$ {}", display(cmd));
-    let status = cmd
-        .status()
-        .with_context(|| format!("cannot start `{}`", display(cmd)))?;
-    if !status.success() {
-        bail!("`{}` failed: {status}", display(cmd));
-    }
-    Ok(())
-}
-
-/// Runs a command and returns its standard output; fails when it exits non-zero.
-pub(crate) fn output(cmd: &mut Command) -> Result<String> {
-    let out = cmd
-        .output()
-        .with_context(|| format!("cannot start `{}`", display(cmd)))?;
-    if !out.status.success() {
-        bail!(
-            "`{}` failed: {}\n{}",
-            display(cmd),
-            out.status,
-            String::from_utf8_lossy(&out.stderr)
-        );
-    }
-    String::from_utf8(out.stdout).with_context(|| format!("`{}` printed non-UTF-8", display(cmd)))
-}
-
-pub(crate) fn display(cmd: &Command) -> String {
-    let mut s = cmd.get_program().to_string_lossy().into_owned();
-    for a in cmd.get_args() {
-        let a = a.to_string_lossy();
-        s.push(' ');
-        if a.chars().count() > 200 {
-            // e.g. openapi-gen's list of input packages
-            s.extend(a.chars().take(120));
-            s.push_str(&format!("...({} chars)", a.len()));
-        } else {
-            s.push_str(&a);
-        }
-    }
-    s
-}
+/// Running commands: the shared test API server crate's helpers (one echo and error format).
+pub(crate) use kube_test_apiserver::{output, run};
 
 /// `cargo xtask chaos`: builds and runs `alfred-chaos` with the given arguments (`--release`
 /// builds it optimized, for long campaigns; CI runs a short one in the test profile it

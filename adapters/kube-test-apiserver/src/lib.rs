@@ -950,8 +950,8 @@ current-context: {user}@{cluster}
     Ok(())
 }
 
-/// Runs a command, echoing it on stderr; fails when it exits non-zero.
-fn run(cmd: &mut Command) -> Result<()> {
+/// Runs a command, echoing it on stderr; fails when it exits non-zero (also `cargo xtask`'s).
+pub fn run(cmd: &mut Command) -> Result<()> {
     eprintln!("$ {}", display(cmd));
     let status = cmd
         .status()
@@ -963,7 +963,7 @@ fn run(cmd: &mut Command) -> Result<()> {
 }
 
 /// Runs a command and returns its standard output; fails when it exits non-zero.
-fn output(cmd: &mut Command) -> Result<String> {
+pub fn output(cmd: &mut Command) -> Result<String> {
     let out = cmd
         .output()
         .with_context(|| format!("cannot start `{}`", display(cmd)))?;
@@ -979,7 +979,7 @@ fn output(cmd: &mut Command) -> Result<String> {
 }
 
 /// A command as a shell line, long arguments shortened (e.g. openapi-gen's list of packages).
-fn display(cmd: &Command) -> String {
+pub fn display(cmd: &Command) -> String {
     let mut s = cmd.get_program().to_string_lossy().into_owned();
     for a in cmd.get_args() {
         let a = a.to_string_lossy();
