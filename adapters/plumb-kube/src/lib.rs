@@ -4,6 +4,7 @@
 //!
 //! Kubernetes types stay inside this crate; the decisions are the core crates'.
 
+pub mod agent;
 pub mod cli;
 pub mod fleet;
 pub mod objects;

@@ -33,6 +33,10 @@ fn main() -> ExitCode {
                 ExitCode::from(plumb_kube::EXIT_BAD_INPUT)
             }
         }
+        Command::Agent(_) => {
+            eprintln!("plumb agent: not built yet");
+            ExitCode::FAILURE
+        }
         Command::Scaler(args) => plumb_kube::scaler::main(&args),
         Command::Version => {
             println!("plumb {}", env!("CARGO_PKG_VERSION"));
