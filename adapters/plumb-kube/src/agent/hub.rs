@@ -11,7 +11,7 @@ use std::collections::BTreeMap;
 use crate::agent::{AgentConfig, AgentMetrics};
 
 /// Everything the hub loop needs from the agent.
-#[derive(Debug, Clone)]
+#[derive(Clone)]
 pub struct HubContext {
     /// The agent's configuration (identity, namespace, provider file, timings).
     pub config: AgentConfig,
@@ -21,6 +21,14 @@ pub struct HubContext {
     pub metrics: AgentMetrics,
     /// Bumped by the member loop whenever one of its reports changed: the hub plans sooner.
     pub reports_changed: tokio::sync::watch::Receiver<u64>,
+}
+
+impl std::fmt::Debug for HubContext {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("HubContext")
+            .field("config", &self.config)
+            .finish_non_exhaustive()
+    }
 }
 
 /// The members the hub reaches, by cluster name (this member included, under its own name).
