@@ -127,8 +127,8 @@ pub async fn run(config: ScalerConfig) -> Result<()> {
     tokio::spawn(watch_hub_lease(client, cache.clone(), namespace.clone()));
     let ready = Arc::new(AtomicBool::new(false));
     let endpoints = metrics_endpoint::Endpoints {
-        // No metric of the scaler's own yet: an empty exposition.
-        render: Arc::new(|| "# EOF\n".to_owned()),
+        // The process metrics; the seed's table names no metric of the scaler's own.
+        render: Arc::new(|| format!("{}# EOF\n", metrics_endpoint::process_metrics())),
         ready: ready.clone(),
         not_ready: NOT_LISTED,
     };
