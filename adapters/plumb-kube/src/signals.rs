@@ -55,6 +55,9 @@ struct Response {
     #[serde(default)]
     #[allow(dead_code)] // read so a recorded answer with warnings is accepted
     warnings: Option<Vec<String>>,
+    #[serde(default)]
+    #[allow(dead_code)] // Prometheus 3 adds info-level annotations beside the warnings
+    infos: Option<Vec<String>>,
 }
 
 #[derive(Deserialize)]
@@ -105,7 +108,9 @@ pub fn parse_signals(text: &str) -> Result<SignalAnswers, String> {
     Ok(answers)
 }
 
-fn parse_answer(value: &Value) -> Result<Answer, String> {
+/// Reads one answer of `GET /api/v1/query` (also what the agent's Prometheus client parses
+/// a response body with); the error names the field.
+pub fn parse_answer(value: &Value) -> Result<Answer, String> {
     let response: Response = serde_path_to_error::deserialize(value)
         .map_err(|e| format!("{}: {}", e.path(), e.inner()))?;
     match response.status.as_str() {
