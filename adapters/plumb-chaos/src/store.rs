@@ -203,16 +203,17 @@ impl Store {
     }
 }
 
-/// Picks the most recent `status.fleet` among copies: the latest `lastStep`, then the latest
-/// write ("most recent" is the latest `lastStep`).
+/// Picks the most recent `status.fleet` among copies by plumb-core's rule (the latest
+/// `lastStep`), ties going to the latest write.
 pub fn most_recent_fleet<'a>(
     copies: impl IntoIterator<Item = &'a PolicyCopy>,
 ) -> Option<FleetStatus> {
-    copies
-        .into_iter()
-        .filter_map(|c| c.status.fleet.as_ref().map(|f| (f, c.fleet_written)))
-        .max_by(|(a, aw), (b, bw)| a.last_step.cmp(&b.last_step).then(aw.cmp(bw)))
-        .map(|(f, _)| f.clone())
+    plumb_core::hub::most_recent_fleet(
+        copies
+            .into_iter()
+            .filter_map(|c| c.status.fleet.as_ref().map(|f| (f, c.fleet_written))),
+    )
+    .cloned()
 }
 
 #[cfg(test)]

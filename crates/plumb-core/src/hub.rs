@@ -27,6 +27,7 @@
 //! # Ok::<(), serde_json::Error>(())
 //! ```
 
+pub mod adopt;
 mod allocate;
 pub mod config;
 pub mod decision;
@@ -46,6 +47,7 @@ use std::time::Duration;
 use plumb_model::spec::Mode;
 use plumb_model::{AdaptivePolicySpec, FleetStatus, Phase, Timestamp};
 
+pub use adopt::{decision_sequence, most_recent_fleet};
 pub use config::HubConfig;
 pub use decision::{Action, ClusterState, DecisionLine};
 pub use effects::{Effect, Event, EventType, Metric};

@@ -207,14 +207,7 @@ fn decision_line(
     after: &BTreeMap<String, ClusterState>,
     out_of_sync: &[String],
 ) -> DecisionLine {
-    let sequence = hub
-        .fleet
-        .last_decision
-        .as_deref()
-        .and_then(|id| id.split('-').next())
-        .and_then(|s| s.parse::<u64>().ok())
-        .unwrap_or(0)
-        + 1;
+    let sequence = super::adopt::decision_sequence(&hub.fleet) + 1;
     DecisionLine {
         kind: "decision",
         decision_id: format!("{sequence}-{}", input.id_suffix),
