@@ -1,8 +1,9 @@
-//! The pass context the policies share: the snapshot (normalized), the settings and `now`,
-//! name lookups, the model view (docs/design-snapshot.md#models-and-volumes), the
-//! per-workload cooldown (docs/design-policies.md#cooldown-inside-the-policies) and the
-//! cached target lists.
-
+//! The pass context the policies share ([`Ctx`]), in three parts: what the pass is given
+//! ([`PassInputs`]: the normalized snapshot, the settings and `now`), lookups memoised over
+//! it ([`PassCaches`]: node and pod names, the surge plans' target lists), and what it
+//! derives once ([`PassAnalysis`]: alfred-score's analysis, the caller's when it is the
+//! same). Also the model view (docs/design-snapshot.md#models-and-volumes) and the
+//! per-workload cooldown (docs/design-policies.md#cooldown-inside-the-policies).
 use std::borrow::Cow;
 use std::cell::{OnceCell, RefCell};
 use std::collections::{BTreeMap, BTreeSet};
@@ -14,7 +15,7 @@ use alfred_model::reason::AdvisoryReason;
 use alfred_model::snapshot::{
     ClusterSnapshot, Component, Instance, Node, Pod, SpotOverride, Workload,
 };
-use alfred_score::Analysis;
+use alfred_score::{Analysis, ScoreSettings};
 
 use crate::eligibility::advisory;
 use crate::settings::PolicySettings;
@@ -76,53 +77,141 @@ impl NodeRef {
     }
 }
 
-/// One pass's read-only inputs. The snapshot is normalized (a normalized copy, or the
-/// caller's snapshot itself when it already is exactly what normalizing would make of it),
-/// so every lookup and every iteration order is independent of the order the caller's
-/// lists came in. The pass time `now` is the `T` of alfred-score ([`Ctx::analyze`] passes
-/// it); the snapshot's own `observed_at` is not read.
-pub(crate) struct Ctx<'a> {
-    pub snap: Cow<'a, ClusterSnapshot>,
-    pub cfg: &'a PolicySettings,
-    pub now: Timestamp,
-    /// The surge plan's ordered target lists (docs/design-policies.md#surge-plans), built once per
-    /// (pool, spot avoidance, model-allowed set) on first use.
-    targets: RefCell<BTreeMap<TargetKey, Rc<TargetList>>>,
-    /// Name prefixes of `snap.nodes`, for [`Ctx::node`].
+/// What a pass is given, read-only and passed down, never changed: the snapshot as the
+/// policies read it, the settings, and the pass time.
+///
+/// The snapshot is normalized (a normalized copy, or the caller's snapshot itself when it
+/// already is exactly what normalizing would make of it), so every lookup and every
+/// iteration order is independent of the order the caller's lists came in.
+///
+/// `now` and `snap.observed_at` are two instants, and the policies decide at `now` alone:
+/// it is the `T` of alfred-score ([`Ctx::analysis`] analyses at it), of cooldowns and of
+/// ages. `observed_at` is when the objects were read (earlier than `now` in a live pass);
+/// the policies carry it into the node markers and compare it with `now` once, to decide
+/// whether a caller's analysis (made at `observed_at`) is the pass's own
+/// ([`PassAnalysis`]). Neither is derived from the other.
+pub(crate) struct PassInputs<'a> {
+    /// The normalized snapshot.
+    pub(crate) snap: Cow<'a, ClusterSnapshot>,
+    /// The policies' settings (sanitized by the entry points).
+    pub(crate) cfg: &'a PolicySettings,
+    /// The pass time.
+    pub(crate) now: Timestamp,
+}
+
+/// Lookups over [`PassInputs::snap`] that only save work: each answer is the plain form's
+/// (a binary search or a filter of the snapshot), whoever builds it and whenever.
+pub(crate) struct PassCaches {
+    /// Name prefixes of `snap.nodes`, for [`Ctx::node`] (built with the context: nearly
+    /// every pass looks nodes up).
     node_names: NameIndex,
     /// For [`Ctx::pod`], built on its first use: most passes look no pod up by name (the
     /// walk reads the snapshot's index), and building it read every pod's name and
     /// namespace.
     pods: OnceCell<PodLookup>,
-    /// alfred-score's analysis of `snap` at `now` with the policies' scoring settings, when
-    /// the caller already made it ([`crate::analyze_and_propose`]); [`Ctx::analyze`]
-    /// otherwise.
-    pub shared: Option<&'a Analysis<'a>>,
+    /// The surge plan's ordered target lists (docs/design-policies.md#surge-plans), built
+    /// once per (pool, spot avoidance, model-allowed set) on first use.
+    targets: RefCell<BTreeMap<TargetKey, Rc<TargetList>>>,
+}
+
+impl PassCaches {
+    /// The caches of a snapshot whose node lookup is `node_names`, with the pod lookup when
+    /// one was already built and no target list.
+    fn new(node_names: NameIndex, pods: Option<PodLookup>) -> PassCaches {
+        PassCaches {
+            node_names,
+            pods: pods.map(OnceCell::from).unwrap_or_default(),
+            targets: RefCell::default(),
+        }
+    }
+}
+
+/// What the pass derives once from its inputs: alfred-score's analysis of `snap` at `now`
+/// with the policies' scoring settings ([`Ctx::analysis`]). A caller that already made
+/// exactly that analysis offers it to [`Ctx::with`], which adopts it only when it is the
+/// pass's own; otherwise the pass makes it (one analysis is ~10% of a pass).
+#[derive(Clone, Copy)]
+pub(crate) struct PassAnalysis<'a> {
+    adopted: Option<&'a Analysis<'a>>,
+}
+
+impl<'a> PassAnalysis<'a> {
+    /// `offered` (an analysis of the caller's snapshot by `alfred_score::analyze`, that is
+    /// at its `observed_at`, with the given scoring settings) when it is what the pass would
+    /// derive: the pass reads the caller's snapshot itself (no normalizing copy), `now` is
+    /// the snapshot's `observed_at`, and the policies' scoring settings are the offered
+    /// ones (after repair). A snapshot observed before the pass (every live pass) is
+    /// analysed again at `now`.
+    fn adopt(
+        offered: Option<(&'a Analysis<'a>, &ScoreSettings)>,
+        snapshot: &PassSnapshot<'_>,
+        cfg: &PolicySettings,
+        now: Timestamp,
+    ) -> PassAnalysis<'a> {
+        let adopted = offered.and_then(|(analysis, scoring)| {
+            (matches!(snapshot.snap, Cow::Borrowed(_))
+                && now == snapshot.snap.observed_at
+                && scoring.sanitized() == cfg.score_settings().sanitized())
+            .then_some(analysis)
+        });
+        PassAnalysis { adopted }
+    }
+}
+
+/// [`Ctx::analysis`]'s answer: the adopted analysis, or one made for the asker.
+pub(crate) enum AnalysisRef<'c> {
+    /// The caller's analysis ([`PassAnalysis`]).
+    Adopted(&'c Analysis<'c>),
+    /// Made by the pass.
+    Own(Analysis<'c>),
+}
+
+impl<'c> std::ops::Deref for AnalysisRef<'c> {
+    type Target = Analysis<'c>;
+
+    fn deref(&self) -> &Analysis<'c> {
+        match self {
+            AnalysisRef::Adopted(a) => a,
+            AnalysisRef::Own(a) => a,
+        }
+    }
+}
+
+/// One pass's context: its [`PassInputs`], the [`PassCaches`] over them and the
+/// [`PassAnalysis`]. Made whole by [`Ctx::with`] (nothing is set afterwards); the policies
+/// read it through `&Ctx`, so `now` and the other inputs flow from the entry point down.
+pub(crate) struct Ctx<'a> {
+    pub(crate) inputs: PassInputs<'a>,
+    caches: PassCaches,
+    analysis: PassAnalysis<'a>,
+}
+
+/// The snapshot a pass reads, made ready before its context: normalized (borrowed or a
+/// normalized copy) and its node lookup. Apart from [`Ctx::with`] so that it can be made
+/// while another thread analyses the caller's snapshot ([`PassSnapshot::beside`]), an
+/// analysis then offered to the context.
+pub(crate) struct PassSnapshot<'a> {
+    snap: Cow<'a, ClusterSnapshot>,
+    node_names: NameIndex,
 }
 
 /// A [`Ctx`] to be made on another thread ([`Ctx::seed`]): the context itself stays on
 /// its thread (its cache of target lists is not shared).
 pub(crate) struct CtxSeed<'a> {
-    snap: &'a ClusterSnapshot,
-    cfg: &'a PolicySettings,
-    now: Timestamp,
+    inputs: PassInputs<'a>,
     node_names: NameIndex,
     /// The pod lookup, when the seeding context had built it.
     pods: Option<PodLookup>,
-    shared: Option<&'a Analysis<'a>>,
+    analysis: PassAnalysis<'a>,
 }
 
 impl<'a> CtxSeed<'a> {
     /// The context.
     pub(crate) fn grow(self) -> Ctx<'a> {
         Ctx {
-            snap: Cow::Borrowed(self.snap),
-            cfg: self.cfg,
-            now: self.now,
-            targets: RefCell::default(),
-            node_names: self.node_names,
-            pods: self.pods.map(OnceCell::from).unwrap_or_default(),
-            shared: self.shared,
+            inputs: self.inputs,
+            caches: PassCaches::new(self.node_names, self.pods),
+            analysis: self.analysis,
         }
     }
 }
@@ -205,29 +294,25 @@ pub(crate) struct TargetList {
     pub(crate) free: Vec<u32>,
 }
 
-impl<'a> Ctx<'a> {
-    pub(crate) fn new(
-        snapshot: &'a ClusterSnapshot,
-        cfg: &'a PolicySettings,
-        now: Timestamp,
-    ) -> Self {
-        // A normalized snapshot (what `alfred_observe::observe` and alfred-twin produce) is
-        // not copied: the copy below would equal it. Decisions are made at `now`; the
-        // snapshot keeps its own `observed_at`, the time the node markers carry.
+impl<'a> PassSnapshot<'a> {
+    /// `snapshot` as a pass reads it. A normalized snapshot (what `alfred_observe::observe`
+    /// and alfred-twin produce) is not copied: the copy would equal it.
+    pub(crate) fn of(snapshot: &'a ClusterSnapshot) -> Self {
         if snapshot.is_normalized() {
-            return Ctx::borrowing(snapshot, cfg, now, node_lookup(snapshot));
+            return PassSnapshot {
+                snap: Cow::Borrowed(snapshot),
+                node_names: node_lookup(snapshot),
+            };
         }
-        Ctx::normalized_copy(snapshot, cfg, now)
+        PassSnapshot::normalized_copy(snapshot)
     }
 
-    /// [`Ctx::new`] and `other` at once: another thread runs `other` and then checks the
-    /// second half of the workloads' order while this one checks the rest and builds the
-    /// node lookup. On a large cluster the check is a few hundred thousand string
-    /// comparisons, and `other` (the pass's analysis) is shorter than the check.
-    pub(crate) fn new_beside<T: Send>(
+    /// [`PassSnapshot::of`] and `other` at once: another thread runs `other` and then
+    /// checks the second half of the workloads' order while this one checks the rest and
+    /// builds the node lookup. On a large cluster the check is a few hundred thousand
+    /// string comparisons, and `other` (the pass's analysis) is shorter than the check.
+    pub(crate) fn beside<T: Send>(
         snapshot: &'a ClusterSnapshot,
-        cfg: &'a PolicySettings,
-        now: Timestamp,
         other: impl FnOnce() -> T + Send,
     ) -> (Self, T) {
         let half = snapshot.workloads.len() / 2;
@@ -255,47 +340,18 @@ impl<'a> Ctx<'a> {
                 .unwrap_or_else(|panic| std::panic::resume_unwind(panic));
             (mine, theirs, node_names, other)
         });
-        let ctx = match node_names {
-            Some(node_names) if mine && theirs => Ctx::borrowing(snapshot, cfg, now, node_names),
-            _ => Ctx::normalized_copy(snapshot, cfg, now),
+        let prepared = match node_names {
+            Some(node_names) if mine && theirs => PassSnapshot {
+                snap: Cow::Borrowed(snapshot),
+                node_names,
+            },
+            _ => PassSnapshot::normalized_copy(snapshot),
         };
-        (ctx, other)
+        (prepared, other)
     }
 
-    /// The context of a snapshot that is already normalized.
-    fn borrowing(
-        snapshot: &'a ClusterSnapshot,
-        cfg: &'a PolicySettings,
-        now: Timestamp,
-        node_names: NameIndex,
-    ) -> Self {
-        Ctx::of(Cow::Borrowed(snapshot), cfg, now, node_names)
-    }
-
-    /// The context of `snap` (normalized) with its node lookup and empty caches.
-    fn of(
-        snap: Cow<'a, ClusterSnapshot>,
-        cfg: &'a PolicySettings,
-        now: Timestamp,
-        node_names: NameIndex,
-    ) -> Self {
-        Ctx {
-            snap,
-            cfg,
-            now,
-            targets: RefCell::default(),
-            node_names,
-            pods: OnceCell::new(),
-            shared: None,
-        }
-    }
-
-    /// The context of a normalized, deduplicated copy of `snapshot`.
-    fn normalized_copy(
-        snapshot: &ClusterSnapshot,
-        cfg: &'a PolicySettings,
-        now: Timestamp,
-    ) -> Self {
+    /// A normalized, deduplicated copy of `snapshot`.
+    fn normalized_copy(snapshot: &ClusterSnapshot) -> Self {
         let mut snap = snapshot.clone();
         snap.normalize();
         // Duplicate names (which an API server cannot produce) would make lookups
@@ -312,40 +368,85 @@ impl<'a> Ctx<'a> {
             }
         }
         let node_names = node_lookup(&snap);
-        Ctx::of(Cow::Owned(snap), cfg, now, node_names)
+        PassSnapshot {
+            snap: Cow::Owned(snap),
+            node_names,
+        }
+    }
+}
+
+impl<'a> Ctx<'a> {
+    /// The context of a pass over `snapshot` with `cfg` at `now` that makes its own
+    /// analysis: [`Ctx::with`] of [`PassSnapshot::of`], nothing offered.
+    pub(crate) fn new(
+        snapshot: &'a ClusterSnapshot,
+        cfg: &'a PolicySettings,
+        now: Timestamp,
+    ) -> Self {
+        Ctx::with(PassSnapshot::of(snapshot), cfg, now, None)
     }
 
-    /// What another thread needs to make a context equal to this one: the same snapshot
-    /// (borrowed), settings, time, lookups and shared analysis, and an empty cache
-    /// of target lists (the cache only saves work: a list is the same whoever builds it).
-    pub(crate) fn seed(&self) -> CtxSeed<'_> {
-        CtxSeed {
-            snap: &self.snap,
-            cfg: self.cfg,
-            now: self.now,
-            node_names: self.node_names.clone(),
-            pods: self.pods.get().cloned(),
-            shared: self.shared,
+    /// The context of a pass over `snapshot` with `cfg` at `now`, adopting `offered` (an
+    /// analysis the caller made of its snapshot, and the scoring settings it made it with)
+    /// when it is the pass's own ([`PassAnalysis`]). The one constructor of a pass's
+    /// context: the inputs, empty caches and the analysis, all at once ([`CtxSeed::grow`]
+    /// only copies a context made here, for another thread).
+    pub(crate) fn with(
+        snapshot: PassSnapshot<'a>,
+        cfg: &'a PolicySettings,
+        now: Timestamp,
+        offered: Option<(&'a Analysis<'a>, &ScoreSettings)>,
+    ) -> Self {
+        let analysis = PassAnalysis::adopt(offered, &snapshot, cfg, now);
+        let PassSnapshot { snap, node_names } = snapshot;
+        Ctx {
+            inputs: PassInputs { snap, cfg, now },
+            caches: PassCaches::new(node_names, None),
+            analysis,
         }
     }
 
-    /// The pool scores of docs/design-scoring.md (alfred-score) at `now`, with the bins and weights
-    /// that price a move (docs/design-policies.md#benefit-cost-and-score).
-    pub(crate) fn analyze(&self) -> Analysis<'_> {
-        alfred_score::analyze_at(&self.snap, &self.cfg.score_settings(), self.now)
+    /// What another thread needs to make a context equal to this one: the same snapshot
+    /// (borrowed), settings, time, lookups and adopted analysis, and an empty cache
+    /// of target lists (the cache only saves work: a list is the same whoever builds it).
+    pub(crate) fn seed(&self) -> CtxSeed<'_> {
+        CtxSeed {
+            inputs: PassInputs {
+                snap: Cow::Borrowed(&self.inputs.snap),
+                cfg: self.inputs.cfg,
+                now: self.inputs.now,
+            },
+            node_names: self.caches.node_names.clone(),
+            pods: self.caches.pods.get().cloned(),
+            analysis: self.analysis,
+        }
+    }
+
+    /// The pool scores of docs/design-scoring.md (alfred-score) of `snap` at `now`, with
+    /// the bins and weights that price a move (docs/design-policies.md#benefit-cost-and-score):
+    /// the adopted analysis, or one made now (a pass asks once and hands it down).
+    pub(crate) fn analysis(&self) -> AnalysisRef<'_> {
+        match self.analysis.adopted {
+            Some(a) => AnalysisRef::Adopted(a),
+            None => AnalysisRef::Own(alfred_score::analyze_at(
+                &self.inputs.snap,
+                &self.inputs.cfg.score_settings(),
+                self.inputs.now,
+            )),
+        }
     }
 
     /// `snap.node(name)`, through the name index.
     pub(crate) fn node(&self, name: &str) -> Option<&Node> {
-        self.node_position(name).map(|i| &self.snap.nodes[i])
+        self.node_position(name).map(|i| &self.inputs.snap.nodes[i])
     }
 
     /// The position in `snap.nodes` of [`Ctx::node`]'s answer. The snapshot is normalized
     /// (sorted by name, no duplicates), so positions order nodes by name and a position
     /// names exactly one node: plans and pricing compare positions instead of names.
     pub(crate) fn node_position(&self, name: &str) -> Option<usize> {
-        let nodes = &self.snap.nodes;
-        let (lo, hi) = self.node_names.range(0, nodes.len(), name);
+        let nodes = &self.inputs.snap.nodes;
+        let (lo, hi) = self.caches.node_names.range(0, nodes.len(), name);
         nodes[lo..hi]
             .binary_search_by(|n| n.name.as_str().cmp(name))
             .ok()
@@ -355,8 +456,8 @@ impl<'a> Ctx<'a> {
     /// `snap.pod_by_key(key)`, through the name index.
     pub(crate) fn pod(&self, key: &str) -> Option<&Pod> {
         let (ns, name) = key.split_once('/')?;
-        let pods = &self.snap.pods;
-        let lookup = self.pods.get_or_init(|| PodLookup::of(pods));
+        let pods = &self.inputs.snap.pods;
+        let lookup = self.caches.pods.get_or_init(|| PodLookup::of(pods));
         let run = lookup
             .namespaces
             .binary_search_by(|(start, _)| pods[*start].namespace.as_str().cmp(ns))
@@ -460,7 +561,7 @@ impl<'a> Ctx<'a> {
     }
 
     /// The pool every node of the Instance is in (the answer of the by-name form the tests
-    /// hold it to), read from the snapshot's index (`idx` is `self.snap`'s, `facts` the
+    /// hold it to), read from the snapshot's index (`idx` is `self.inputs.snap`'s, `facts` the
     /// Instance's entry), as a position in `idx.pools`: the Instance's node keys and each
     /// node's pool are resolved there, so neither a node nor a pool name is read (a walk
     /// resolves one per Instance per pass). Same answer: the index resolves a key to
@@ -486,7 +587,7 @@ impl<'a> Ctx<'a> {
     }
 
     /// [`Ctx::primary_node`] of an Instance's pods read from the snapshot's index (`idx` is
-    /// `self.snap`'s, `facts` the Instance's entry): pods and their nodes come resolved, and
+    /// `self.inputs.snap`'s, `facts` the Instance's entry): pods and their nodes come resolved, and
     /// node positions are name order (the snapshot is normalized, names unique), so "ties to
     /// the smallest name" is "ties to the smallest position". A GPU pod on a node the snapshot
     /// does not know (which the index cannot name) takes the by-name path. `inst` is read
@@ -536,7 +637,7 @@ impl<'a> Ctx<'a> {
                 continue;
             }
             if f.node == NONE {
-                if self.snap.pods[pi as usize].node.is_empty() {
+                if self.inputs.snap.pods[pi as usize].node.is_empty() {
                     continue;
                 }
                 return NodeRef::Name(
@@ -564,13 +665,14 @@ impl<'a> Ctx<'a> {
 
     /// `modelAdvisoryReason(w)` (docs/design-snapshot.md#models-and-volumes).
     pub(crate) fn model_reason(&self, w: &Workload) -> Option<AdvisoryReason> {
-        alfred_score::model_block(&self.snap, w).map(advisory)
+        alfred_score::model_block(&self.inputs.snap, w).map(advisory)
     }
 
     /// `allowedTargets(w)`: `None` = unconstrained.
     pub(crate) fn allowed_targets(&self, w: &Workload) -> Option<&BTreeSet<String>> {
         let model = w.model.as_ref()?;
-        self.snap
+        self.inputs
+            .snap
             .models
             .get(&model.key())
             .and_then(|m| m.allowed_nodes.as_ref())
@@ -578,7 +680,11 @@ impl<'a> Ctx<'a> {
 
     /// `inCooldown(w)` (docs/design-policies.md#cooldown-inside-the-policies).
     pub(crate) fn in_cooldown(&self, w: &Workload) -> bool {
-        alfred_score::in_cooldown(w, self.cfg.per_workload_cooldown_minutes, self.now)
+        alfred_score::in_cooldown(
+            w,
+            self.inputs.cfg.per_workload_cooldown_minutes,
+            self.inputs.now,
+        )
     }
 
     /// The ordered target list of `pool` for workload `w` (built on first use).
@@ -590,12 +696,12 @@ impl<'a> Ctx<'a> {
             avoid,
             allowed.and(w.model.as_ref()).map(|m| m.key()),
         );
-        if let Some(list) = self.targets.borrow().get(&key) {
+        if let Some(list) = self.caches.targets.borrow().get(&key) {
             return Rc::clone(list);
         }
-        let mut nodes: Vec<usize> = (0..self.snap.nodes.len())
+        let mut nodes: Vec<usize> = (0..self.inputs.snap.nodes.len())
             .filter(|i| {
-                let n = &self.snap.nodes[*i];
+                let n = &self.inputs.snap.nodes[*i];
                 n.pool.as_deref() == Some(pool)
                     && n.has_gpus()
                     && !n.unavailable()
@@ -603,19 +709,22 @@ impl<'a> Ctx<'a> {
                     && allowed.is_none_or(|a| a.contains(&n.name))
             })
             .collect();
-        let node = |i: &usize| &self.snap.nodes[*i];
+        let node = |i: &usize| &self.inputs.snap.nodes[*i];
         nodes.sort_by(|a, b| {
             (node(a).free_gpus, &node(a).name).cmp(&(node(b).free_gpus, &node(b).name))
         });
         let free = nodes.iter().map(|i| node(i).free_gpus).collect();
         let list = Rc::new(TargetList { nodes, free });
-        self.targets.borrow_mut().insert(key, Rc::clone(&list));
+        self.caches
+            .targets
+            .borrow_mut()
+            .insert(key, Rc::clone(&list));
         list
     }
 
     /// Whether a node is preemptible and avoided as a target for this workload.
     pub(crate) fn avoid_spot(&self, w: &Workload) -> bool {
-        self.cfg.avoid_spot_as_target || w.settings.spot_policy == SpotOverride::Avoid
+        self.inputs.cfg.avoid_spot_as_target || w.settings.spot_policy == SpotOverride::Avoid
     }
 
     /// `spotPrefersSource(w)` (docs/design-policies.md#boosts).
@@ -623,7 +732,7 @@ impl<'a> Ctx<'a> {
         match w.settings.spot_policy {
             SpotOverride::Migrate => true,
             SpotOverride::Ignore => false,
-            SpotOverride::Default | SpotOverride::Avoid => self.cfg.prefer_spot_as_source,
+            SpotOverride::Default | SpotOverride::Avoid => self.inputs.cfg.prefer_spot_as_source,
         }
     }
 }

@@ -47,10 +47,10 @@ pub fn evaluate_with(
 ) -> Vec<Candidate> {
     let cfg = settings.sanitized();
     let ctx = Ctx::new(snapshot, &cfg, now);
-    if !ctx.cfg.defragmentation_enabled {
+    if !ctx.inputs.cfg.defragmentation_enabled {
         return Vec::new();
     }
-    run(&ctx, &ctx.analyze()).rows
+    run(&ctx, &ctx.analysis()).rows
 }
 
 /// The pool scores the policy decides on (alfred-score's, on the policy's normalized
@@ -62,8 +62,9 @@ pub fn pool_scores(
 ) -> Vec<PoolScore> {
     let cfg = settings.sanitized();
     let ctx = Ctx::new(snapshot, &cfg, now);
-    let analysis = ctx.analyze();
-    ctx.snap
+    let analysis = ctx.analysis();
+    ctx.inputs
+        .snap
         .pools()
         .iter()
         .filter_map(|p| analysis.pool(p))
@@ -100,7 +101,7 @@ pub(crate) fn run_beside<T>(
     analysis: &Analysis<'_>,
     beside: impl FnOnce() -> T,
 ) -> (Walked, T) {
-    let split_min = if ctx.cfg.helper_threads {
+    let split_min = if ctx.inputs.cfg.helper_threads {
         SPLIT_MIN_COMPONENTS
     } else {
         usize::MAX
@@ -122,15 +123,7 @@ const CHUNK_VISITS: usize = 128;
 /// [`run`] with the given split bound and chunk size (the tests use every split point).
 #[cfg(test)]
 pub(crate) fn run_split(ctx: &Ctx<'_>, split_min_components: usize, chunk: usize) -> Walked {
-    let own;
-    let analysis = match ctx.shared {
-        Some(a) => a,
-        None => {
-            own = ctx.analyze();
-            &own
-        }
-    };
-    run_split_on(ctx, analysis, split_min_components, chunk, || ()).0
+    run_split_on(ctx, &ctx.analysis(), split_min_components, chunk, || ()).0
 }
 
 /// The pools the walk visits (in pool-key order, with whether their rows may execute),
@@ -142,14 +135,14 @@ fn run_split_on<T>(
     chunk: usize,
     beside: impl FnOnce() -> T,
 ) -> (Walked, T) {
-    if !ctx.cfg.defragmentation_enabled {
+    if !ctx.inputs.cfg.defragmentation_enabled {
         return (Walked::default(), beside());
     }
     // The snapshot's index (cached in it; the analysis above built it): the Instances' pods
     // and nodes resolved, in walk order.
-    let idx = ctx.snap.index();
+    let idx = ctx.inputs.snap.index();
     // The pools the walk visits, in pool-key order, with whether their rows may execute.
-    let pools = ctx.snap.pools();
+    let pools = ctx.inputs.snap.pools();
     let visited: Vec<Visited<'_, '_>> = pools
         .iter()
         .enumerate()
@@ -167,7 +160,7 @@ fn run_split_on<T>(
     }
     // Rows outside the maintenance windows may only be emergencies
     // (docs/design-policies.md#maintenance-windows).
-    let window_open = ctx.cfg.window_open(ctx.now);
+    let window_open = ctx.inputs.cfg.window_open(ctx.inputs.now);
     // Shared when the snapshot has enough components for the walk to be long (the visits
     // are counted only once the walk is built, which the helper thread does).
     if idx.component_flags.len() >= split_min_components.max(1) {
@@ -278,7 +271,10 @@ impl WalkLane<'_, '_, '_> {
 
     /// Where this lane's rows go, as `ctx`'s settings say.
     pub(crate) fn out(&self, ctx: &Ctx<'_>) -> WalkOut {
-        WalkOut::new(ctx.cfg.count_advice, self.parts.idx.node_names.clone())
+        WalkOut::new(
+            ctx.inputs.cfg.count_advice,
+            self.parts.idx.node_names.clone(),
+        )
     }
 
     /// Appends the rows of visits `[from, to)` of the walk, counted across the visited
@@ -305,7 +301,7 @@ impl WalkLane<'_, '_, '_> {
             }
             let pricer = pricers.0[k].get_or_insert_with(|| Pricer::new(ctx, eval));
             for &(wi, ci) in &visits[lo..hi] {
-                let w = &ctx.snap.workloads[wi];
+                let w = &ctx.inputs.snap.workloads[wi];
                 component(
                     ctx,
                     self.parts.idx,
@@ -451,10 +447,10 @@ impl Walk {
         let no_facts = InstanceFacts::default();
         let mut visits: Vec<Vec<(usize, usize)>> = vec![Vec::new(); pools.len()];
         let (mut next_component, mut next_instance) = (0usize, 0usize);
-        let mut workload_starts = Vec::with_capacity(ctx.snap.workloads.len());
+        let mut workload_starts = Vec::with_capacity(ctx.inputs.snap.workloads.len());
         let mut components = Vec::with_capacity(idx.component_flags.len());
         let mut instances = Vec::with_capacity(idx.instances.len());
-        for (wi, w) in ctx.snap.workloads.iter().enumerate() {
+        for (wi, w) in ctx.inputs.snap.workloads.iter().enumerate() {
             workload_starts.push(components.len());
             // Components and Instances from the index (an OMENative component's mode too):
             // the objects are read for the other modes only.
@@ -616,7 +612,7 @@ fn other_component(
         DeploymentMode::MultiNode => {
             let pods = component_pods(c);
             if busy
-                || !ctx.cfg.lws_recommendations_enabled
+                || !ctx.inputs.cfg.lws_recommendations_enabled
                 || ctx.primary_pool(&pods).as_deref() != Some(pool)
             {
                 return;
@@ -690,7 +686,7 @@ fn omenative_instance(
     let from = ctx.primary_node_at(at.idx, at.facts, inst);
     let index = i64::from(at.facts.index);
     let (owner, footprint) = ((at.workload, at.kind, &OMENATIVE), at.facts.total_gpus);
-    if !ctx.cfg.omenative_migration_enabled {
+    if !ctx.inputs.cfg.omenative_migration_enabled {
         return out.advise(
             w,
             owner,
@@ -738,7 +734,7 @@ fn omenative_instance(
     let Some(priced) = price(ctx, eval, pricer, w, &plan) else {
         return;
     };
-    let cost = ctx.cfg.move_cost();
+    let cost = ctx.inputs.cfg.move_cost();
     let score = priced.benefit - cost;
     if score.partial_cmp(&0.0) != Some(Ordering::Greater) {
         return out.advise(
@@ -860,7 +856,7 @@ pub(crate) struct Priced {
 /// GPUs: the parts of the test that do not depend on the candidate); and each node's bin,
 /// so a plan's nodes (positions) find their bins without a search by name.
 pub(crate) struct Pricer<'s> {
-    /// Per node of `ctx.snap.nodes`: its position in the pool's bins, [`NONE`] when none.
+    /// Per node of `ctx.inputs.snap.nodes`: its position in the pool's bins, [`NONE`] when none.
     bin_of: Vec<u32>,
     slots: LadderSlots,
     total_free: u64,
@@ -877,11 +873,11 @@ impl<'s> Pricer<'s> {
         let mut by_free_desc: Vec<usize> = (0..free.len()).collect();
         by_free_desc.sort_by(|a, b| free[*b].cmp(&free[*a]).then(a.cmp(b)));
         let pool = eval.score.pool.as_str();
-        let age = f64::from(ctx.cfg.emergency_pending_age_minutes);
-        // A bin's node is its position in the snapshot the analysis read; that is `ctx.snap`
+        let age = f64::from(ctx.inputs.cfg.emergency_pending_age_minutes);
+        // A bin's node is its position in the snapshot the analysis read; that is `ctx.inputs.snap`
         // (the pass shares its analysis only when so), and a bin whose position names
         // another node is resolved by name, as `Bins::position` would.
-        let nodes = &ctx.snap.nodes;
+        let nodes = &ctx.inputs.snap.nodes;
         let mut bin_of = vec![NONE; nodes.len()];
         for (pos, bin) in eval.bins.iter().enumerate() {
             let node = if nodes.get(bin.node).is_some_and(|n| n.name == bin.name) {
@@ -905,13 +901,14 @@ impl<'s> Pricer<'s> {
             total_free,
             by_free_desc,
             emergency_pods: ctx
+                .inputs
                 .snap
                 .pending_pods
                 .iter()
                 .filter(|p| {
                     p.gpus_needed > 0
                         && p.counts_in(pool)
-                        && ctx.now.minutes_since(p.pending_since) > age
+                        && ctx.inputs.now.minutes_since(p.pending_since) > age
                 })
                 .collect(),
         }
@@ -951,7 +948,7 @@ fn preemptible_sources<'c>(
     is_bin: impl Fn(usize) -> bool,
 ) -> Vec<(usize, &'c alfred_model::snapshot::Node)> {
     let pool = eval.score.pool.as_str();
-    let nodes = &ctx.snap.nodes;
+    let nodes = &ctx.inputs.snap.nodes;
     plan.sources
         .iter()
         .filter_map(|&i| {
@@ -1093,7 +1090,7 @@ pub(crate) fn price_by_clone(
 ) -> Option<Priced> {
     let pool = eval.score.pool.as_str();
     let mut before = eval.bins.clone();
-    let nodes = &ctx.snap.nodes;
+    let nodes = &ctx.inputs.snap.nodes;
     let is_bin = |i: usize| eval.bins.position(&nodes[i].name).is_some();
     for (i, n) in preemptible_sources(ctx, eval, plan, is_bin) {
         before.insert(n, i);
@@ -1119,12 +1116,12 @@ fn max_free(bins: &Bins<'_>) -> u32 {
 }
 
 fn emergency(ctx: &Ctx<'_>, pool: &str, w: &Workload, max_before: u32, max_after: u32) -> bool {
-    let age = f64::from(ctx.cfg.emergency_pending_age_minutes);
-    ctx.snap.pending_pods.iter().any(|p| {
+    let age = f64::from(ctx.inputs.cfg.emergency_pending_age_minutes);
+    ctx.inputs.snap.pending_pods.iter().any(|p| {
         let g = p.gpus_needed;
         g > 0
             && p.counts_in(pool)
-            && ctx.now.minutes_since(p.pending_since) > age
+            && ctx.inputs.now.minutes_since(p.pending_since) > age
             && tenant_compatible(ctx, w, p)
             && max_before < g
             && max_after >= g
@@ -1142,14 +1139,15 @@ pub(crate) fn tenant_compatible(
     if p.namespace == w.namespace {
         return true;
     }
-    if !ctx.cfg.allow_cross_tenant_optimization || w.settings.tenant_group.is_empty() {
+    if !ctx.inputs.cfg.allow_cross_tenant_optimization || w.settings.tenant_group.is_empty() {
         return false;
     }
     let Some(isvc) = p.isvc.as_deref().filter(|s| !s.is_empty()) else {
         return false;
     };
     let (ns, name) = isvc.split_once('/').unwrap_or((p.namespace.as_str(), isvc));
-    ctx.snap
+    ctx.inputs
+        .snap
         .workload(ns, name)
         .is_some_and(|o| o.settings.tenant_group == w.settings.tenant_group)
 }

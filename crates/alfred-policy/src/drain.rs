@@ -98,24 +98,24 @@ fn run_with(
     records: &[PlanRecord],
     search: Search,
 ) -> DrainProposal {
-    let cfg = ctx.cfg;
+    let cfg = ctx.inputs.cfg;
     let mut out = DrainProposal::default();
     let active: Vec<&PlanRecord> = records.iter().filter(|r| r.active()).collect();
     if !cfg.defragmentation_enabled
         || !cfg.drain_plans_enabled
         || !cfg.omenative_migration_enabled
-        || !ctx.snap.executor.available
+        || !ctx.inputs.snap.executor.available
     {
         // The dispatcher ends active plans for these reasons; nothing to re-plan.
         return out;
     }
-    let idx = ctx.snap.index();
+    let idx = ctx.inputs.snap.index();
     // Built on first use: most passes of a large cluster have no active plan and no pod
     // waiting long enough, and these walk every Instance and every bound pod.
     let occupants_cell = std::cell::OnceCell::new();
     let occupants = || occupants_cell.get_or_init(|| occupants_by_node(ctx, &idx));
     let room_cell = std::cell::OnceCell::new();
-    let room = || room_cell.get_or_init(|| Room::of(&ctx.snap, &idx));
+    let room = || room_cell.get_or_init(|| Room::of(&ctx.inputs.snap, &idx));
     // Nodes no plan may use as a target or a new plan's node.
     let mut protected: BTreeSet<String> = active.iter().map(|r| r.node.clone()).collect();
     let nominated = nominations(ctx);
@@ -123,10 +123,11 @@ fn run_with(
     // snapshot shows started in the last hour, each step met at the pass it is due): a plan
     // that fits goes before a better one that would wait.
     let window = std::time::Duration::from_secs(3600);
-    let starts = alfred_model::count::migration_starts_within(&ctx.snap, &[], ctx.now, window);
+    let starts =
+        alfred_model::count::migration_starts_within(&ctx.inputs.snap, &[], ctx.inputs.now, window);
     let budget_left = alfred_model::count::plan_steps_within_cap(
         &starts,
-        ctx.now,
+        ctx.inputs.now,
         window,
         cfg.decision_loop_interval,
         cfg.max_migrations_per_hour,
@@ -136,7 +137,7 @@ fn run_with(
     // Pods with a plan (active, or proposed in an earlier pool this pass: a pod any pool
     // may take gets one plan, not one per pool).
     let mut busy_pods: BTreeSet<String> = active.iter().map(|r| r.pod.clone()).collect();
-    for pool in ctx.snap.pools() {
+    for pool in ctx.inputs.snap.pools() {
         let Some(eval) = analysis.pool(pool.as_str()) else {
             continue;
         };
@@ -158,6 +159,7 @@ fn run_with(
         // prefix of them (none at all for most waiting pods of a fragmented pool), so the
         // check below reads a few nodes, not the pool, for each waiting pod.
         let mut roomy: Vec<&Node> = ctx
+            .inputs
             .snap
             .nodes
             .iter()
@@ -166,6 +168,7 @@ fn run_with(
             .collect();
         roomy.sort_by_key(|n| std::cmp::Reverse(n.free_gpus));
         let mut waiting: Vec<&PendingPod> = ctx
+            .inputs
             .snap
             .pending_pods
             .iter()
@@ -194,7 +197,7 @@ fn run_with(
                 continue;
             }
             if waits_alone(ctx, pool.as_str(), pod)
-                && ctx.now.minutes_since(pod.pending_since)
+                && ctx.inputs.now.minutes_since(pod.pending_since)
                     < f64::from(cfg.drain_lone_pod_wait_minutes)
             {
                 continue;
@@ -252,8 +255,8 @@ fn backing_off(ctx: &Ctx<'_>, records: &[PlanRecord], pool: &str) -> bool {
         return false;
     }
     let factor = 1u32 << (streak.min(4) - 1);
-    let window = f64::from(ctx.cfg.drain_abandon_backoff_minutes) * f64::from(factor);
-    ctx.now.minutes_since(last) < window
+    let window = f64::from(ctx.inputs.cfg.drain_abandon_backoff_minutes) * f64::from(factor);
+    ctx.inputs.now.minutes_since(last) < window
 }
 
 /// How [`best_new_plan`] walks the candidate nodes: the exhaustive walk is the reference
@@ -289,7 +292,7 @@ fn best_new_plan(
     let prune = search == Search::BranchAndBound;
     let seat = f64::from(pod.gpus_needed) * pricing.weight_of(pod.gpus_needed);
     let mut candidates: Vec<(f64, usize, Vec<&Occupant>)> = Vec::new();
-    for (pos, n) in ctx.snap.nodes.iter().enumerate() {
+    for (pos, n) in ctx.inputs.snap.nodes.iter().enumerate() {
         if n.total_gpus < pod.gpus_needed
             || n.pool.as_deref() != Some(pool)
             || protected.contains(&n.name)
@@ -304,7 +307,7 @@ fn best_new_plan(
             occupants.at(pos),
             |o| o.movable(ctx, idx),
             need,
-            ctx.cfg.drain_max_steps_per_plan,
+            ctx.inputs.cfg.drain_max_steps_per_plan,
         ) else {
             continue;
         };
@@ -313,7 +316,7 @@ fn best_new_plan(
             continue;
         };
         let steps = u32::try_from(moves.len()).unwrap_or(u32::MAX).max(1);
-        let cost = f64::from(steps) * ctx.cfg.move_cost() * f64::from(n.total_gpus);
+        let cost = f64::from(steps) * ctx.inputs.cfg.move_cost() * f64::from(n.total_gpus);
         let bound = recovered + seat - cost;
         if prune && bound <= -BOUND_SLACK {
             continue; // cannot pay
@@ -330,7 +333,7 @@ fn best_new_plan(
             }
             continue;
         }
-        let n = &ctx.snap.nodes[pos];
+        let n = &ctx.inputs.snap.nodes[pos];
         // The pod must find the CPU and memory it asks on the node once the moves left.
         let freed = moves.iter().fold([0i64; 2], |acc, o| {
             let own = requests_on(ctx, idx, &o.facts, pos);
@@ -416,9 +419,10 @@ fn replan(
     r: &PlanRecord,
 ) -> Result<DrainPlan, PlanEndReason> {
     let pos = ctx.node_position(&r.node).ok_or(PlanEndReason::NodeGone)?;
-    let n = &ctx.snap.nodes[pos];
+    let n = &ctx.inputs.snap.nodes[pos];
     // The pod: pending (the dispatcher ends the plan when it bound or went away).
     let pod = ctx
+        .inputs
         .snap
         .pending_pods
         .iter()
@@ -427,7 +431,7 @@ fn replan(
     let here = occupants.at(pos);
     // Instances a step already asked to leave count as gone.
     let leaving = |o: &Occupant| {
-        let w = &ctx.snap.workloads[o.at.0];
+        let w = &ctx.inputs.snap.workloads[o.at.0];
         let c = &w.components[o.at.1];
         let inst = &c.instances[o.at.2];
         r.steps.iter().any(|s| {
@@ -449,7 +453,7 @@ fn replan(
             .count(),
     )
     .unwrap_or(u32::MAX);
-    let left = ctx.cfg.drain_max_steps_per_plan.saturating_sub(done);
+    let left = ctx.inputs.cfg.drain_max_steps_per_plan.saturating_sub(done);
     let moves = choose_moves(staying.iter().copied(), |o| o.movable(ctx, idx), need, left)
         .ok_or_else(|| {
             // GPUs held by what no plan can move (other pods, immovable Instances).
@@ -492,17 +496,17 @@ fn replan(
 /// `NonExecutableObservedFragmentation`, the reason of any move a closed window holds.
 pub(crate) fn candidates(ctx: &Ctx<'_>, proposal: &DrainProposal) -> Vec<Candidate> {
     let plan_nodes: BTreeSet<&str> = proposal.plans.iter().map(|p| p.node.as_str()).collect();
-    let window_open = ctx.cfg.window_open(ctx.now);
+    let window_open = ctx.inputs.cfg.window_open(ctx.inputs.now);
     let mut out = Vec::new();
     for plan in &proposal.plans {
         let total = u32::try_from(plan.steps.len()).unwrap_or(u32::MAX);
         let done = plan_done_steps(plan);
-        let pod = ctx.snap.pending_pod_by_key(&plan.pod);
+        let pod = ctx.inputs.snap.pending_pod_by_key(&plan.pod);
         for (k, step) in plan.steps.iter().enumerate() {
             let Some((ns, name)) = step.workload.split_once('/') else {
                 continue;
             };
-            let Some(w) = ctx.snap.workload(ns, name) else {
+            let Some(w) = ctx.inputs.snap.workload(ns, name) else {
                 continue;
             };
             let Some(c) = w.components.iter().find(|c| c.kind == step.component) else {
@@ -552,7 +556,7 @@ pub(crate) fn candidates(ctx: &Ctx<'_>, proposal: &DrainProposal) -> Vec<Candida
                 let mut prints: Vec<u32> = inst
                     .pods
                     .iter()
-                    .filter_map(|key| ctx.snap.pod_by_key(key))
+                    .filter_map(|key| ctx.inputs.snap.pod_by_key(key))
                     .map(|p| p.gpus)
                     .filter(|g| *g > 0)
                     .collect();
@@ -564,7 +568,7 @@ pub(crate) fn candidates(ctx: &Ctx<'_>, proposal: &DrainProposal) -> Vec<Candida
                     .iter()
                     .zip(&list.free)
                     .filter(|(_, f)| **f >= smallest)
-                    .map(|(i, _)| ctx.snap.nodes[*i].name.clone())
+                    .map(|(i, _)| ctx.inputs.snap.nodes[*i].name.clone())
                     .filter(|n| !plan_nodes.contains(n.as_str()))
                     .collect();
                 r.surge_shaped = true;
@@ -593,8 +597,8 @@ pub(crate) fn candidates(ctx: &Ctx<'_>, proposal: &DrainProposal) -> Vec<Candida
 /// and a step whose Instance belongs to another tenant serves that tenant's pod no more than a
 /// single move would.
 fn urgent(ctx: &Ctx<'_>, w: &alfred_model::snapshot::Workload, p: &PendingPod) -> bool {
-    let age = f64::from(ctx.cfg.emergency_pending_age_minutes);
-    ctx.now.minutes_since(p.pending_since) > age
+    let age = f64::from(ctx.inputs.cfg.emergency_pending_age_minutes);
+    ctx.inputs.now.minutes_since(p.pending_since) > age
         && crate::defragmentation::tenant_compatible(ctx, w, p)
 }
 

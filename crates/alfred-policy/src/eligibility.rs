@@ -16,10 +16,10 @@ pub(crate) fn omenative_eligibility(
     c: &Component,
     inst: &Instance,
 ) -> Option<AdvisoryReason> {
-    alfred_score::omenative_eligibility(&ctx.snap, w, c, inst).map(advisory)
+    alfred_score::omenative_eligibility(&ctx.inputs.snap, w, c, inst).map(advisory)
 }
 
-/// [`omenative_eligibility`] read from the snapshot's index (`idx` is `ctx.snap`'s;
+/// [`omenative_eligibility`] read from the snapshot's index (`idx` is `ctx.inputs.snap`'s;
 /// `component_flags` and `facts` the component's and the Instance's entries).
 pub(crate) fn omenative_eligibility_at(
     ctx: &Ctx<'_>,
@@ -28,7 +28,7 @@ pub(crate) fn omenative_eligibility_at(
     component_flags: u8,
     facts: &InstanceFacts,
 ) -> Option<AdvisoryReason> {
-    alfred_score::omenative_eligibility_indexed(&ctx.snap, idx, w, component_flags, facts)
+    alfred_score::omenative_eligibility_indexed(&ctx.inputs.snap, idx, w, component_flags, facts)
         .map(advisory)
 }
 

@@ -197,23 +197,16 @@ fn analyze_and_propose_at_once<'s>(
     plans: &[PlanRecord],
 ) -> (Analysis<'s>, Proposal) {
     let cfg = settings.sanitized();
-    let (analysis, mut ctx) = if concurrent {
-        let (ctx, analysis) = context::Ctx::new_beside(snapshot, &cfg, now, || {
-            alfred_score::analyze(snapshot, scoring)
-        });
-        (analysis, ctx)
+    let (prepared, analysis) = if concurrent {
+        context::PassSnapshot::beside(snapshot, || alfred_score::analyze(snapshot, scoring))
     } else {
         (
+            context::PassSnapshot::of(snapshot),
             alfred_score::analyze(snapshot, scoring),
-            context::Ctx::new(snapshot, &cfg, now),
         )
     };
-    if matches!(ctx.snap, std::borrow::Cow::Borrowed(_))
-        && now == snapshot.observed_at
-        && scoring.sanitized() == cfg.score_settings().sanitized()
-    {
-        ctx.shared = Some(&analysis);
-    }
+    // Offered, and adopted when it is the pass's own (`context::PassAnalysis`).
+    let ctx = context::Ctx::with(prepared, &cfg, now, Some((&analysis, scoring)));
     let proposal = propose_in(&ctx, plans);
     drop(ctx);
     (analysis, proposal)
@@ -223,20 +216,17 @@ fn propose_in(ctx: &context::Ctx<'_>, plans: &[PlanRecord]) -> Proposal {
     let nh = nodehealth::run(ctx);
     // One analysis for the walk and the drain-plan search (a whole scoring of the
     // snapshot: on a large cluster, about as much as the search itself).
-    let own;
-    let analysis = match ctx.shared {
-        Some(a) => Some(a),
-        None if ctx.cfg.defragmentation_enabled => {
-            own = ctx.analyze();
-            Some(&own)
-        }
-        None => None,
-    };
+    // Not made with defragmentation disabled: the walk and the search would find nothing.
+    let analysis = ctx
+        .inputs
+        .cfg
+        .defragmentation_enabled
+        .then(|| ctx.analysis());
     // The drain-plan search reads the walk's context and analysis, not its rows: it runs
     // while a helper thread starts on the walk.
-    let (walked, drain) = match analysis {
+    let (walked, drain) = match analysis.as_deref() {
         Some(a) => defragmentation::run_beside(ctx, a, || {
-            if ctx.cfg.drain_plans_enabled {
+            if ctx.inputs.cfg.drain_plans_enabled {
                 drain::run(ctx, a, plans)
             } else {
                 DrainProposal::default()

@@ -80,11 +80,11 @@ pub fn evaluate_with(
 }
 
 pub(crate) fn run(ctx: &Ctx<'_>) -> NodeHealthOutput {
-    if !ctx.cfg.node_health_enabled {
+    if !ctx.inputs.cfg.node_health_enabled {
         return NodeHealthOutput::default();
     }
     let node_markers = markers(ctx);
-    if ctx.cfg.signal_only {
+    if ctx.inputs.cfg.signal_only {
         return NodeHealthOutput {
             candidates: Vec::new(),
             node_markers,
@@ -94,7 +94,7 @@ pub(crate) fn run(ctx: &Ctx<'_>) -> NodeHealthOutput {
     // Findings need a node with an evacuation reason: with none, every workload has none.
     let evacuating = Evacuating::of(ctx);
     if !evacuating.reasons.is_empty() {
-        for w in &ctx.snap.workloads {
+        for w in &ctx.inputs.snap.workloads {
             findings(ctx, &evacuating, w, &mut candidates);
         }
     }
@@ -133,6 +133,7 @@ struct Evacuating<'s> {
 impl<'s> Evacuating<'s> {
     fn of(ctx: &'s Ctx<'_>) -> Self {
         let reasons: BTreeMap<&str, RowReason> = ctx
+            .inputs
             .snap
             .nodes
             .iter()
@@ -160,7 +161,8 @@ fn pods_on<'s>(
     ctx: &'s Ctx<'_>,
     on: impl Fn(&str) -> bool,
 ) -> BTreeMap<(&'s str, &'s str), &'s str> {
-    ctx.snap
+    ctx.inputs
+        .snap
         .pods
         .iter()
         .filter(|p| p.gpus > 0 && on(&p.node))
@@ -207,6 +209,7 @@ fn markers(ctx: &Ctx<'_>) -> Vec<NodeMarker> {
     // only: per node, the workloads with a GPU pod there (workload order, once each) and
     // whether an OME GPU pod is bound there.
     let mut on: BTreeMap<&str, (Vec<String>, bool)> = ctx
+        .inputs
         .snap
         .nodes
         .iter()
@@ -215,7 +218,7 @@ fn markers(ctx: &Ctx<'_>) -> Vec<NodeMarker> {
         .collect();
     if !on.is_empty() {
         let gpu_pods = pods_on(ctx, |node| on.contains_key(node));
-        for w in &ctx.snap.workloads {
+        for w in &ctx.inputs.snap.workloads {
             let mut key: Option<String> = None;
             for c in &w.components {
                 for k in c
@@ -237,7 +240,7 @@ fn markers(ctx: &Ctx<'_>) -> Vec<NodeMarker> {
                 }
             }
         }
-        for p in &ctx.snap.pods {
+        for p in &ctx.inputs.snap.pods {
             if p.ome
                 && p.gpus > 0
                 && let Some((workloads, ome)) = on.get_mut(p.node.as_str())
@@ -258,7 +261,7 @@ fn markers(ctx: &Ctx<'_>) -> Vec<NodeMarker> {
         }
     }
     let mut out = Vec::new();
-    for n in &ctx.snap.nodes {
+    for n in &ctx.inputs.snap.nodes {
         if !marked(n) {
             continue;
         }
@@ -266,7 +269,7 @@ fn markers(ctx: &Ctx<'_>) -> Vec<NodeMarker> {
         out.push(NodeMarker {
             node: n.name.clone(),
             uid: n.uid.clone(),
-            observed_at: ctx.snap.observed_at,
+            observed_at: ctx.inputs.snap.observed_at,
             health: n.health.clone(),
             maintenance: n.maintenance.clone(),
             ome_gpu_occupants_present: ome_pod || !workloads.is_empty(),
@@ -314,7 +317,7 @@ fn findings(ctx: &Ctx<'_>, evacuating: &Evacuating<'_>, w: &Workload, out: &mut 
                     advice(r, AdvisoryReason::RawDeploymentMigrationUnsupported)
                 }
                 DeploymentMode::MultiNode => {
-                    if !ctx.cfg.lws_recommendations_enabled {
+                    if !ctx.inputs.cfg.lws_recommendations_enabled {
                         continue;
                     }
                     advice(r, AdvisoryReason::LWSMigrationUnsupported)
@@ -324,7 +327,7 @@ fn findings(ctx: &Ctx<'_>, evacuating: &Evacuating<'_>, w: &Workload, out: &mut 
                     covered.extend(inst.pods.iter().map(String::as_str));
                     if let Some(why) = ctx.model_reason(w) {
                         advice(r, why)
-                    } else if !ctx.cfg.omenative_migration_enabled {
+                    } else if !ctx.inputs.cfg.omenative_migration_enabled {
                         advice(r, AdvisoryReason::MigrationSurfaceDisabled)
                     } else if let Some(why) = omenative_eligibility(ctx, w, c, inst) {
                         advice(r, why)

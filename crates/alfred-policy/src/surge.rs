@@ -11,7 +11,7 @@ use crate::context::{Ctx, InstanceRef, TargetList};
 #[cfg(test)]
 use alfred_model::snapshot::Node;
 
-/// A surge plan (docs/design-policies.md#surge-plans). Nodes are positions in `ctx.snap.nodes`
+/// A surge plan (docs/design-policies.md#surge-plans). Nodes are positions in `ctx.inputs.snap.nodes`
 /// ([`Ctx::node_position`]), not names: pricing reads the bins by position, and nothing is copied
 /// per move.
 #[derive(Debug, Clone, PartialEq)]
@@ -39,7 +39,7 @@ impl SurgePlan {
         self.targets.nodes[self.start..]
             .iter()
             .filter(|i| self.sources.binary_search(i).is_err())
-            .map(|i| ctx.snap.nodes[*i].name.as_str())
+            .map(|i| ctx.inputs.snap.nodes[*i].name.as_str())
     }
 
     /// `hintTargetNodes` of docs/design-policies.md#surge-plans: the first three eligible
@@ -51,7 +51,7 @@ impl SurgePlan {
     /// [`SurgePlan::moves`] with node names, as docs/design-policies.md#surge-plans writes them.
     #[cfg(test)]
     pub(crate) fn named_moves(&self, ctx: &Ctx<'_>) -> Vec<(String, String, u32)> {
-        let name = |i: usize| ctx.snap.nodes[i].name.clone();
+        let name = |i: usize| ctx.inputs.snap.nodes[i].name.clone();
         self.moves
             .iter()
             .map(|(from, to, gpus)| (name(*from), name(*to), *gpus))
@@ -63,7 +63,7 @@ impl SurgePlan {
     pub(crate) fn source_names(&self, ctx: &Ctx<'_>) -> Vec<String> {
         self.sources
             .iter()
-            .map(|i| ctx.snap.nodes[*i].name.clone())
+            .map(|i| ctx.inputs.snap.nodes[*i].name.clone())
             .collect()
     }
 }
@@ -134,7 +134,7 @@ fn surge_prints<'c>(ctx: &'c Ctx<'_>, w: &Workload, inst: &Instance) -> Option<P
         .collect::<Option<_>>()?;
     let mut pool: Option<&str> = None;
     for (_, node, _) in &prints {
-        let n = &ctx.snap.nodes[*node];
+        let n = &ctx.inputs.snap.nodes[*node];
         let p = n.pool.as_deref().filter(|_| n.has_gpus())?;
         if pool.is_some_and(|q| q != p) {
             return None;
@@ -145,7 +145,7 @@ fn surge_prints<'c>(ctx: &'c Ctx<'_>, w: &Workload, inst: &Instance) -> Option<P
     Some((in_print_order(prints), sources, pool))
 }
 
-/// [`surge_prints`] read from the snapshot's index (`idx` is `ctx.snap`'s, `facts` the
+/// [`surge_prints`] read from the snapshot's index (`idx` is `ctx.inputs.snap`'s, `facts` the
 /// Instance's entry): the pods and their nodes come resolved, so nothing is looked up by
 /// name, and node positions are name order (normalized snapshot, unique names), so the
 /// per-node pod counts compare with the Instance's `nodes` by position. Same answer. The
@@ -168,7 +168,7 @@ fn surge_prints_at<'c>(
     if pod_ix.len() != inst.pods.len() {
         return surge_prints(ctx, w, inst);
     }
-    let snap: &'c ClusterSnapshot = &ctx.snap;
+    let snap: &'c ClusterSnapshot = &ctx.inputs.snap;
     let mut prints: Vec<(&str, usize, u32)> = Vec::with_capacity(pod_ix.len());
     // (node position, pods), ascending.
     let mut counts: Vec<(u32, u32)> = Vec::with_capacity(2);
@@ -229,7 +229,7 @@ fn consistent_prints<'c>(
     idx: &SnapshotIndex,
     facts: &InstanceFacts,
 ) -> Option<Prints<'c>> {
-    let snap: &'c ClusterSnapshot = &ctx.snap;
+    let snap: &'c ClusterSnapshot = &ctx.inputs.snap;
     let pod_ix = idx.pods_of(facts);
     let mut prints: Vec<(u32, usize, u32)> = Vec::with_capacity(pod_ix.len());
     // The pool's position in `idx.pools` and its key.
@@ -349,11 +349,12 @@ pub(crate) fn plan_surge_reference(
     Vec<u32>,
 )> {
     let (prints, sources, pool) = surge_prints(ctx, w, inst)?;
-    let name = |i: usize| ctx.snap.nodes[i].name.clone();
+    let name = |i: usize| ctx.inputs.snap.nodes[i].name.clone();
     let prints: Vec<(String, u32)> = prints.into_iter().map(|(n, g)| (name(n), g)).collect();
     let sources: Vec<String> = sources.into_iter().map(name).collect();
     let minimum = prints.iter().map(|p| p.1).min()?;
     let mut targets: Vec<&Node> = ctx
+        .inputs
         .snap
         .nodes
         .iter()

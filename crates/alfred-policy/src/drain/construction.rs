@@ -92,7 +92,7 @@ pub(super) fn build_plan(
     let mut changes: BTreeMap<&str, i64> = BTreeMap::new();
     for o in moves {
         let (wi, ci, ii) = o.at;
-        let w = &ctx.snap.workloads[wi];
+        let w = &ctx.inputs.snap.workloads[wi];
         let c = &w.components[ci];
         let inst = &c.instances[ii];
         let targets = place(
@@ -107,12 +107,14 @@ pub(super) fn build_plan(
             !continued,
         )?;
         for (t, gpus) in &targets {
-            *changes.entry(ctx.snap.nodes[*t].name.as_str()).or_default() -= i64::from(*gpus);
+            *changes
+                .entry(ctx.inputs.snap.nodes[*t].name.as_str())
+                .or_default() -= i64::from(*gpus);
         }
         *changes.entry(n.name.as_str()).or_default() += i64::from(o.gpus);
         let mut names: Vec<String> = Vec::new();
         for (t, _) in &targets {
-            let name = &ctx.snap.nodes[*t].name;
+            let name = &ctx.inputs.snap.nodes[*t].name;
             if !names.contains(name) {
                 names.push(name.clone());
             }
@@ -131,7 +133,7 @@ pub(super) fn build_plan(
     // seat), so the cost counts those moves too, not the steps already made (a new plan has
     // at least one move; a continued plan at hand-off has none left and costs nothing more).
     let to_make = u32::try_from(steps.len()).ok()?;
-    let cost = f64::from(to_make) * ctx.cfg.move_cost() * f64::from(n.total_gpus);
+    let cost = f64::from(to_make) * ctx.inputs.cfg.move_cost() * f64::from(n.total_gpus);
     Some(DrainPlan {
         id: plan_id(&n.name, &n.uid, &pod.key(), &pod.uid),
         pool: pool.to_owned(),
@@ -178,7 +180,7 @@ fn place(
         .iter()
         .filter_map(|&pi| {
             let f = idx.pods.get(pi as usize)?;
-            let p = ctx.snap.pods.get(pi as usize)?;
+            let p = ctx.inputs.snap.pods.get(pi as usize)?;
             Some((f.gpus, cpu_memory(&p.scheduling.requests)))
         })
         .filter(|(g, _)| *g > 0)
@@ -189,11 +191,14 @@ fn place(
     for (gpus, want) in prints {
         let start = list.free.partition_point(|f| *f < gpus);
         let mut fitting = list.nodes[start..].iter().copied().filter(|&t| {
-            let name = &ctx.snap.nodes[t].name;
+            let name = &ctx.inputs.snap.nodes[t].name;
             let claimed = claims.get(&t).copied().unwrap_or_default();
             name != node
                 && !protected.contains(name)
-                && ctx.snap.nodes[t].free_gpus.saturating_sub(claimed.gpus) >= gpus
+                && ctx.inputs.snap.nodes[t]
+                    .free_gpus
+                    .saturating_sub(claimed.gpus)
+                    >= gpus
                 && room.fits(t, claimed.cpu_memory, want)
         });
         let chosen = fitting.next()?;

@@ -13,11 +13,11 @@ use crate::context::Ctx;
 /// node of the pool it may use has its GPUs free now.
 /// `roomy` is the pool's usable nodes with free GPUs, most free first.
 pub(super) fn waits_for_a_node(ctx: &Ctx<'_>, pool: &str, roomy: &[&Node], p: &PendingPod) -> bool {
-    let age = f64::from(ctx.cfg.emergency_pending_age_minutes);
+    let age = f64::from(ctx.inputs.cfg.emergency_pending_age_minutes);
     p.gpus_needed > 0
         && p.counts_in(pool)
         && p.nominated_node.is_empty()
-        && ctx.now.minutes_since(p.pending_since) > age
+        && ctx.inputs.now.minutes_since(p.pending_since) > age
         && !roomy
             .iter()
             .take_while(|n| n.free_gpus >= p.gpus_needed)
@@ -29,12 +29,12 @@ pub(super) fn waits_for_a_node(ctx: &Ctx<'_>, pool: &str, roomy: &[&Node], p: &P
 /// its size that churn frees is its, and a plan made for it loses that race more often than
 /// not (`lonePodWaitMinutes`).
 pub(super) fn waits_alone(ctx: &Ctx<'_>, pool: &str, p: &PendingPod) -> bool {
-    let age = f64::from(ctx.cfg.emergency_pending_age_minutes);
-    !ctx.snap.pending_pods.iter().any(|q| {
+    let age = f64::from(ctx.inputs.cfg.emergency_pending_age_minutes);
+    !ctx.inputs.snap.pending_pods.iter().any(|q| {
         q.gpus_needed == p.gpus_needed
             && (q.namespace != p.namespace || q.name != p.name)
             && q.counts_in(pool)
-            && ctx.now.minutes_since(q.pending_since) > age
+            && ctx.inputs.now.minutes_since(q.pending_since) > age
     })
 }
 
@@ -141,7 +141,8 @@ fn required_affinity_allows(affinity: &serde_json::Value, n: &Node) -> bool {
 
 /// Pending pods nominated to each node (by anyone), by node name.
 pub(super) fn nominations(ctx: &Ctx<'_>) -> BTreeSet<String> {
-    ctx.snap
+    ctx.inputs
+        .snap
         .pending_pods
         .iter()
         .filter(|p| !p.nominated_node.is_empty())

@@ -32,7 +32,7 @@ impl Occupant {
     pub(super) fn movable(&self, ctx: &Ctx<'_>, idx: &SnapshotIndex) -> bool {
         self.may_move
             && *self.eligible.get_or_init(|| {
-                let w = &ctx.snap.workloads[self.at.0];
+                let w = &ctx.inputs.snap.workloads[self.at.0];
                 omenative_eligibility_at(ctx, idx, w, self.component_flags, &self.facts).is_none()
             })
     }
@@ -159,7 +159,7 @@ impl Occupants {
 
 /// Every node's GPU-holding Instances (by node position), in walk order.
 pub(super) fn occupants_by_node(ctx: &Ctx<'_>, idx: &SnapshotIndex) -> Occupants {
-    let node_count = ctx.snap.nodes.len();
+    let node_count = ctx.inputs.snap.nodes.len();
     // Most Instances hold GPUs on one node: reserved at that size, the table is allocated
     // once instead of doubled through a chain of copies (a few hundred KiB a pass on a large
     // cluster, each doubling a fresh allocation the allocator takes from the system).
@@ -169,7 +169,7 @@ pub(super) fn occupants_by_node(ctx: &Ctx<'_>, idx: &SnapshotIndex) -> Occupants
     // An Instance's GPUs per node, ascending node (most Instances have one pod).
     let mut per_node: Vec<(u32, u32)> = Vec::new();
     let (mut next_component, mut next_instance) = (0usize, 0usize);
-    for (wi, w) in ctx.snap.workloads.iter().enumerate() {
+    for (wi, w) in ctx.inputs.snap.workloads.iter().enumerate() {
         let workload_ok = w.settings.movable
             && w.migration.active.is_empty()
             && !ctx.in_cooldown(w)
@@ -253,7 +253,7 @@ pub(super) fn requests_on(
                 .get(pi as usize)
                 .is_some_and(|f| f.node as usize == node)
         })
-        .filter_map(|&pi| ctx.snap.pods.get(pi as usize))
+        .filter_map(|&pi| ctx.inputs.snap.pods.get(pi as usize))
         .fold([0i64; 2], |acc, p| {
             let r = cpu_memory(&p.scheduling.requests);
             [acc[0].saturating_add(r[0]), acc[1].saturating_add(r[1])]

@@ -782,7 +782,7 @@ fn the_branch_and_bound_finds_the_plans_the_exhaustive_search_finds() {
         };
         let cfg = s.sanitized();
         let ctx = crate::context::Ctx::new(&snap, &cfg, snap.observed_at);
-        let analysis = ctx.analyze();
+        let analysis = ctx.analysis();
         let pruned = run_with(&ctx, &analysis, &[], Search::BranchAndBound);
         let full = run_with(&ctx, &analysis, &[], Search::Exhaustive);
         assert_eq!(pruned, full, "seed {seed}");

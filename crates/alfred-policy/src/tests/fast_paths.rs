@@ -7,7 +7,7 @@ use alfred_model::snapshot::DeploymentMode;
 use proptest::prelude::*;
 
 use super::props::{build, case};
-use crate::context::Ctx;
+use crate::context::{AnalysisRef, Ctx, PassSnapshot};
 use crate::defragmentation::{Pricer, price, price_by_clone};
 use crate::settings::PolicySettings;
 use crate::surge::{plan_surge, plan_surge_reference};
@@ -26,10 +26,10 @@ proptest! {
         }
         let cfg = s.sanitized();
         let ctx = Ctx::new(&snap, &cfg, snap.observed_at);
-        let analysis = ctx.analyze();
-        let evals: Vec<_> = ctx.snap.pools().iter().filter_map(|p| analysis.pool(p)).collect();
+        let analysis = ctx.analysis();
+        let evals: Vec<_> = ctx.inputs.snap.pools().iter().filter_map(|p| analysis.pool(p)).collect();
         let pricers: Vec<Pricer> = evals.iter().map(|e| Pricer::new(&ctx, e)).collect();
-        for w in &ctx.snap.workloads {
+        for w in &ctx.inputs.snap.workloads {
             for comp in &w.components {
                 if comp.mode != DeploymentMode::OMENative {
                     continue;
@@ -129,14 +129,15 @@ fn fast_plan_and_price_equal_the_reference_on_a_larger_cluster() {
         };
         let cfg = s.sanitized();
         let ctx = Ctx::new(&snap, &cfg, snap.observed_at);
-        let analysis = ctx.analyze();
+        let analysis = ctx.analysis();
         let evals: Vec<_> = ctx
+            .inputs
             .snap
             .pools()
             .iter()
             .filter_map(|p| analysis.pool(p))
             .collect();
-        for w in &ctx.snap.workloads {
+        for w in &ctx.inputs.snap.workloads {
             for comp in &w.components {
                 for inst in &comp.instances {
                     let fast = plan_surge(&ctx, w, inst);
@@ -184,11 +185,11 @@ proptest! {
         let (snap, s) = build(&c);
         let cfg = s.sanitized();
         let owned = Ctx::new(&snap, &cfg, snap.observed_at);
-        let normalized = owned.snap.clone().into_owned();
+        let normalized = owned.inputs.snap.clone().into_owned();
         let borrowed = Ctx::new(&normalized, &cfg, snap.observed_at);
         prop_assert!(normalized.is_normalized());
-        prop_assert!(matches!(borrowed.snap, std::borrow::Cow::Borrowed(_)));
-        prop_assert_eq!(&*owned.snap, &*borrowed.snap);
+        prop_assert!(matches!(borrowed.inputs.snap, std::borrow::Cow::Borrowed(_)));
+        prop_assert_eq!(&*owned.inputs.snap, &*borrowed.inputs.snap);
         // The check split with another thread's work decides as the whole check: on the raw
         // snapshot, the normalized one, and one whose last workload alone is out of order
         // (the half the other thread checks).
@@ -204,17 +205,18 @@ proptest! {
         });
         for x in [&snap, &normalized, &late] {
             let plain = Ctx::new(x, &cfg, snap.observed_at);
-            let (beside, other) = Ctx::new_beside(x, &cfg, snap.observed_at, || 7);
+            let (prepared, other) = PassSnapshot::beside(x, || 7);
+            let beside = Ctx::with(prepared, &cfg, snap.observed_at, None);
             prop_assert_eq!(other, 7);
             prop_assert_eq!(
-                matches!(beside.snap, std::borrow::Cow::Borrowed(_)),
-                matches!(plain.snap, std::borrow::Cow::Borrowed(_))
+                matches!(beside.inputs.snap, std::borrow::Cow::Borrowed(_)),
+                matches!(plain.inputs.snap, std::borrow::Cow::Borrowed(_))
             );
-            prop_assert_eq!(&*beside.snap, &*plain.snap);
+            prop_assert_eq!(&*beside.inputs.snap, &*plain.inputs.snap);
         }
         if disordered {
-            let (beside, _) = Ctx::new_beside(&late, &cfg, snap.observed_at, || ());
-            prop_assert!(matches!(beside.snap, std::borrow::Cow::Owned(_)));
+            let beside = Ctx::with(PassSnapshot::beside(&late, || ()).0, &cfg, snap.observed_at, None);
+            prop_assert!(matches!(beside.inputs.snap, std::borrow::Cow::Owned(_)));
         }
         prop_assert_eq!(
             crate::defragmentation::evaluate_with(&snap, &s, snap.observed_at),
@@ -225,7 +227,7 @@ proptest! {
         let mut older = normalized.clone();
         older.observed_at = snap.observed_at.minus(std::time::Duration::from_secs(90));
         prop_assert!(matches!(
-            Ctx::new(&older, &cfg, snap.observed_at).snap,
+            Ctx::new(&older, &cfg, snap.observed_at).inputs.snap,
             std::borrow::Cow::Borrowed(_)
         ));
         prop_assert_eq!(
@@ -247,7 +249,30 @@ proptest! {
             );
             prop_assert_eq!(p, crate::propose_with(x, &s, now));
         }
-        let snap = &*borrowed.snap;
+        // The context adopts an offered analysis exactly when it is the pass's own: the
+        // caller's snapshot read as it is, the pass at its `observed_at`, the same scoring
+        // settings; otherwise it makes its own at `now`.
+        let mut other_scoring = scoring.clone();
+        other_scoring.fragmentation_threshold += 0.125;
+        for (x, now) in [
+            (&normalized, normalized.observed_at),
+            (&snap, snap.observed_at),
+            (&older, snap.observed_at),
+        ] {
+            let offered = alfred_score::analyze(x, &scoring);
+            for sc in [&scoring, &other_scoring] {
+                let ctx = Ctx::with(PassSnapshot::of(x), &cfg, now, Some((&offered, sc)));
+                let own = matches!(ctx.inputs.snap, std::borrow::Cow::Borrowed(_))
+                    && now == x.observed_at
+                    && sc.sanitized() == cfg.score_settings().sanitized();
+                prop_assert_eq!(matches!(ctx.analysis(), AnalysisRef::Adopted(_)), own);
+            }
+        }
+        prop_assert!(matches!(
+            Ctx::with(PassSnapshot::of(&normalized), &cfg, normalized.observed_at, Some((&alfred_score::analyze(&normalized, &scoring), &scoring))).analysis(),
+            AnalysisRef::Adopted(_)
+        ));
+        let snap = &*borrowed.inputs.snap;
         let mut pools = snap.pools();
         pools.push("no-such-pool".into());
         index_forms_agree(&borrowed);
@@ -288,7 +313,7 @@ proptest! {
         }
         odd.invalidate_index();
         let odd_ctx = Ctx::new(&odd, &cfg, snap.observed_at);
-        prop_assert!(matches!(odd_ctx.snap, std::borrow::Cow::Borrowed(_)));
+        prop_assert!(matches!(odd_ctx.inputs.snap, std::borrow::Cow::Borrowed(_)));
         index_forms_agree(&odd_ctx);
         for w in &snap.workloads {
             for comp in &w.components {
@@ -323,7 +348,7 @@ proptest! {
 /// The index-read forms of the defragmentation walk answer as the by-name ones, Instance
 /// by Instance: pool, primary node, eligibility.
 fn index_forms_agree(ctx: &Ctx<'_>) {
-    let snap = &*ctx.snap;
+    let snap = &*ctx.inputs.snap;
     let idx = snap.index();
     // The walk's pools are positions in `idx.pools`: the pools of the nodes with GPUs.
     let of_nodes: std::collections::BTreeSet<&str> = snap
@@ -391,10 +416,10 @@ fn surge_plans_of_consistent_instances_read_only_the_index() {
         .build();
     let cfg = crate::settings::PolicySettings::default().sanitized();
     let ctx = Ctx::new(&snap, &cfg, snap.observed_at);
-    let idx = ctx.snap.index();
+    let idx = ctx.inputs.snap.index();
     let mut seen = Vec::new();
     let mut k = 0;
-    for w in &ctx.snap.workloads {
+    for w in &ctx.inputs.snap.workloads {
         for c in &w.components {
             for (position, inst) in c.instances.iter().enumerate() {
                 let facts = idx.instances[k];
@@ -434,7 +459,7 @@ fn name_lookups_with_long_shared_prefixes() {
     let snap = b.build();
     let cfg = crate::settings::PolicySettings::default().sanitized();
     let ctx = Ctx::new(&snap, &cfg, snap.observed_at);
-    for n in &ctx.snap.nodes {
+    for n in &ctx.inputs.snap.nodes {
         assert_eq!(ctx.node(&n.name).map(|x| &x.name), Some(&n.name));
     }
     assert!(ctx.node(&format!("{long}4")).is_none());
