@@ -13,6 +13,7 @@
 //! - [`config`]: what the command line resolves to.
 
 pub mod config;
+pub mod decision_log;
 pub mod hub;
 pub mod member;
 pub mod metrics;

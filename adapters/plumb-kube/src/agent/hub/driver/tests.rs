@@ -1,0 +1,1 @@
+//! Unit tests of the driver's pure parts.
