@@ -1,0 +1,283 @@
+//! The quorum lock over the members' `plumb-hub` Leases (docs/plumb/design.md#quorum,
+//! docs/plumb/agent.md#the-lock), carried out with real requests: every retry period, read
+//! each voter's Lease (`coordination.k8s.io/v1` in Plumb's namespace; a 404 is an absent
+//! Lease, any other failure or a timeout an unreachable voter), hand the views to
+//! plumb-core's [`Elector`], and carry out the compare-and-swap writes it plans: a replace at
+//! the `resourceVersion` read, or a create where the Lease was absent. A 409 (changed since
+//! read, or created meanwhile) is a failed compare-and-swap; so is a timeout, even if the write
+//! landed, as the fault campaign's driver counts it. Every request has its own timeout, so one
+//! dead member cannot hold a round past the renew deadline. On stop, [`QuorumLock::release`]
+//! clears the holder on every Lease naming this agent, at once (client-go's
+//! `ReleaseOnCancel`).
+
+use std::time::Duration;
+
+use futures::future::join_all;
+use k8s_openapi::api::coordination::v1::{Lease, LeaseSpec};
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::{MicroTime, ObjectMeta};
+use kube::api::PostParams;
+use kube::{Api, Client};
+use plumb_core::quorum::{
+    Attempt, CasWrite, Elector, LeaseRecord, LeaseTiming, LeaseView, Precondition, VoterView, Wait,
+    WriteOutcome, WritePlan,
+};
+use utc_time::Timestamp;
+
+use super::members::Fleet;
+use crate::agent::config::HUB_LEASE;
+
+/// What the hub step needs to know of the lock: whether, and until when, this agent leads.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct Leadership {
+    /// The term (`leaseTransitions`) this agent committed last, while it leads.
+    pub term: Option<u32>,
+    /// When it stops acting unless it renews: its last committed renewal plus the renew
+    /// deadline.
+    pub until: Option<Timestamp>,
+}
+
+impl Leadership {
+    /// Whether this agent may act as the hub at `now`.
+    pub fn leading(&self, now: Timestamp) -> bool {
+        self.until.is_some_and(|u| now < u)
+    }
+}
+
+/// Each Lease request's timeout: a quarter of the renew deadline, so a round of a read and a
+/// write against a dead member still ends well within it.
+pub fn request_timeout(timing: &LeaseTiming) -> Duration {
+    (timing.renew_deadline / 4).max(Duration::from_millis(100))
+}
+
+/// The election of one agent.
+#[derive(Debug)]
+pub struct QuorumLock {
+    elector: Elector,
+    timing: LeaseTiming,
+    namespace: String,
+    timeout: Duration,
+    leadership: Leadership,
+    /// The wait last logged, so the log says each change once, not every retry.
+    last_wait: Option<String>,
+}
+
+impl QuorumLock {
+    /// The lock of the agent `identity` (`<cluster>/<pod>`) over the Leases in `namespace`.
+    pub fn new(identity: &str, timing: LeaseTiming, namespace: &str) -> QuorumLock {
+        QuorumLock {
+            elector: Elector::new(identity, timing),
+            timing,
+            namespace: namespace.to_owned(),
+            timeout: request_timeout(&timing),
+            leadership: Leadership::default(),
+            last_wait: None,
+        }
+    }
+
+    /// Where this agent stands.
+    pub fn leadership(&self) -> Leadership {
+        self.leadership
+    }
+
+    /// One round: read every voter's Lease, and write what the elector plans. `now` is
+    /// called for the read's time and again after the writes.
+    pub async fn round(&mut self, fleet: &Fleet, now: impl Fn() -> Timestamp) -> Leadership {
+        let views = self.read(fleet).await;
+        match self.elector.on_read(views, now()) {
+            Attempt::Write(plan) => {
+                let results = self.write(fleet, &plan).await;
+                let outcome = plan.settle(&results);
+                // The elector plans only records naming this agent: a committed write is a
+                // committed hold (acquired or renewed).
+                self.elector.on_write(&plan, &results, now());
+                match outcome {
+                    WriteOutcome::Committed { .. } => {
+                        let held = Leadership {
+                            term: Some(plan.record.transitions),
+                            until: plan
+                                .record
+                                .renew_time
+                                .map(|t| t.plus(self.timing.renew_deadline)),
+                        };
+                        if held.term != self.leadership.term {
+                            tracing::info!(
+                                identity = %self.elector.identity(),
+                                term = plan.record.transitions,
+                                voters = fleet.voters.len(),
+                                "leading the fleet: this agent is the hub"
+                            );
+                        }
+                        self.leadership = held;
+                        self.last_wait = None;
+                    }
+                    WriteOutcome::Failed(no) => {
+                        self.note_wait(format!("the plumb-hub Lease write reached too few: {no}"));
+                    }
+                }
+            }
+            Attempt::Wait(Wait::NoQuorum(no)) => self.note_wait(no.to_string()),
+            Attempt::Wait(Wait::HeldBy { holder, .. }) => {
+                self.note_wait(format!("the hub is {holder}"));
+            }
+        }
+        let at = now();
+        if !self.leadership.leading(at) && self.leadership.until.is_some() {
+            tracing::warn!(
+                identity = %self.elector.identity(),
+                "stopped leading the fleet: no renewal within the renew deadline"
+            );
+            self.leadership = Leadership::default();
+        }
+        self.leadership
+    }
+
+    /// Logs a reason for not leading when it differs from the last one logged. No quorum is
+    /// the seed's `<k> members reachable, need <N>`.
+    fn note_wait(&mut self, why: String) {
+        if self.last_wait.as_ref() != Some(&why) {
+            if why.contains("members reachable, need") {
+                tracing::warn!(identity = %self.elector.identity(), "no hub: {why}");
+            } else {
+                tracing::info!(identity = %self.elector.identity(), "{why}");
+            }
+            self.last_wait = Some(why);
+        }
+    }
+
+    /// Every voter's view of its Lease, read at once.
+    async fn read(&self, fleet: &Fleet) -> Vec<VoterView> {
+        let reads = fleet.voters.iter().map(|member| async move {
+            let view = match fleet.clients.get(member) {
+                None => LeaseView::Unreachable,
+                Some(client) => self.read_one(client).await,
+            };
+            VoterView::new(member.clone(), view)
+        });
+        join_all(reads).await
+    }
+
+    async fn read_one(&self, client: &Client) -> LeaseView {
+        let api: Api<Lease> = Api::namespaced(client.clone(), &self.namespace);
+        match tokio::time::timeout(self.timeout, api.get_opt(HUB_LEASE)).await {
+            Ok(Ok(None)) => LeaseView::Absent,
+            Ok(Ok(Some(lease))) => LeaseView::Present {
+                resource_version: lease.metadata.resource_version.clone().unwrap_or_default(),
+                record: plumb_scaler::watch::lease_record(&lease),
+            },
+            Ok(Err(e)) => {
+                tracing::debug!(error = %e, "plumb-hub Lease read failed");
+                LeaseView::Unreachable
+            }
+            Err(_) => LeaseView::Unreachable,
+        }
+    }
+
+    /// Carries out `plan`'s compare-and-swap writes at once; `(member, landed)` each.
+    async fn write(&self, fleet: &Fleet, plan: &WritePlan) -> Vec<(String, bool)> {
+        let writes = plan.writes.iter().map(|w| async move {
+            let ok = match fleet.clients.get(&w.member) {
+                None => false,
+                Some(client) => self.write_one(client, w, &plan.record).await,
+            };
+            (w.member.clone(), ok)
+        });
+        join_all(writes).await
+    }
+
+    async fn write_one(&self, client: &Client, write: &CasWrite, record: &LeaseRecord) -> bool {
+        let api: Api<Lease> = Api::namespaced(client.clone(), &self.namespace);
+        let pp = PostParams::default();
+        let rv = match &write.precondition {
+            Precondition::Absent => None,
+            Precondition::ResourceVersion(rv) => Some(rv.clone()),
+        };
+        let lease = lease_object(record, rv.clone());
+        let call = async {
+            match rv {
+                None => api.create(&pp, &lease).await.map(drop),
+                Some(_) => api.replace(HUB_LEASE, &pp, &lease).await.map(drop),
+            }
+        };
+        match tokio::time::timeout(self.timeout, call).await {
+            Ok(Ok(())) => true,
+            Ok(Err(e)) => {
+                tracing::debug!(member = %write.member, error = %e, "plumb-hub Lease write failed");
+                false
+            }
+            Err(_) => false,
+        }
+    }
+
+    /// Clears the holder, at once, on every reachable Lease that names this agent (a
+    /// compare-and-swap at the version read); the Lease keeps its term. Returns the members
+    /// released.
+    pub async fn release(&mut self, fleet: &Fleet, now: Timestamp) -> Vec<String> {
+        let identity = self.elector.identity().to_owned();
+        let this = &*self;
+        let releases = fleet.clients.iter().map(|(member, client)| {
+            let identity = identity.clone();
+            async move {
+                let LeaseView::Present {
+                    resource_version,
+                    record,
+                } = this.read_one(client).await
+                else {
+                    return None;
+                };
+                if record.holder.as_deref() != Some(identity.as_str()) {
+                    return None;
+                }
+                let released = LeaseRecord {
+                    holder: None,
+                    acquire_time: Some(now),
+                    renew_time: Some(now),
+                    lease_duration_seconds: 1,
+                    transitions: record.transitions,
+                };
+                let write = CasWrite {
+                    member: member.clone(),
+                    precondition: Precondition::ResourceVersion(resource_version),
+                };
+                this.write_one(client, &write, &released)
+                    .await
+                    .then(|| member.clone())
+            }
+        });
+        let released: Vec<String> = join_all(releases).await.into_iter().flatten().collect();
+        if !released.is_empty() {
+            tracing::info!(identity = %identity, members = ?released, "released the plumb-hub Leases");
+        }
+        self.leadership = Leadership::default();
+        released
+    }
+}
+
+/// The `plumb-hub` Lease holding `record`, at `resource_version` when replacing.
+pub fn lease_object(record: &LeaseRecord, resource_version: Option<String>) -> Lease {
+    let time = |t: Option<Timestamp>| {
+        t.and_then(|t| {
+            k8s_openapi::jiff::Timestamp::from_nanosecond(i128::from(t.unix_nanos())).ok()
+        })
+        .map(MicroTime)
+    };
+    Lease {
+        metadata: ObjectMeta {
+            name: Some(HUB_LEASE.to_owned()),
+            resource_version,
+            ..ObjectMeta::default()
+        },
+        spec: Some(LeaseSpec {
+            holder_identity: record.holder.clone(),
+            acquire_time: time(record.acquire_time),
+            renew_time: time(record.renew_time),
+            lease_duration_seconds: Some(
+                i32::try_from(record.lease_duration_seconds).unwrap_or(i32::MAX),
+            ),
+            lease_transitions: Some(i32::try_from(record.transitions).unwrap_or(i32::MAX)),
+            ..LeaseSpec::default()
+        }),
+    }
+}
+
+#[cfg(test)]
+mod tests;
