@@ -4,7 +4,8 @@
 //! pods, binds them to nodes while room lasts, launches pool nodes after a delay or fails to,
 //! and marks pods ready after a load time); [`keda`] does what KEDA does with an
 //! `external-push` trigger (asks `plumb scaler` for the metric each polling interval and sets
-//! the Deployment's replicas by the HPA's arithmetic).
+//! the Deployment's replicas by the HPA's arithmetic); [`prometheus`] answers each member's
+//! instant queries from a script.
 //!
 //! Each is a pure planner (observed objects and a time in, actions out: unit-tested) and a thin
 //! loop that reads the API server and carries the actions out.
@@ -13,3 +14,4 @@
 
 pub mod cluster;
 pub mod keda;
+pub mod prometheus;
