@@ -1,0 +1,258 @@
+//! What the member loop's watches hold: per kind, the objects already decoded into the member
+//! report's own small types (plumb-core's `MemberObservation` parts), keyed by
+//! `namespace/name`. Only those types are kept, never the API server's full objects, so a
+//! member of 50,000 pods holds what the report reads and no more (the memory target).
+//!
+//! A kind follows kube-rs's watcher events: a relist (`Init` … `InitDone`) replaces the kind
+//! at once when it completes; a kind is *listed* after its first relist, or once it is known
+//! to be absent (a Karpenter CRD not installed), which counts as none. The first report pass
+//! waits until every kind is listed.
+
+use std::collections::BTreeMap;
+use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
+
+use kube::runtime::watcher::Event;
+use plumb_core::member::{
+    Autoscaler, Deployment, Event as KubeEvent, MemberObservation, NodeClaim, NodePool, ObservedPod,
+};
+use plumb_model::AdaptivePolicy;
+use scheduler_model::objects::{Namespace, Node};
+use serde_json::Value;
+
+/// `namespace/name` (or `name` for a cluster-scoped object), `None` without a name.
+pub fn key_of(object: &Value) -> Option<String> {
+    let meta = object.get("metadata")?;
+    let name = meta.get("name")?.as_str()?;
+    Some(match meta.get("namespace").and_then(Value::as_str) {
+        Some(ns) => format!("{ns}/{name}"),
+        None => name.to_owned(),
+    })
+}
+
+/// Decodes one watched object into the type kept for its kind; the error names the field.
+pub trait Decode: Sized {
+    /// The object as kept, or why it cannot be read.
+    fn decode(object: Value) -> Result<Self, String>;
+}
+
+macro_rules! decode_with_serde {
+    ($($t:ty),*) => {$(
+        impl Decode for $t {
+            fn decode(object: Value) -> Result<Self, String> {
+                serde_path_to_error::deserialize::<_, $t>(object)
+                    .map_err(|e| format!("{}: {}", e.path(), e.inner()))
+            }
+        }
+    )*};
+}
+
+decode_with_serde!(
+    Deployment, Autoscaler, Node, Namespace, NodePool, NodeClaim, KubeEvent
+);
+
+impl Decode for ObservedPod {
+    fn decode(object: Value) -> Result<Self, String> {
+        ObservedPod::from_value(&object)
+    }
+}
+
+/// One AdaptivePolicy copy as the loop needs it: its `status` as read (the patch is the
+/// difference from it), and the policy as parsed, or why it cannot be.
+#[derive(Debug, Clone, PartialEq)]
+pub struct PolicyCopy {
+    /// `<namespace>/<name>`.
+    pub key: String,
+    /// `metadata.name`.
+    pub name: String,
+    /// `metadata.namespace`.
+    pub namespace: String,
+    /// `metadata.generation`.
+    pub generation: Option<i64>,
+    /// `status` exactly as read (`Null` when absent).
+    pub status: Value,
+    /// The copy read as an AdaptivePolicy, or the one-line reason (naming the field) it is not.
+    pub parsed: Result<AdaptivePolicy, String>,
+}
+
+impl Decode for PolicyCopy {
+    fn decode(object: Value) -> Result<Self, String> {
+        let text = |f: &str| {
+            object["metadata"][f]
+                .as_str()
+                .map(str::to_owned)
+                .ok_or_else(|| format!("metadata.{f}: missing"))
+        };
+        let name = text("name")?;
+        let namespace = text("namespace")?;
+        let generation = object["metadata"]["generation"].as_i64();
+        let status = object.get("status").cloned().unwrap_or(Value::Null);
+        let parsed = AdaptivePolicy::from_value(object).map_err(|e| e.to_string());
+        Ok(PolicyCopy {
+            key: format!("{namespace}/{name}"),
+            name,
+            namespace,
+            generation,
+            status,
+            parsed,
+        })
+    }
+}
+
+/// The objects of one kind.
+#[derive(Debug)]
+pub struct Kind<T> {
+    objects: BTreeMap<String, T>,
+    relist: Option<BTreeMap<String, T>>,
+    listed: bool,
+}
+
+impl<T> Default for Kind<T> {
+    fn default() -> Self {
+        Kind {
+            objects: BTreeMap::new(),
+            relist: None,
+            listed: false,
+        }
+    }
+}
+
+impl<T: Decode> Kind<T> {
+    /// Applies one watch event; an object that cannot be decoded is left out (and, on an
+    /// update, its previous version removed), and the error (`key: field: why`) returned.
+    pub fn apply(&mut self, event: Event<Value>) -> Result<(), String> {
+        match event {
+            Event::Init => self.relist = Some(BTreeMap::new()),
+            Event::InitApply(object) => {
+                let (key, decoded) = decoded(object)?;
+                let relist = self.relist.get_or_insert_default();
+                match decoded {
+                    Ok(value) => drop(relist.insert(key, value)),
+                    Err(e) => return Err(format!("{key}: {e}")),
+                }
+            }
+            Event::InitDone => {
+                self.objects = self.relist.take().unwrap_or_default();
+                self.listed = true;
+            }
+            Event::Apply(object) => {
+                let (key, decoded) = decoded(object)?;
+                match decoded {
+                    Ok(value) => drop(self.objects.insert(key, value)),
+                    Err(e) => {
+                        self.objects.remove(&key);
+                        return Err(format!("{key}: {e}"));
+                    }
+                }
+            }
+            Event::Delete(object) => {
+                if let Some(key) = key_of(&object) {
+                    self.objects.remove(&key);
+                }
+            }
+        }
+        Ok(())
+    }
+}
+
+impl<T> Kind<T> {
+    /// The kind is not served (its CRD is not installed): none, and listed.
+    pub fn mark_absent(&mut self) {
+        self.objects.clear();
+        self.relist = None;
+        self.listed = true;
+    }
+
+    /// Whether the kind has been listed (or found absent).
+    pub fn listed(&self) -> bool {
+        self.listed
+    }
+
+    /// The objects, by key.
+    pub fn objects(&self) -> &BTreeMap<String, T> {
+        &self.objects
+    }
+}
+
+impl<T: Clone> Kind<T> {
+    /// A copy of the objects in key order.
+    pub fn to_vec(&self) -> Vec<T> {
+        self.objects.values().cloned().collect()
+    }
+}
+
+fn decoded<T: Decode>(object: Value) -> Result<(String, Result<T, String>), String> {
+    let key = key_of(&object).ok_or_else(|| "an object without metadata.name".to_owned())?;
+    Ok((key, T::decode(object)))
+}
+
+/// One kind shared between its watch task and the passes.
+pub type Shared<T> = Arc<Mutex<Kind<T>>>;
+
+/// Locks a kind (a poisoned lock only means a watch task panicked mid-update; the data is
+/// still a consistent map).
+pub fn lock<T>(kind: &Shared<T>) -> MutexGuard<'_, Kind<T>> {
+    kind.lock().unwrap_or_else(PoisonError::into_inner)
+}
+
+/// Every kind the member loop watches.
+#[derive(Debug, Clone, Default)]
+pub struct Stores {
+    /// `apps/v1` Deployments.
+    pub deployments: Shared<Deployment>,
+    /// `autoscaling/v2` HorizontalPodAutoscalers.
+    pub autoscalers: Shared<Autoscaler>,
+    /// Pods that are not finished.
+    pub pods: Shared<ObservedPod>,
+    /// Nodes.
+    pub nodes: Shared<Node>,
+    /// Namespaces.
+    pub namespaces: Shared<Namespace>,
+    /// Karpenter NodePools (none without the CRD).
+    pub node_pools: Shared<NodePool>,
+    /// Karpenter NodeClaims (none without the CRD).
+    pub node_claims: Shared<NodeClaim>,
+    /// Events on NodeClaims.
+    pub events: Shared<KubeEvent>,
+    /// Every AdaptivePolicy copy.
+    pub policies: Shared<PolicyCopy>,
+}
+
+impl Stores {
+    /// Whether every kind has been listed (or found absent).
+    pub fn listed(&self) -> bool {
+        lock(&self.deployments).listed()
+            && lock(&self.autoscalers).listed()
+            && lock(&self.pods).listed()
+            && lock(&self.nodes).listed()
+            && lock(&self.namespaces).listed()
+            && lock(&self.node_pools).listed()
+            && lock(&self.node_claims).listed()
+            && lock(&self.events).listed()
+            && lock(&self.policies).listed()
+    }
+
+    /// What the cluster holds now, as the report reads it (`namespace` and `promised` are
+    /// filled per policy by `observe::report`).
+    pub fn observation(&self) -> MemberObservation {
+        MemberObservation {
+            namespace: String::new(),
+            deployments: lock(&self.deployments).to_vec(),
+            autoscalers: lock(&self.autoscalers).to_vec(),
+            pods: lock(&self.pods).to_vec(),
+            nodes: lock(&self.nodes).to_vec(),
+            namespaces: lock(&self.namespaces).to_vec(),
+            node_pools: lock(&self.node_pools).to_vec(),
+            node_claims: lock(&self.node_claims).to_vec(),
+            events: lock(&self.events).to_vec(),
+            promised: Vec::new(),
+        }
+    }
+
+    /// Every policy copy, in key order.
+    pub fn policies(&self) -> Vec<PolicyCopy> {
+        lock(&self.policies).to_vec()
+    }
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,77 @@
+//! Watch events applied to a kind: relists replace at once, undecodable objects are left out
+//! with their error, deletes remove.
+
+use serde_json::json;
+
+use super::*;
+
+fn node(name: &str, cpu: &str) -> Value {
+    json!({"apiVersion": "v1", "kind": "Node", "metadata": {"name": name},
+           "status": {"allocatable": {"cpu": cpu}}})
+}
+
+#[test]
+fn a_relist_replaces_the_kind_when_it_completes() {
+    let mut kind = Kind::<Node>::default();
+    assert!(!kind.listed());
+    kind.apply(Event::Init).unwrap();
+    kind.apply(Event::InitApply(node("a", "4"))).unwrap();
+    assert!(kind.objects().is_empty(), "nothing shows before InitDone");
+    kind.apply(Event::InitDone).unwrap();
+    assert!(kind.listed());
+    kind.apply(Event::Apply(node("b", "8"))).unwrap();
+    assert_eq!(kind.objects().keys().collect::<Vec<_>>(), ["a", "b"]);
+    kind.apply(Event::Init).unwrap();
+    kind.apply(Event::InitApply(node("c", "2"))).unwrap();
+    kind.apply(Event::InitDone).unwrap();
+    assert_eq!(kind.objects().keys().collect::<Vec<_>>(), ["c"]);
+    kind.apply(Event::Delete(node("c", "2"))).unwrap();
+    assert!(kind.objects().is_empty());
+}
+
+#[test]
+fn an_undecodable_object_is_left_out_with_its_field() {
+    let mut kind = Kind::<Deployment>::default();
+    let good = json!({"metadata": {"name": "d", "namespace": "ml"}, "spec": {"replicas": 2}});
+    kind.apply(Event::Apply(good)).unwrap();
+    let bad = json!({"metadata": {"name": "d", "namespace": "ml"}, "spec": {"replicas": "two"}});
+    let err = kind.apply(Event::Apply(bad)).unwrap_err();
+    assert!(err.starts_with("ml/d: spec.replicas: "), "{err}");
+    assert!(
+        kind.objects().is_empty(),
+        "the older version is not kept as if current"
+    );
+}
+
+#[test]
+fn an_absent_kind_counts_as_listed_and_empty() {
+    let mut kind = Kind::<NodePool>::default();
+    kind.mark_absent();
+    assert!(kind.listed());
+    assert!(kind.objects().is_empty());
+}
+
+#[test]
+fn a_policy_copy_keeps_its_status_and_why_it_cannot_be_read() {
+    let copy = PolicyCopy::decode(json!({
+        "apiVersion": "plumb-k8s.github.io/v1alpha1", "kind": "AdaptivePolicy",
+        "metadata": {"name": "p", "namespace": "ml", "generation": 3},
+        "spec": {"mode": "manual"},
+        "status": {"intent": {"replicas": 2}}}))
+    .unwrap();
+    assert_eq!(copy.key, "ml/p");
+    assert_eq!(copy.generation, Some(3));
+    assert_eq!(copy.status["intent"]["replicas"], 2);
+    assert!(copy.parsed.unwrap_err().starts_with("spec.mode: "));
+}
+
+#[test]
+fn pods_are_read_with_their_conditions() {
+    let mut kind = Kind::<ObservedPod>::default();
+    kind.apply(Event::Apply(json!({
+        "metadata": {"name": "p", "namespace": "ml"},
+        "spec": {"containers": []},
+        "status": {"conditions": [{"type": "PodScheduled", "status": "False", "reason": "Unschedulable"}]}})))
+        .unwrap();
+    assert!(kind.objects()["ml/p"].unschedulable);
+}
