@@ -22,6 +22,7 @@ use crate::plugins::{
 /// Why a scheduler configuration was refused. Every variant names the field and value.
 #[derive(Debug, Clone, PartialEq, Eq, Error)]
 pub enum ConfigError {
+    /// The document is not YAML 1.2 (the parser's message).
     #[error("scheduler configuration is not valid YAML: {}", crate::clip::clip(.0, 240))]
     Syntax(String),
     #[error(
@@ -29,16 +30,28 @@ pub enum ConfigError {
         crate::clip::clip(.context, 100),
         crate::clip::clip(.message, 160)
     )]
-    Decode { context: String, message: String },
+    /// A part of the document has the wrong shape for its schema (an unknown key, a value of
+    /// the wrong type).
+    Decode {
+        /// The part that failed: the configuration, or a plugin's args.
+        context: String,
+        /// The decoder's message.
+        message: String,
+    },
     #[error(
         "scheduler configuration: {}: {} is not allowed: {}",
         crate::clip::clip(.field, 100),
         crate::clip::clip(&format!("{:?}", .value), 80),
         crate::clip::clip(.why, 70)
     )]
+    /// A well-formed value the acceptance rules refuse
+    /// (docs/design-simulation.md#configuration-acceptance).
     Invalid {
+        /// The field's path, such as `profiles[0].schedulerName`.
         field: String,
+        /// The value refused.
         value: String,
+        /// The rule it breaks.
         why: String,
     },
 }
@@ -228,16 +241,25 @@ struct GangPackArgs {
 /// Scoring strategy of NodeResourcesFit.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum FitStrategy {
+    /// Prefer the node with the most free room left (the default profile: spreads load).
     LeastAllocated,
+    /// Prefer the node already most used (packs; the OME profile's choice, which keeps whole
+    /// nodes free for large pods).
     MostAllocated,
 }
 
 /// NodeResourcesFit, as the model uses it.
 #[derive(Debug, Clone, PartialEq)]
 pub struct FitConfig {
+    /// How the score rates a node's use.
     pub strategy: FitStrategy,
+    /// The resources scored, with their weights (default `cpu` and `memory`, 1 each).
     pub resources: Vec<(String, i64)>,
+    /// Extended resources the filter does not check (`ignoredResources`): the scheduler
+    /// leaves them to another component, so the model must not refuse a node for them.
     pub ignored_resources: BTreeSet<String>,
+    /// Resource groups (the part of an extended resource's name before `/`) ignored the same
+    /// way (`ignoredResourceGroups`).
     pub ignored_groups: BTreeSet<String>,
 }
 
@@ -246,16 +268,25 @@ pub struct FitConfig {
 pub struct SpreadConfig {
     /// `System` defaulting (hostname 3, zone 5, ScheduleAnyway) vs `List`.
     pub system_defaulting: bool,
+    /// Under `List` defaulting, the constraints applied to pods that set none (their
+    /// selector built from the Services and controllers selecting the pod).
     pub default_constraints: Vec<TopologySpreadConstraint>,
 }
 
 /// OMEGangPack arguments after defaulting (docs/design-simulation.md#ome-profile).
 #[derive(Debug, Clone, PartialEq)]
 pub struct GangConfig {
+    /// The node label whose values are the gang's domains, when the PodGroup names none.
     pub topology_key: String,
+    /// The PodGroup annotation that names a gang's own topology key (empty: not read).
     pub pod_group_topology_key_annotation: String,
+    /// A label that, on a PodGroup or a member, makes the gang `Infeasible`: the plugin
+    /// rejects partner placement groups (empty: not checked).
     pub unsupported_placement_group_label: String,
+    /// The wait of a PodGroup without `scheduleTimeoutSeconds`; a gang with neither is
+    /// `Infeasible`.
     pub default_permit_timeout_seconds: i64,
+    /// Whether a pod without a gang is scored towards the domain already most used.
     pub standalone_domain_packing: bool,
 }
 
@@ -272,12 +303,22 @@ pub struct Profile {
     pub scores: Vec<(String, i64)>,
     /// DefaultPreemption enabled at postFilter.
     pub preemption: bool,
+    /// `NodeResourcesFit`'s arguments.
     pub fit: FitConfig,
+    /// The resources `NodeResourcesBalancedAllocation` balances, with their weights.
     pub balanced_resources: Vec<(String, i64)>,
+    /// `InterPodAffinity`'s `hardPodAffinityWeight`: how much an existing pod's required
+    /// affinity to the incoming pod adds to a node's score.
     pub hard_pod_affinity_weight: i64,
+    /// `InterPodAffinity`'s `ignorePreferredTermsOfExistingPods`: score only the incoming
+    /// pod's preferred terms, not those of the pods already placed.
     pub ignore_preferred_terms_of_existing_pods: bool,
+    /// `PodTopologySpread`'s defaulting.
     pub spread: SpreadConfig,
+    /// `NodeAffinity`'s `addedAffinity`: node affinity every pod of the profile gets on top
+    /// of its own.
     pub added_affinity: Option<NodeAffinity>,
+    /// OMEGangPack's arguments, when the profile runs it.
     pub gang: Option<GangConfig>,
     /// The defaulted, normalised configuration (hashed into the configuration ID).
     pub normalized: Value,

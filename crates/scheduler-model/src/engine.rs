@@ -25,10 +25,15 @@ pub(crate) const MAX_NODE_SCORE: i64 = 100;
 /// A structurally invalid simulation input (the worker exits 1; Alfred shows `WorkerFailed`).
 #[derive(Debug, Clone, PartialEq, Eq, Error)]
 pub enum InputError {
+    /// A field of the input breaks a rule the model relies on (such as a pod to place that
+    /// is already bound, or two objects with one name).
     #[error("{field}: {value:?}: {why}")]
     Invalid {
+        /// The field, named by its path in the input.
         field: String,
+        /// The value refused.
         value: String,
+        /// The rule it breaks.
         why: String,
     },
 }
@@ -44,15 +49,20 @@ pub(crate) fn input_err(field: impl Into<String>, value: impl ToString, why: &st
 /// Where one replacement pod lands.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct PodPlacement {
+    /// The placed pod's namespace.
     pub namespace: String,
+    /// The placed pod's name.
     pub name: String,
+    /// The placed pod's UID, as given.
     pub uid: String,
+    /// The node the pod lands on.
     pub node_name: String,
 }
 
 /// The outcome of one simulation.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Outcome {
+    /// Feasible, Infeasible or Unsupported.
     pub decision: Decision,
     /// Every replacement pod, in request order, when `Feasible`; empty otherwise.
     pub placements: Vec<PodPlacement>,
@@ -220,10 +230,16 @@ struct PreparedNodes {
 /// copy every pod into a [`Cluster`] only to convert it: the same parts, pods as references.
 #[derive(Debug, Clone, Copy)]
 pub struct ClusterView<'a> {
+    /// The nodes.
     pub nodes: &'a [crate::objects::Node],
+    /// Bound and pending pods, borrowed one by one, so a caller can pass a filtered view of its own
+    /// list without copying pods.
     pub pods: &'a [&'a Pod],
+    /// The namespaces, for `namespaceSelector`s.
     pub namespaces: &'a [crate::objects::Namespace],
+    /// Services and controllers, for default topology spreading.
     pub selector_objects: &'a [crate::objects::SelectorObject],
+    /// PodGroups, for gang scheduling.
     pub pod_groups: &'a [crate::objects::PodGroup],
 }
 

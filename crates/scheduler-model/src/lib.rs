@@ -21,6 +21,8 @@
 //!   pod and keep it, count the copies that still fit on some nodes); [`RoomCluster`] answers
 //!   the same questions on a compact conversion, for pods that read no other pod's labels.
 
+#![warn(missing_docs, unreachable_pub)]
+
 pub mod clip;
 pub mod config;
 pub mod engine;

@@ -94,12 +94,18 @@ const HARMLESS_VOLUME_KEYS: &[&str] = &[
 /// A node, precomputed.
 #[derive(Debug, Clone)]
 pub struct NodeInfo {
+    /// The node's name (ties between equally scored nodes go to the smallest).
     pub name: String,
+    /// The node's labels: selectors, affinity and topology domains read them.
     pub labels: BTreeMap<String, String>,
+    /// The node's taints.
     pub taints: Vec<Taint>,
+    /// Cordoned: `NodeUnschedulable` refuses it to pods that do not tolerate the
+    /// unschedulable taint, and a gang member never lands on it.
     pub unschedulable: bool,
     /// Allocatable without `pods`.
     pub alloc: Res,
+    /// Allocatable `pods`: how many pods the node takes in all.
     pub max_pods: i64,
     /// Normalised image name → size.
     pub images: BTreeMap<String, i64>,
@@ -108,11 +114,14 @@ pub struct NodeInfo {
 /// Namespaces a pod-affinity term applies to.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum NsSet {
+    /// Every namespace (an empty `namespaceSelector`).
     All,
+    /// These namespaces only.
     Some(BTreeSet<String>),
 }
 
 impl NsSet {
+    /// Whether a pod of namespace `ns` is looked at.
     pub fn contains(&self, ns: &str) -> bool {
         match self {
             NsSet::All => true,
@@ -124,9 +133,15 @@ impl NsSet {
 /// A resolved pod (anti-)affinity term.
 #[derive(Debug, Clone)]
 pub struct Term {
+    /// The pods the term is about (with `matchLabelKeys`/`mismatchLabelKeys` merged in); `None`
+    /// selects none.
     pub selector: Option<LabelSelector>,
+    /// The namespaces those pods are looked for in.
     pub namespaces: NsSet,
+    /// The node label that defines "near".
     pub topology_key: String,
+    /// The score weight of a preferred term (unused for a required one: an existing pod's
+    /// required term scores with the profile's `hardPodAffinityWeight`).
     pub weight: i64,
 }
 
@@ -144,33 +159,60 @@ impl Term {
 /// A pod, precomputed.
 #[derive(Debug, Clone)]
 pub struct PodInfo {
+    /// The pod's namespace.
     pub namespace: String,
+    /// The pod's name.
     pub name: String,
+    /// The UID of a pod to place (empty for a bound pod), reported in its placement.
     pub uid: String,
+    /// Labels, which other pods' affinity terms and spreading selectors match.
     pub labels: BTreeMap<String, String>,
+    /// The effective scheduler name.
     pub scheduler: String,
+    /// The priority (0 when unset): orders competitors and decides whether preemption could apply.
     pub priority: i32,
+    /// `preemptionPolicy: Never`: the pod cannot preempt, so preemption cannot change its answer.
     pub preempt_never: bool,
+    /// The effective requests (docs/design-simulation.md#effective-requests), in scheduler units.
     pub requests: Res,
     /// `requests` as (resource index, amount) against a [`crate::PreparedCluster`]'s resource
     /// table, in `requests` order; `usize::MAX` for a resource no node offers.
     pub req_v: Vec<(usize, i64)>,
+    /// The CPU request for scoring, [`DEFAULT_MILLI_CPU`] when the containers request none (as
+    /// upstream's non-zero requests).
     pub nz_cpu: i64,
+    /// The memory request for scoring, [`DEFAULT_MEMORY`] when the containers request none.
     pub nz_mem: i64,
     /// `(protocol, hostIP, port)`.
     pub ports: Vec<(String, String, i32)>,
+    /// `nodeSelector` (kept for a pod to place only).
     pub node_selector: BTreeMap<String, String>,
+    /// The required node-affinity terms (a pod to place only).
     pub required_node: Option<Vec<NodeSelectorTerm>>,
+    /// The preferred node-affinity terms (a pod to place only).
     pub preferred_node: Vec<PreferredSchedulingTerm>,
+    /// Required pod-affinity terms: kept for bound pods too, since an incoming pod's score reads
+    /// existing pods' terms.
     pub aff_req: Vec<Term>,
+    /// Preferred pod-affinity terms.
     pub aff_pref: Vec<Term>,
+    /// Required pod-anti-affinity terms: kept for bound pods too, since an existing pod's term can
+    /// refuse a node to an incoming pod.
     pub anti_req: Vec<Term>,
+    /// Preferred pod-anti-affinity terms.
     pub anti_pref: Vec<Term>,
+    /// Tolerations (a pod to place only).
     pub tolerations: Vec<Toleration>,
+    /// The pod's own topology spread constraints (a pod to place only).
     pub spread: Vec<TopologySpreadConstraint>,
+    /// Normalised image names for `ImageLocality` (a pod to place only).
     pub images: Vec<String>,
+    /// The PodGroup named by the `scheduling.x-k8s.io/pod-group` label: the pod is a gang member.
     pub pod_group: Option<String>,
+    /// The pod has a deletion timestamp (it still holds its room while bound).
     pub terminating: bool,
+    /// `(kind, name)` of the pod's owners (a pod to place only), for default spreading's controller
+    /// selectors.
     pub owners: Vec<(String, String)>,
 }
 
