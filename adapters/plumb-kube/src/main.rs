@@ -9,6 +9,9 @@
 //!   defaults.
 //! - `plumb scaler`: the KEDA external-push scaler serving this member's floors over gRPC
 //!   (the `plumb-scaler` crate); runs until SIGTERM or Ctrl-C, exits 1 when it cannot start.
+//! - `plumb agent`: reports this member into its AdaptivePolicies and, when a majority of
+//!   members elects it, is the fleet's hub; runs until SIGTERM or Ctrl-C, exits 1 when it
+//!   cannot start.
 //! - `plumb version`.
 //!
 //! Exit status: 0 on success, 2 on bad input (one line naming the file and the field).
@@ -33,10 +36,7 @@ fn main() -> ExitCode {
                 ExitCode::from(plumb_kube::EXIT_BAD_INPUT)
             }
         }
-        Command::Agent(_) => {
-            eprintln!("plumb agent: not built yet");
-            ExitCode::FAILURE
-        }
+        Command::Agent(args) => plumb_kube::agent::run::main(&args),
         Command::Scaler(args) => plumb_kube::scaler::main(&args),
         Command::Version => {
             println!("plumb {}", env!("CARGO_PKG_VERSION"));

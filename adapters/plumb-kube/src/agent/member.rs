@@ -288,11 +288,11 @@ pub async fn run(ctx: MemberContext, mut stop: channel::Receiver<bool>) -> anyho
             tokio::time::sleep(Duration::from_millis(100)).await;
         }
     };
-    let stopped = tokio::select! {
+    let stopped_early = tokio::select! {
         () = listed => false,
-        _ = stop.wait_for(|s| *s) => true,
+        () = stopped(&mut stop) => true,
     };
-    if !stopped {
+    if !stopped_early {
         tracing::info!("member watches listed; reporting");
         let mut tick = tokio::time::interval(interval);
         tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
@@ -302,7 +302,7 @@ pub async fn run(ctx: MemberContext, mut stop: channel::Receiver<bool>) -> anyho
                     let summary = member.pass().await;
                     tracing::debug!(policies = summary.policies, patched = summary.patched, failed = summary.failed, "report pass");
                 }
-                _ = stop.wait_for(|s| *s) => break,
+                () = stopped(&mut stop) => break,
             }
         }
     }
@@ -310,4 +310,9 @@ pub async fn run(ctx: MemberContext, mut stop: channel::Receiver<bool>) -> anyho
         w.abort();
     }
     Ok(())
+}
+
+/// Until `stop` turns true (or its sender is gone).
+async fn stopped(stop: &mut channel::Receiver<bool>) {
+    let _ = stop.wait_for(|s| *s).await.map(|_| ());
 }

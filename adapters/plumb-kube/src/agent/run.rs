@@ -1,2 +1,253 @@
-//! Running `plumb agent` (being built): the local Lease, both loops, `/metrics` and the
-//! graceful stop that releases both Leases.
+//! Running `plumb agent`: the tokio runtime and JSON logs, the connection to this member,
+//! `/metrics` `/healthz` `/readyz`, the local `plumb-agent` Lease (`--leader-elect`, holder
+//! `<cluster>/<pod>`), and, only while this replica holds it, the member loop and the hub loop.
+//! SIGTERM or Ctrl-C stops both loops (the hub loop releases its `plumb-hub` Leases itself) and
+//! releases the local Lease, so the other replica takes over at once.
+//!
+//! `/readyz` turns ready after the first report pass, or, on a replica standing by for the
+//! Lease, once its campaign has started (a standby must not block a rollout).
+
+use std::process::ExitCode;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::Duration;
+
+use k8s_openapi::api::coordination::v1::Lease;
+use kube::api::{Patch, PatchParams};
+use kube::{Api, Client};
+use kube_leader_lease::LeaderGate;
+use tokio::sync::watch;
+
+use super::config::AGENT_LEASE;
+use super::hub::{self, HubContext};
+use super::member::{self, FIELD_MANAGER, MemberContext};
+use super::{AgentConfig, AgentMetrics};
+use crate::cli::AgentArgs;
+
+/// How long a stop waits for the loops (and the Lease release) before giving up.
+const STOP_GRACE: Duration = Duration::from_secs(10);
+
+/// `plumb agent`: runs until SIGTERM or Ctrl-C; exit 1 with one line when it cannot start
+/// or its Lease campaign dies.
+pub fn main(args: &AgentArgs) -> ExitCode {
+    let _ = tracing_subscriber::fmt()
+        .json()
+        .with_env_filter(
+            tracing_subscriber::EnvFilter::try_from_default_env()
+                .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info")),
+        )
+        .with_writer(std::io::stderr)
+        .try_init();
+    let config = args.config(kube_leader_lease::pod_name());
+    let runtime = match tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+    {
+        Ok(runtime) => runtime,
+        Err(e) => {
+            eprintln!("plumb agent: cannot start the runtime: {e}");
+            return ExitCode::FAILURE;
+        }
+    };
+    match runtime.block_on(run(config, shutdown_signal())) {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("plumb agent: {}", crate::one_line(&format!("{e:#}")));
+            ExitCode::FAILURE
+        }
+    }
+}
+
+/// The agent until `shutdown` completes (see the module doc).
+pub async fn run(
+    config: AgentConfig,
+    shutdown: impl std::future::Future<Output = ()>,
+) -> anyhow::Result<()> {
+    let client = kube_connect::connect(config.kubeconfig.as_deref())
+        .await
+        .map_err(anyhow::Error::msg)?;
+    let metrics = AgentMetrics::new();
+    let ready = Arc::new(AtomicBool::new(false));
+    let render = metrics.clone();
+    let endpoints = metrics_endpoint::Endpoints {
+        render: Arc::new(move || render.render()),
+        ready: ready.clone(),
+        not_ready: "no report pass yet",
+    };
+    let addresses = metrics_endpoint::addresses(&config.metrics_bind, &config.health_probe_bind);
+    metrics_endpoint::serve(&addresses, &endpoints)
+        .await
+        .map_err(anyhow::Error::msg)?;
+    let gate = gate(&config);
+    let election = tokio::spawn(campaign(gate.clone(), client.clone(), config.clone()));
+    if config.leader_elect {
+        ready.store(true, Ordering::SeqCst);
+    }
+    tracing::info!(identity = %config.identity(), cluster = %config.cluster_name, namespace = %config.namespace, "plumb agent started");
+    let (reports_tx, reports_rx) = watch::channel(0_u64);
+    let member = MemberContext {
+        config: config.clone(),
+        client: client.clone(),
+        metrics: metrics.clone(),
+        reports_changed: reports_tx,
+        reported: ready,
+    };
+    let hub = HubContext {
+        config: config.clone(),
+        client: client.clone(),
+        metrics,
+        reports_changed: reports_rx,
+    };
+    let result = tokio::select! {
+        r = lead_while_held(gate.subscribe(), member, hub) => r,
+        r = election => match r {
+            Ok(Ok(())) => Err(anyhow::anyhow!("the plumb-agent Lease campaign ended")),
+            Ok(Err(e)) => Err(e.context("the plumb-agent Lease campaign failed")),
+            Err(e) => Err(anyhow::anyhow!("the plumb-agent Lease campaign panicked: {e}")),
+        },
+        () = shutdown => {
+            tracing::info!("shutting down");
+            Ok(())
+        }
+    };
+    if config.leader_elect {
+        release(&client, &config).await;
+    }
+    result
+}
+
+/// The local Lease's gate: the seed's 15 s (or the test flag), renewed a third before expiry.
+fn gate(config: &AgentConfig) -> LeaderGate {
+    if !config.leader_elect {
+        return LeaderGate::always_leader();
+    }
+    let duration = config.timing.agent_lease_duration.as_secs().max(2);
+    LeaderGate::with_timing(duration, (duration / 3).max(1))
+}
+
+/// Campaigns for `plumb-agent` (forever without `--leader-elect`: the gate is always open).
+async fn campaign(gate: LeaderGate, client: Client, config: AgentConfig) -> anyhow::Result<()> {
+    if !config.leader_elect {
+        return std::future::pending().await;
+    }
+    let lease = kube_leader_lease::Lease {
+        name: AGENT_LEASE.to_owned(),
+        namespace: config.namespace.clone(),
+        identity: config.identity(),
+        field_manager: FIELD_MANAGER.to_owned(),
+    };
+    gate.run(client, &lease, |held| {
+        if held {
+            tracing::info!(
+                lease = AGENT_LEASE,
+                "holding the local Lease: reporting (and campaigning for the hub)"
+            );
+        } else {
+            tracing::info!(
+                lease = AGENT_LEASE,
+                "not holding the local Lease: standing by"
+            );
+        }
+    })
+    .await
+}
+
+/// Runs both loops each time the local Lease is held, and stops them when it is lost. Ends
+/// only when dropped (at shutdown: the loops are then stopped by [`Running::stop`]'s drop).
+async fn lead_while_held(
+    mut held: watch::Receiver<bool>,
+    member: MemberContext,
+    hub: HubContext,
+) -> anyhow::Result<()> {
+    loop {
+        held.wait_for(|h| *h).await.map(|_| ())?;
+        let running = Running::start(&member, &hub);
+        let lost = held.wait_for(|h| !*h).await.map(|_| ());
+        running.stop().await;
+        lost?;
+    }
+}
+
+/// Both loops of one leadership term.
+struct Running {
+    stop: watch::Sender<bool>,
+    tasks: Vec<tokio::task::JoinHandle<anyhow::Result<()>>>,
+}
+
+impl Running {
+    fn start(member: &MemberContext, hub: &HubContext) -> Running {
+        let (stop, stopped) = watch::channel(false);
+        let tasks = vec![
+            tokio::spawn(member::run(member.clone(), stopped.clone())),
+            tokio::spawn(hub::run(hub.clone(), stopped)),
+        ];
+        Running { stop, tasks }
+    }
+
+    /// Asks both loops to stop and waits for them (at most [`STOP_GRACE`]).
+    async fn stop(mut self) {
+        self.stop.send_replace(true);
+        for task in std::mem::take(&mut self.tasks) {
+            match tokio::time::timeout(STOP_GRACE, task).await {
+                Ok(Ok(Ok(()))) => {}
+                Ok(Ok(Err(e))) => {
+                    tracing::warn!(error = %format!("{e:#}"), "a loop stopped with an error")
+                }
+                Ok(Err(e)) => tracing::warn!(error = %e, "a loop panicked"),
+                Err(_) => tracing::warn!("a loop did not stop in time"),
+            }
+        }
+    }
+}
+
+impl Drop for Running {
+    /// At shutdown the future holding this is dropped: the loops are told to stop (the hub
+    /// loop then releases its Leases) and given [`STOP_GRACE`] in the background.
+    fn drop(&mut self) {
+        self.stop.send_replace(true);
+    }
+}
+
+/// Releases the local Lease if this process holds it (a merge patch conditional on the
+/// resourceVersion read), so the other replica need not wait for it to expire.
+async fn release(client: &Client, config: &AgentConfig) {
+    let api: Api<Lease> = Api::namespaced(client.clone(), &config.namespace);
+    let attempt = async {
+        let lease = api.get(AGENT_LEASE).await?;
+        let holder = lease.spec.as_ref().and_then(|s| s.holder_identity.clone());
+        if holder.as_deref() != Some(config.identity().as_str()) {
+            return Ok::<bool, kube::Error>(false);
+        }
+        let patch = serde_json::json!({
+            "metadata": {"resourceVersion": lease.metadata.resource_version},
+            "spec": {"holderIdentity": null, "acquireTime": null, "renewTime": null},
+        });
+        api.patch(AGENT_LEASE, &PatchParams::default(), &Patch::Merge(&patch))
+            .await?;
+        Ok(true)
+    };
+    match tokio::time::timeout(STOP_GRACE, attempt).await {
+        Ok(Ok(true)) => tracing::info!(lease = AGENT_LEASE, "released the local Lease"),
+        Ok(Ok(false)) => {}
+        Ok(Err(e)) => {
+            tracing::warn!(lease = AGENT_LEASE, error = %e, "could not release the local Lease")
+        }
+        Err(_) => tracing::warn!(lease = AGENT_LEASE, "releasing the local Lease timed out"),
+    }
+}
+
+/// SIGTERM (the kubelet stopping the pod) or Ctrl-C.
+pub async fn shutdown_signal() {
+    let term = async {
+        match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
+            Ok(mut s) => {
+                s.recv().await;
+            }
+            Err(_) => std::future::pending::<()>().await,
+        }
+    };
+    tokio::select! {
+        _ = tokio::signal::ctrl_c() => {}
+        () = term => {}
+    }
+}
