@@ -33,7 +33,8 @@ pub enum DurationError {
     /// A number without its unit (`30`; only `0` may stand alone).
     #[error("missing unit (ns, us, ms, s, m or h)")]
     MissingUnit,
-    /// A unit Go does not know (`30sec`, `1d`).
+    /// A unit Go does not know (`30sec`, `1d`), as the message echoes it: its first
+    /// [`UNIT_ECHO_CHARS`] characters, and `…` when it is longer.
     #[error("unknown unit {0:?} (ns, us, ms, s, m or h)")]
     UnknownUnit(String),
     /// Anything else outside the grammar (`1..5s`, `s`, `1h 30m`).
@@ -42,6 +43,22 @@ pub enum DurationError {
     /// Beyond Go's range of about 2,562,047 hours.
     #[error("duration out of range")]
     Overflow,
+}
+
+/// The most characters of an unknown unit [`DurationError::UnknownUnit`] keeps (a real unit has
+/// at most two; `milliseconds` still shows whole), so that a refusal stays one short line
+/// however long the text.
+pub const UNIT_ECHO_CHARS: usize = 16;
+
+/// The first `max` characters of `text`, and `…` when it is longer: how a refusal echoes what
+/// it refuses.
+pub(crate) fn clipped(text: &str, max: usize) -> String {
+    let mut chars = text.chars();
+    let mut out: String = chars.by_ref().take(max).collect();
+    if chars.next().is_some() {
+        out.push('…');
+    }
+    out
 }
 
 /// Parses a Go duration into whole nanoseconds (see the module doc for what is refused).
@@ -127,7 +144,7 @@ fn unit_nanos(unit: &str) -> Result<u64, DurationError> {
         "s" => NANOS_PER_SEC,
         "m" => NANOS_PER_MIN,
         "h" => NANOS_PER_HOUR,
-        other => return Err(DurationError::UnknownUnit(other.to_owned())),
+        other => return Err(DurationError::UnknownUnit(clipped(other, UNIT_ECHO_CHARS))),
     })
 }
 

@@ -192,7 +192,10 @@ fn duration(out: &mut Checked, path: &str, value: Option<&GoDuration>) {
     {
         out.problem(
             path,
-            format!("{e}: {:?} (Go duration, e.g. 30s, 2m, 1h30m)", d.text()),
+            format!(
+                "{e}: {:?} (Go duration, e.g. 30s, 2m, 1h30m)",
+                crate::duration::clipped(d.text(), 40)
+            ),
         );
     }
 }

@@ -96,6 +96,49 @@ fn a_spec_duration_keeps_its_spelling() {
     assert_eq!(GoDuration::from_nanos(90 * NANOS_PER_MIN).text(), "1h30m0s");
 }
 
+/// Found by the fuzz target `plumb_duration`: an unknown unit was echoed whole, so a long one
+/// made a message of any length. The unit is clipped, and so is the spelling a policy's problem
+/// echoes beside its field.
+#[test]
+fn a_long_unknown_unit_is_echoed_clipped_on_one_short_line() {
+    assert_eq!(
+        parse_go_duration("1milliseconds"),
+        Err(DurationError::UnknownUnit("milliseconds".into()))
+    );
+    let long = format!("1{}", "\u{7}x\ny".repeat(2_000));
+    let err = parse_go_duration(&long).unwrap_err();
+    assert_eq!(
+        err,
+        DurationError::UnknownUnit(format!("{}…", "\u{7}x\ny".repeat(4)))
+    );
+    let message = err.to_string();
+    assert!(!message.contains('\n'), "{message:?}");
+    assert!(message.chars().count() < 120, "{message:?}");
+
+    let policy = format!(
+        "apiVersion: plumb-k8s.github.io/v1alpha1\nkind: AdaptivePolicy\nmetadata: {{name: p}}\n\
+         spec:\n  workload: {{name: w}}\n  clusters: [{{name: a}}]\n  escalation: {{after: \"1{}\"}}\n",
+        "s".repeat(5_000)
+    );
+    let (_, checked) = crate::validate::check_document(&policy);
+    let problem = checked
+        .problems
+        .iter()
+        .find(|p| p.path == "spec.escalation.after")
+        .expect("the field is named");
+    let line = problem.to_string();
+    assert!(!line.contains('\n'), "{line:?}");
+    assert!(
+        line.chars().count() < 200,
+        "{} characters: {line:?}",
+        line.chars().count()
+    );
+    assert!(
+        line.contains(&format!("\"1{}…\"", "s".repeat(39))),
+        "{line}"
+    );
+}
+
 /// An independent reading of Go's canonical form: split the string into its unit parts and
 /// check that each part is in range and no part is written that Go leaves out.
 fn canonical_shape(nanos: u64, text: &str) -> bool {
