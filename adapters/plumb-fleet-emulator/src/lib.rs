@@ -5,7 +5,8 @@
 //! and marks pods ready after a load time); [`keda`] does what KEDA does with an
 //! `external-push` trigger (asks `plumb scaler` for the metric each polling interval and sets
 //! the Deployment's replicas by the HPA's arithmetic); [`prometheus`] answers each member's
-//! instant queries from a script.
+//! instant queries from a script; [`scenario`] is the borrowing story the live fleet test and
+//! `cargo xtask plumb-fleet` play over them.
 //!
 //! Each is a pure planner (observed objects and a time in, actions out: unit-tested) and a thin
 //! loop that reads the API server and carries the actions out.
@@ -15,3 +16,4 @@
 pub mod cluster;
 pub mod keda;
 pub mod prometheus;
+pub mod scenario;
