@@ -25,7 +25,7 @@ pub mod patches;
 #[cfg(test)]
 mod tests;
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 
 use k8s_openapi::api::core::v1::ObjectReference;
 use kube_event_recorder::EventRecorder;
@@ -254,7 +254,11 @@ impl HubDriver {
             self.write_line(line, summary);
             summary.outcomes += 1;
         }
-        let fresh = |c: &str| matches!(reads.get(c), Some(CopyRead::Read(_)));
+        let fresh: BTreeSet<String> = reads
+            .iter()
+            .filter(|(_, r)| matches!(r, CopyRead::Read(_)))
+            .map(|(c, _)| c.clone())
+            .collect();
         if !self
             .store_fleet(
                 &target,
@@ -324,7 +328,7 @@ impl HubDriver {
         &mut self,
         target: &Target<'_>,
         holders: &[String],
-        fresh: &dyn Fn(&str) -> bool,
+        fresh: &BTreeSet<String>,
         stored: &mut Option<FleetStatus>,
         fleet: &FleetStatus,
         members: &MemberClients,
@@ -336,7 +340,7 @@ impl HubDriver {
         }
         let mut acknowledged = 0;
         let mut own = false;
-        for cluster in holders.iter().filter(|c| fresh(c)) {
+        for cluster in holders.iter().filter(|c| fresh.contains(*c)) {
             let read = self
                 .last_reads
                 .get(target.key)
@@ -345,7 +349,7 @@ impl HubDriver {
             let result = match patches::status_patch("fleet", read, Some(fleet)) {
                 None => Ok(false),
                 Some(body) => self
-                    .patch_status(members, cluster, target, &body)
+                    .patch_status(members, cluster, target, "fleet", &body)
                     .await
                     .map(|()| true),
             };
@@ -378,6 +382,7 @@ impl HubDriver {
         members: &MemberClients,
         cluster: &str,
         target: &Target<'_>,
+        field: &str,
         body: &Value,
     ) -> Result<(), String> {
         self.fence(members, cluster).await?;
@@ -386,7 +391,7 @@ impl HubDriver {
             .ok_or_else(|| format!("{cluster}: not reachable (no client)"))?;
         kube_io::patch_status(client, target.namespace, target.name, body)
             .await
-            .map_err(|e| format!("{cluster}: {e}"))
+            .map_err(|e| format!("{cluster}: status.{field}: {e}"))
     }
 
     /// The intents, then the weights, in the step's order; stops at the first failure.
@@ -411,7 +416,8 @@ impl HubDriver {
                     let Some(body) = patches::status_patch("intent", read, intent.as_ref()) else {
                         continue;
                     };
-                    self.patch_status(members, cluster, target, &body).await?;
+                    self.patch_status(members, cluster, target, "intent", &body)
+                        .await?;
                     summary.writes += 1;
                     let last = self.last_reads.entry(target.key.to_owned()).or_default();
                     last.entry(cluster.clone())
@@ -478,8 +484,9 @@ impl HubDriver {
             involved.namespace.as_deref().unwrap_or_default(),
             involved.name.as_deref().unwrap_or_default()
         );
-        let at = jiff::Timestamp::from_nanosecond(i128::from(now.unix_nanos()))
-            .unwrap_or(jiff::Timestamp::UNIX_EPOCH);
+        // An Event's name is its object's name and the time in nanoseconds: each Event of one
+        // step gets its own nanosecond, or the second would collide with the first.
+        let mut nanos = i128::from(now.unix_nanos());
         for effect in &out.effects {
             match effect {
                 Effect::Event(event) => {
@@ -490,6 +497,9 @@ impl HubDriver {
                         EventType::Normal => "Normal",
                         EventType::Warning => "Warning",
                     };
+                    let at = jiff::Timestamp::from_nanosecond(nanos)
+                        .unwrap_or(jiff::Timestamp::UNIX_EPOCH);
+                    nanos += 1;
                     if let Err(e) = recorder
                         .record(&involved, type_, &event.reason, &event.message, at)
                         .await

@@ -368,3 +368,14 @@ fn shadow_mode_emits_no_intent_and_no_weight() {
 fn shadow_effects() -> Vec<Effect> {
     shortage_step("shadow")
 }
+
+#[test]
+fn the_step_future_is_send_so_the_hub_loop_can_spawn_it() {
+    fn step<'a>(
+        driver: &'a mut super::HubDriver,
+        members: &'a crate::agent::hub::MemberClients,
+    ) -> impl Future<Output = super::StepSummary> + Send + 'a {
+        driver.step_all(members, t(0))
+    }
+    let _ = step;
+}
