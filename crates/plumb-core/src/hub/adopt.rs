@@ -1,4 +1,4 @@
-//! Which `status.fleet` a new hub adopts (docs/plumb/design.md#where-statusfleet-must-be-stored):
+//! Which `status.fleet` a new hub adopts (docs/plumb/design.md#the-hubs-writes):
 //! the most recent among the members' copies it read, so phase, cooldown, followed decisions
 //! and ready-wait clocks carry over a hand-over. One rule for every driver (the agent, the
 //! fault campaign), so both adopt the same status from the same copies.

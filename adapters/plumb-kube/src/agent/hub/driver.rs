@@ -219,7 +219,8 @@ impl HubDriver {
             reads.insert(c.clone(), inputs::copy_read(key, listings.get(c)));
         }
         let last = self.last_reads.entry(key.to_owned()).or_default();
-        let member_inputs = inputs::member_inputs(spec, Some(&namespace), &reads, last, errors);
+        inputs::remember(&reads, last, errors);
+        let member_inputs = inputs::member_inputs(spec, Some(&namespace), last);
         let effective = spec.effective(Some(&namespace));
         let weights = match read_weights(&effective, members).await {
             Ok(w) => w,

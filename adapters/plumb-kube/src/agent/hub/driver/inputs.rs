@@ -52,45 +52,53 @@ pub fn status_of(copy: &Value) -> Result<PolicyStatus, String> {
     }
 }
 
-/// Every spec member's input: its fresh read where it has one (remembered in `last`), else
-/// its last read; the hash the hub expects from its own copy of the spec. A failed read is
-/// appended to `errors` as `<cluster>: <error>`.
-pub fn member_inputs(
-    spec: &AdaptivePolicySpec,
-    namespace: Option<&str>,
+/// Remembers this step's reads in `last` (a copy read replaces the last read, a copy gone
+/// removes it, a failed read keeps it and is appended to `errors` as `<cluster>: <error>`).
+pub fn remember(
     reads: &BTreeMap<String, CopyRead>,
     last: &mut BTreeMap<String, PolicyStatus>,
     errors: &mut Vec<String>,
-) -> BTreeMap<String, MemberInput> {
-    let mut inputs = BTreeMap::new();
-    for c in &HubConfig::from_spec(spec).clusters {
-        match reads.get(&c.name) {
-            Some(CopyRead::Read(status)) => {
-                last.insert(c.name.clone(), (**status).clone());
+) {
+    for (cluster, read) in reads {
+        match read {
+            CopyRead::Read(status) => {
+                last.insert(cluster.clone(), (**status).clone());
             }
-            Some(CopyRead::Absent) => {
-                last.remove(&c.name);
+            CopyRead::Absent => {
+                last.remove(cluster);
             }
-            Some(CopyRead::Failed(e)) => errors.push(format!("{}: {e}", c.name)),
-            Some(CopyRead::NotMember) | None => {}
+            CopyRead::Failed(e) => errors.push(format!("{cluster}: {e}")),
+            CopyRead::NotMember => {}
         }
-        let status = last.get(&c.name);
-        inputs.insert(
-            c.name.clone(),
-            MemberInput {
+    }
+}
+
+/// Every spec member's input from its last read (this step's where it has one), with the
+/// hash the hub expects from its own copy of the spec.
+pub fn member_inputs(
+    spec: &AdaptivePolicySpec,
+    namespace: Option<&str>,
+    last: &BTreeMap<String, PolicyStatus>,
+) -> BTreeMap<String, MemberInput> {
+    HubConfig::from_spec(spec)
+        .clusters
+        .iter()
+        .map(|c| {
+            let status = last.get(&c.name);
+            let input = MemberInput {
                 report: status.and_then(|s| s.report.clone()),
                 intent: status.and_then(|s| s.intent.clone()),
                 expected_hash: plumb_model::member_spec_hash(spec, namespace, &c.name),
-            },
-        );
-    }
-    inputs
+            };
+            (c.name.clone(), input)
+        })
+        .collect()
 }
 
 /// The members whose copies carry `status.fleet`: this member first, then every spec member
 /// the hub reaches. A status counts as stored once this member's copy and a majority of
 /// these hold it, so a successor reading a majority of them reads at least one
-/// (docs/plumb/design.md#where-statusfleet-must-be-stored).
+/// (docs/plumb/design.md#the-hubs-writes).
 pub fn fleet_holders<'a>(
     spec: &AdaptivePolicySpec,
     own: &str,

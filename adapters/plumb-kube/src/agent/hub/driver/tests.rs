@@ -9,7 +9,7 @@ use plumb_model::spec::BackendRef;
 use plumb_model::{AdaptivePolicySpec, FleetStatus, Intent, PolicyStatus, Report, Tier, Timestamp};
 use serde_json::{Value, json};
 
-use super::inputs::{CopyRead, adoption, copy_read, fleet_holders, member_inputs};
+use super::inputs::{CopyRead, adoption, copy_read, fleet_holders, member_inputs, remember};
 use super::patches::{merge_diff, route_weights, route_weights_patch, status_patch};
 use super::{backends, fenced};
 
@@ -77,7 +77,7 @@ fn a_member_that_cannot_be_read_keeps_its_last_read_and_a_missing_copy_has_none(
     .map(|(k, v)| (k.to_owned(), v))
     .collect();
     let mut errors = Vec::new();
-    member_inputs(&spec, Some("ml"), &first, &mut last, &mut errors);
+    remember(&first, &mut last, &mut errors);
     let second: BTreeMap<String, CopyRead> = [
         (
             "a",
@@ -89,7 +89,8 @@ fn a_member_that_cannot_be_read_keeps_its_last_read_and_a_missing_copy_has_none(
     .into_iter()
     .map(|(k, v)| (k.to_owned(), v))
     .collect();
-    let inputs = member_inputs(&spec, Some("ml"), &second, &mut last, &mut errors);
+    remember(&second, &mut last, &mut errors);
+    let inputs = member_inputs(&spec, Some("ml"), &last);
     assert_eq!(
         inputs["a"].report.as_ref(),
         Some(&report),
