@@ -163,7 +163,7 @@ impl MemberLoop {
                     }
                     Err(e) => {
                         summary.failed += 1;
-                        tracing::warn!(policy = %copy.key, error = %e, "status patch failed; retried next pass");
+                        tracing::warn!(policy = %copy.key, error = %e, patch = %patch, "status patch failed; retried next pass");
                     }
                 }
             }

@@ -134,8 +134,15 @@ pub fn status_patch(
 }
 
 /// The conditions list with `Ready` replaced (or added), `None` when the read one is the same.
+/// An empty `message` is left out: kube-apiserver 1.20 refuses `""` against the schema's
+/// `type: string` ("must be of type string: null").
 fn conditions_patch(read: Option<&Value>, ready: &Condition) -> Option<Value> {
-    let new = serde_json::to_value(ready).unwrap_or(Value::Null);
+    let mut new = serde_json::to_value(ready).unwrap_or(Value::Null);
+    if let Some(fields) = new.as_object_mut()
+        && fields.get("message").is_some_and(|m| m == "")
+    {
+        fields.remove("message");
+    }
     let mut list: Vec<Value> = read.and_then(Value::as_array).cloned().unwrap_or_default();
     let at = list.iter().position(|c| c["type"] == ready.type_.as_str());
     match at {
