@@ -3,7 +3,7 @@
 //! [`store`]); once they have listed and then every `--interval`, one pass: `now` read once,
 //! and for each policy its signals queried ([`super::prometheus`]), its report computed and
 //! `status.report` / `status.conditions` patched with only what changed ([`pass`];
-//! docs/plumb/agent.md#member-loop). A report written bumps `reports_changed`, so the hub
+//! docs/plumb/member-loop.md). A report written bumps `reports_changed`, so the hub
 //! plans sooner.
 
 pub mod pass;

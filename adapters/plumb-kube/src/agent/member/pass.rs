@@ -2,7 +2,7 @@
 //! `observe::report`, which calls the core), and the status patch that writes only what changed
 //! from what was read.
 //!
-//! What is written (docs/plumb/agent.md#member-loop):
+//! What is written (docs/plumb/member-loop.md):
 //! - `status.report`: as a JSON merge patch of the fields that differ from the copy's
 //!   `status.report` (removed fields as `null`). A report whose only change is its `time` is
 //!   not written, unless the stored one is older than [`REFRESH_AFTER`] (half the hub's
