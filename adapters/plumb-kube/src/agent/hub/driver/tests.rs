@@ -13,6 +13,8 @@ use super::inputs::{CopyRead, adoption, copy_read, fleet_holders, member_inputs,
 use super::patches::{merge_diff, route_weights, route_weights_patch, status_patch};
 use super::{backends, fenced};
 
+mod requests;
+
 fn t(secs: i64) -> Timestamp {
     Timestamp::from_unix_secs(1_790_000_000 + secs)
 }
