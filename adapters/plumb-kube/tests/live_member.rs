@@ -440,4 +440,106 @@ async fn live_member_reports_writes_only_changes_and_survives_bad_input() {
     for name in ["llama", "bad"] {
         let _ = policies_api.delete(name, &DeleteParams::default()).await;
     }
+    agent_lifecycle(&client, &fake, &url, &run).await;
+}
+
+/// `GET path` on a loopback port: the status code and body (`None` while nothing answers).
+async fn http_get(port: u16, path: &str) -> Option<(u16, String)> {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let mut stream = tokio::net::TcpStream::connect(("127.0.0.1", port))
+        .await
+        .ok()?;
+    let request = format!("GET {path} HTTP/1.0\r\nHost: 127.0.0.1\r\n\r\n");
+    stream.write_all(request.as_bytes()).await.ok()?;
+    let mut text = String::new();
+    stream.read_to_string(&mut text).await.ok()?;
+    let code = text.split(' ').nth(1)?.parse().ok()?;
+    let body = text.split_once("\r\n\r\n").map(|(_, b)| b.to_owned())?;
+    Some((code, body))
+}
+
+fn free_port() -> u16 {
+    std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port()
+}
+
+/// The whole agent (`agent::run::run`) with `--leader-elect`: it takes the local
+/// `plumb-agent` Lease as `<cluster>/<pod>`, reports (the policy's status, `/metrics`,
+/// `/readyz`), and on shutdown stops and releases the Lease.
+async fn agent_lifecycle(client: &Client, fake: &FakePrometheus, url: &str, run: &str) {
+    let ns = &format!("plumb-agent-live-{run}");
+    let cluster = &format!("pmla-{run}");
+    member_objects(client, ns, cluster).await;
+    fake.set("demand_q", &vector(&["20"]));
+    fake.set("pressure_q", &vector(&["1.5"]));
+    create(client, &policies(), &policy(ns, "llama", cluster)).await;
+    let port = free_port();
+    let kubeconfig = std::env::var("ALFRED_APISERVER_KUBECONFIG").unwrap();
+    let port_flag = format!("127.0.0.1:{port}");
+    let Command::Agent(args) = Cli::parse_from([
+        "plumb",
+        "agent",
+        "--cluster-name",
+        cluster,
+        "--namespace",
+        ns,
+        "--interval",
+        "1s",
+        "--prometheus-url",
+        url,
+        "--kubeconfig",
+        &kubeconfig,
+        "--metrics-bind-address",
+        &port_flag,
+        "--health-probe-bind-address",
+        "0",
+        "--test-agent-lease-duration",
+        "3s",
+    ])
+    .command
+    else {
+        unreachable!()
+    };
+    let config = args.config("live-pod".to_owned());
+    let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
+    let agent = tokio::spawn(plumb_kube::agent::run::run(config, async {
+        let _ = stopped.await;
+    }));
+    let leases: Api<k8s_openapi::api::coordination::v1::Lease> =
+        Api::namespaced(client.clone(), ns);
+    let holder = async || {
+        leases
+            .get_opt("plumb-agent")
+            .await
+            .ok()??
+            .spec?
+            .holder_identity
+    };
+    let identity = format!("{cluster}/live-pod");
+    eventually("the local Lease held", async || {
+        (holder().await? == identity).then_some(())
+    })
+    .await;
+    let policies_api = api(client, &policies(), Some(ns));
+    eventually("the agent's report in status", async || {
+        let (status, _) = status_of(&policies_api, "llama").await;
+        (status["report"]["neededReplicas"] == 3).then_some(())
+    })
+    .await;
+    let (code, _) = eventually("/readyz", async || http_get(port, "/readyz").await).await;
+    assert_eq!(code, 200);
+    let (_, metrics) = eventually("/metrics", async || http_get(port, "/metrics").await).await;
+    let series = format!("plumb_member_needed_replicas{{policy=\"{ns}/llama\"}} 3");
+    assert!(metrics.contains(&series), "{series} not in\n{metrics}");
+    stop.send(()).unwrap();
+    agent.await.unwrap().unwrap();
+    assert_eq!(
+        holder().await,
+        None,
+        "the local Lease is released on shutdown"
+    );
+    let _ = policies_api.delete("llama", &DeleteParams::default()).await;
 }

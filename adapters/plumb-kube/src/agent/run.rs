@@ -98,9 +98,11 @@ pub async fn run(
         metrics,
         reports_changed: reports_rx,
     };
+    let (stop_tx, stop_rx) = watch::channel(false);
+    let leading = tokio::spawn(lead_while_held(gate.subscribe(), member, hub, stop_rx));
+    let mut election = election;
     let result = tokio::select! {
-        r = lead_while_held(gate.subscribe(), member, hub) => r,
-        r = election => match r {
+        r = &mut election => match r {
             Ok(Ok(())) => Err(anyhow::anyhow!("the plumb-agent Lease campaign ended")),
             Ok(Err(e)) => Err(e.context("the plumb-agent Lease campaign failed")),
             Err(e) => Err(anyhow::anyhow!("the plumb-agent Lease campaign panicked: {e}")),
@@ -110,6 +112,19 @@ pub async fn run(
             Ok(())
         }
     };
+    // the loops first (the hub loop releases its plumb-hub Leases), then the campaign (its
+    // manager stops renewing), then the local Lease
+    stop_tx.send_replace(true);
+    match tokio::time::timeout(STOP_GRACE * 2, leading).await {
+        Ok(Ok(Ok(()))) => {}
+        Ok(Ok(Err(e))) => {
+            tracing::warn!(error = %format!("{e:#}"), "the loops stopped with an error")
+        }
+        Ok(Err(e)) => tracing::warn!(error = %e, "the loops panicked"),
+        Err(_) => tracing::warn!("the loops did not stop in time"),
+    }
+    election.abort();
+    let _ = election.await;
     if config.leader_elect {
         release(&client, &config).await;
     }
@@ -152,20 +167,43 @@ async fn campaign(gate: LeaderGate, client: Client, config: AgentConfig) -> anyh
     .await
 }
 
-/// Runs both loops each time the local Lease is held, and stops them when it is lost. Ends
-/// only when dropped (at shutdown: the loops are then stopped by [`Running::stop`]'s drop).
+/// Runs both loops each time the local Lease is held, and stops them when it is lost or when
+/// `stop` turns true (then returns).
 async fn lead_while_held(
     mut held: watch::Receiver<bool>,
     member: MemberContext,
     hub: HubContext,
+    mut stop: watch::Receiver<bool>,
 ) -> anyhow::Result<()> {
     loop {
-        held.wait_for(|h| *h).await.map(|_| ())?;
+        tokio::select! {
+            r = becomes(&mut held, true) => r?,
+            () = stopped(&mut stop) => return Ok(()),
+        }
         let running = Running::start(&member, &hub);
-        let lost = held.wait_for(|h| !*h).await.map(|_| ());
+        let lost = tokio::select! {
+            r = becomes(&mut held, false) => r,
+            () = stopped(&mut stop) => {
+                running.stop().await;
+                return Ok(());
+            }
+        };
         running.stop().await;
         lost?;
     }
+}
+
+/// Until `held` is `value`.
+async fn becomes(held: &mut watch::Receiver<bool>, value: bool) -> anyhow::Result<()> {
+    held.wait_for(|h| *h == value)
+        .await
+        .map(|_| ())
+        .map_err(|_| anyhow::anyhow!("the local Lease's gate is gone"))
+}
+
+/// Until `stop` turns true (or its sender is gone).
+async fn stopped(stop: &mut watch::Receiver<bool>) {
+    let _ = stop.wait_for(|s| *s).await.map(|_| ());
 }
 
 /// Both loops of one leadership term.
@@ -201,8 +239,8 @@ impl Running {
 }
 
 impl Drop for Running {
-    /// At shutdown the future holding this is dropped: the loops are told to stop (the hub
-    /// loop then releases its Leases) and given [`STOP_GRACE`] in the background.
+    /// A term dropped without [`Running::stop`] (its task aborted) still tells the loops to
+    /// stop, so they never run on without the Lease.
     fn drop(&mut self) {
         self.stop.send_replace(true);
     }
