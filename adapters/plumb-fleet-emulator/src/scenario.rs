@@ -266,10 +266,28 @@ impl Story {
         self.members.iter().map(|m| m.name.clone()).collect()
     }
 
-    /// Writes everything the story starts from: the namespace, each cluster (Deployment of one
-    /// replica, NodePool, nodes), the policy in every member (`mode`), and the route.
-    pub async fn install(&self, mode: &str, timing: StoryTiming) -> Result<()> {
+    /// Writes everything the story starts from, after clearing what an earlier run left: the
+    /// namespace, each cluster (Deployment of one replica, NodePool, nodes), the policy in every
+    /// member (`mode`, its status cleared), and the route.
+    pub async fn install(&mut self, mode: &str, timing: StoryTiming) -> Result<()> {
         let names = self.names();
+        let policies = resource(
+            "plumb-k8s.github.io/v1alpha1",
+            "AdaptivePolicy",
+            "adaptivepolicies",
+        );
+        for m in &mut self.members {
+            m.emulator.reset().await?;
+            let api: Api<DynamicObject> =
+                Api::namespaced_with(m.client.clone(), NAMESPACE, &policies);
+            if let Err(e) = api
+                .delete(WORKLOAD, &kube::api::DeleteParams::default())
+                .await
+                && !matches!(&e, kube::Error::Api(s) if s.code == 404)
+            {
+                return Err(e.into());
+            }
+        }
         for m in &self.members {
             apply(
                 &m.client,

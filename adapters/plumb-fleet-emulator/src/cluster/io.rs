@@ -144,6 +144,57 @@ impl ClusterEmulator {
         Ok(())
     }
 
+    /// Removes what an earlier run left: the workload's Deployment and pods, this member's
+    /// nodes and the pool's NodeClaims; the emulator's memory starts over.
+    pub async fn reset(&mut self) -> Result<()> {
+        let s = &self.spec;
+        let gone = |r: kube::Result<()>| match r {
+            Err(e) if !is_status(&e, 404) => Err(anyhow::Error::from(e)),
+            _ => Ok(()),
+        };
+        let deployments: Api<Deployment> = Api::namespaced(self.client.clone(), &s.namespace);
+        gone(
+            deployments
+                .delete(&s.deployment, &DeleteParams::default())
+                .await
+                .map(drop),
+        )?;
+        let pods: Api<Pod> = Api::namespaced(self.client.clone(), &s.namespace);
+        let selector = format!("{APP_LABEL}={}", s.deployment);
+        gone(
+            pods.delete_collection(
+                &DeleteParams::default().grace_period(0),
+                &ListParams::default().labels(&selector),
+            )
+            .await
+            .map(drop),
+        )?;
+        let nodes: Api<Node> = Api::all(self.client.clone());
+        let label = format!("{CLUSTER_LABEL}={}", s.cluster);
+        gone(
+            nodes
+                .delete_collection(
+                    &DeleteParams::default(),
+                    &ListParams::default().labels(&label),
+                )
+                .await
+                .map(drop),
+        )?;
+        let pool = format!("{NODEPOOL_LABEL}={}", s.pool);
+        if let Err(e) = self
+            .claims()
+            .delete_collection(
+                &DeleteParams::default(),
+                &ListParams::default().labels(&pool),
+            )
+            .await
+        {
+            tracing::warn!(error = %e, "cannot clear the NodeClaims (is Karpenter's CRD installed?)");
+        }
+        self.memory = Memory::default();
+        Ok(())
+    }
+
     /// Reads what the planner needs.
     pub async fn observe(&self) -> Result<Observed> {
         let s = &self.spec;
@@ -224,9 +275,15 @@ impl ClusterEmulator {
                     "metadata": {"name": pod},
                     "target": {"apiVersion": "v1", "kind": "Node", "name": node}
                 });
-                let _: Value = pods
+                let bound: kube::Result<Value> = pods
                     .create_subresource("binding", pod, &post_params(), &binding)
-                    .await?;
+                    .await;
+                // A pod bound already (an earlier tick whose answer was lost) stays bound.
+                if let Err(e) = bound
+                    && !is_status(&e, 409)
+                {
+                    return Err(e.into());
+                }
                 let status = json!({"status": {"phase": "Pending", "conditions": [
                     {"type": "PodScheduled", "status": "True"}
                 ]}});
