@@ -153,6 +153,13 @@ const TARGETS: &[Target] = &[
         max_len: LARGE,
     },
     Target {
+        name: "plumb_scaler_request",
+        seeds: &[],
+        extensions: &[],
+        chunk_byte: false,
+        max_len: 4096,
+    },
+    Target {
         name: "plumb_signals",
         seeds: PLUMB_SIGNALS,
         extensions: &["json"],

@@ -24,7 +24,8 @@ pub fn policy_of(object: &ScaledObjectRef) -> Result<PolicyKey, Status> {
     if name.is_empty() {
         return Err(Status::invalid_argument(format!(
             "scalerMetadata.{POLICY_KEY}: required (the AdaptivePolicy's name) in the trigger of ScaledObject {}/{}",
-            object.namespace, object.name
+            shown(&object.namespace),
+            shown(&object.name)
         )));
     }
     check_name(&format!("scalerMetadata.{POLICY_KEY}"), name)?;
@@ -38,7 +39,10 @@ pub fn policy_of(object: &ScaledObjectRef) -> Result<PolicyKey, Status> {
                 "scaledObjectRef.namespace: required when scalerMetadata.{POLICY_NAMESPACE_KEY} is not set"
             )));
         }
-        _ => object.namespace.as_str(),
+        _ => {
+            check_name("scaledObjectRef.namespace", &object.namespace)?;
+            object.namespace.as_str()
+        }
     };
     Ok(PolicyKey::new(namespace, name))
 }
@@ -59,8 +63,11 @@ pub fn policy_of_metrics_request(request: &GetMetricsRequest) -> Result<PolicyKe
     let expected = metric_name(&key);
     if !request.metric_name.is_empty() && request.metric_name != expected {
         return Err(Status::invalid_argument(format!(
-            "metricName: {:?} is not the metric of policy {key} ({expected})",
-            request.metric_name
+            "metricName: \"{}\" is not the metric of policy {}/{} ({})",
+            shown(&request.metric_name),
+            shown(&key.namespace),
+            shown(&key.name),
+            shown(&expected)
         )));
     }
     Ok(key)
@@ -77,11 +84,26 @@ fn check_name(field: &str, value: &str) -> Result<(), Status> {
     if ok {
         Ok(())
     } else {
-        let shown: String = value.chars().take(80).collect();
         Err(Status::invalid_argument(format!(
-            "{field}: {shown:?} is not a Kubernetes object name"
+            "{field}: \"{}\" is not a Kubernetes object name",
+            shown(value)
         )))
     }
+}
+
+/// The longest echo of a request's value in an error, in characters (after escaping).
+const SHOWN_CHARS: usize = 50;
+
+/// `value` as an error message echoes it: control characters, quotes and backslashes escaped
+/// as Rust's `{:?}` does (so a message stays one line), clipped to [`SHOWN_CHARS`] with `…`,
+/// so that a message echoing four values stays well under 300 characters.
+fn shown(value: &str) -> String {
+    let mut escaped = value.chars().flat_map(char::escape_debug);
+    let mut out: String = escaped.by_ref().take(SHOWN_CHARS).collect();
+    if escaped.next().is_some() {
+        out.push('…');
+    }
+    out
 }
 
 #[cfg(test)]
@@ -128,6 +150,11 @@ mod tests {
                 object("serving", &[("policy", "llama"), ("policyNamespace", "-x")]),
                 "scalerMetadata.policyNamespace: \"-x\" is not a Kubernetes object name",
             ),
+            // Found by the fuzz target: the ScaledObject's own namespace was taken unchecked.
+            (
+                object("ser/ing", &[("policy", "llama")]),
+                "scaledObjectRef.namespace: \"ser/ing\" is not a Kubernetes object name",
+            ),
         ];
         for (request, expected) in cases {
             let status = policy_of(&request).unwrap_err();
@@ -158,5 +185,57 @@ mod tests {
         request.scaled_object_ref = None;
         let status = policy_of_metrics_request(&request).unwrap_err();
         assert_eq!(status.message(), "scaledObjectRef: required");
+    }
+
+    /// Found by the fuzz target `plumb_scaler_request`: a ScaledObjectRef's name or namespace
+    /// with a newline was echoed raw, and a metricName or policy name of any length whole.
+    #[test]
+    fn every_refusal_is_one_short_line_whatever_the_request_holds() {
+        let long = "x".repeat(253);
+        let wild = "a\n\r\"\\\u{7}\u{10ffff}".repeat(40);
+        let mut requests = vec![
+            object(&wild, &[]),
+            object("serving", &[("policy", &wild)]),
+            object(
+                "serving",
+                &[("policy", "llama"), ("policyNamespace", &wild)],
+            ),
+        ];
+        requests.push(ScaledObjectRef {
+            name: wild.clone(),
+            ..object("serving", &[])
+        });
+        let mut messages: Vec<String> = requests
+            .iter()
+            .map(|r| policy_of(r).unwrap_err().message().to_owned())
+            .collect();
+        let request = GetMetricsRequest {
+            scaled_object_ref: Some(object(&long, &[("policy", &long)])),
+            metric_name: wild.clone(),
+        };
+        messages.push(
+            policy_of_metrics_request(&request)
+                .unwrap_err()
+                .message()
+                .to_owned(),
+        );
+        for m in &messages {
+            assert!(!m.contains(['\n', '\r']), "{m:?}");
+            assert!(
+                m.chars().count() <= 300,
+                "{} characters: {m:?}",
+                m.chars().count()
+            );
+        }
+        let clipped = shown(&wild);
+        assert_eq!(clipped.chars().count(), 51);
+        assert!(
+            clipped.starts_with(r#"a\n\r\"\\\u{7}\u{10ffff}a"#),
+            "{clipped}"
+        );
+        assert!(messages[0].ends_with(&format!("ScaledObject {clipped}/llama")));
+        assert_eq!(shown("serving"), "serving");
+        assert_eq!(shown("a\nb\""), "a\\nb\\\"");
+        assert_eq!(shown(&"y".repeat(51)), format!("{}…", "y".repeat(50)));
     }
 }
