@@ -16,6 +16,8 @@
 //! - `replay-dump [--nodes N] [--pods M] [--yaml] OUT`: a large synthetic List for measuring
 //!   `alfred replay` (`dump.rs`).
 //! - `proto [--check]`: the plumb scaler's generated gRPC code from its `.proto` (`proto.rs`).
+//! - `plumb-live [NEXTEST ARGS...]`: Plumb's live fleet tests against three private API
+//!   servers (`plumb_live.rs`).
 //! - `image [--tag NAME:TAG] [--engine E] [--check]`: the container image of the `Containerfile`,
 //!   built from this machine's release binaries without pulling a base (`image.rs`).
 
@@ -23,6 +25,7 @@ mod apiserver;
 mod dump;
 mod fuzz;
 mod image;
+mod plumb_live;
 mod proto;
 mod tidy;
 
@@ -60,6 +63,9 @@ tasks:
                       binaries, nothing pulled (default tag localhost/alfred:<version>);
                       --check runs `alfred replay` inside it and compares with the host's
   proto [--check]     regenerate plumb scaler's gRPC code from its .proto (or check it is current)
+  plumb-live [NEXTEST ARGS...]
+                      Plumb's live fleet tests: three private API servers (17443, 17453, 17463;
+                      target/plumb-live/), the live_fleet* tests of plumb-kube, servers stopped
   bench-live          alfred run's cold start and peak RSS at 5,000 nodes / 25,000 pods against a
                       private API server (adapters/alfred-kube/BENCH-LIVE.md); on demand only
 ";
@@ -91,6 +97,7 @@ fn main_inner() -> Result<()> {
         "replay-dump" => dump::main(rest),
         "image" => image::main(rest),
         "proto" => proto::main(rest),
+        "plumb-live" => plumb_live::main(rest),
         "help" | "-h" | "--help" => {
             print!("{USAGE}");
             Ok(())

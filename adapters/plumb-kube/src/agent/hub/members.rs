@@ -95,7 +95,7 @@ pub fn resource() -> ApiResource {
 
 impl Membership {
     /// The membership of the agent of cluster `own`. Without a provider file the fleet is
-    /// this member alone and no ClusterProfile is read (plumb.md §1.4); with one, the
+    /// this member alone and no ClusterProfile is read (docs/plumb/agent.md#membership); with one, the
     /// ClusterProfiles of `namespace` are watched from now on. `timeout` bounds connecting
     /// to a member.
     pub fn new(

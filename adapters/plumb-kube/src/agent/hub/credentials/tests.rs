@@ -1,3 +1,6 @@
+//! The provider file's checks, the choice of provider, KEP-5339's extensions, and the kube
+//! config a member's access builds.
+
 use super::*;
 
 const FILE: &str = r#"{"providers": [

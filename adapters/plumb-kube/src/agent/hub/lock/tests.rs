@@ -1,3 +1,7 @@
+//! The Lease object the lock writes and reads back, the release record, the request timeout
+//! and the leadership's deadline (the rounds themselves run against real servers in
+//! tests/live_fleet.rs).
+
 use super::*;
 
 #[test]

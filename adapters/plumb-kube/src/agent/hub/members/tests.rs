@@ -1,3 +1,6 @@
+//! Membership from ClusterProfiles: every profile votes, only those with credentials get a
+//! client, deletions and changes, and the fleet of one without a provider file.
+
 use super::*;
 use serde_json::json;
 
