@@ -8,7 +8,8 @@
 //! cluster, or whose Deployment is not in the recording, promises nothing here.
 
 use plumb_core::member::{
-    self, Diagnostics, MemberObservation, Promised, QueryResult, RawSample, SignalSamples,
+    self, Diagnostics, MemberObservation, Occupancy, Promised, QueryResult, RawSample,
+    SignalSamples,
 };
 use plumb_model::{AdaptivePolicy, Condition, Report, Timestamp};
 use scheduler_model::model::selector_matches;
@@ -41,14 +42,40 @@ pub fn report(
     now: Timestamp,
 ) -> Reported {
     let mut observation = observed.clone();
+    report_in(
+        &mut Occupancy::new(),
+        &mut observation,
+        signals,
+        policy,
+        others,
+        cluster,
+        now,
+    )
+}
+
+/// [`report`] for the agent, which reports every policy over one observation: the
+/// observation is lent (its `namespace` and `promised` are set for this policy, the cluster's
+/// objects are not copied) and the placement check's conversion is kept in `occupancy`, shared
+/// by the pass's reports (`member::report_with`).
+pub fn report_in(
+    occupancy: &mut Occupancy,
+    observation: &mut MemberObservation,
+    signals: &SignalAnswers,
+    policy: &AdaptivePolicy,
+    others: &[AdaptivePolicy],
+    cluster: &str,
+    now: Timestamp,
+) -> Reported {
     observation.namespace = namespace_of(policy);
-    observation.promised = others
+    let promised_here = others
         .iter()
-        .filter_map(|other| promised(observed, other, cluster, now))
+        .filter_map(|other| promised(observation, other, cluster, now))
         .collect();
+    observation.promised = promised_here;
     let previous = policy.status.as_ref().and_then(|s| s.report.as_ref());
-    let out = member::report(
-        &observation,
+    let out = member::report_with(
+        occupancy,
+        observation,
         &policy.spec,
         cluster,
         &signal_samples(signals),

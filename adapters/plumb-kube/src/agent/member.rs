@@ -17,7 +17,7 @@ use std::time::Duration;
 
 use kube::api::{ApiResource, DynamicObject, GroupVersionKind, Patch, PatchParams};
 use kube::{Api, Client};
-use plumb_core::member::Diagnostics;
+use plumb_core::member::{Diagnostics, Occupancy};
 use plumb_model::policy::{GROUP, KIND, PLURAL, VERSION};
 use plumb_model::{AdaptivePolicy, Timestamp};
 use serde_json::Value;
@@ -122,7 +122,8 @@ impl MemberLoop {
     /// One pass at `now`: every policy copy reported and patched.
     pub async fn pass_at(&mut self, now: Timestamp) -> PassSummary {
         let copies = self.stores.policies();
-        let observation = self.stores.observation();
+        let mut observation = self.stores.observation();
+        let mut occupancy = Occupancy::new();
         let readable: Vec<AdaptivePolicy> = copies
             .iter()
             .filter_map(|c| c.parsed.as_ref().ok().cloned())
@@ -148,7 +149,8 @@ impl MemberLoop {
             let outcome = pass_policy(
                 copy,
                 &others,
-                &observation,
+                &mut occupancy,
+                &mut observation,
                 &answers,
                 &self.ctx.config.cluster_name,
                 now,

@@ -17,7 +17,7 @@
 
 use std::time::Duration;
 
-use plumb_core::member::{Diagnostics, MemberObservation};
+use plumb_core::member::{Diagnostics, MemberObservation, Occupancy};
 use plumb_model::status::ready;
 use plumb_model::{AdaptivePolicy, Condition, Report, Timestamp};
 use serde_json::{Map, Value, json};
@@ -47,11 +47,14 @@ pub struct PolicyOutcome {
 }
 
 /// The pass for `copy`: `others` are the other readable copies, `intent_changed` whether its
-/// `status.intent` differs from the previous pass's.
+/// `status.intent` differs from the previous pass's. `occupancy` and `observation` are the
+/// pass's, shared by its policies (`observe::report_in`).
+#[allow(clippy::too_many_arguments)] // the pass's shared state and the policy's inputs
 pub fn pass_policy(
     copy: &PolicyCopy,
     others: &[AdaptivePolicy],
-    observation: &MemberObservation,
+    occupancy: &mut Occupancy,
+    observation: &mut MemberObservation,
     answers: &SignalAnswers,
     cluster: &str,
     now: Timestamp,
@@ -71,7 +74,15 @@ pub fn pass_policy(
             };
         }
     };
-    let reported = crate::observe::report(observation, answers, policy, others, cluster, now);
+    let reported = crate::observe::report_in(
+        occupancy,
+        observation,
+        answers,
+        policy,
+        others,
+        cluster,
+        now,
+    );
     let next = match &reported.report {
         Some(report) => Keep::Write(report),
         None => Keep::Remove,

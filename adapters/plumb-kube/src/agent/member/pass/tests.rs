@@ -51,11 +51,12 @@ fn pass(
     at: Timestamp,
     intent_changed: bool,
 ) -> PolicyOutcome {
-    let (observation, _, _) = fixture();
+    let (mut observation, _, _) = fixture();
     pass_policy(
         &copy(object),
         &[],
-        &observation,
+        &mut Occupancy::new(),
+        &mut observation,
         answers,
         CLUSTER,
         at,
@@ -175,11 +176,12 @@ fn an_unreadable_copy_says_which_field_and_writes_no_report() {
 
 #[test]
 fn a_cluster_outside_the_policy_removes_its_report() {
-    let (observation, policy, answers) = fixture();
+    let (mut observation, policy, answers) = fixture();
     let out = pass_policy(
         &copy(&policy),
         &[],
-        &observation,
+        &mut Occupancy::new(),
+        &mut observation,
         &answers,
         "ap-south",
         now(),
