@@ -6,7 +6,8 @@
 //! `external-push` trigger (asks `plumb scaler` for the metric each polling interval and sets
 //! the Deployment's replicas by the HPA's arithmetic); [`prometheus`] answers each member's
 //! instant queries from a script; [`scenario`] is the borrowing story the live fleet test and
-//! `cargo xtask plumb-fleet` play over them.
+//! `cargo xtask plumb-fleet` play over them; [`fleet`] starts and prepares the member API
+//! servers they run on.
 //!
 //! Each is a pure planner (observed objects and a time in, actions out: unit-tested) and a thin
 //! loop that reads the API server and carries the actions out.
@@ -14,6 +15,7 @@
 #![warn(missing_docs, unreachable_pub)]
 
 pub mod cluster;
+pub mod fleet;
 pub mod keda;
 pub mod prometheus;
 pub mod scenario;
