@@ -18,6 +18,8 @@
 //! - `proto [--check]`: the plumb scaler's generated gRPC code from its `.proto` (`proto.rs`).
 //! - `plumb-live [NEXTEST ARGS...]`: Plumb's live fleet tests against three private API
 //!   servers (`plumb_live.rs`).
+//! - `plumb-fleet [--minutes N] [--mode auto|shadow]`: a three-member Plumb fleet to watch
+//!   (`adapters/plumb-fleet-emulator`'s `plumb-fleet`, with `plumb` built first).
 //! - `image [--tag NAME:TAG] [--engine E] [--check]`: the container image of the `Containerfile`,
 //!   built from this machine's release binaries without pulling a base (`image.rs`).
 
@@ -66,6 +68,9 @@ tasks:
   plumb-live [NEXTEST ARGS...]
                       Plumb's live fleet tests: three private API servers (17443, 17453, 17463;
                       target/plumb-live/), the live_fleet* tests of plumb-kube, servers stopped
+  plumb-fleet [--minutes N] [--mode auto|shadow]
+                      a three-member Plumb fleet on this machine (API servers, agents, scalers,
+                      emulators, a load that peaks); prints decisions as they happen; Ctrl-C stops
   bench-live          alfred run's cold start and peak RSS at 5,000 nodes / 25,000 pods against a
                       private API server (adapters/alfred-kube/BENCH-LIVE.md); on demand only
 ";
@@ -98,6 +103,7 @@ fn main_inner() -> Result<()> {
         "image" => image::main(rest),
         "proto" => proto::main(rest),
         "plumb-live" => plumb_live::main(rest),
+        "plumb-fleet" => plumb_fleet(rest),
         "help" | "-h" | "--help" => {
             print!("{USAGE}");
             Ok(())
@@ -169,6 +175,41 @@ fn chaos_plumb(rest: &[String]) -> Result<()> {
         .args(rest.iter().filter(|a| *a != "--release"))
         .current_dir(workspace_root());
     run(&mut cmd)
+}
+
+/// `cargo xtask plumb-fleet [ARGS...]`: builds `plumb`, then runs `plumb-fleet` (its servers,
+/// processes and state under `target/plumb-fleet/`) with the given arguments.
+fn plumb_fleet(rest: &[String]) -> Result<()> {
+    let root = workspace_root();
+    run(Command::new(cargo())
+        .args([
+            "build",
+            "--locked",
+            "-q",
+            "-p",
+            "plumb-kube",
+            "--bin",
+            "plumb",
+        ])
+        .current_dir(&root))?;
+    let plumb = root.join("target/debug/plumb");
+    run(Command::new(cargo())
+        .args([
+            "run",
+            "--locked",
+            "-q",
+            "-p",
+            "plumb-fleet-emulator",
+            "--bin",
+            "plumb-fleet",
+        ])
+        .arg("--")
+        .arg("--plumb")
+        .arg(&plumb)
+        .arg("--dir")
+        .arg(root.join("target/plumb-fleet"))
+        .args(rest)
+        .current_dir(&root))
 }
 
 /// `cargo xtask bench-live [--nodes N] [--pods-per-node K] [--concurrency C]`: a private API
