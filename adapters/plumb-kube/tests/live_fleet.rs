@@ -64,6 +64,17 @@ async fn live_fleet_keeps_one_hub_with_two_of_three_and_none_with_one() {
 
     // 2/3: one member that is not the hub's goes down; the hub keeps its place.
     fleet.stop_apiserver(&others[0]).await;
+    support::fleet::eventually("the hub says which member it cannot read", async || {
+        logs.text()
+            .lines()
+            .any(|l| {
+                l.contains(&format!("identity={hub}"))
+                    && l.contains(&format!("member={}", others[0]))
+                    && l.contains("member unreachable: its plumb-hub Lease cannot be read: ")
+            })
+            .then_some(())
+    })
+    .await;
     for _ in 0..3 {
         // several renewals (the lease is 4 s): still the same single hub
         tokio::time::sleep(LEASE_DURATION).await;
@@ -114,6 +125,23 @@ async fn live_fleet_keeps_one_hub_with_two_of_three_and_none_with_one() {
         fleet.restart_apiserver(name).await;
     }
     one_hub(&fleet, &agents).await;
+    support::fleet::eventually(
+        "each member is reachable again, and the log says so",
+        async || {
+            let text = logs.text();
+            others
+                .iter()
+                .all(|m| {
+                    text.lines().any(|l| {
+                        l.contains(&format!("identity={hub}"))
+                            && l.contains(&format!("member={m}"))
+                            && l.contains("member reachable again")
+                    })
+                })
+                .then_some(())
+        },
+    )
+    .await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

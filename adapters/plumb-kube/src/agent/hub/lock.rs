@@ -10,6 +10,7 @@
 //! clears the holder on every Lease naming this agent, at once (client-go's
 //! `ReleaseOnCancel`).
 
+use std::collections::BTreeMap;
 use std::time::Duration;
 
 use futures::future::join_all;
@@ -59,6 +60,9 @@ pub struct QuorumLock {
     leadership: Leadership,
     /// The wait last logged, so the log says each change once, not every retry.
     last_wait: Option<String>,
+    /// Why each member's Lease could not be read last round (absent: it could), so a member
+    /// going away or coming back is logged once.
+    unreadable: BTreeMap<String, String>,
 }
 
 impl QuorumLock {
@@ -71,6 +75,7 @@ impl QuorumLock {
             timeout: request_timeout(&timing),
             leadership: Leadership::default(),
             last_wait: None,
+            unreadable: BTreeMap::new(),
         }
     }
 
@@ -144,31 +149,60 @@ impl QuorumLock {
         }
     }
 
-    /// Every voter's view of its Lease, read at once.
-    async fn read(&self, fleet: &Fleet) -> Vec<VoterView> {
+    /// Every voter's view of its Lease, read at once. A member whose Lease stops (or
+    /// starts again) being readable is logged once per change (a member without a client is
+    /// the membership's to log).
+    async fn read(&mut self, fleet: &Fleet) -> Vec<VoterView> {
+        let this = &*self;
         let reads = fleet.voters.iter().map(|member| async move {
-            let view = match fleet.clients.get(member) {
-                None => LeaseView::Unreachable,
-                Some(client) => self.read_one(client).await,
-            };
-            VoterView::new(member.clone(), view)
+            match fleet.clients.get(member) {
+                None => (VoterView::new(member.clone(), LeaseView::Unreachable), None),
+                Some(client) => {
+                    let (view, error) = this.read_one(client).await;
+                    (VoterView::new(member.clone(), view), error)
+                }
+            }
         });
-        join_all(reads).await
+        let mut views = Vec::new();
+        for (view, error) in join_all(reads).await {
+            match error {
+                Some(e) => {
+                    if self.unreadable.get(&view.member) != Some(&e) {
+                        tracing::warn!(identity = %self.elector.identity(), member = %view.member, "member unreachable: its plumb-hub Lease cannot be read: {e}");
+                    }
+                    self.unreadable.insert(view.member.clone(), e);
+                }
+                None => {
+                    if self.unreadable.remove(&view.member).is_some() {
+                        tracing::info!(identity = %self.elector.identity(), member = %view.member, "member reachable again");
+                    }
+                }
+            }
+            views.push(view);
+        }
+        views
     }
 
-    async fn read_one(&self, client: &Client) -> LeaseView {
+    /// A Lease's view, and why it could not be read.
+    async fn read_one(&self, client: &Client) -> (LeaseView, Option<String>) {
         let api: Api<Lease> = Api::namespaced(client.clone(), &self.namespace);
         match tokio::time::timeout(self.timeout, api.get_opt(HUB_LEASE)).await {
-            Ok(Ok(None)) => LeaseView::Absent,
-            Ok(Ok(Some(lease))) => LeaseView::Present {
-                resource_version: lease.metadata.resource_version.clone().unwrap_or_default(),
-                record: plumb_scaler::watch::lease_record(&lease),
-            },
-            Ok(Err(e)) => {
-                tracing::debug!(error = %e, "plumb-hub Lease read failed");
-                LeaseView::Unreachable
-            }
-            Err(_) => LeaseView::Unreachable,
+            Ok(Ok(None)) => (LeaseView::Absent, None),
+            Ok(Ok(Some(lease))) => (
+                LeaseView::Present {
+                    resource_version: lease.metadata.resource_version.clone().unwrap_or_default(),
+                    record: plumb_scaler::watch::lease_record(&lease),
+                },
+                None,
+            ),
+            Ok(Err(e)) => (
+                LeaseView::Unreachable,
+                Some(error_line::one_line(&e.to_string())),
+            ),
+            Err(_) => (
+                LeaseView::Unreachable,
+                Some(format!("no answer within {:?}", self.timeout)),
+            ),
         }
     }
 
@@ -217,10 +251,13 @@ impl QuorumLock {
         let releases = fleet.clients.iter().map(|(member, client)| {
             let identity = identity.clone();
             async move {
-                let LeaseView::Present {
-                    resource_version,
-                    record,
-                } = this.read_one(client).await
+                let (
+                    LeaseView::Present {
+                        resource_version,
+                        record,
+                    },
+                    _,
+                ) = this.read_one(client).await
                 else {
                     return None;
                 };
