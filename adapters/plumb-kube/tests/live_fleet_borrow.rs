@@ -12,7 +12,7 @@
 mod support;
 
 use std::collections::BTreeMap;
-use std::path::PathBuf;
+use std::path::Path;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -68,7 +68,7 @@ fn start_agent(
     fleet: &LiveFleet,
     name: &str,
     prometheus: &str,
-    log: &PathBuf,
+    log: &Path,
 ) -> oneshot::Sender<()> {
     let mut args = fleet.agent_args(name, log);
     args.extend(
