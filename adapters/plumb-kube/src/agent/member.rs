@@ -122,7 +122,7 @@ impl MemberLoop {
     /// One pass at `now`: every policy copy reported and patched.
     pub async fn pass_at(&mut self, now: Timestamp) -> PassSummary {
         let copies = self.stores.policies();
-        let mut observation = self.stores.observation();
+        let mut observation = self.stores.lend();
         let mut occupancy = Occupancy::new();
         let readable: Vec<AdaptivePolicy> = copies
             .iter()
@@ -170,6 +170,7 @@ impl MemberLoop {
                 }
             }
         }
+        self.stores.give_back(observation);
         self.forget_deleted(&copies);
         if report_written {
             self.ctx

@@ -104,6 +104,10 @@ pub struct Kind<T> {
     objects: BTreeMap<String, T>,
     relist: Option<BTreeMap<String, T>>,
     listed: bool,
+    /// While the objects are lent to a pass: the events that arrived meanwhile.
+    waiting: Option<Vec<Event<Value>>>,
+    /// While lent through [`Stores::lend`]: the objects' keys.
+    lent_keys: Option<Vec<String>>,
 }
 
 impl<T> Default for Kind<T> {
@@ -112,14 +116,51 @@ impl<T> Default for Kind<T> {
             objects: BTreeMap::new(),
             relist: None,
             listed: false,
+            waiting: None,
+            lent_keys: None,
         }
     }
+}
+
+/// A kind's objects lent to a pass (see [`Kind::lend`]).
+#[derive(Debug, Default)]
+pub struct Lent<T> {
+    keys: Vec<String>,
+    /// The objects, in key order.
+    pub objects: Vec<T>,
 }
 
 impl<T: Decode> Kind<T> {
     /// Applies one watch event; an object that cannot be decoded is left out (and, on an
     /// update, its previous version removed), and the error (`key: field: why`) returned.
+    /// While the objects are lent, the event waits for their return.
     pub fn apply(&mut self, event: Event<Value>) -> Result<(), String> {
+        if let Some(waiting) = &mut self.waiting {
+            waiting.push(event);
+            return Ok(());
+        }
+        self.apply_now(event)
+    }
+
+    /// Lends the objects to a pass without copying them (a large member's pods are most of
+    /// the agent's memory); events wait until [`Kind::give_back`].
+    pub fn lend(&mut self) -> Lent<T> {
+        self.waiting.get_or_insert_default();
+        let (keys, objects) = std::mem::take(&mut self.objects).into_iter().unzip();
+        Lent { keys, objects }
+    }
+
+    /// Takes lent objects back and applies the events that waited; their errors are returned.
+    pub fn give_back(&mut self, lent: Lent<T>) -> Vec<String> {
+        self.objects = lent.keys.into_iter().zip(lent.objects).collect();
+        let waiting = self.waiting.take().unwrap_or_default();
+        waiting
+            .into_iter()
+            .filter_map(|event| self.apply_now(event).err())
+            .collect()
+    }
+
+    fn apply_now(&mut self, event: Event<Value>) -> Result<(), String> {
         match event {
             Event::Init => self.relist = Some(BTreeMap::new()),
             Event::InitApply(object) => {
@@ -185,6 +226,20 @@ fn decoded<T: Decode>(object: Value) -> Result<(String, Result<T, String>), Stri
     Ok((key, T::decode(object)))
 }
 
+/// The keys of every kind lent, kept with the store until given back.
+fn lent<T: Decode>(kind: &Shared<T>) -> Vec<T> {
+    let mut kind = lock(kind);
+    let Lent { keys, objects } = kind.lend();
+    kind.lent_keys = Some(keys);
+    objects
+}
+
+fn back<T: Decode>(kind: &Shared<T>, objects: Vec<T>) -> Vec<String> {
+    let mut kind = lock(kind);
+    let keys = kind.lent_keys.take().unwrap_or_default();
+    kind.give_back(Lent { keys, objects })
+}
+
 /// One kind shared between its watch task and the passes.
 pub type Shared<T> = Arc<Mutex<Kind<T>>>;
 
@@ -231,8 +286,43 @@ impl Stores {
             && lock(&self.policies).listed()
     }
 
-    /// What the cluster holds now, as the report reads it (`namespace` and `promised` are
-    /// filled per policy by `observe::report`).
+    /// The cluster's objects lent to a pass as the report reads them (`namespace` and
+    /// `promised` are filled per policy by `observe::report_in`); give them back with
+    /// [`Stores::give_back`]. Nothing is copied, so a pass needs no second copy of the pods.
+    pub fn lend(&self) -> MemberObservation {
+        MemberObservation {
+            namespace: String::new(),
+            deployments: lent(&self.deployments),
+            autoscalers: lent(&self.autoscalers),
+            pods: lent(&self.pods),
+            nodes: lent(&self.nodes),
+            namespaces: lent(&self.namespaces),
+            node_pools: lent(&self.node_pools),
+            node_claims: lent(&self.node_claims),
+            events: lent(&self.events),
+            promised: Vec::new(),
+        }
+    }
+
+    /// Takes back what [`Stores::lend`] lent and applies the watch events that waited.
+    pub fn give_back(&self, observation: MemberObservation) {
+        let errors = [
+            back(&self.deployments, observation.deployments),
+            back(&self.autoscalers, observation.autoscalers),
+            back(&self.pods, observation.pods),
+            back(&self.nodes, observation.nodes),
+            back(&self.namespaces, observation.namespaces),
+            back(&self.node_pools, observation.node_pools),
+            back(&self.node_claims, observation.node_claims),
+            back(&self.events, observation.events),
+        ];
+        for e in errors.iter().flatten() {
+            tracing::warn!(error = %crate::one_line(e), "object left out of the report: cannot be read");
+        }
+    }
+
+    /// A copy of what the cluster holds now, as the report reads it (tests and measurements;
+    /// the passes borrow through [`Stores::lend`]).
     pub fn observation(&self) -> MemberObservation {
         MemberObservation {
             namespace: String::new(),

@@ -75,3 +75,37 @@ fn pods_are_read_with_their_conditions() {
         .unwrap();
     assert!(kind.objects()["ml/p"].unschedulable);
 }
+
+#[test]
+fn lent_objects_come_back_with_the_events_that_waited() {
+    let mut kind = Kind::<Node>::default();
+    kind.apply(Event::Apply(node("a", "4"))).unwrap();
+    kind.apply(Event::Apply(node("b", "8"))).unwrap();
+    let lent = kind.lend();
+    assert_eq!(lent.objects.len(), 2);
+    assert!(kind.objects().is_empty());
+    kind.apply(Event::Delete(node("a", "4"))).unwrap();
+    kind.apply(Event::Apply(node("c", "2"))).unwrap();
+    assert!(kind.give_back(lent).is_empty());
+    assert_eq!(kind.objects().keys().collect::<Vec<_>>(), ["b", "c"]);
+    kind.apply(Event::Apply(node("d", "2"))).unwrap();
+    assert_eq!(kind.objects().len(), 3, "events apply at once again");
+}
+
+#[test]
+fn the_stores_lend_an_observation_and_take_it_back() {
+    let stores = Stores::default();
+    lock(&stores.nodes)
+        .apply(Event::Apply(node("a", "4")))
+        .unwrap();
+    let observation = stores.lend();
+    assert_eq!(observation.nodes.len(), 1);
+    lock(&stores.nodes)
+        .apply(Event::Apply(node("b", "4")))
+        .unwrap();
+    stores.give_back(observation);
+    assert_eq!(
+        lock(&stores.nodes).objects().keys().collect::<Vec<_>>(),
+        ["a", "b"]
+    );
+}
