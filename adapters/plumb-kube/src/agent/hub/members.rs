@@ -54,7 +54,13 @@ impl std::fmt::Debug for Fleet {
 struct Member {
     access: Result<MemberAccess, String>,
     client: Result<Client, String>,
+    /// When a client that failed to build (its plugin failed) is tried again.
+    retry_at: Option<tokio::time::Instant>,
 }
+
+/// How long after a failed build (a plugin that failed, say for want of a token yet) the
+/// client of an unchanged profile is built again.
+pub const CLIENT_RETRY: Duration = Duration::from_secs(30);
 
 /// The members as the ClusterProfiles say, with their clients.
 pub struct Membership {
@@ -160,22 +166,39 @@ impl Membership {
             keep
         });
         for (name, access) in seen {
-            if self.members.get(&name).is_some_and(|m| m.access == access) {
+            let before = self.members.get(&name);
+            let retry = before.is_some_and(|m| {
+                m.access == access && m.retry_at.is_some_and(|t| tokio::time::Instant::now() >= t)
+            });
+            if before.is_some_and(|m| m.access == access) && !retry {
                 continue;
             }
             let client = match &access {
                 Ok(a) => self.build_client(&name, a).await,
                 Err(e) => Err(e.clone()),
             };
+            let said_before = before.and_then(|m| m.client.as_ref().err());
             match &client {
                 Ok(_) => {
                     tracing::info!(member = %name, provider = %access.as_ref().map(|a| a.provider.as_str()).unwrap_or("-"), "member client ready")
                 }
+                Err(e) if said_before == Some(e) => {}
                 Err(e) => {
                     tracing::warn!(member = %name, "{e}; it counts as a voter that cannot be reached")
                 }
             }
-            self.members.insert(name, Member { access, client });
+            // Only a plugin's failure is worth trying again; a profile without usable
+            // credentials waits for the profile to change.
+            let retry_at = (client.is_err() && access.is_ok())
+                .then(|| tokio::time::Instant::now() + CLIENT_RETRY);
+            self.members.insert(
+                name,
+                Member {
+                    access,
+                    client,
+                    retry_at,
+                },
+            );
         }
     }
 

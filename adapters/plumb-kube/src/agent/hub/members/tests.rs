@@ -94,3 +94,43 @@ async fn without_a_provider_file_the_fleet_is_this_member_alone() {
     assert_eq!(fleet.voters, ["b"]);
     assert_eq!(fleet.clients.keys().collect::<Vec<_>>(), ["b"]);
 }
+
+#[tokio::test]
+async fn a_client_whose_plugin_failed_is_built_again_after_a_while() {
+    let flag = std::env::temp_dir().join(format!("plumb-members-retry-{}", std::process::id()));
+    let _ = std::fs::remove_file(&flag);
+    let mut m = membership();
+    m.providers = Some(
+        ProviderFile::parse(&format!(
+            r#"{{"providers": [{{"name": "late", "execConfig": {{"command": "/bin/sh",
+              "args": ["-c", "test -e {} && echo '{{\"apiVersion\":\"client.authentication.k8s.io/v1\",\"kind\":\"ExecCredential\",\"status\":{{\"token\":\"t\"}}}}'"]}}}}]}}"#,
+            flag.display()
+        ))
+        .unwrap(),
+    );
+    let profiles = || vec![profile("a", Some("late"))];
+    m.update(profiles()).await;
+    assert!(
+        !m.fleet().clients.contains_key("a"),
+        "the plugin fails at first"
+    );
+    std::fs::write(&flag, "").unwrap();
+    m.update(profiles()).await;
+    assert!(
+        !m.fleet().clients.contains_key("a"),
+        "not tried again at once"
+    );
+    // The retry delay has passed.
+    let a = m.members.get_mut("a").unwrap();
+    assert!(
+        a.retry_at
+            .is_some_and(|t| t > tokio::time::Instant::now() + CLIENT_RETRY / 2)
+    );
+    a.retry_at = Some(tokio::time::Instant::now());
+    m.update(profiles()).await;
+    assert!(
+        m.fleet().clients.contains_key("a"),
+        "built again after the retry delay"
+    );
+    std::fs::remove_file(&flag).unwrap();
+}
