@@ -1,7 +1,11 @@
 //! The member report on a large cluster: 5,000 nodes and 50,000 pods, three other policies'
 //! promised replicas placed first, static room counted over the registered pool.
 //!
-//! `cargo bench -p plumb-core --bench report` measures one `member::report` per iteration.
+//! The cluster is `plumb_core::synthetic` (also what plumb-kube's `member_pass_scale` example
+//! feeds the agent's stores).
+//!
+//! `cargo bench -p plumb-core --features synthetic --bench report` measures one
+//! `member::report` per iteration.
 //! Before measuring it prints the resident memory the report adds over its input (the peak
 //! resident set while reporting, reset through `/proc/self/clear_refs` once the input is built,
 //! minus the resident set then, from `/proc/self/status`), per pod; Linux only, skipped
@@ -14,74 +18,13 @@ use plumb_core::member::{
     MemberObservation, ObservedPod, Occupancy, Promised, QueryResult, RawSample, SignalSamples,
     report, report_with,
 };
+use plumb_core::synthetic::{self, NODES, PODS};
 use plumb_model::{AdaptivePolicySpec, Timestamp};
-use scheduler_model::objects::Node;
-use serde_json::{Value, json};
 
-const NODES: usize = 5_000;
-const PODS: usize = 50_000;
-const GPU: &str = "nvidia.com/gpu";
-
-/// Pools: 2,000 nodes of the registered pool `gpu`, 2,000 of `batch`, 1,000 outside any pool.
-fn node(i: usize) -> Node {
-    let name = format!("node-{i:05}");
-    let mut labels = json!({"kubernetes.io/hostname": name,
-                            "topology.kubernetes.io/region": "us-east-1",
-                            "topology.kubernetes.io/zone": format!("us-east-1{}", ["a", "b", "c"][i % 3])});
-    match i % 5 {
-        0 | 1 => labels["karpenter.sh/nodepool"] = json!("gpu"),
-        2 | 3 => labels["karpenter.sh/nodepool"] = json!("batch"),
-        _ => {}
-    }
-    serde_json::from_value(json!({
-        "metadata": {"name": name, "labels": labels},
-        "spec": {"providerID": format!("aws:///us-east-1a/i-{i:017}"),
-                 "taints": [{"key": GPU, "value": "present", "effect": "NoSchedule"}]},
-        "status": {"allocatable": {"cpu": "191", "memory": "2000Gi", "pods": "110", GPU: "8"},
-                   "capacity": {"cpu": "192", "memory": "2048Gi", "pods": "110", GPU: "8"},
-                   "conditions": [{"type": "Ready", "status": "True"}]}
-    }))
-    .expect("node")
-}
-
-fn template(app: &str, gpus: u32) -> Value {
-    json!({
-        "metadata": {"labels": {"app": app}},
-        "spec": {"containers": [{"name": "server", "image": format!("registry.example.com/{app}:1"),
-                 "resources": {"requests": {"cpu": "4", "memory": "32Gi", GPU: gpus.to_string()}}}],
-                 "tolerations": [{"key": GPU, "operator": "Exists", "effect": "NoSchedule"}]}
-    })
-}
-
-/// 50,000 pods, 10 per node: one GPU pod of 1 GPU in three of every ten (apps `svc-0`…`svc-99`),
-/// the rest small CPU pods; the workload `llama` (2 GPUs) has 100 replicas on pool `gpu`.
+/// 50,000 pods, 10 per node, decoded as the agent's pod store decodes them.
 fn pods() -> Vec<ObservedPod> {
     (0..PODS)
-        .map(|i| {
-            let node = i % NODES;
-            let (app, gpus) = if i < 100 {
-                ("llama".to_owned(), 2)
-            } else if i % 10 < 3 {
-                (format!("svc-{}", i % 100), 1)
-            } else {
-                (format!("side-{}", i % 50), 0)
-            };
-            let mut spec = template(&app, gpus)["spec"].clone();
-            let node = if i < 100 { (node / 5) * 5 } else { node };
-            spec["nodeName"] = json!(format!("node-{node:05}"));
-            if gpus == 0 {
-                spec["containers"][0]["resources"]["requests"] = json!({"cpu": "250m", "memory": "256Mi"});
-            }
-            ObservedPod::from_value(&json!({
-                "metadata": {"name": format!("{app}-{i:06}"), "namespace": "ml", "labels": {"app": app},
-                             "ownerReferences": [{"apiVersion": "apps/v1", "kind": "ReplicaSet",
-                                                  "name": format!("{app}-rs"), "uid": format!("rs-{app}"),
-                                                  "controller": true}]},
-                "spec": spec,
-                "status": {"phase": "Running", "conditions": [{"type": "Ready", "status": "True"}]}
-            }))
-            .expect("pod")
-        })
+        .map(|i| ObservedPod::from_value(&synthetic::pod(i)).expect("pod"))
         .collect()
 }
 
@@ -89,27 +32,17 @@ fn observation() -> MemberObservation {
     let promised = |policy: &str, gpus: u32, replicas: u32| Promised {
         policy: policy.to_owned(),
         namespace: "ml".to_owned(),
-        template: serde_json::from_value(template(policy, gpus)).expect("template"),
+        template: serde_json::from_value(synthetic::template(policy, gpus)).expect("template"),
         replicas,
     };
     MemberObservation {
         namespace: "ml".to_owned(),
-        deployments: vec![
-            serde_json::from_value(json!({
-                "metadata": {"name": "llama", "namespace": "ml"},
-                "spec": {"replicas": 100, "selector": {"matchLabels": {"app": "llama"}},
-                         "template": template("llama", 2)},
-                "status": {"readyReplicas": 100}
-            }))
-            .expect("deployment"),
-        ],
+        deployments: vec![serde_json::from_value(synthetic::deployment()).expect("deployment")],
         pods: pods(),
-        nodes: (0..NODES).map(node).collect(),
-        node_pools: vec![
-            serde_json::from_value(json!({"metadata": {"name": "gpu"},
-                "spec": {"limits": {GPU: "20000"}}, "status": {"resources": {GPU: "16000"}}}))
-            .expect("pool"),
-        ],
+        nodes: (0..NODES)
+            .map(|i| serde_json::from_value(synthetic::node(i)).expect("node"))
+            .collect(),
+        node_pools: vec![serde_json::from_value(synthetic::node_pool()).expect("pool")],
         promised: vec![
             promised("ml/mistral", 2, 8),
             promised("ml/qwen", 4, 6),
@@ -120,13 +53,7 @@ fn observation() -> MemberObservation {
 }
 
 fn spec() -> AdaptivePolicySpec {
-    serde_json::from_value(json!({
-        "workload": {"name": "llama"},
-        "clusters": [{"name": "us-east", "nodePools": ["gpu"], "maxReplicas": 400}],
-        "signals": {"demand": "d", "pressure": "p"},
-        "capacity": {"replicaCapacity": 4}
-    }))
-    .expect("spec")
+    serde_json::from_value(synthetic::policy_spec()).expect("spec")
 }
 
 fn signals(now: Timestamp) -> SignalSamples {

@@ -9,3 +9,5 @@ pub mod fencing;
 pub mod hub;
 pub mod member;
 pub mod quorum;
+#[cfg(feature = "synthetic")]
+pub mod synthetic;
