@@ -247,26 +247,35 @@ impl Drop for Running {
 }
 
 /// Releases the local Lease if this process holds it (a merge patch conditional on the
-/// resourceVersion read), so the other replica need not wait for it to expire.
+/// resourceVersion read), so the other replica need not wait for it to expire. The lease
+/// manager, stopping, may release it at the same moment: a conflict is read again.
 async fn release(client: &Client, config: &AgentConfig) {
     let api: Api<Lease> = Api::namespaced(client.clone(), &config.namespace);
+    let identity = config.identity();
     let attempt = async {
-        let lease = api.get(AGENT_LEASE).await?;
-        let holder = lease.spec.as_ref().and_then(|s| s.holder_identity.clone());
-        if holder.as_deref() != Some(config.identity().as_str()) {
-            return Ok::<bool, kube::Error>(false);
+        for _ in 0..3 {
+            let lease = api.get(AGENT_LEASE).await?;
+            let holder = lease.spec.as_ref().and_then(|s| s.holder_identity.clone());
+            if holder.as_deref() != Some(identity.as_str()) {
+                return Ok::<&str, kube::Error>("the local Lease is not held (released)");
+            }
+            let patch = serde_json::json!({
+                "metadata": {"resourceVersion": lease.metadata.resource_version},
+                "spec": {"holderIdentity": null, "acquireTime": null, "renewTime": null},
+            });
+            match api
+                .patch(AGENT_LEASE, &PatchParams::default(), &Patch::Merge(&patch))
+                .await
+            {
+                Ok(_) => return Ok("released the local Lease"),
+                Err(kube::Error::Api(s)) if s.code == 409 => {}
+                Err(e) => return Err(e),
+            }
         }
-        let patch = serde_json::json!({
-            "metadata": {"resourceVersion": lease.metadata.resource_version},
-            "spec": {"holderIdentity": null, "acquireTime": null, "renewTime": null},
-        });
-        api.patch(AGENT_LEASE, &PatchParams::default(), &Patch::Merge(&patch))
-            .await?;
-        Ok(true)
+        Ok("the local Lease kept changing; left to expire")
     };
     match tokio::time::timeout(STOP_GRACE, attempt).await {
-        Ok(Ok(true)) => tracing::info!(lease = AGENT_LEASE, "released the local Lease"),
-        Ok(Ok(false)) => {}
+        Ok(Ok(what)) => tracing::info!(lease = AGENT_LEASE, "{what}"),
         Ok(Err(e)) => {
             tracing::warn!(lease = AGENT_LEASE, error = %e, "could not release the local Lease")
         }
