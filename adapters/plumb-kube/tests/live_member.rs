@@ -218,7 +218,7 @@ async fn member_objects(client: &Client, ns: &str, prefix: &str) {
         &resource("karpenter.sh/v1", "NodePool", "nodepools"),
         &json!({
         "apiVersion": "karpenter.sh/v1", "kind": "NodePool", "metadata": {"name": pool},
-        "spec": {"limits": {"cpu": "24"}}, "status": {"resources": {"cpu": "16"}}}),
+        "spec": {"limits": {"cpu": "32"}}, "status": {"resources": {"cpu": "16"}}}),
     )
     .await;
     for i in 0..2 {
@@ -372,6 +372,10 @@ async fn live_member_reports_writes_only_changes_and_survives_bad_input() {
     // 1 unschedulable + ceil(20 / 4) - 3 desired
     assert_eq!(report["neededReplicas"], 3, "{status:#}");
     assert_eq!(report["region"], "live-region", "{status:#}");
+    // each node (8 cpu) holds one 6-cpu replica: no static room; the NodePool's 16 cpu left
+    // (32, 16 used) take the pending replica first, then one more
+    assert_eq!(report["staticRoom"], 0, "{status:#}");
+    assert_eq!(report["dynamicRoom"], 1, "{status:#}");
     assert_eq!(report["demand"]["value"], 20.0, "{status:#}");
     assert!(report["specHash"].as_str().unwrap().starts_with("sha256:"));
     assert_eq!(ready(&status)["status"], "True", "{status:#}");
