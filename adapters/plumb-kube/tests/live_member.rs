@@ -235,6 +235,35 @@ async fn member_objects(client: &Client, ns: &str, prefix: &str) {
         )
         .await;
     }
+    // two recent launch failures in the pool: a NodeClaim with Launched=False, and an Event
+    // (as Karpenter records it, in `default`) on a NodeClaim already gone
+    let now = plumb_model::Timestamp::from_unix_secs(
+        i64::try_from(
+            std::time::SystemTime::now()
+                .duration_since(std::time::UNIX_EPOCH)
+                .unwrap()
+                .as_secs(),
+        )
+        .unwrap(),
+    )
+    .to_rfc3339_secs();
+    create(
+        client,
+        &resource("karpenter.sh/v1", "NodeClaim", "nodeclaims"),
+        &json!({
+        "apiVersion": "karpenter.sh/v1", "kind": "NodeClaim",
+        "metadata": {"name": format!("{pool}-a1"), "labels": {"karpenter.sh/nodepool": pool}},
+        "spec": {}, "status": {"conditions": [{"type": "Launched", "status": "False",
+            "reason": "InsufficientCapacity", "lastTransitionTime": now}]}}),
+    )
+    .await;
+    create(client, &resource("v1", "Event", "events"), &json!({
+        "apiVersion": "v1", "kind": "Event",
+        "metadata": {"name": format!("{pool}-b2.launch"), "namespace": "default"},
+        "involvedObject": {"apiVersion": "karpenter.sh/v1", "kind": "NodeClaim", "name": format!("{pool}-b2")},
+        "reason": "InsufficientCapacityError", "message": "no capacity", "type": "Warning",
+        "firstTimestamp": now, "lastTimestamp": now, "count": 1,
+        "source": {"component": "karpenter"}})).await;
     let template = json!({"metadata": {"labels": {"app": "llama"}},
         "spec": {"containers": [{"name": "m", "image": "m", "resources": {"requests": {"cpu": "6"}}}]}});
     create(client, &resource("apps/v1", "Deployment", "deployments"), &json!({
@@ -376,6 +405,7 @@ async fn live_member_reports_writes_only_changes_and_survives_bad_input() {
     // (32, 16 used) take the pending replica first, then one more
     assert_eq!(report["staticRoom"], 0, "{status:#}");
     assert_eq!(report["dynamicRoom"], 1, "{status:#}");
+    assert_eq!(report["recentLaunchFailures"], 2, "{status:#}");
     assert_eq!(report["demand"]["value"], 20.0, "{status:#}");
     assert!(report["specHash"].as_str().unwrap().starts_with("sha256:"));
     assert_eq!(ready(&status)["status"], "True", "{status:#}");
