@@ -1,4 +1,4 @@
-//! Faults on the live three-member fleet (issue 45 item 1; spec §1.4 and §3.3 item 6), each on
+//! Faults on the live three-member fleet (the promises of docs/plumb/design.md's table), each on
 //! top of the borrowing story of `live_fleet_borrow.rs` (whole agents, scalers, emulators,
 //! KEDA clients and scripted Prometheus in-process; tests/support/story.rs): the hub agent
 //! killed after its intents are written, minority and majority partitions (an API server
