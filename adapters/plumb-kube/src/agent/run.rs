@@ -209,15 +209,18 @@ async fn stopped(stop: &mut watch::Receiver<bool>) {
 /// Both loops of one leadership term.
 struct Running {
     stop: watch::Sender<bool>,
-    tasks: Vec<tokio::task::JoinHandle<anyhow::Result<()>>>,
+    tasks: Vec<tokio::task::JoinHandle<()>>,
 }
 
 impl Running {
     fn start(member: &MemberContext, hub: &HubContext) -> Running {
         let (stop, stopped) = watch::channel(false);
         let tasks = vec![
-            tokio::spawn(member::run(member.clone(), stopped.clone())),
-            tokio::spawn(hub::run(hub.clone(), stopped)),
+            tokio::spawn(logged(
+                "member",
+                member::run(member.clone(), stopped.clone()),
+            )),
+            tokio::spawn(logged("hub", hub::run(hub.clone(), stopped))),
         ];
         Running { stop, tasks }
     }
@@ -227,14 +230,19 @@ impl Running {
         self.stop.send_replace(true);
         for task in std::mem::take(&mut self.tasks) {
             match tokio::time::timeout(STOP_GRACE, task).await {
-                Ok(Ok(Ok(()))) => {}
-                Ok(Ok(Err(e))) => {
-                    tracing::warn!(error = %format!("{e:#}"), "a loop stopped with an error")
-                }
+                Ok(Ok(())) => {}
                 Ok(Err(e)) => tracing::warn!(error = %e, "a loop panicked"),
                 Err(_) => tracing::warn!("a loop did not stop in time"),
             }
         }
+    }
+}
+
+/// Runs one loop and logs at once why it ended early (e.g. the hub loop refusing a malformed
+/// `--clusterprofile-provider-file`), while the other loop goes on.
+async fn logged(name: &'static str, run: impl std::future::Future<Output = anyhow::Result<()>>) {
+    if let Err(e) = run.await {
+        tracing::error!(loop_ = name, error = %crate::one_line(&format!("{e:#}")), "loop stopped");
     }
 }
 
