@@ -80,11 +80,7 @@ impl MemberServer {
 
     /// An admin client.
     pub async fn client(&self) -> Result<Client> {
-        let path = self.kubeconfig();
-        let kc = kube::config::Kubeconfig::read_from(&path)
-            .with_context(|| format!("reading {}", path.display()))?;
-        let config = kube::Config::from_custom_kubeconfig(kc, &Default::default()).await?;
-        Ok(Client::try_from(config)?)
+        client_of(&self.kubeconfig()).await
     }
 
     /// The ClusterProfile other members use to reach this one.
@@ -104,6 +100,14 @@ impl MemberServer {
             }}]),
         ))
     }
+}
+
+/// A client of the kubeconfig at `path` (its current context).
+pub async fn client_of(path: &Path) -> Result<Client> {
+    let kc = kube::config::Kubeconfig::read_from(path)
+        .with_context(|| format!("reading {}", path.display()))?;
+    let config = kube::Config::from_custom_kubeconfig(kc, &Default::default()).await?;
+    Ok(Client::try_from(config)?)
 }
 
 /// A ClusterProfile named `name` with these access providers.

@@ -30,15 +30,9 @@ async fn client() -> Client {
     let path = std::env::var("ALFRED_APISERVER_KUBECONFIG").expect(
         "set ALFRED_APISERVER_KUBECONFIG to an admin kubeconfig (cargo xtask apiserver status)",
     );
-    kube_client(&path).await
-}
-
-async fn kube_client(path: &str) -> Client {
-    let kubeconfig = kube::config::Kubeconfig::read_from(path).expect("kubeconfig");
-    let config = kube::Config::from_custom_kubeconfig(kubeconfig, &Default::default())
+    plumb_fleet_emulator::fleet::client_of(Path::new(&path))
         .await
-        .expect("kubeconfig config");
-    Client::try_from(config).expect("client")
+        .unwrap_or_else(|e| panic!("{e:#}"))
 }
 
 fn resource(api_version: &str, kind: &str, plural: &str) -> ApiResource {

@@ -15,16 +15,13 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use clap::Parser;
-use k8s_openapi::ByteString;
 use k8s_openapi::api::coordination::v1::Lease;
-use kube::api::{
-    ApiResource, DeleteParams, DynamicObject, GroupVersionKind, ListParams, Patch, PatchParams,
-};
 use kube::{Api, Client};
+use plumb_fleet_emulator::fleet::{self, MemberServer};
 use plumb_kube::agent::AgentMetrics;
 use plumb_kube::agent::hub::{self, HubContext};
 use plumb_kube::cli::{Cli, Command};
-use serde_json::{Value, json};
+use serde_json::Value;
 use tokio::sync::watch;
 
 /// Plumb's namespace in every member.
@@ -33,16 +30,6 @@ pub const NAMESPACE: &str = "plumb";
 pub const PROVIDER: &str = "plumb-live";
 /// The hidden test clocks the agents run with.
 pub const LEASE_DURATION: Duration = Duration::from_secs(4);
-
-/// The private servers' profile: the same as the xtask's (only `restart` uses it here).
-const PROFILE: kube_test_apiserver::Profile = kube_test_apiserver::Profile {
-    cache_folder: "alfred-apiserver",
-    env_prefix: "PLUMB_LIVE_APISERVER",
-    namespace: "plumb",
-    service_account: "plumb-agent",
-    kubeconfig_name: "plumb-agent",
-    cluster_name: "plumb-member",
-};
 
 /// One member cluster: its API server and an admin client.
 #[derive(Clone)]
@@ -58,6 +45,15 @@ pub struct Member {
 }
 
 impl Member {
+    /// Its server as the fleet module names it.
+    pub fn spec(&self) -> MemberServer {
+        MemberServer {
+            name: self.name.clone(),
+            dir: self.dir.clone(),
+            port: self.port,
+        }
+    }
+
     /// The admin kubeconfig.
     pub fn kubeconfig(&self) -> PathBuf {
         self.dir.join("admin.kubeconfig")
@@ -78,21 +74,9 @@ pub struct LiveFleet {
 }
 
 async fn admin_client(kubeconfig: &Path) -> Client {
-    let kc = kube::config::Kubeconfig::read_from(kubeconfig)
-        .unwrap_or_else(|e| panic!("{}: {e}", kubeconfig.display()));
-    let config = kube::Config::from_custom_kubeconfig(kc, &Default::default())
+    fleet::client_of(kubeconfig)
         .await
-        .expect("kubeconfig");
-    Client::try_from(config).expect("client")
-}
-
-fn resource(api_version: &str, kind: &str, plural: &str) -> ApiResource {
-    let (group, version) = api_version.split_once('/').unwrap_or(("", api_version));
-    ApiResource::from_gvk_with_plural(&GroupVersionKind::gvk(group, version, kind), plural)
-}
-
-fn repo() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("../..")
+        .unwrap_or_else(|e| panic!("{e:#}"))
 }
 
 impl LiveFleet {
@@ -147,35 +131,21 @@ impl LiveFleet {
                 self.restart_apiserver(&m.name).await;
             }
         }
-        for m in &self.members {
-            install(&m.client).await;
-            let leases: Api<Lease> = Api::namespaced(m.client.clone(), NAMESPACE);
-            let _ = leases.delete("plumb-hub", &DeleteParams::default()).await;
-            let peers: Vec<Value> = self
-                .members
-                .iter()
-                .filter(|p| p.name != m.name)
-                .map(|p| self.profile_of(p))
-                .collect();
-            set_profiles(&m.client, &peers).await;
-        }
+        fleet::prepare(&self.servers())
+            .await
+            .unwrap_or_else(|e| panic!("preparing the fleet: {e:#}"));
     }
 
     /// The ClusterProfile naming `peer`, with the test provider's access.
     pub fn profile_of(&self, peer: &Member) -> Value {
-        let ca = std::fs::read(peer.dir.join("certs/apiserver.crt")).expect("the server's CA");
-        let ca = serde_json::to_value(ByteString(ca)).expect("base64");
-        profile(
-            &peer.name,
-            json!([{"name": PROVIDER, "cluster": {
-                "server": peer.server(),
-                "certificate-authority-data": ca,
-                "extensions": [{
-                    "name": "clusterprofiles.multicluster.x-k8s.io/exec/additional-args",
-                    "extension": [peer.dir.join("tokens.csv").display().to_string()],
-                }],
-            }}]),
-        )
+        peer.spec()
+            .profile()
+            .unwrap_or_else(|e| panic!("{}'s profile: {e:#}", peer.name))
+    }
+
+    /// The members as the fleet module names their servers.
+    pub fn servers(&self) -> Vec<MemberServer> {
+        self.members.iter().map(Member::spec).collect()
     }
 
     /// Kills `name`'s kube-apiserver, as a crash would (SIGTERM would let it drain its watches
@@ -195,15 +165,8 @@ impl LiveFleet {
 
     /// Restarts `name`'s kube-apiserver and waits until it is ready.
     pub async fn restart_apiserver(&self, name: &str) {
-        let m = self.member(name);
-        let args = [
-            "restart".to_owned(),
-            "--dir".to_owned(),
-            m.dir.display().to_string(),
-            "--port".to_owned(),
-            m.port.to_string(),
-        ];
-        tokio::task::spawn_blocking(move || kube_test_apiserver::main(&PROFILE, &args))
+        let server = self.member(name).spec();
+        tokio::task::spawn_blocking(move || server.task("restart"))
             .await
             .expect("restart task")
             .unwrap_or_else(|e| panic!("restart {name}: {e:#}"));
@@ -295,102 +258,14 @@ impl LiveFleet {
 
 /// A ClusterProfile named `name` with these access providers.
 pub fn profile(name: &str, access_providers: Value) -> Value {
-    json!({
-        "apiVersion": "multicluster.x-k8s.io/v1alpha1",
-        "kind": "ClusterProfile",
-        "metadata": {"name": name, "namespace": NAMESPACE},
-        "spec": {"clusterManager": {"name": "plumb-live"}},
-        "status": {"accessProviders": access_providers},
-    })
+    fleet::cluster_profile(name, access_providers)
 }
 
-/// Makes `profiles` the only ClusterProfiles of the member: creates or updates each (its
-/// status through the status subresource), deletes the others.
+/// Makes `profiles` the only ClusterProfiles of the member.
 pub async fn set_profiles(client: &Client, profiles: &[Value]) {
-    let ar = resource(
-        "multicluster.x-k8s.io/v1alpha1",
-        "ClusterProfile",
-        "clusterprofiles",
-    );
-    let api: Api<DynamicObject> = Api::namespaced_with(client.clone(), NAMESPACE, &ar);
-    let keep: Vec<&str> = profiles
-        .iter()
-        .filter_map(|p| p["metadata"]["name"].as_str())
-        .collect();
-    for existing in api.list(&ListParams::default()).await.expect("list").items {
-        let name = existing.metadata.name.clone().unwrap_or_default();
-        if !keep.contains(&name.as_str()) {
-            api.delete(&name, &DeleteParams::default())
-                .await
-                .expect("delete profile");
-        }
-    }
-    for p in profiles {
-        let name = p["metadata"]["name"].as_str().expect("name");
-        let mut object = p.clone();
-        let status = object
-            .as_object_mut()
-            .and_then(|o| o.remove("status"))
-            .unwrap_or(Value::Null);
-        let pp = PatchParams::apply("plumb-live-test").force();
-        api.patch(name, &pp, &Patch::Apply(&object))
-            .await
-            .unwrap_or_else(|e| panic!("apply profile {name}: {e}"));
-        api.patch_status(
-            name,
-            &PatchParams::default(),
-            &Patch::Merge(json!({"status": status})),
-        )
+    fleet::set_profiles(client, profiles)
         .await
-        .unwrap_or_else(|e| panic!("profile {name} status: {e}"));
-    }
-}
-
-/// The CRDs of `deploy/plumb/crds` and `fixtures/plumb/crds`, established, and the namespace.
-async fn install(client: &Client) {
-    let crds = resource(
-        "apiextensions.k8s.io/v1",
-        "CustomResourceDefinition",
-        "customresourcedefinitions",
-    );
-    let api: Api<DynamicObject> = Api::all_with(client.clone(), &crds);
-    let pp = PatchParams::apply("plumb-live-test").force();
-    for dir in ["deploy/plumb/crds", "fixtures/plumb/crds"] {
-        let mut files: Vec<PathBuf> = std::fs::read_dir(repo().join(dir))
-            .expect(dir)
-            .filter_map(|e| e.ok().map(|e| e.path()))
-            .filter(|p| p.extension().is_some_and(|x| x == "yaml"))
-            .collect();
-        files.sort();
-        for file in files {
-            let crd: Value = serde_saphyr::from_str(&std::fs::read_to_string(&file).expect("crd"))
-                .expect("yaml");
-            let name = crd["metadata"]["name"].as_str().expect("name").to_owned();
-            api.patch(&name, &pp, &Patch::Apply(&crd))
-                .await
-                .unwrap_or_else(|e| panic!("apply {}: {e}", file.display()));
-            eventually(&format!("{name} established"), async || {
-                let crd = api.get(&name).await.ok()?;
-                crd.data["status"]["conditions"]
-                    .as_array()?
-                    .iter()
-                    .any(|c| c["type"] == "Established" && c["status"] == "True")
-                    .then_some(())
-            })
-            .await;
-        }
-    }
-    let namespaces: Api<DynamicObject> =
-        Api::all_with(client.clone(), &resource("v1", "Namespace", "namespaces"));
-    namespaces
-        .patch(
-            NAMESPACE,
-            &pp,
-            &Patch::Apply(json!({"apiVersion": "v1", "kind": "Namespace",
-                "metadata": {"name": NAMESPACE}})),
-        )
-        .await
-        .expect("namespace");
+        .unwrap_or_else(|e| panic!("setting the ClusterProfiles: {e:#}"));
 }
 
 /// Whether the kube-apiserver of the state folder `dir` runs (its pid file names a live,
