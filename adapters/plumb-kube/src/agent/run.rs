@@ -24,6 +24,11 @@ use super::member::{self, FIELD_MANAGER, MemberContext};
 use super::{AgentConfig, AgentMetrics};
 use crate::cli::AgentArgs;
 
+/// The log filter without `RUST_LOG`: info, but not kube-rs's own line for every failed
+/// request (it would repeat every retry period for a member that is down; the hub lock logs
+/// a member going unreachable and coming back once each).
+pub const DEFAULT_LOG_FILTER: &str = "info,kube_client::client::builder=off";
+
 /// How long a stop waits for the loops (and the Lease release) before giving up.
 const STOP_GRACE: Duration = Duration::from_secs(10);
 
@@ -34,7 +39,7 @@ pub fn main(args: &AgentArgs) -> ExitCode {
         .json()
         .with_env_filter(
             tracing_subscriber::EnvFilter::try_from_default_env()
-                .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info")),
+                .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new(DEFAULT_LOG_FILTER)),
         )
         .with_writer(std::io::stderr)
         .try_init();
