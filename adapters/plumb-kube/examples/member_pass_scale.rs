@@ -11,8 +11,9 @@
 //! - the CPU time (user + system, whole process, 100 ticks per second) per pass over
 //!   `PASSES` passes 30 s apart, and the peak resident set (`VmHWM`, reset through
 //!   `/proc/self/clear_refs` before them) over those passes;
-//! - for comparison, the CPU time and resident growth of a copy of the stores
-//!   (`Stores::observation`).
+//! - the CPU time per pass of lending the stores to it and taking them back alone
+//!   (`Stores::lend`, `Stores::give_back`), and, for comparison, the CPU time and resident
+//!   growth of a copy of the stores (`Stores::observation`).
 //!
 //! Run: `cargo run --release -p plumb-kube --example member_pass_scale`. The issue's targets
 //! (issue 44): resident set ≤ 60 MiB, ≤ 100 ms of CPU per interval; benches/RESULTS.md
@@ -234,6 +235,14 @@ async fn main() {
         mib(proc_kib("VmRSS:")),
         mib(proc_kib("VmHWM:")),
         patches.lock().expect("patches")
+    );
+    let cpu = cpu_seconds();
+    for _ in 0..PASSES {
+        stores.give_back(stores.lend());
+    }
+    println!(
+        "of which lending the stores to a pass and taking them back (Stores::lend, give_back): {:.1} ms CPU per pass",
+        (cpu_seconds() - cpu) * 1000.0 / f64::from(PASSES)
     );
     let _ = std::fs::write("/proc/self/clear_refs", "5");
     let resident = proc_kib("VmRSS:");
