@@ -125,7 +125,7 @@ pub struct AgentArgs {
     /// How often the hub plans at least; it plans sooner when a member's report changes.
     #[arg(long, default_value = "10s", value_parser = parse_duration_flag)]
     pub hub_interval: std::time::Duration,
-    /// The member's own Prometheus (e.g. http://prometheus.monitoring:9090); without it every
+    /// The member's own Prometheus (e.g. `http://prometheus.monitoring:9090`); without it every
     /// configured signal fails and the Ready condition says so.
     #[arg(long)]
     pub prometheus_url: Option<String>,

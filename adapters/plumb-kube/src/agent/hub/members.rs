@@ -1,7 +1,7 @@
 //! The fleet's members (docs/plumb/agent.md#membership): this agent's own cluster plus one
 //! member per ClusterProfile (`multicluster.x-k8s.io/v1alpha1`, read as dynamic objects) in
 //! Plumb's namespace, each with one `kube::Client` built from its access provider
-//! ([`credentials`](super::credentials)). A client is rebuilt when what it was built from
+//! ([`credentials`]). A client is rebuilt when what it was built from
 //! changes (the chosen provider, the profile's `cluster`, the plugin) and dropped when the
 //! profile is deleted.
 //!
