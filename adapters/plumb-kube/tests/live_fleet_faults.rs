@@ -406,7 +406,19 @@ async fn live_fleet_a_rolling_upgrade_puts_a_member_out_of_sync_until_all_have_i
         },
     )
     .await;
-    let first = run.names[2].clone();
+    // The hub compares each member's report with its own copy, so the upgrade starts on a
+    // member other than the hub's (started on the hub's, the other two would be out of sync).
+    let all_names: Vec<&str> = all.iter().map(String::as_str).collect();
+    let hub = support::fleet::eventually("one hub named by every Lease", async || {
+        agreed_holder(f, &all_names).await
+    })
+    .await;
+    let first = all
+        .iter()
+        .rev()
+        .find(|n| n.as_str() != cluster_of(&hub))
+        .expect("a member other than the hub's")
+        .clone();
     patch_spec(&fleet, &first, json!({"capacity": {"step": 3}})).await;
     let one = first.clone();
     run.until(
@@ -418,7 +430,7 @@ async fn live_fleet_a_rolling_upgrade_puts_a_member_out_of_sync_until_all_have_i
         },
     )
     .await;
-    for m in &run.names[..2] {
+    for m in run.names.iter().filter(|n| **n != first) {
         patch_spec(&fleet, m, json!({"capacity": {"step": 3}})).await;
     }
     run.until(Duration::from_secs(30), "back in sync", async |_| {
