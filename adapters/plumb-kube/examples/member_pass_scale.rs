@@ -15,9 +15,8 @@
 //!   (`Stores::lend`, `Stores::give_back`), and, for comparison, the CPU time and resident
 //!   growth of a copy of the stores (`Stores::observation`).
 //!
-//! Run: `cargo run --release -p plumb-kube --example member_pass_scale`. The issue's targets
-//! (issue 44): resident set ≤ 60 MiB, ≤ 100 ms of CPU per interval; benches/RESULTS.md
-//! records the runs.
+//! Run: `cargo run --release -p plumb-kube --example member_pass_scale`. The targets: resident
+//! set ≤ 60 MiB, ≤ 100 ms of CPU per interval; benches/RESULTS.md records the runs.
 
 use std::convert::Infallible;
 use std::sync::atomic::AtomicBool;
