@@ -5,7 +5,8 @@
 //! a NodePool at its limit) stays short when the load rises; the hub borrows replicas in the
 //! others (an intent written on their copies, served by their scalers as the floor, set by their
 //! KEDA clients, bound and made ready by their emulators) and moves traffic to them (weights
-//! read back from the HTTPRoute, summing to 100).
+//! read back from the HTTPRoute, summing to 100); `kubectl get adaptivepolicies -A` on a lender
+//! shows its floor and the hub's phase in the seed's columns.
 //!
 //! Ignored in plain runs: `cargo xtask plumb-live` starts the servers and runs it.
 
