@@ -126,6 +126,7 @@ impl StepOutput {
 pub struct Hub {
     policy: String,
     identity: String,
+    intent_ttl: Duration,
     fleet: FleetStatus,
     floor_written_at: BTreeMap<String, Timestamp>,
     taken_back: TakenBack,
@@ -146,6 +147,7 @@ impl Hub {
         Hub {
             policy: policy.into(),
             identity: identity.into(),
+            intent_ttl: INTENT_TTL,
             held_said: Vec::new(),
             fleet: adopted,
             floor_written_at: BTreeMap::new(),
@@ -154,6 +156,19 @@ impl Hub {
             last_return: None,
             no_room_said: None,
         }
+    }
+
+    /// The same hub writing floors that hold for `ttl` instead of [`INTENT_TTL`] (the seed's
+    /// 5 minutes; live tests shorten it to watch floors lapse). Renewals follow it: a held
+    /// floor is rewritten once less than half of `ttl` is left.
+    pub fn with_intent_ttl(mut self, ttl: Duration) -> Hub {
+        self.intent_ttl = ttl;
+        self
+    }
+
+    /// How long a floor this hub writes holds.
+    pub fn intent_ttl(&self) -> Duration {
+        self.intent_ttl
     }
 
     /// Records that carrying out `out`'s writes failed ([`StepOutput::write_failed`]), in
@@ -246,7 +261,7 @@ impl Hub {
             }
             if let Some(expires) = member.intent.as_ref().and_then(|i| i.expires) {
                 self.floor_written_at
-                    .insert(name.clone(), expires.minus(INTENT_TTL));
+                    .insert(name.clone(), expires.minus(self.intent_ttl));
             }
         }
     }

@@ -12,7 +12,7 @@ use super::members::ReportUse;
 use super::outcomes;
 use super::plan::Plan;
 use super::view::View;
-use super::{Hub, INTENT_TTL, StepInput, StepOutput};
+use super::{Hub, StepInput, StepOutput};
 
 /// Assembles the step's output and moves the hub's memory on.
 pub fn finish(
@@ -163,7 +163,7 @@ fn intent_writes(
         let changed = before.get(name).is_some_and(|b| b.floor != cluster.floor);
         let intent = (cluster.floor > 0).then(|| Intent {
             replicas: cluster.floor,
-            expires: Some(now.plus(INTENT_TTL)),
+            expires: Some(now.plus(hub.intent_ttl)),
             hub: Some(hub.identity.clone()),
             tier: cluster.tier,
             added: cluster.added,
@@ -179,7 +179,7 @@ fn intent_writes(
                 intent,
                 renewal: false,
             });
-        } else if cluster.floor > 0 && needs_renewal(held, &hub.identity, now) {
+        } else if cluster.floor > 0 && needs_renewal(held, hub, now) {
             renewals.push(Effect::WriteIntent {
                 cluster: name.clone(),
                 intent,
@@ -190,12 +190,14 @@ fn intent_writes(
     effects.extend(renewals);
 }
 
-fn needs_renewal(held: Option<&Intent>, identity: &str, now: Timestamp) -> bool {
+fn needs_renewal(held: Option<&Intent>, hub: &Hub, now: Timestamp) -> bool {
     let Some(held) = held else {
         return true;
     };
-    held.hub.as_deref() != Some(identity)
-        || held.expires.is_none_or(|e| e.since(now) < INTENT_TTL / 2)
+    held.hub.as_deref() != Some(hub.identity.as_str())
+        || held
+            .expires
+            .is_none_or(|e| e.since(now) < hub.intent_ttl / 2)
 }
 
 fn decision_line(

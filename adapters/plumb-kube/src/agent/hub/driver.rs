@@ -77,6 +77,8 @@ struct Target<'a> {
 /// Drives plumb-core's hub step over real API servers while this agent leads.
 pub struct HubDriver {
     identity: String,
+    /// How long the floors it writes hold (`--test-intent-expiry`, else the seed's 5 min).
+    intent_ttl: std::time::Duration,
     cluster: String,
     namespace: String,
     metrics: AgentMetrics,
@@ -101,6 +103,7 @@ impl HubDriver {
     pub fn new(config: &AgentConfig, metrics: AgentMetrics) -> HubDriver {
         HubDriver {
             identity: config.identity(),
+            intent_ttl: config.timing.intent_ttl,
             cluster: config.cluster_name.clone(),
             namespace: config.namespace.clone(),
             metrics,
@@ -233,7 +236,8 @@ impl HubDriver {
             Some(term) => term,
             None => match inputs::adoption(&reads, &holders) {
                 Some(adopted) => Term {
-                    hub: Hub::new(key, self.identity.clone(), adopted),
+                    hub: Hub::new(key, self.identity.clone(), adopted)
+                        .with_intent_ttl(self.intent_ttl),
                     stored: None,
                 },
                 None => {

@@ -359,3 +359,41 @@ fn shadow_decides_the_same_but_writes_nothing() {
     fleet.step(t(100));
     assert_eq!(fleet.floor("b"), 5);
 }
+
+#[test]
+fn a_shortened_intent_ttl_sets_the_expiry_and_the_renewal_point() {
+    let mut fleet = Fleet::new(base_spec());
+    fleet.hub = fleet.hub.clone().with_intent_ttl(Duration::from_secs(20));
+    escalate(&mut fleet, t(30), 6);
+    fleet.report(
+        "b",
+        Report {
+            static_room: 5,
+            ..report(t(30), 1)
+        },
+    );
+    fleet.step(t(30));
+    let written = fleet.members["b"].intent.clone().expect("written");
+    assert_eq!(written.expires, Some(t(30).plus(Duration::from_secs(20))));
+    // More than half of the 20 s left: no renewal; less than half: renewed to now + 20 s.
+    let early = fleet.step(t(30).plus(Duration::from_secs(5)));
+    assert!(
+        !early
+            .effects
+            .iter()
+            .any(|e| matches!(e, Effect::WriteIntent { renewal: true, .. })),
+        "{:?}",
+        early.effects
+    );
+    let late_at = t(30).plus(Duration::from_secs(12));
+    let late = fleet.step(late_at);
+    assert!(
+        late.effects.iter().any(|e| matches!(
+            e,
+            Effect::WriteIntent { cluster, renewal: true, intent: Some(i) }
+                if cluster == "b" && i.expires == Some(late_at.plus(Duration::from_secs(20)))
+        )),
+        "{:?}",
+        late.effects
+    );
+}
