@@ -177,7 +177,7 @@ fn build(root: &Path, options: &Options) -> Result<()> {
 }
 
 /// Where cargo puts its builds: `CARGO_TARGET_DIR`, else the workspace's `target/`.
-fn target_dir(root: &Path) -> PathBuf {
+pub(crate) fn target_dir(root: &Path) -> PathBuf {
     std::env::var_os("CARGO_TARGET_DIR").map_or_else(|| root.join("target"), PathBuf::from)
 }
 

@@ -178,7 +178,8 @@ fn chaos_plumb(rest: &[String]) -> Result<()> {
 }
 
 /// `cargo xtask plumb-fleet [ARGS...]`: builds `plumb`, then runs `plumb-fleet` (its servers,
-/// processes and state under `target/plumb-fleet/`) with the given arguments.
+/// processes and state under `target/plumb-fleet/`) with the given arguments; the binary is
+/// found where cargo put it (`CARGO_TARGET_DIR`, else `target/`).
 fn plumb_fleet(rest: &[String]) -> Result<()> {
     let root = workspace_root();
     run(Command::new(cargo())
@@ -192,7 +193,7 @@ fn plumb_fleet(rest: &[String]) -> Result<()> {
             "plumb",
         ])
         .current_dir(&root))?;
-    let plumb = root.join("target/debug/plumb");
+    let plumb = image::target_dir(&root).join("debug/plumb");
     run(Command::new(cargo())
         .args([
             "run",
