@@ -108,33 +108,12 @@ async fn eventually<T>(what: &str, mut f: impl AsyncFnMut() -> Option<T>) -> T {
     panic!("not within 30 s: {what}");
 }
 
-/// The AdaptivePolicy CRD as shipped and the HTTPRoute fixture CRD, established.
+/// Plumb's CRDs (as shipped and the fixtures'), established, and the namespace `plumb`: the
+/// live fleet's own set-up (`plumb_fleet_emulator::fleet::install`).
 async fn install_crds(client: &Client) {
-    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
-    let crds = resource(
-        "apiextensions.k8s.io/v1",
-        "CustomResourceDefinition",
-        "customresourcedefinitions",
-    );
-    for file in [
-        "deploy/plumb/crds/adaptivepolicies.plumb-k8s.github.io.yaml",
-        "fixtures/plumb/crds/httproutes.gateway.networking.k8s.io.yaml",
-    ] {
-        let crd: Value =
-            serde_saphyr::from_str(&std::fs::read_to_string(root.join(file)).unwrap()).unwrap();
-        apply(client, &crds, &crd).await;
-        let api: Api<DynamicObject> = Api::all_with(client.clone(), &crds);
-        let name = crd["metadata"]["name"].as_str().unwrap().to_owned();
-        eventually(&format!("{name} established"), async || {
-            let crd = api.get(&name).await.ok()?;
-            crd.data["status"]["conditions"]
-                .as_array()?
-                .iter()
-                .any(|c| c["type"] == "Established" && c["status"] == "True")
-                .then_some(())
-        })
-        .await;
-    }
+    plumb_fleet_emulator::fleet::install(client)
+        .await
+        .unwrap_or_else(|e| panic!("installing the CRDs: {e:#}"));
 }
 
 fn now() -> Timestamp {

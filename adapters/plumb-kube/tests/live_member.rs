@@ -31,11 +31,9 @@ async fn client() -> Client {
     let _ = tracing_subscriber::fmt().with_test_writer().try_init();
     let path = std::env::var("ALFRED_APISERVER_KUBECONFIG")
         .expect("set ALFRED_APISERVER_KUBECONFIG (cargo xtask apiserver status)");
-    let kubeconfig = kube::config::Kubeconfig::read_from(path).expect("kubeconfig");
-    let config = kube::Config::from_custom_kubeconfig(kubeconfig, &Default::default())
+    plumb_fleet_emulator::fleet::client_of(Path::new(&path))
         .await
-        .expect("kubeconfig config");
-    Client::try_from(config).expect("client")
+        .unwrap_or_else(|e| panic!("{e:#}"))
 }
 
 fn resource(api_version: &str, kind: &str, plural: &str) -> ApiResource {
@@ -120,40 +118,12 @@ async fn eventually<T>(what: &str, mut check: impl AsyncFnMut() -> Option<T>) ->
     panic!("{what}: not within 30 s");
 }
 
-/// The AdaptivePolicy CRD as shipped and the Karpenter fixtures, established.
+/// Plumb's CRDs (as shipped and the fixtures'), established, and the namespace `plumb`: the
+/// live fleet's own set-up (`plumb_fleet_emulator::fleet::install`).
 async fn install_crds(client: &Client) {
-    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
-    let crds = resource(
-        "apiextensions.k8s.io/v1",
-        "CustomResourceDefinition",
-        "customresourcedefinitions",
-    );
-    let api = api(client, &crds, None);
-    for path in [
-        "deploy/plumb/crds/adaptivepolicies.plumb-k8s.github.io.yaml",
-        "fixtures/plumb/crds/nodepools.karpenter.sh.yaml",
-        "fixtures/plumb/crds/nodeclaims.karpenter.sh.yaml",
-    ] {
-        let crd: Value =
-            serde_saphyr::from_str(&std::fs::read_to_string(root.join(path)).unwrap()).unwrap();
-        let name = crd["metadata"]["name"].as_str().unwrap().to_owned();
-        api.patch(
-            &name,
-            &PatchParams::apply("plumb-member-live-test").force(),
-            &Patch::Apply(&crd),
-        )
+    plumb_fleet_emulator::fleet::install(client)
         .await
-        .unwrap_or_else(|e| panic!("apply {path}: {e}"));
-        eventually("the CRD established", async || {
-            let crd = api.get(&name).await.ok()?;
-            crd.data["status"]["conditions"]
-                .as_array()?
-                .iter()
-                .any(|c| c["type"] == "Established" && c["status"] == "True")
-                .then_some(())
-        })
-        .await;
-    }
+        .unwrap_or_else(|e| panic!("installing the CRDs: {e:#}"));
 }
 
 /// A fake Prometheus answering each query text with the body scripted for it.
