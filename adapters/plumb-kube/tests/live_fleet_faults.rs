@@ -2,7 +2,7 @@
 //! top of the borrowing story of `live_fleet_borrow.rs` (whole agents, scalers, emulators,
 //! KEDA clients and scripted Prometheus in-process; tests/support/story.rs): the hub agent
 //! killed after its intents are written, minority and majority partitions (an API server
-//! killed), an API server restarted, a rolling upgrade of one copy's spec, and one member's
+//! killed; the hub's own one too, its agent left running), an API server restarted, a rolling upgrade of one copy's spec, and one member's
 //! Prometheus unreachable. Lease clocks are the test ones (4 s lease, 3 s renew deadline).
 //!
 //! Ignored in plain runs: `cargo xtask plumb-live` starts the servers and runs them.
@@ -202,7 +202,7 @@ async fn hub_stays(fleet: &LiveFleet, members: &[&str], hub: &str, hold: Duratio
 async fn live_fleet_a_minority_partition_keeps_or_replaces_the_hub() {
     let _ = logs();
     let fleet = LiveFleet::from_env().await;
-    let mut run = Running::start(&fleet, "minority", "auto", |_| vec![], |_, url| url).await;
+    let run = Running::start(&fleet, "minority", "auto", |_| vec![], |_, url| url).await;
     let names = fleet.names();
     let all: Vec<&str> = names.iter().map(String::as_str).collect();
     let hub = support::fleet::eventually("one hub named by every Lease", async || {
@@ -224,30 +224,53 @@ async fn live_fleet_a_minority_partition_keeps_or_replaces_the_hub() {
         (agreed_holder(&fleet, &all).await.as_deref() == Some(hub.as_str())).then_some(())
     })
     .await;
-    // The hub's own API server stopped: its agent still reaches the other two Leases, a
-    // majority, so it stays the hub.
+    // The hub's own API server stopped, its agent left running: the agent still reaches the
+    // other two Leases, a majority, but it can no longer step (it lists the policies on its
+    // own member), so it stops renewing and steps down at the renew deadline, and one of
+    // the other two takes over once the last renewal is a lease duration old.
     fleet.stop_apiserver(&hub_member).await;
-    let rest: Vec<&str> = all.iter().copied().filter(|n| *n != hub_member).collect();
-    hub_stays(&fleet, &rest, &hub, 3 * LEASE_DURATION).await;
-    // Its agent cut off as well (the whole member partitioned away): a new hub among the
-    // other two.
-    run.agents
-        .remove(&hub_member)
-        .expect("the hub's agent")
-        .kill()
-        .await;
     let cut_at = Instant::now();
+    let rest: Vec<&str> = all.iter().copied().filter(|n| *n != hub_member).collect();
     let successor = support::fleet::eventually("a new hub among the other two", async || {
         agreed_holder(&fleet, &rest)
             .await
             .filter(|h| cluster_of(h) != hub_member)
     })
     .await;
-    eprintln!(
-        "hub {hub} cut off; {successor} leads after {:?}",
-        cut_at.elapsed()
+    let handed_over = cut_at.elapsed();
+    eprintln!("hub {hub}'s own API server stopped; {successor} leads after {handed_over:?}");
+    assert!(
+        handed_over <= LEASE_DURATION + Duration::from_secs(3),
+        "the hand-over took {handed_over:?}, more than about one lease duration"
     );
+    let said = |text: &str| {
+        logs()
+            .text()
+            .lines()
+            .any(|l| l.contains(text) && l.contains(hub.as_str()))
+    };
+    assert!(
+        said("this member's API server does not answer: no renewal"),
+        "the old hub says why it stops renewing"
+    );
+    assert!(
+        said("stopped leading the fleet"),
+        "the old hub says it stepped down"
+    );
+    // Its server back, the old hub's agent (never stopped) does not lead again: once the
+    // successor's renewal reaches the restarted member, every Lease names the successor and
+    // keeps naming it.
     fleet.restart_apiserver(&hub_member).await;
+    let back_at = Instant::now();
+    support::fleet::eventually("the successor named on every Lease", async || {
+        (agreed_holder(&fleet, &all).await.as_deref() == Some(successor.as_str())).then_some(())
+    })
+    .await;
+    eprintln!(
+        "{hub_member}'s Lease names {successor} {:?} after its server came back",
+        back_at.elapsed()
+    );
+    hub_stays(&fleet, &all, &successor, 3 * LEASE_DURATION).await;
     run.stop().await;
 }
 

@@ -71,7 +71,12 @@ pub async fn run(ctx: HubContext, stop: watch::Receiver<bool>) -> anyhow::Result
         providers,
         lock::request_timeout(&timing),
     );
-    let lock = lock::QuorumLock::new(&config.identity(), timing, &config.namespace);
+    let lock = lock::QuorumLock::new(
+        &config.identity(),
+        &config.cluster_name,
+        timing,
+        &config.namespace,
+    );
     let (lead_tx, lead_rx) = watch::channel(Leadership::default());
     let (fleet_tx, fleet_rx) = watch::channel(Arc::new(Fleet::default()));
     tokio::join!(

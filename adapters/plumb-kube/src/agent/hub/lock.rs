@@ -8,7 +8,10 @@
 //! landed, as the fault campaign's driver counts it. Every request has its own timeout, so one
 //! dead member cannot hold a round past the renew deadline. On stop, [`QuorumLock::release`]
 //! clears the holder on every Lease naming this agent, at once (client-go's
-//! `ReleaseOnCancel`).
+//! `ReleaseOnCancel`). The own member's Lease is part of every hold ([`own`]): a hub whose
+//! own API server does not answer stops renewing and steps down at the renew deadline.
+
+pub mod own;
 
 use std::collections::BTreeMap;
 use std::time::Duration;
@@ -26,6 +29,7 @@ use utc_time::Timestamp;
 
 use super::members::Fleet;
 use crate::agent::config::HUB_LEASE;
+use own::{OwnMember, Skip};
 
 /// What the hub step needs to know of the lock: whether, and until when, this agent leads.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -54,6 +58,12 @@ pub fn request_timeout(timing: &LeaseTiming) -> Duration {
 #[derive(Debug)]
 pub struct QuorumLock {
     elector: Elector,
+    /// This agent's own member (its cluster name).
+    own: String,
+    /// The own-member rule's memory.
+    own_member: OwnMember,
+    /// The skip last logged, so a change of reason is logged once.
+    last_skip: Option<Skip>,
     timing: LeaseTiming,
     namespace: String,
     timeout: Duration,
@@ -66,10 +76,14 @@ pub struct QuorumLock {
 }
 
 impl QuorumLock {
-    /// The lock of the agent `identity` (`<cluster>/<pod>`) over the Leases in `namespace`.
-    pub fn new(identity: &str, timing: LeaseTiming, namespace: &str) -> QuorumLock {
+    /// The lock of the agent `identity` (`<cluster>/<pod>`, of the member `own`) over the
+    /// Leases in `namespace`.
+    pub fn new(identity: &str, own: &str, timing: LeaseTiming, namespace: &str) -> QuorumLock {
         QuorumLock {
             elector: Elector::new(identity, timing),
+            own: own.to_owned(),
+            own_member: OwnMember::default(),
+            last_skip: None,
             timing,
             namespace: namespace.to_owned(),
             timeout: request_timeout(&timing),
@@ -84,56 +98,108 @@ impl QuorumLock {
         self.leadership
     }
 
-    /// One round: read every voter's Lease, and write what the elector plans. `now` is
-    /// called for the read's time and again after the writes.
+    /// One round: read every voter's Lease, and write what the elector plans unless the
+    /// own-member rule holds the round back ([`own`]). `now` is called for the read's time
+    /// and again after the writes.
     pub async fn round(&mut self, fleet: &Fleet, now: impl Fn() -> Timestamp) -> Leadership {
         let views = self.read(fleet).await;
-        match self.elector.on_read(views, now()) {
-            Attempt::Write(plan) => {
+        let own_read = views
+            .iter()
+            .any(|v| v.member == self.own && v.view != LeaseView::Unreachable);
+        let read_at = now();
+        // The elector sees every read, written or not, so its expiry clocks keep time.
+        let attempt = self.elector.on_read(views, read_at);
+        let gate = self.own_member.may_write(own_read, read_at);
+        self.note_skip(gate.err());
+        match (attempt, gate) {
+            (Attempt::Write(_), Err(_)) => {}
+            (Attempt::Write(plan), Ok(())) => {
                 let results = self.write(fleet, &plan).await;
                 let outcome = plan.settle(&results);
                 // The elector plans only records naming this agent: a committed write is a
-                // committed hold (acquired or renewed).
+                // committed hold (acquired or renewed) on the fleet, whatever this agent
+                // makes of it.
                 self.elector.on_write(&plan, &results, now());
                 match outcome {
                     WriteOutcome::Committed { .. } => {
-                        let held = Leadership {
-                            term: Some(plan.record.transitions),
-                            until: plan
-                                .record
-                                .renew_time
-                                .map(|t| t.plus(self.timing.renew_deadline)),
-                        };
-                        if held.term != self.leadership.term {
-                            tracing::info!(
-                                identity = %self.elector.identity(),
-                                term = plan.record.transitions,
-                                voters = fleet.voters.len(),
-                                "leading the fleet: this agent is the hub"
-                            );
+                        let own_landed = results.iter().any(|(m, ok)| *ok && *m == self.own);
+                        if self.own_member.committed(own_landed) {
+                            self.hold(&plan, fleet);
                         }
-                        self.leadership = held;
-                        self.last_wait = None;
                     }
                     WriteOutcome::Failed(no) => {
                         self.note_wait(format!("the plumb-hub Lease write reached too few: {no}"));
                     }
                 }
             }
-            Attempt::Wait(Wait::NoQuorum(no)) => self.note_wait(no.to_string()),
-            Attempt::Wait(Wait::HeldBy { holder, .. }) => {
+            (Attempt::Wait(Wait::NoQuorum(no)), _) => self.note_wait(no.to_string()),
+            (Attempt::Wait(Wait::HeldBy { holder, .. }), _) => {
                 self.note_wait(format!("the hub is {holder}"));
             }
         }
         let at = now();
         if !self.leadership.leading(at) && self.leadership.until.is_some() {
+            let benched = self.own_member.lapsed(at, self.timing.duration);
             tracing::warn!(
                 identity = %self.elector.identity(),
+                own_member_down = benched,
                 "stopped leading the fleet: no renewal within the renew deadline"
             );
             self.leadership = Leadership::default();
         }
         self.leadership
+    }
+
+    /// A committed write that included the own member's Lease: this agent holds the lock
+    /// until the record's renewal plus the renew deadline.
+    fn hold(&mut self, plan: &WritePlan, fleet: &Fleet) {
+        let held = Leadership {
+            term: Some(plan.record.transitions),
+            until: plan
+                .record
+                .renew_time
+                .map(|t| t.plus(self.timing.renew_deadline)),
+        };
+        if held.term != self.leadership.term {
+            tracing::info!(
+                identity = %self.elector.identity(),
+                term = plan.record.transitions,
+                voters = fleet.voters.len(),
+                "leading the fleet: this agent is the hub"
+            );
+        }
+        self.leadership = held;
+        self.last_wait = None;
+    }
+
+    /// Logs why the own-member rule holds rounds back, once per change of reason.
+    fn note_skip(&mut self, skip: Option<Skip>) {
+        let changed = match (&self.last_skip, &skip) {
+            (Some(Skip::Benched { .. }), Some(Skip::Benched { .. })) => false,
+            (a, b) => a != b,
+        };
+        if changed {
+            let identity = self.elector.identity();
+            match skip {
+                Some(Skip::OwnUnreadable) if self.leadership.term.is_some() => tracing::warn!(
+                    %identity,
+                    member = %self.own,
+                    "this member's API server does not answer: no renewal; stepping down at the renew deadline unless it answers"
+                ),
+                Some(Skip::OwnUnreadable) => tracing::warn!(
+                    %identity,
+                    member = %self.own,
+                    "this member's API server does not answer: not campaigning until it does"
+                ),
+                Some(Skip::Benched { until }) => tracing::info!(
+                    %identity,
+                    %until,
+                    "stepped down for this member's API server: not campaigning for one lease duration"
+                ),
+                None => {}
+            }
+            self.last_skip = skip;
+        }
     }
 
     /// Logs a reason for not leading when it differs from the last one logged. No quorum is
