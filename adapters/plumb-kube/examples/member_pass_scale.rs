@@ -87,8 +87,18 @@ fn list<T: plumb_kube::agent::member::store::Decode>(
 
 /// Every kind of the stores listed with the synthetic member (absent kinds listed empty).
 fn fill(stores: &Stores) {
+    let before = proc_kib("VmRSS:");
     list(&mut lock(&stores.nodes), (0..NODES).map(synthetic::node));
+    let nodes = proc_kib("VmRSS:");
     list(&mut lock(&stores.pods), (0..PODS).map(synthetic::pod));
+    let pods = proc_kib("VmRSS:");
+    println!(
+        "stores: the nodes {:.1} MiB ({} B per node), the pods {:.1} MiB ({} B per pod)",
+        mib(nodes - before),
+        (nodes - before) * 1024 / NODES as u64,
+        mib(pods - nodes),
+        (pods - nodes) * 1024 / PODS as u64
+    );
     list(
         &mut lock(&stores.deployments),
         std::iter::once(synthetic::deployment()),

@@ -12,6 +12,7 @@ use plumb_core::member::{
     SignalSamples,
 };
 use plumb_model::{AdaptivePolicy, Condition, Report, Timestamp};
+use scheduler_model::Interner;
 use scheduler_model::model::selector_matches;
 
 use crate::signals::{Answer, SignalAnswers};
@@ -42,6 +43,9 @@ pub fn report(
     now: Timestamp,
 ) -> Reported {
     let mut observation = observed.clone();
+    // As the agent's pod store keeps them: the same report (plumb-core's property tests), and
+    // the replay fixtures then check the agent's path.
+    observation.read_bound_pods(&mut Interner::new());
     report_in(
         &mut Occupancy::new(),
         &mut observation,
@@ -134,7 +138,7 @@ fn promised(
         .map_or(0, |i| i.replicas);
     let desired = u32::try_from(deployment.spec.replicas.unwrap_or(1).max(0)).unwrap_or(u32::MAX);
     let on_a_node = deployment.spec.selector.as_ref().map_or(0, |selector| {
-        observed
+        let whole = observed
             .pods
             .iter()
             .map(|p| &p.pod)
@@ -144,7 +148,14 @@ fn promised(
                     && !p.is_terminal()
                     && selector_matches(selector, &p.metadata.labels)
             })
-            .count()
+            .count();
+        // Bound pods read once are bound and live.
+        let read_once = observed
+            .bound_pods
+            .iter()
+            .filter(|p| *p.namespace == *namespace && selector_matches(selector, &p.labels))
+            .count();
+        whole + read_once
     });
     let on_a_node = u32::try_from(on_a_node).unwrap_or(u32::MAX);
     let replicas = floor.max(desired).saturating_sub(on_a_node);

@@ -209,6 +209,7 @@ pub fn observation(cluster: &Cluster, model: &ModelSetup, start: Timestamp) -> M
         deployments: vec![deployment],
         autoscalers: vec![autoscaler],
         pods,
+        bound_pods: Vec::new(),
         nodes,
         namespaces: Vec::new(),
         node_pools,

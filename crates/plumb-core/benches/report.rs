@@ -5,7 +5,9 @@
 //! feeds the agent's stores).
 //!
 //! `cargo bench -p plumb-core --features synthetic --bench report` measures one
-//! `member::report` per iteration.
+//! `member::report` per iteration, on the observation the agent keeps: bound pods read once
+//! (`MemberObservation::read_bound_pods`, whose own time it prints), and for comparison on
+//! the same pods whole.
 //! Before measuring it prints the resident memory the report adds over its input (the peak
 //! resident set while reporting, reset through `/proc/self/clear_refs` once the input is built,
 //! minus the resident set then, from `/proc/self/status`), per pod; Linux only, skipped
@@ -20,6 +22,7 @@ use plumb_core::member::{
 };
 use plumb_core::synthetic::{self, NODES, PODS};
 use plumb_model::{AdaptivePolicySpec, Timestamp};
+use scheduler_model::Interner;
 
 /// 50,000 pods, 10 per node, decoded as the agent's pod store decodes them.
 fn pods() -> Vec<ObservedPod> {
@@ -88,9 +91,43 @@ fn proc_kib(field: &str) -> Option<u64> {
     line.split_whitespace().nth(1)?.parse().ok()
 }
 
+/// Prints the CPU (and wall) time per call of `f` over 20 calls.
+fn cpu_per_call(label: &str, mut f: impl FnMut()) {
+    let Some(start) = cpu_seconds() else { return };
+    let wall = wall_clock();
+    let runs = 20;
+    for _ in 0..runs {
+        f();
+    }
+    let cpu = cpu_seconds().unwrap_or(start) - start;
+    println!(
+        "{label}: {:.1} ms CPU, {:.1} ms wall per report ({runs} runs)",
+        cpu * 1000.0 / f64::from(runs),
+        wall.elapsed().as_secs_f64() * 1000.0 / f64::from(runs)
+    );
+}
+
+/// The observation with its bound pods read once, as the agent's pod store keeps them; prints
+/// what reading them took.
+fn read_once(whole: &MemberObservation) -> MemberObservation {
+    let mut obs = whole.clone();
+    let start = cpu_seconds();
+    obs.read_bound_pods(&mut Interner::new());
+    if let (Some(start), Some(end)) = (start, cpu_seconds()) {
+        println!(
+            "reading {} bound pods once: {:.0} ms CPU ({} pods kept whole)",
+            obs.bound_pods.len(),
+            (end - start) * 1000.0,
+            obs.pods.len()
+        );
+    }
+    obs
+}
+
 fn bench(c: &mut Criterion) {
     let now: Timestamp = "2026-12-01T12:00:00Z".parse().expect("time");
-    let obs = observation();
+    let whole = observation();
+    let obs = read_once(&whole);
     let spec = spec();
     let samples = signals(now);
     // Reset the peak resident set to the current one, so the peak below is the report's.
@@ -98,6 +135,11 @@ fn bench(c: &mut Criterion) {
     let rss_input = proc_kib("VmRSS:");
     let out = report(&obs, &spec, "us-east", &samples, None, now);
     let peak = proc_kib("VmHWM:");
+    assert_eq!(
+        out,
+        report(&whole, &spec, "us-east", &samples, None, now),
+        "the same report on the pods whole"
+    );
     let r = out.report.expect("member");
     assert_eq!(r.needed_replicas, 5);
     assert!(r.static_room > 0, "{r:?}");
@@ -109,19 +151,14 @@ fn bench(c: &mut Criterion) {
             r.static_room, r.dynamic_room
         );
     }
-    if let Some(start) = cpu_seconds() {
-        let wall = wall_clock();
-        let runs = 20;
-        for _ in 0..runs {
-            black_box(report(&obs, &spec, "us-east", &samples, None, now));
-        }
-        let cpu = cpu_seconds().unwrap_or(start) - start;
-        println!(
-            "member report: {:.1} ms CPU, {:.1} ms wall per report ({runs} runs)",
-            cpu * 1000.0 / f64::from(runs),
-            wall.elapsed().as_secs_f64() * 1000.0 / f64::from(runs)
-        );
-        let mut occupancy = Occupancy::new();
+    cpu_per_call("member report", || {
+        black_box(report(&obs, &spec, "us-east", &samples, None, now));
+    });
+    cpu_per_call("member report on the pods whole (not read once)", || {
+        black_box(report(&whole, &spec, "us-east", &samples, None, now));
+    });
+    let mut occupancy = Occupancy::new();
+    cpu_per_call("member report on a shared conversion", || {
         black_box(report_with(
             &mut occupancy,
             &obs,
@@ -131,39 +168,18 @@ fn bench(c: &mut Criterion) {
             None,
             now,
         ));
-        let start = cpu_seconds().unwrap_or(0.0);
-        let wall = wall_clock();
-        for _ in 0..runs {
-            black_box(report_with(
-                &mut occupancy,
-                &obs,
-                &spec,
-                "us-east",
-                &samples,
-                None,
-                now,
-            ));
-        }
-        let cpu = cpu_seconds().unwrap_or(start) - start;
-        println!(
-            "member report on a shared conversion: {:.1} ms CPU, {:.1} ms wall per report ({runs} runs)",
-            cpu * 1000.0 / f64::from(runs),
-            wall.elapsed().as_secs_f64() * 1000.0 / f64::from(runs)
-        );
-    }
+    });
     let mut group = c.benchmark_group("member_report");
     group.sample_size(10);
     group.bench_function("5000_nodes_50000_pods_3_promised", |b| {
         b.iter(|| black_box(report(&obs, &spec, "us-east", &samples, None, now)))
     });
+    group.bench_function("5000_nodes_50000_pods_3_promised_pods_whole", |b| {
+        b.iter(|| black_box(report(&whole, &spec, "us-east", &samples, None, now)))
+    });
     // The agent's case with several policies: the cluster converted once, each policy's
     // report placing its promised replicas and counting on the shared conversion.
     let mut occupancy = Occupancy::new();
-    let shared = report_with(&mut occupancy, &obs, &spec, "us-east", &samples, None, now);
-    assert_eq!(
-        shared.report,
-        report(&obs, &spec, "us-east", &samples, None, now).report
-    );
     group.bench_function("5000_nodes_50000_pods_3_promised_converted_once", |b| {
         b.iter(|| {
             black_box(report_with(

@@ -495,6 +495,26 @@ impl PreparedCluster {
         Ok(())
     }
 
+    /// Adds a bound pod read with [`crate::BoundPod::read`] as [`Self::add_pods`] adds the pod
+    /// it was read from, unless a pod of its namespace/name is already kept (`false` then) or
+    /// its node is not one of the cluster's (left out, as occupancy leaves such pods out).
+    pub(crate) fn add_bound(&mut self, pod: &crate::BoundPod) -> bool {
+        let Some(&n) = self.node_index.get(&*pod.node_name) else {
+            return true;
+        };
+        if !self.pod_keys.insert(pod.key()) {
+            return false;
+        }
+        if let Some(g) = pod.pod_group() {
+            *self
+                .pod_group_members
+                .entry(format!("{}/{g}", pod.namespace))
+                .or_insert(0) += 1;
+        }
+        self.add_pod(pod.info(), n);
+        true
+    }
+
     /// Resolves a pod's requests against the resource table.
     fn index(&self, p: &mut PodInfo) {
         p.req_v = p

@@ -19,10 +19,12 @@
 //!   simulated; [`simulate`] does both for one placement;
 //! * [`PreparedCluster::place`] and [`PreparedCluster::count_fitting`]: room questions (place a
 //!   pod and keep it, count the copies that still fit on some nodes); [`RoomCluster`] answers
-//!   the same questions on a compact conversion, for pods that read no other pod's labels.
+//!   the same questions on a compact conversion, for pods that read no other pod's labels;
+//!   [`BoundPod`] is a bound pod read once for it, for callers that keep a cluster's pods.
 
 #![warn(missing_docs, unreachable_pub)]
 
+pub mod bound;
 pub mod clip;
 pub mod config;
 pub mod engine;
@@ -37,6 +39,7 @@ pub mod quantity;
 /// The scheduler name of pods that name none.
 pub const DEFAULT_SCHEDULER_NAME: &str = "default-scheduler";
 
+pub use bound::{BoundPod, Interner};
 pub use config::{ConfigError, Profile, load_config};
 pub use engine::{
     Checkpoint, ClusterView, InputError, MoveInput, Outcome, PodPlacement, PreparedCluster,

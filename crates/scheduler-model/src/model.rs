@@ -367,6 +367,35 @@ pub fn normalize_image(name: &str) -> String {
     }
 }
 
+impl Node {
+    /// Drops what no conversion reads, for a caller that keeps many nodes (an agent's watch
+    /// store): annotations, owners, uid and timestamps; the spec and status keys known to be
+    /// harmless (conditions, capacity, addresses, node info, …) whole; of any other unknown
+    /// key only its value (the key is what makes the node unsupported). [`node_info`] gives
+    /// the same answer, or the same error, before and after.
+    pub fn forget_unread(&mut self) {
+        let meta = &mut self.metadata;
+        meta.annotations.clear();
+        meta.owner_references.clear();
+        meta.uid.clear();
+        meta.creation_timestamp = None;
+        meta.deletion_timestamp = None;
+        // Built anew: a map emptied in place keeps its allocated root.
+        let forget = |unknown: &mut crate::objects::Unknown, harmless: &[&str]| {
+            *unknown = std::mem::take(unknown)
+                .into_keys()
+                .filter(|k| !harmless.contains(&k.as_str()))
+                .map(|k| (k, serde_json::Value::Null))
+                .collect();
+        };
+        forget(&mut self.spec.unknown, HARMLESS_NODE_SPEC_KEYS);
+        forget(&mut self.status.unknown, HARMLESS_NODE_STATUS_KEYS);
+        for t in &mut self.spec.taints {
+            forget(&mut t.unknown, &[]);
+        }
+    }
+}
+
 /// Converts a node.
 pub fn node_info(node: &Node) -> Result<NodeInfo, Failure> {
     let name = &node.metadata.name;

@@ -6,6 +6,7 @@
 use std::collections::BTreeMap;
 
 use scheduler_model::objects::{LabelSelector, Namespace, Node, ObjectMeta, Pod, PodSpec};
+use scheduler_model::{BoundPod, Interner};
 use serde::{Deserialize, Deserializer, Serialize};
 use serde_json::Value;
 use utc_time::Timestamp;
@@ -27,9 +28,14 @@ pub struct MemberObservation {
     pub deployments: Vec<Deployment>,
     /// HorizontalPodAutoscalers (the one targeting the workload is read).
     pub autoscalers: Vec<Autoscaler>,
-    /// Every pod of the cluster: the workload's (found by its Deployment's selector) and the
-    /// rest, whose bound ones are occupancy for the placement check.
+    /// Every pod of the cluster not in `bound_pods`: the workload's (found by its Deployment's
+    /// selector) and the rest, whose bound ones are occupancy for the placement check.
     pub pods: Vec<ObservedPod>,
+    /// Bound pods of the common shape, read once for the placement check (see
+    /// [`MemberObservation::read_bound_pods`]): occupancy only, which is all the report reads
+    /// of them. A pod is here or in `pods`, not both (a namespace/name in both counts once, as
+    /// its `pods` entry).
+    pub bound_pods: Vec<BoundPod>,
     /// Every node of the cluster.
     pub nodes: Vec<Node>,
     /// Namespaces, for pod-affinity `namespaceSelector`s (may be empty).
@@ -42,6 +48,40 @@ pub struct MemberObservation {
     pub events: Vec<Event>,
     /// Replicas other policies were promised in this cluster and do not yet have on a node.
     pub promised: Vec<Promised>,
+}
+
+impl MemberObservation {
+    /// Moves every pod of `pods` that [`BoundPod::read`] accepts (bound, live, of the common
+    /// shape) and whose namespace/name no other pod has to `bound_pods`, read once. The report
+    /// is the same before and after (property-tested); a caller that keeps the observation
+    /// between reports (the agent's watches, a bench) pays the reading once instead of at
+    /// every report.
+    pub fn read_bound_pods(&mut self, interner: &mut Interner) {
+        let mut seen: BTreeMap<(&str, &str), u32> = BTreeMap::new();
+        for p in &self.pods {
+            let meta = &p.pod.metadata;
+            *seen
+                .entry((meta.namespace.as_str(), meta.name.as_str()))
+                .or_insert(0) += 1;
+        }
+        let read: Vec<Option<BoundPod>> = self
+            .pods
+            .iter()
+            .map(|p| {
+                let meta = &p.pod.metadata;
+                (seen[&(meta.namespace.as_str(), meta.name.as_str())] == 1)
+                    .then(|| BoundPod::read(&p.pod, interner))
+                    .flatten()
+            })
+            .collect();
+        let pods = std::mem::take(&mut self.pods);
+        for (pod, read) in pods.into_iter().zip(read) {
+            match read {
+                Some(b) => self.bound_pods.push(b),
+                None => self.pods.push(pod),
+            }
+        }
+    }
 }
 
 /// An `apps/v1` Deployment: its desired replicas, selector and pod template.

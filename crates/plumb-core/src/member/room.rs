@@ -141,6 +141,7 @@ fn convert_compact(observation: &MemberObservation) -> Result<RoomCluster, Strin
         &observation.nodes,
         &observation.namespaces,
         observation.pods.iter().map(|p| &p.pod),
+        &observation.bound_pods,
         &Profile::default_scheduler().scheduler_name,
     )
     .map_err(|e| format!("staticRoom: {e}"))
@@ -156,8 +157,12 @@ fn convert_full(observation: &MemberObservation) -> Result<RoomCluster, String> 
         selector_objects: &[],
         pod_groups: &[],
     };
-    RoomCluster::full(view, &Profile::default_scheduler().scheduler_name)
-        .map_err(|e| format!("staticRoom: {e}"))
+    RoomCluster::full(
+        view,
+        &observation.bound_pods,
+        &Profile::default_scheduler().scheduler_name,
+    )
+    .map_err(|e| format!("staticRoom: {e}"))
 }
 
 /// Places the workload's own pending pods (replicas already wanted, which will take room
@@ -247,9 +252,9 @@ fn place_and_count(
     Ok(out)
 }
 
-/// The bound, live pods on known nodes, each once: the occupancy the placement check starts
-/// from. Pending pods are left out: the workload's own are placed first, and the promised
-/// replicas stand for other policies' pending demand.
+/// The bound, live pods of `pods` on known nodes, each once (with `bound_pods`, the occupancy
+/// the placement check starts from). Pending pods are left out: the workload's own are
+/// placed first, and the promised replicas stand for other policies' pending demand.
 fn occupancy(observation: &MemberObservation) -> Vec<&Pod> {
     occupants(&observation.nodes, observation.pods.iter().map(|p| &p.pod))
 }

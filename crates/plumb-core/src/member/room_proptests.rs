@@ -3,7 +3,8 @@
 //! placed pods, topology spread, host ports, limits-only and init-container requests, pending,
 //! terminal, duplicate and misplaced pods) the static room, the promised replicas placed and
 //! left over, and the whole report are the same with the compact conversion as with the
-//! full one (the scheduler model's `PreparedCluster`, used alone before).
+//! full one (the scheduler model's `PreparedCluster`, used alone before); and reading the
+//! bound pods once (`MemberObservation::read_bound_pods`) changes no report.
 
 use proptest::prelude::*;
 use serde_json::{Value, json};
@@ -13,6 +14,7 @@ use crate::member::observation::{ObservedPod, Promised};
 use crate::member::tests::{GPU, now};
 use crate::member::{report, report_with};
 use plumb_model::AdaptivePolicySpec;
+use scheduler_model::Interner;
 
 /// One node: GPUs, CPUs, zone (3: no zone label), pool (0 `gpu`, 1 `other`, 2 none), taint
 /// (0 none, 1 GPU NoSchedule, 2 PreferNoSchedule, 3 NoExecute), unschedulable, tier label.
@@ -336,6 +338,26 @@ proptest! {
     }
 
     #[test]
+    fn reading_the_bound_pods_once_changes_no_report(c in case()) {
+        // Bound pods read once (as the agent's watches keep them) against the same pods
+        // whole: the same report on either conversion, in any order of the read pods.
+        let obs = observation(&c);
+        let mut read = obs.clone();
+        read.read_bound_pods(&mut Interner::new());
+        prop_assert_eq!(read.pods.len() + read.bound_pods.len(), obs.pods.len());
+        let spec = policy(c.max_replicas);
+        let whole = report(&obs, &spec, "c1", &Default::default(), None, now());
+        prop_assert_eq!(&report(&read, &spec, "c1", &Default::default(), None, now()), &whole);
+        let in_full = report_with(&mut Occupancy::full_only(), &read, &spec, "c1",
+                                  &Default::default(), None, now());
+        prop_assert_eq!(&in_full, &whole);
+        read.bound_pods.reverse();
+        prop_assert_eq!(&report(&read, &spec, "c1", &Default::default(), None, now()), &whole);
+        prop_assert_eq!(room_on(&mut Occupancy::new(), &read, &c),
+                        room_on(&mut Occupancy::full_only(), &obs, &c));
+    }
+
+    #[test]
     fn pods_without_inter_pod_terms_are_answered_on_the_compact_conversion(
         mut c in case(),
     ) {
@@ -362,54 +384,76 @@ proptest! {
     #![proptest_config(ProptestConfig::with_cases(512))]
 
     #[test]
-    fn each_placement_lands_on_the_same_node_on_both_conversions(c in case()) {
+    fn each_placement_lands_on_the_same_node_on_every_conversion(
+        c in case(),
+        read_once in any::<bool>(),
+    ) {
         // Node by node, not only the counts: the promised replicas and then copies of the
-        // workload are placed one after another on both conversions.
-        let obs = observation(&c);
+        // workload are placed one after another on the full conversion of the pods whole (the
+        // reference), on the full and the compact conversion of the same pods with the bound
+        // ones read once (`read_once`) or whole.
+        let whole = observation(&c);
+        let mut obs = whole.clone();
+        if read_once {
+            obs.read_bound_pods(&mut Interner::new());
+        }
         let profile = Profile::default_scheduler();
         let scheduler = &profile.scheduler_name;
-        let pods = occupancy(&obs);
-        let view = ClusterView {
-            nodes: &obs.nodes,
-            pods: &pods,
-            namespaces: &obs.namespaces,
-            selector_objects: &[],
-            pod_groups: &[],
+        let full_of = |o: &MemberObservation| {
+            let pods = occupancy(o);
+            let view = ClusterView {
+                nodes: &o.nodes,
+                pods: &pods,
+                namespaces: &o.namespaces,
+                selector_objects: &[],
+                pod_groups: &[],
+            };
+            RoomCluster::full(view, &o.bound_pods, scheduler)
         };
-        let full = RoomCluster::full(view, scheduler);
         let compact = RoomCluster::from_occupancy(
-            &obs.nodes, &obs.namespaces, obs.pods.iter().map(|p| &p.pod), scheduler);
-        let (Ok(mut full), Ok(mut compact)) = (full, compact) else {
+            &obs.nodes, &obs.namespaces, obs.pods.iter().map(|p| &p.pod), &obs.bound_pods,
+            scheduler);
+        let (Ok(mut reference), Ok(mut full), Ok(mut compact)) =
+            (full_of(&whole), full_of(&obs), compact) else {
             return Err(TestCaseError::fail("conversion failed"));
         };
-        // Duplicates are left to the full conversion (asked above); the rest is compact.
-        prop_assume!(compact.is_compact());
-        // Each policy's copies at once on the compact conversion, one by one on the full one.
+        // Duplicates are left to the full conversion; the rest is compact. The compact one is
+        // compared until a pod it does not answer for was placed on the others.
+        let mut in_step = compact.is_compact();
         for p in &obs.promised {
             let copies: Vec<Pod> = (0..p.replicas)
                 .map(|i| template_pod(&p.template, "ml", &format!("{}-{i}", p.policy.replace('/', "-"))))
                 .collect();
             let Some(first) = copies.first() else { continue };
-            if !compact.answers(&profile, first) {
-                continue;
-            }
             let one_by_one: Result<Vec<Option<String>>, _> =
+                copies.iter().map(|c| reference.place(&profile, c)).collect();
+            in_step &= compact.answers(&profile, first);
+            if in_step {
+                prop_assert_eq!(compact.place_copies(&profile, first, p.replicas), one_by_one.clone());
+            }
+            let on_full: Result<Vec<Option<String>>, _> =
                 copies.iter().map(|c| full.place(&profile, c)).collect();
-            prop_assert_eq!(compact.place_copies(&profile, first, p.replicas), one_by_one);
+            prop_assert_eq!(on_full, one_by_one);
         }
         let mut to_place: Vec<Pod> = Vec::new();
         let workload = &obs.deployments[0].spec.template;
         to_place.extend((0..4).map(|i| template_pod(workload, "ml", &format!("w-{i}"))));
         let all: BTreeSet<String> = obs.nodes.iter().map(|n| n.metadata.name.clone()).collect();
         for pod in &to_place {
-            if !compact.answers(&profile, pod) {
-                continue;
-            }
-            prop_assert_eq!(compact.place(&profile, pod), full.place(&profile, pod));
-            prop_assert_eq!(
-                compact.count_fitting(&profile, pod, &all, 50),
-                full.count_fitting(&profile, pod, &all, 50)
+            let expected = (
+                reference.place(&profile, pod),
+                reference.count_fitting(&profile, pod, &all, 50),
             );
+            in_step &= compact.answers(&profile, pod);
+            if in_step {
+                let on_compact = (
+                    compact.place(&profile, pod),
+                    compact.count_fitting(&profile, pod, &all, 50),
+                );
+                prop_assert_eq!(&on_compact, &expected);
+            }
+            let on_full = (full.place(&profile, pod), full.count_fitting(&profile, pod, &all, 50));
+            prop_assert_eq!(&on_full, &expected);
         }
     }
 }

@@ -9,8 +9,10 @@
 
 use std::collections::BTreeSet;
 use std::hash::Hasher;
+use std::sync::Arc;
 
 use super::{Checkpoint, ClusterView, InputError, NO_RES, PreparedCluster};
+use crate::bound::BoundPod;
 use crate::config::Profile;
 use crate::model::{PodInfo, bound_load, pod_info};
 use crate::names::NameHasher;
@@ -29,34 +31,48 @@ pub struct RoomCluster {
 
 impl RoomCluster {
     /// Converts the occupancy of a cluster for `scheduler`: of `pods`, those [`occupants`]
-    /// keeps (bound, not terminal, on one of `nodes`, the first of each namespace/name).
-    /// Compact, unless a kept pod has a `/` in its namespace or name (two pods could then
-    /// share a key, which only the full conversion tells): then in full, as
-    /// [`RoomCluster::full`] over the same pods, errors included.
+    /// keeps (bound, not terminal, on one of `nodes`, the first of each namespace/name), and
+    /// the pods of `bound` on one of `nodes` (read once by the caller; a namespace/name of
+    /// `pods` comes first). Compact, unless a kept pod has a `/` in its namespace or name, or
+    /// two kept pods share a namespace/name (which only the full conversion tells apart): then
+    /// in full, as [`RoomCluster::full`] over the same pods, errors included.
     pub fn from_occupancy<'a, I>(
         nodes: &'a [Node],
         namespaces: &'a [Namespace],
         pods: I,
+        bound: &[BoundPod],
         scheduler: &str,
     ) -> Result<RoomCluster, InputError>
     where
         I: IntoIterator<Item = &'a Pod> + Clone,
     {
-        if let Some(compact) = Self::compact(nodes, namespaces, pods.clone(), scheduler)? {
+        if let Some(compact) = Self::compact(nodes, namespaces, pods.clone(), bound, scheduler)? {
             return Ok(RoomCluster {
                 cluster: compact,
                 compact: true,
             });
         }
         let kept = occupants(nodes, pods);
-        Self::full(view(nodes, namespaces, &kept), scheduler)
+        Self::full(view(nodes, namespaces, &kept), bound, scheduler)
     }
 
-    /// Converts the cluster in full, as [`PreparedCluster::from_view`]: it answers for every
+    /// Converts the cluster in full, as [`PreparedCluster::from_view`], then adds the pods of
+    /// `bound` on its nodes whose namespace/name no pod of the view has: it answers for every
     /// pod.
-    pub fn full(cluster: ClusterView<'_>, scheduler: &str) -> Result<RoomCluster, InputError> {
+    pub fn full(
+        cluster: ClusterView<'_>,
+        bound: &[BoundPod],
+        scheduler: &str,
+    ) -> Result<RoomCluster, InputError> {
+        let mut cluster = PreparedCluster::from_view(cluster, scheduler)?;
+        // In key order, as the view's pods were added.
+        let mut sorted: Vec<&BoundPod> = bound.iter().collect();
+        sorted.sort_by(|a, b| (&a.namespace, &a.name).cmp(&(&b.namespace, &b.name)));
+        for pod in sorted {
+            cluster.add_bound(pod);
+        }
         Ok(RoomCluster {
-            cluster: PreparedCluster::from_view(cluster, scheduler)?,
+            cluster,
             compact: false,
         })
     }
@@ -68,6 +84,7 @@ impl RoomCluster {
         nodes: &'a [Node],
         namespaces: &'a [Namespace],
         pods: I,
+        bound: &[BoundPod],
         scheduler: &str,
     ) -> Result<Option<PreparedCluster>, InputError>
     where
@@ -77,7 +94,8 @@ impl RoomCluster {
         let Some(node_of) = NodeNames::new(nodes, &prepared.node_index) else {
             return Ok(None);
         };
-        let mut kept: Vec<u64> = Vec::new();
+        let mut kept: Vec<u64> = Vec::with_capacity(bound.len());
+        add_bound_loads(&mut prepared, &node_of, bound, &mut kept);
         let mut failures: Vec<(String, Failure)> = Vec::new();
         let (mut requests, mut scratch) = (Vec::new(), Vec::new());
         for p in pods {
@@ -279,6 +297,45 @@ impl NodeNames {
             }
             at = (at + 1) & (self.slots.len() - 1);
         }
+    }
+}
+
+/// Adds each pod of `bound` on a known node to its node's totals, and its name hash to
+/// `kept`. Resource names are shared strings, so each is resolved once per distinct string.
+fn add_bound_loads(
+    prepared: &mut PreparedCluster,
+    node_of: &NodeNames,
+    bound: &[BoundPod],
+    kept: &mut Vec<u64>,
+) {
+    // (name, index): a handful of distinct names, compared by pointer first.
+    let mut resolved: Vec<(&Arc<str>, usize)> = Vec::new();
+    for pod in bound {
+        let Some(n) = node_of.get(&pod.node_name) else {
+            continue;
+        };
+        kept.push(name_hash(&pod.namespace, &pod.name));
+        for (r, v) in pod.requests.iter() {
+            let found = resolved
+                .iter()
+                .find(|(name, _)| Arc::ptr_eq(name, r) || name[..] == r[..]);
+            let i = match found {
+                Some(&(_, i)) => i,
+                None => {
+                    let i = prepared.res(r);
+                    resolved.push((r, i));
+                    i
+                }
+            };
+            if i != NO_RES {
+                prepared.state[n].requested[i] += v;
+            }
+        }
+        let s = &mut prepared.state[n];
+        s.nz_cpu += pod.nz_cpu;
+        s.nz_mem += pod.nz_mem;
+        s.count += 1;
+        s.ports.extend(pod.host_ports.iter().cloned());
     }
 }
 

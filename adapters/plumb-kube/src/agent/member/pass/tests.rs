@@ -26,7 +26,7 @@ fn now() -> Timestamp {
 }
 
 fn copy(object: &Value) -> PolicyCopy {
-    PolicyCopy::decode(object.clone()).unwrap()
+    PolicyCopy::decode(object.clone(), &mut ()).unwrap()
 }
 
 /// RFC 7386: what the API server does with a merge patch.

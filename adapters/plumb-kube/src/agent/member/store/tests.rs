@@ -53,11 +53,14 @@ fn an_absent_kind_counts_as_listed_and_empty() {
 
 #[test]
 fn a_policy_copy_keeps_its_status_and_why_it_cannot_be_read() {
-    let copy = PolicyCopy::decode(json!({
+    let copy = PolicyCopy::decode(
+        json!({
         "apiVersion": "plumb-k8s.github.io/v1alpha1", "kind": "AdaptivePolicy",
         "metadata": {"name": "p", "namespace": "ml", "generation": 3},
         "spec": {"mode": "manual"},
-        "status": {"intent": {"replicas": 2}}}))
+        "status": {"intent": {"replicas": 2}}}),
+        &mut (),
+    )
     .unwrap();
     assert_eq!(copy.key, "ml/p");
     assert_eq!(copy.generation, Some(3));
@@ -108,4 +111,55 @@ fn the_stores_lend_an_observation_and_take_it_back() {
         lock(&stores.nodes).objects().keys().collect::<Vec<_>>(),
         ["a", "b"]
     );
+}
+
+fn pod(name: &str, node: &str, app: &str) -> Value {
+    json!({"metadata": {"name": name, "namespace": "ml", "labels": {"app": app}},
+           "spec": {"nodeName": node,
+                    "containers": [{"name": "c", "resources": {"requests": {"nvidia.com/gpu": "1"}}}]},
+           "status": {"phase": "Running"}})
+}
+
+#[test]
+fn bound_pods_are_kept_read_once_and_the_others_whole() {
+    let mut kind = Kind::<StoredPod>::default();
+    kind.apply(Event::Apply(pod("a", "n1", "x"))).unwrap();
+    kind.apply(Event::Apply(pod("b", "", "x"))).unwrap();
+    let objects = kind.objects();
+    assert!(matches!(&objects["ml/a"], StoredPod::Bound(b) if &*b.node_name == "n1"));
+    assert!(matches!(&objects["ml/b"], StoredPod::Whole(p) if p.pod.spec.node_name.is_empty()));
+    // Bound later: read once from then on.
+    kind.apply(Event::Apply(pod("b", "n2", "x"))).unwrap();
+    assert!(matches!(&kind.objects()["ml/b"], StoredPod::Bound(_)));
+}
+
+#[test]
+fn the_stores_lend_pods_in_both_forms_and_take_them_back() {
+    let stores = Stores::default();
+    for (name, node, app) in [("a", "n1", "x"), ("b", "", "x"), ("c", "n2", "y")] {
+        lock(&stores.pods)
+            .apply(Event::Apply(pod(name, node, app)))
+            .unwrap();
+    }
+    let copy = stores.observation();
+    let observation = stores.lend();
+    assert_eq!(observation.pods.len(), 1);
+    assert_eq!(observation.bound_pods.len(), 2);
+    assert_eq!(observation, copy);
+    drop(copy);
+    // The pods are a copy: a pod deleted during the pass is gone at once; its node and
+    // labels are forgotten at the next pass, once no copy holds them.
+    lock(&stores.pods)
+        .apply(Event::Delete(pod("c", "n2", "y")))
+        .unwrap();
+    assert_eq!(
+        lock(&stores.pods).objects().keys().collect::<Vec<_>>(),
+        ["ml/a", "ml/b"]
+    );
+    stores.give_back(observation);
+    let next = stores.lend();
+    assert_eq!(next.bound_pods.len(), 1);
+    // Kept: ml, n1, the resource and scheduler names, and {app: x}.
+    assert_eq!(lock(&stores.pods).context.len(), (4, 1));
+    stores.give_back(next);
 }
