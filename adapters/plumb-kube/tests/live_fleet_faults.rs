@@ -2,18 +2,23 @@
 //! top of the borrowing story of `live_fleet_borrow.rs` (whole agents, scalers, emulators,
 //! KEDA clients and scripted Prometheus in-process; tests/support/story.rs): the hub agent
 //! killed after its intents are written, minority and majority partitions (an API server
-//! killed; the hub's own one too, its agent left running), an API server restarted, a rolling upgrade of one copy's spec, and one member's
-//! Prometheus unreachable. Lease clocks are the test ones (4 s lease, 3 s renew deadline).
+//! killed; the hub's own one too, its agent left running), an API server restarted, a rolling
+//! upgrade of one copy's spec, a route write that times out (a slow admission webhook,
+//! tests/support/webhook.rs), and one member's Prometheus unreachable. Lease clocks are the
+//! test ones (4 s lease, 3 s renew deadline).
 //!
 //! Ignored in plain runs: `cargo xtask plumb-live` starts the servers and runs them.
 
 mod support;
 
+use std::collections::BTreeMap;
 use std::time::{Duration, Instant};
 
+use plumb_fleet_emulator::scenario::{NAMESPACE, WORKLOAD};
 use serde_json::{Value, json};
 use support::fleet::{LEASE_DURATION, LiveFleet};
 use support::story::{Running, intent_on, logs, now, patch_spec, policy_on, sequence, time};
+use support::webhook::SlowWebhook;
 use utc_time::Timestamp;
 
 /// The cluster half of a holder `<cluster>/<pod>`.
@@ -515,5 +520,189 @@ async fn live_fleet_an_unreachable_prometheus_fails_one_member_s_observation() {
         async |_| (intent_on(f, &lender).await > 0).then_some(()),
     )
     .await;
+    run.stop().await;
+}
+
+/// A free loopback port (bound, then let go).
+fn free_port() -> u16 {
+    std::net::TcpListener::bind("127.0.0.1:0")
+        .and_then(|l| l.local_addr())
+        .expect("a free port")
+        .port()
+}
+
+/// `plumb_hub_step_errors_total` summed over policies, scraped from `port`'s `/metrics`
+/// (`None`: no answer).
+async fn step_errors(port: u16) -> Option<f64> {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let mut tcp = tokio::net::TcpStream::connect(("127.0.0.1", port))
+        .await
+        .ok()?;
+    tcp.write_all(b"GET /metrics HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n\r\n")
+        .await
+        .ok()?;
+    let mut text = String::new();
+    tcp.read_to_string(&mut text).await.ok()?;
+    Some(
+        text.lines()
+            .filter(|l| l.starts_with("plumb_hub_step_errors_total"))
+            .filter_map(|l| l.rsplit(' ').next()?.parse::<f64>().ok())
+            .sum(),
+    )
+}
+
+/// Every line of these decision logs.
+fn log_lines(paths: &[std::path::PathBuf]) -> Vec<Value> {
+    paths
+        .iter()
+        .flat_map(|p| {
+            std::fs::read_to_string(p)
+                .unwrap_or_default()
+                .lines()
+                .filter_map(|l| serde_json::from_str::<Value>(l).ok())
+                .collect::<Vec<_>>()
+        })
+        .collect()
+}
+
+/// The route write times out: the route's member sends HTTPRoute updates to an admission
+/// webhook that answers only after the hub's 8 s request timeout (tests/support/webhook.rs).
+/// The timed-out write is a decision line with `applied: false` and the error, one warning
+/// line and `plumb_hub_step_errors_total`; the hub tries again at most once per timeout
+/// (each try holds the step), the floors stay as they were, and once the webhook answers at
+/// once the weights move (read back from the route, summing to 100 within 0–100) and the
+/// timed-out decision still gets its outcome line.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "needs the live fleet: cargo xtask plumb-live"]
+async fn live_fleet_a_timed_out_route_write_is_counted_and_not_retried_hot() {
+    let _ = logs();
+    let fleet = LiveFleet::from_env().await;
+    let names = fleet.names();
+    let ports: BTreeMap<String, u16> = names.iter().map(|n| (n.clone(), free_port())).collect();
+    let flags = ports.clone();
+    let mut run = Running::start(
+        &fleet,
+        "route-timeout",
+        "auto",
+        move |name| {
+            let address: &'static str =
+                Box::leak(format!("127.0.0.1:{}", flags[name]).into_boxed_str());
+            vec!["--metrics-bind-address", address]
+        },
+        |_, url| url,
+    )
+    .await;
+    let route_member = names[0].clone();
+    let webhook = SlowWebhook::serve().await;
+    webhook
+        .register(&fleet.member(&route_member).client, NAMESPACE, WORKLOAD)
+        .await;
+    webhook.set_slow(true);
+    let paths: Vec<std::path::PathBuf> = run.agents.values().map(|a| a.log.clone()).collect();
+    let timed_out = |line: &Value| {
+        line["kind"] == "decision"
+            && line["error"]
+                .as_str()
+                .is_some_and(|e| e.contains("patch httproute") && e.contains("no answer within"))
+    };
+    let p = paths.clone();
+    let decision = run
+        .until(
+            Duration::from_secs(180),
+            "a decision whose route write timed out",
+            async |_| log_lines(&p).into_iter().find(|l| timed_out(l)),
+        )
+        .await;
+    let id = decision["decisionId"]
+        .as_str()
+        .expect("decisionId")
+        .to_owned();
+    assert_eq!(decision["applied"], false, "{decision}");
+    let hub = decision["hub"].as_str().expect("hub").to_owned();
+    eprintln!("timed-out route write: {decision}");
+    assert!(
+        logs()
+            .text()
+            .lines()
+            .any(|l| l.contains("hub step: ") && l.contains("no answer within")),
+        "the hub logs the timeout"
+    );
+    let f = &fleet;
+    let mut lent = BTreeMap::new();
+    for l in &names[1..] {
+        lent.insert(l.clone(), intent_on(f, l).await);
+    }
+    // A while with every route write held back: no hot loop, no second floor.
+    let (calls_before, slow_before) = webhook.calls();
+    let window = Duration::from_secs(30);
+    let begun = Instant::now();
+    run.until(
+        window + Duration::from_secs(10),
+        "the slow window",
+        async |_| {
+            for (l, i) in &lent {
+                let now = intent_on(f, l).await;
+                assert!(
+                    *i == 0 || now < 2 * i,
+                    "{l}'s intent went from {i} to {now}: a second floor for the same shortage"
+                );
+            }
+            (begun.elapsed() >= window).then_some(())
+        },
+    )
+    .await;
+    let slow = webhook.calls().1 - slow_before;
+    let tries = log_lines(&paths)
+        .into_iter()
+        .filter(|l| timed_out(l))
+        .count();
+    let errors = step_errors(ports[cluster_of(&hub)])
+        .await
+        .expect("the hub's metrics");
+    eprintln!(
+        "in {:?}: {slow} route writes held by the webhook, {tries} timed-out decisions so far, plumb_hub_step_errors_total {errors}, intents {lent:?}",
+        begun.elapsed()
+    );
+    let bound = usize::try_from(window.as_secs() / 8).unwrap_or(0) + 2;
+    assert!(slow <= bound, "{slow} tries in {window:?}: a hot loop");
+    assert!(errors >= 1.0, "the timeout is counted");
+    // The webhook answers at once again: the weights move, and the timed-out decision is
+    // followed.
+    webhook.set_slow(false);
+    let answered = Instant::now();
+    let r = route_member.clone();
+    let weights = run
+        .until(
+            Duration::from_secs(90),
+            "the weights moved once writes answer",
+            async |view| {
+                (view.weights.get(&r).copied().unwrap_or(100) < 100).then(|| view.weights.clone())
+            },
+        )
+        .await;
+    assert!(weights.values().all(|w| *w <= 100), "{weights:?}");
+    assert_eq!(weights.values().sum::<u32>(), 100, "{weights:?}");
+    eprintln!(
+        "weights {weights:?} {:?} after writes answer again ({} webhook calls in all)",
+        answered.elapsed(),
+        webhook.calls().0 - calls_before
+    );
+    let p = paths.clone();
+    let outcome = run
+        .until(
+            Duration::from_secs(120),
+            "the timed-out decision's outcome line",
+            async |_| {
+                log_lines(&p)
+                    .into_iter()
+                    .find(|l| l["kind"] == "outcome" && l["decisionId"] == id.as_str())
+            },
+        )
+        .await;
+    assert_eq!(outcome["applied"], false, "{outcome}");
+    eprintln!("outcome line of {id}: {outcome}");
+    webhook
+        .unregister(&fleet.member(&route_member).client)
+        .await;
     run.stop().await;
 }

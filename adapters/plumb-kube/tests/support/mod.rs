@@ -5,3 +5,4 @@
 
 pub mod fleet;
 pub mod story;
+pub mod webhook;

@@ -108,7 +108,8 @@ impl Agent {
 }
 
 /// Starts member `name`'s whole agent with the story's flags (reports every 2 s, hub step
-/// every second, the test Lease clocks) plus `extra`; its decisions go to `log`.
+/// every second, the test Lease clocks, metrics on a free port unless `extra` sets
+/// `--metrics-bind-address`) plus `extra`; its decisions go to `log`.
 pub fn start_agent(
     fleet: &LiveFleet,
     name: &str,
@@ -123,8 +124,6 @@ pub fn start_agent(
             prometheus,
             "--interval",
             "2s",
-            "--metrics-bind-address",
-            "127.0.0.1:0",
             "--health-probe-bind-address",
             "0",
             "--test-agent-lease-duration",
@@ -132,6 +131,10 @@ pub fn start_agent(
         ]
         .map(str::to_owned),
     );
+    // Metrics on a free port unless `extra` names one (a test that scrapes them).
+    if !extra.contains(&"--metrics-bind-address") {
+        args.extend(["--metrics-bind-address", "127.0.0.1:0"].map(str::to_owned));
+    }
     args.extend(extra.iter().map(|a| (*a).to_owned()));
     let cli = Cli::try_parse_from(args).expect("agent flags");
     let Command::Agent(args) = cli.command else {

@@ -14,6 +14,7 @@ use super::patches::{merge_diff, route_weights, route_weights_patch, status_patc
 use super::{backends, fenced};
 
 mod requests;
+mod timeout;
 
 fn t(secs: i64) -> Timestamp {
     Timestamp::from_unix_secs(1_790_000_000 + secs)

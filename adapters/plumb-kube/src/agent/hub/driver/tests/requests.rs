@@ -21,7 +21,7 @@ type Requests = Arc<Mutex<Vec<String>>>;
 
 type BoxError = Box<dyn std::error::Error + Send + Sync>;
 
-fn spec() -> Value {
+pub(super) fn spec() -> Value {
     json!({
         "mode": "auto",
         "workload": {"name": "llm"},
@@ -37,7 +37,7 @@ fn spec() -> Value {
 
 /// Member `name`'s copy of the policy with its report (a short of 4 since 10 minutes; b with
 /// room for 8).
-fn copy(name: &str) -> Value {
+pub(super) fn copy(name: &str) -> Value {
     let spec_value = spec();
     let spec: plumb_model::AdaptivePolicySpec = serde_json::from_value(spec_value.clone()).unwrap();
     let hash = plumb_model::member_spec_hash(&spec, Some("ml"), name);
@@ -60,7 +60,7 @@ fn copy(name: &str) -> Value {
     })
 }
 
-fn route() -> Value {
+pub(super) fn route() -> Value {
     json!({
         "apiVersion": "gateway.networking.k8s.io/v1", "kind": "HTTPRoute",
         "metadata": {"name": "llm", "namespace": "ml", "resourceVersion": "1"},
@@ -146,7 +146,7 @@ fn member(name: &'static str, holder: &'static str, requests: &Requests) -> kube
     kube::Client::new(service, "default")
 }
 
-fn config(dir: &std::path::Path) -> AgentConfig {
+pub(super) fn config(dir: &std::path::Path) -> AgentConfig {
     AgentConfig {
         cluster_name: "a".into(),
         namespace: "plumb".into(),
