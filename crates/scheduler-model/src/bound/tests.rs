@@ -1,3 +1,6 @@
+//! Bound pods read once: they read as the pods they came from, shapes that are kept whole,
+//! the interner, and room conversions that answer alike on read and whole pods.
+
 use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Arc;
 
