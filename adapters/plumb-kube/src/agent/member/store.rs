@@ -42,8 +42,8 @@ pub trait Decode: Sized {
     /// The object as kept, or why it cannot be read.
     fn decode(object: Value, context: &mut Self::Context) -> Result<Self, String>;
 
-    /// Called when the kind's objects settle (a relist done, lent objects back): the context
-    /// may drop what no object holds any more.
+    /// Called when the kind's objects settle (a relist done, lent objects back, a pass
+    /// begun): the context may drop what no object holds any more.
     fn settle(_context: &mut Self::Context) {}
 }
 
@@ -93,16 +93,6 @@ pub enum StoredPod {
     Bound(BoundPod),
     /// Any other pod (pending, terminal, with affinity terms or an unusual shape).
     Whole(Box<ObservedPod>),
-}
-
-impl StoredPod {
-    /// `namespace/name`.
-    pub fn key(&self) -> String {
-        match self {
-            StoredPod::Bound(b) => b.key(),
-            StoredPod::Whole(p) => p.pod.key(),
-        }
-    }
 }
 
 impl Decode for StoredPod {
