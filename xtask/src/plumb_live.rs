@@ -11,7 +11,8 @@
 //! `PLUMB_LIVE_PROVIDER_FILE`. The tests install the CRDs, the namespace `plumb` and each
 //! member's ClusterProfiles themselves, so one test's changes never leak into the next.
 //! The servers' resident memory is printed after the tests, and the servers are stopped
-//! whether the tests passed or not.
+//! whether the tests passed or not. `PLUMB_LIVE_PORT_OFFSET=<n>` adds `n` to every port (and
+//! keeps the state under `target/plumb-live-<n>/`), so a second run can go on beside another.
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -40,15 +41,20 @@ pub(crate) const MEMBERS: [(&str, u16); 3] =
 /// Runs the task: servers up, tests, RSS, servers down.
 pub(crate) fn main(rest: &[String]) -> Result<()> {
     let root = workspace_root();
-    let base = root.join("target/plumb-live");
+    let offset = port_offset()?;
+    let base = match offset {
+        0 => root.join("target/plumb-live"),
+        n => root.join(format!("target/plumb-live-{n}")),
+    };
+    let members = MEMBERS.map(|(name, port)| (name, port + offset));
     std::fs::create_dir_all(&base)?;
     let started = Instant::now();
     let result = (|| {
-        for (name, port) in MEMBERS {
+        for (name, port) in members {
             server("start", &base.join(name), port)?;
         }
         let providers = write_provider_file(&root, &base)?;
-        let members = MEMBERS
+        let dirs = members
             .iter()
             .map(|(name, _)| format!("{name}={}", base.join(name).display()))
             .collect::<Vec<_>>()
@@ -58,13 +64,13 @@ pub(crate) fn main(rest: &[String]) -> Result<()> {
             .args(["--run-ignored", "only", "--test-threads", "1"])
             .args(["-E", "test(/^live_fleet/)"])
             .args(rest)
-            .env("PLUMB_LIVE_MEMBERS", &members)
+            .env("PLUMB_LIVE_MEMBERS", &dirs)
             .env("PLUMB_LIVE_PROVIDER_FILE", &providers)
             .current_dir(&root));
         print_rss(&base);
         tests
     })();
-    for (name, port) in MEMBERS {
+    for (name, port) in members {
         if let Err(e) = server("stop", &base.join(name), port) {
             eprintln!("plumb-live: stopping {name}: {e:#}");
         }
@@ -75,6 +81,19 @@ pub(crate) fn main(rest: &[String]) -> Result<()> {
         started.elapsed().as_secs_f64()
     );
     result
+}
+
+/// `PLUMB_LIVE_PORT_OFFSET` (0 when unset); one line naming the variable when it is not a
+/// small number.
+fn port_offset() -> Result<u16> {
+    match std::env::var("PLUMB_LIVE_PORT_OFFSET") {
+        Err(_) => Ok(0),
+        Ok(v) => v
+            .parse::<u16>()
+            .ok()
+            .filter(|n| *n <= 1000)
+            .with_context(|| format!("PLUMB_LIVE_PORT_OFFSET={v:?}: not a number from 0 to 1000")),
+    }
 }
 
 /// `apiserver <task> --dir DIR --port PORT` with Plumb's profile.
