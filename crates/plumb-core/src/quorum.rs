@@ -385,8 +385,9 @@ pub struct Elector {
     observed: Option<Observed>,
     last_seen: LastSeen,
     renewed_at: Option<Timestamp>,
-    /// The term (`leaseTransitions`) this candidate last committed on a majority.
-    committed_term: Option<u32>,
+    /// The record this candidate last committed on a majority (its term is
+    /// `leaseTransitions`).
+    committed: Option<LeaseRecord>,
 }
 
 impl Elector {
@@ -398,7 +399,7 @@ impl Elector {
             observed: None,
             last_seen: LastSeen::new(),
             renewed_at: None,
-            committed_term: None,
+            committed: None,
         }
     }
 
@@ -432,19 +433,19 @@ impl Elector {
         // committed (an acquisition that landed on a minority, or one from before a restart)
         // may have been read as the freshest of its term because another clock is behind,
         // while another candidate holds that term on a majority: renewing it would write over
-        // a live hub. It is waited out like anyone else's record.
-        let record = match read.record.as_ref() {
-            Some(current)
-                if current.holder.as_deref() == Some(self.identity.as_str())
-                    && self.committed_term == Some(current.transitions) =>
-            {
-                LeaseRecord {
-                    renew_time: Some(now),
-                    lease_duration_seconds: duration,
-                    ..current.clone()
-                }
-            }
-            current => {
+        // a live hub. It is waited out like anyone else's record. Conversely, a term this
+        // candidate committed is its own whatever record of that term reads as the freshest:
+        // two majorities share a Lease, whose compare-and-swap lets one write of the term land,
+        // so another holder's record of the same term is an acquisition that landed on a
+        // minority (two candidates starting at once), and the hub renews over it rather than
+        // wait it out (which left the fleet without a hub for a lease duration).
+        let record = match (read.record.as_ref(), self.committed.as_ref()) {
+            (Some(current), Some(mine)) if mine.transitions == current.transitions => LeaseRecord {
+                renew_time: Some(now),
+                lease_duration_seconds: duration,
+                ..mine.clone()
+            },
+            (current, _) => {
                 if let Some(wait) = self.held_elsewhere(current, now) {
                     return Attempt::Wait(wait);
                 }
@@ -491,7 +492,7 @@ impl Elector {
                 at: now,
             });
             self.renewed_at = plan.record.renew_time;
-            self.committed_term = Some(plan.record.transitions);
+            self.committed = Some(plan.record.clone());
         }
         self.is_leading(now)
     }

@@ -654,3 +654,51 @@ fn a_renewal_under_a_stale_newer_term_still_restarts_the_candidates_clock() {
     assert!(matches!(c.on_read(quiet.clone(), t(20)), Attempt::Wait(_)));
     assert!(matches!(c.on_read(quiet, t(31)), Attempt::Write(_)));
 }
+
+/// Two candidates start their first term at once: A's acquisition lands on two Leases, B's on
+/// the third with a later renewal, so B's record reads as the freshest of term 0. A committed
+/// term 0, so it renews over B's stray record at once instead of waiting it out (the live
+/// tests saw the fleet without a hub for a lease duration at start-up before).
+#[test]
+fn a_hub_renews_over_a_same_term_record_that_landed_on_a_minority() {
+    let mut leases = Leases::new(3);
+    let everyone = all(&leases);
+    let m0_m1: BTreeSet<String> = ["m0".to_string(), "m1".to_string()].into();
+    let only_m2: BTreeSet<String> = ["m2".to_string()].into();
+    let mut a = Elector::new("m0/a", LeaseTiming::default());
+    let mut b = Elector::new("m2/b", LeaseTiming::default());
+    // Both read every Lease absent; A's writes land on m0 and m1, B's (a moment later) on m2.
+    let Attempt::Write(plan_a) = a.on_read(leases.views(&everyone), t(0)) else {
+        panic!("A should try to acquire");
+    };
+    let Attempt::Write(plan_b) = b.on_read(leases.views(&everyone), t(1)) else {
+        panic!("B should try to acquire");
+    };
+    let results = leases.apply(&plan_a, &m0_m1);
+    assert!(a.on_write(&plan_a, &results, t(0)));
+    let results = leases.apply(&plan_b, &only_m2);
+    assert!(!b.on_write(&plan_b, &results, t(1)));
+    let read_now = read(leases.views(&everyone)).expect("quorum");
+    assert_eq!(
+        read_now.holder(),
+        Some("m2/b"),
+        "B's stray record reads freshest"
+    );
+    // A renews at once, over all three Leases, keeping its acquire time.
+    assert!(round(&mut a, &mut leases, &everyone, t(2)));
+    for m in ["m0", "m1", "m2"] {
+        let (_, r) = &leases.stored[m];
+        assert_eq!(r.holder.as_deref(), Some("m0/a"), "{m}");
+        assert_eq!(
+            (r.acquire_time, r.renew_time, r.transitions),
+            (Some(t(0)), Some(t(2)), 0)
+        );
+    }
+    // B waits A out; A keeps leading.
+    assert!(!round(&mut b, &mut leases, &everyone, t(3)));
+    assert!(round(&mut a, &mut leases, &everyone, t(4)));
+    assert_eq!(
+        read(leases.views(&everyone)).expect("quorum").holder(),
+        Some("m0/a")
+    );
+}
