@@ -388,6 +388,11 @@ pub struct Elector {
     /// The record this candidate last committed on a majority (its term is
     /// `leaseTransitions`).
     committed: Option<LeaseRecord>,
+    /// The write last planned was an acquisition (not a renewal).
+    acquiring: bool,
+    /// This candidate's last acquisition failed and it has not committed since: it waits a
+    /// record out a little longer by its rank (see [`Elector::stagger`]).
+    lost_acquisition: bool,
 }
 
 impl Elector {
@@ -400,6 +405,8 @@ impl Elector {
             last_seen: LastSeen::new(),
             renewed_at: None,
             committed: None,
+            acquiring: false,
+            lost_acquisition: false,
         }
     }
 
@@ -446,7 +453,8 @@ impl Elector {
                 ..mine.clone()
             },
             (current, _) => {
-                if let Some(wait) = self.held_elsewhere(current, now) {
+                let stagger = self.stagger(&read.views);
+                if let Some(wait) = self.held_elsewhere(current, stagger, now) {
                     return Attempt::Wait(wait);
                 }
                 LeaseRecord {
@@ -458,20 +466,49 @@ impl Elector {
                 }
             }
         };
+        self.acquiring = self
+            .committed
+            .as_ref()
+            .is_none_or(|c| c.transitions != record.transitions);
         match plan_write(&read, record) {
             Ok(plan) => Attempt::Write(plan),
             Err(no) => Attempt::Wait(Wait::NoQuorum(no)),
         }
     }
 
-    /// Whether another identity's record still holds by this candidate's observation.
-    fn held_elsewhere(&self, current: Option<&LeaseRecord>, now: Timestamp) -> Option<Wait> {
+    /// How much longer than a lease duration this candidate waits a record out: nothing,
+    /// unless its last acquisition failed; then one retry period per voter whose member name
+    /// sorts before its own. Candidates that saw the same record expire at the same instant
+    /// try at once, and with two of three members reachable each can win one Lease, neither a
+    /// majority; their records then expire together again, so they could split again and
+    /// again (the live fault test saw two splits in a row). Ranked by name, the retries go
+    /// one after another: the first commits, the others see its record and wait. Only ever
+    /// longer, so no safety property depends on it.
+    fn stagger(&self, views: &[VoterView]) -> Duration {
+        if !self.lost_acquisition {
+            return Duration::ZERO;
+        }
+        let member = self.identity.split('/').next().unwrap_or_default();
+        let rank = views.iter().filter(|v| v.member.as_str() < member).count();
+        self.timing.retry_period * u32::try_from(rank).unwrap_or(u32::MAX)
+    }
+
+    /// Whether another identity's record still holds by this candidate's observation, its
+    /// expiry pushed back by `stagger`.
+    fn held_elsewhere(
+        &self,
+        current: Option<&LeaseRecord>,
+        stagger: Duration,
+        now: Timestamp,
+    ) -> Option<Wait> {
         let current = current?;
         let holder = current.holder.as_deref().filter(|h| !h.is_empty())?;
         let observed_at = self.observed.as_ref().map(|o| o.at)?;
-        let until = observed_at.plus(Duration::from_secs(u64::from(
-            current.lease_duration_seconds,
-        )));
+        let until = observed_at
+            .plus(Duration::from_secs(u64::from(
+                current.lease_duration_seconds,
+            )))
+            .plus(stagger);
         (until > now).then(|| Wait::HeldBy {
             holder: holder.to_string(),
             until,
@@ -486,13 +523,17 @@ impl Elector {
         results: &[(String, bool)],
         now: Timestamp,
     ) -> bool {
-        if let WriteOutcome::Committed { .. } = plan.settle(results) {
-            self.observed = Some(Observed {
-                record: Some(plan.record.clone()),
-                at: now,
-            });
-            self.renewed_at = plan.record.renew_time;
-            self.committed = Some(plan.record.clone());
+        match plan.settle(results) {
+            WriteOutcome::Committed { .. } => {
+                self.observed = Some(Observed {
+                    record: Some(plan.record.clone()),
+                    at: now,
+                });
+                self.renewed_at = plan.record.renew_time;
+                self.committed = Some(plan.record.clone());
+                self.lost_acquisition = false;
+            }
+            WriteOutcome::Failed(_) => self.lost_acquisition |= self.acquiring,
         }
         self.is_leading(now)
     }

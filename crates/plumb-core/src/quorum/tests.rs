@@ -702,3 +702,61 @@ fn a_hub_renews_over_a_same_term_record_that_landed_on_a_minority() {
         Some("m0/a")
     );
 }
+
+/// The hub's member is cut off (m0 unreachable); B (m1) and C (m2) see its record expire at
+/// the same instant and acquire at once, each winning only its own Lease. Their retries are
+/// staggered by rank after a failed acquisition, so one commits within a lease duration and a
+/// retry period of the split, where retrying together would split again every time.
+#[test]
+fn candidates_whose_acquisitions_split_retry_one_after_another() {
+    let mut leases = Leases::new(3);
+    let everyone = all(&leases);
+    let mut a = Elector::new("m0/a", LeaseTiming::default());
+    assert!(round(&mut a, &mut leases, &everyone, t(0)));
+    let reach: BTreeSet<String> = ["m1".to_string(), "m2".to_string()].into();
+    let only = |m: &str| -> BTreeSet<String> { [m.to_string()].into() };
+    let mut b = Elector::new("m1/b", LeaseTiming::default());
+    let mut c = Elector::new("m2/c", LeaseTiming::default());
+    let mut splits = 0;
+    let mut leader = None;
+    // Both read every 2 s; writes in the same round race: each wins its own Lease.
+    for step in 0..20 {
+        let now = t(1 + 2 * step);
+        let pb = b.on_read(leases.views(&reach), now);
+        let pc = c.on_read(leases.views(&reach), now);
+        match (pb, pc) {
+            (Attempt::Write(pb), Attempt::Write(pc)) => {
+                splits += 1;
+                let rb = leases.apply(&pb, &only("m1"));
+                let rc = leases.apply(&pc, &only("m2"));
+                assert!(!b.on_write(&pb, &rb, now) && !c.on_write(&pc, &rc, now));
+            }
+            (Attempt::Write(p), _) => {
+                let r = leases.apply(&p, &reach);
+                if b.on_write(&p, &r, now) {
+                    leader = Some(("m1/b", now));
+                }
+            }
+            (_, Attempt::Write(p)) => {
+                let r = leases.apply(&p, &reach);
+                if c.on_write(&p, &r, now) {
+                    leader = Some(("m2/c", now));
+                }
+            }
+            _ => {}
+        }
+        if leader.is_some() {
+            break;
+        }
+    }
+    assert_eq!(
+        splits, 1,
+        "one split, then the retries go one after another"
+    );
+    let (who, when) = leader.expect("a new hub");
+    // The split at 17 s, its records first read at 19 s; m1 sorts before m2, so B retries
+    // first, a lease duration and one retry period later (C would wait two).
+    assert_eq!(who, "m1/b");
+    assert_eq!(when, t(37), "the new hub took until {when}");
+    assert!(!c.is_leading(when));
+}
