@@ -244,9 +244,12 @@ async fn live_fleet_a_minority_partition_keeps_or_replaces_the_hub() {
     .await;
     let handed_over = cut_at.elapsed();
     eprintln!("hub {hub}'s own API server stopped; {successor} leads after {handed_over:?}");
+    // One lease duration after the last renewal; one more when the two candidates try at
+    // the same instant and split the term (each wins one Lease), after which they retry one
+    // after another (plumb-core `candidates_whose_acquisitions_split_retry_one_after_another`).
     assert!(
-        handed_over <= LEASE_DURATION + Duration::from_secs(3),
-        "the hand-over took {handed_over:?}, more than about one lease duration"
+        handed_over <= 2 * LEASE_DURATION + Duration::from_secs(3),
+        "the hand-over took {handed_over:?}, more than about two lease durations"
     );
     let said = |text: &str| {
         logs()
